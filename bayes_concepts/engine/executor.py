@@ -1,0 +1,81 @@
+"""Evaluate many programs on a scene bank: compile to one bitset plan, run it.
+
+>>> from bayes_concepts.scenes import SceneBank
+>>> from bayes_concepts.engine import evaluate_programs, signature_bits
+>>> bank = SceneBank.sample(1000, "clevr", seed=0)
+>>> sig = evaluate_programs(["x color? red = exists=", "S shape? cube count= 2 ="], bank)
+>>> sig.shape, sig.dtype                       # (programs, ceil(scenes / 64)) packed words
+((2, 16), dtype('uint64'))
+>>> signature_bits(sig, bank.n_scenes).shape   # one bool per (program, scene)
+(2, 1000)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..lot.grammar import Grammar, curi_grammar
+from ..lot.program import Program
+from .kernels import run_plan
+from .plan import BankLayout, Plan, PlanBuilder
+
+#: Per-thread register file budget; the chunk of scenes a thread works on is sized to fit.
+REGISTER_BYTES = 64 * 2**20
+
+
+def layout_of(bank) -> BankLayout:
+    return BankLayout(bank.schema, bank.value_offset, bank.n_slots)
+
+
+def compile_for(programs, bank, grammar: Grammar | None = None) -> Plan:
+    """Compile ``programs`` (Program objects or postfix strings) for ``bank``'s layout."""
+    grammar = grammar or curi_grammar()
+    builder = PlanBuilder(grammar, layout_of(bank))
+    for p in programs:
+        builder.add(p if isinstance(p, Program) else Program.parse(p, grammar))
+    return builder.finish()
+
+
+def chunk_words_for(plan: Plan, n_words: int, budget: int = REGISTER_BYTES) -> int:
+    """Words per chunk so that one register file stays within ``budget`` bytes (4..1024)."""
+    return int(np.clip(budget // (8 * max(plan.n_regs, 1)), 4, 1024))
+
+
+def run(plan: Plan, bank, chunk_words: int | None = None) -> np.ndarray:
+    """Run a compiled plan on ``bank``: uint64 signatures (n_outputs, n_words), padding bits 0."""
+    rows = BankLayout.rows_of(bank)
+    cw = chunk_words or chunk_words_for(plan, bank.n_words)
+    out = run_plan(plan.instructions, rows, plan.n_regs, plan.n_outputs, cw)
+    return mask_padding(out, bank.n_scenes)
+
+
+def mask_padding(signatures: np.ndarray, n_scenes: int) -> np.ndarray:
+    """Zero the bits beyond ``n_scenes`` in the last word (in place); returns the array."""
+    tail = n_scenes % 64
+    if tail and signatures.shape[-1]:
+        signatures[..., -1] &= np.uint64((1 << tail) - 1)
+    return signatures
+
+
+def evaluate_programs(programs, bank, grammar: Grammar | None = None, chunk_words: int | None = None) -> np.ndarray:
+    """Signatures of ``programs`` over ``bank``.
+
+    programs: sequence of :class:`Program` or postfix strings.
+    bank: a :class:`~bayes_concepts.scenes.SceneBank`.
+    Returns uint64 (len(programs), ceil(n_scenes/64)); bit j of word w is the
+    program's truth value on scene 64*w + j (DESIGN section 5).
+    """
+    return run(compile_for(programs, bank, grammar), bank, chunk_words)
+
+
+def signature_bits(signatures: np.ndarray, n_scenes: int) -> np.ndarray:
+    """Unpack packed signatures (..., n_words) to bool (..., n_scenes)."""
+    sig = np.ascontiguousarray(signatures)
+    as_bytes = sig.astype("<u8", copy=False).view(np.uint8)
+    bits = np.unpackbits(as_bytes, axis=-1, bitorder="little")
+    return bits[..., :n_scenes].astype(bool)
+
+
+def popcount(signatures: np.ndarray) -> np.ndarray:
+    """Number of set bits per row of packed signatures: int64 (...,)."""
+    sig = np.ascontiguousarray(signatures)
+    return np.unpackbits(sig.view(np.uint8), axis=-1).sum(axis=-1, dtype=np.int64)

@@ -1,0 +1,332 @@
+"""Reading a PCFG from a grammar file, and the vocabulary it defines.
+
+The grammar file format is documented at the top of ``hypotheses/curi.pcfg``.
+A :class:`Grammar` holds
+
+* the *vocabulary* (value types, their constants, property tokens) that the
+  program parser and type checker use, and the scene schema it implies;
+* the productions with normalised probabilities;
+* array forms of both for the numba sampler (:meth:`Grammar.tables`).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import GrammarError
+from ..scenes.schema import Attribute, SceneSchema
+
+#: Operator tokens whose meaning is fixed by the language (DESIGN section 3).
+OPERATORS = ("=", ">", "and", "or", "not", "for-all=", "exists=", "count=")
+#: Tokens naming the object variable and the two sets.
+VARIABLES = ("x", "S", "non-x-S")
+#: Tokens accepted in CURI's released strings and dropped.
+IGNORED = ("lambda", "S.")
+#: Comparison operators: a program comparing two constants is rejected by the sampler.
+COMPARISONS = ("=", ">")
+NUM = "NUM"
+_INT = re.compile(r"^[0-9]+$")
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """A type of property value: its name, constants (as tokens) and whether ``>`` applies."""
+
+    name: str
+    values: tuple
+    ordered: bool
+
+    @property
+    def integer(self) -> bool:
+        return all(_INT.match(v) for v in self.values)
+
+
+@dataclass(frozen=True)
+class Property:
+    """A property token (``color?``): the scene attribute it reads and its value type."""
+
+    token: str
+    attribute: str
+    type: str
+
+
+@dataclass(frozen=True)
+class Production:
+    lhs: str
+    rhs: tuple
+    prob: float
+    line: int
+
+
+class Grammar:
+    """A PCFG over CURI-style postfix programs, read from a ``.pcfg`` file."""
+
+    def __init__(self, value_types, properties, productions, start, max_depth, source="<grammar>"):
+        self.value_types = {t.name: t for t in value_types}
+        self.properties = {p.token: p for p in properties}
+        self.productions = tuple(productions)
+        self.start = start
+        self.max_depth = max_depth
+        self.source = source
+        self.nonterminals = tuple(dict.fromkeys(p.lhs for p in self.productions))
+        self._by_lhs = {nt: tuple(p for p in self.productions if p.lhs == nt) for nt in self.nonterminals}
+        self._check()
+
+    # ------------------------------------------------------------------ reading
+    @classmethod
+    def from_file(cls, path) -> "Grammar":
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise GrammarError(f"{path}: cannot read grammar file ({exc.strerror})") from None
+        return cls.from_text(text, source=str(path))
+
+    @classmethod
+    def from_text(cls, text: str, source: str = "<grammar>") -> "Grammar":
+        value_types, properties, groups = [], [], []
+        start, max_depth = None, 6
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            where = f"{source} line {lineno}"
+            words = line.split()
+            if "->" in words:
+                arrow = words.index("->")
+                if arrow != 1:
+                    raise GrammarError(f"{where}: a rule needs exactly one symbol before '->'")
+                lhs, rest = words[0], words[2:]
+                weight = Fraction(1)
+                if "@" in rest:
+                    at = rest.index("@")
+                    if at != len(rest) - 2:
+                        raise GrammarError(f"{where}: '@' must be followed by exactly one weight at the end of the line")
+                    try:
+                        weight = Fraction(rest[-1])
+                    except (ValueError, ZeroDivisionError):
+                        raise GrammarError(f"{where}: weight {rest[-1]!r} is not a number") from None
+                    if weight <= 0:
+                        raise GrammarError(f"{where}: weight must be positive, got {rest[-1]}")
+                    rest = rest[:at]
+                alternatives, current = [], []
+                for w in rest:
+                    if w == "|":
+                        alternatives.append(tuple(current))
+                        current = []
+                    else:
+                        current.append(w)
+                alternatives.append(tuple(current))
+                if any(len(a) == 0 for a in alternatives):
+                    raise GrammarError(f"{where}: empty alternative in rule for {lhs}")
+                groups.append((lhs, alternatives, weight, lineno))
+            elif words[0] == "value":
+                ordered = len(words) > 2 and words[2] == "<"
+                values = tuple(words[3:] if ordered else words[2:])
+                if len(words) < 3 or not values:
+                    raise GrammarError(f"{where}: expected 'value TYPE [<] v1 v2 ...'")
+                if len(set(values)) != len(values):
+                    raise GrammarError(f"{where}: repeated value in type {words[1]}")
+                value_types.append(ValueType(words[1], values, ordered))
+            elif words[0] == "property":
+                if len(words) != 4 or not words[1].endswith("?"):
+                    raise GrammarError(f"{where}: expected 'property TOKEN? ATTRIBUTE TYPE'")
+                properties.append(Property(words[1], words[2], words[3]))
+            elif words[0] == "start":
+                if len(words) != 2:
+                    raise GrammarError(f"{where}: expected 'start SYMBOL'")
+                start = words[1]
+            elif words[0] == "max_depth":
+                if len(words) != 2 or not _INT.match(words[1]):
+                    raise GrammarError(f"{where}: expected 'max_depth N' with a whole number N")
+                max_depth = int(words[1])
+            else:
+                raise GrammarError(f"{where}: cannot read {words[0]!r} (expected a rule 'LHS -> ...', "
+                                   "'value', 'property', 'start' or 'max_depth')")
+        if start is None:
+            raise GrammarError(f"{source}: no 'start SYMBOL' line")
+        # normalise: each LHS's group weights sum to 1, split evenly inside a group
+        totals = {}
+        for lhs, alternatives, weight, _ in groups:
+            totals[lhs] = totals.get(lhs, 0) + weight
+        productions = []
+        for lhs, alternatives, weight, lineno in groups:
+            share = weight / totals[lhs] / len(alternatives)
+            productions.extend(Production(lhs, alt, float(share), lineno) for alt in alternatives)
+        return cls(value_types, properties, productions, start, max_depth, source)
+
+    def _check(self):
+        src = self.source
+        types = set(self.value_types) | {NUM}
+        for p in self.properties.values():
+            if p.type not in self.value_types:
+                raise GrammarError(f"{src}: property {p.token} has unknown type {p.type!r}")
+        if self.start not in self._by_lhs:
+            raise GrammarError(f"{src}: start symbol {self.start!r} has no rule")
+        known = self.token_kinds
+        for p in self.productions:
+            for sym in p.rhs:
+                if sym in self._by_lhs:
+                    continue
+                if sym not in known:
+                    raise GrammarError(f"{src} line {p.line}: {sym!r} is neither a nonterminal (no rule has it "
+                                       "on the left) nor a known token (operator, variable, property or value)")
+        del types
+        seen = {}
+        for t in self.value_types.values():
+            for v in t.values:
+                if not _INT.match(v) and v in seen:
+                    raise GrammarError(f"{src}: value {v!r} belongs to both {seen[v]} and {t.name}")
+                seen[v] = t.name
+                if v in OPERATORS or v in VARIABLES or v in self.properties:
+                    raise GrammarError(f"{src}: value {v!r} is also an operator, variable or property token")
+
+    # ---------------------------------------------------------------- vocabulary
+    @cached_property
+    def token_kinds(self) -> dict:
+        """Map token -> kind: 'operator', 'variable', 'property', 'value' (non-integer constants)."""
+        kinds = {t: "operator" for t in OPERATORS}
+        kinds.update({t: "variable" for t in VARIABLES})
+        kinds.update({t: "property" for t in self.properties})
+        for vt in self.value_types.values():
+            for v in vt.values:
+                kinds[v] = "integer" if _INT.match(v) else "value"
+        return kinds
+
+    @cached_property
+    def value_of(self) -> dict:
+        """Map non-integer constant token -> its value type name."""
+        return {v: vt.name for vt in self.value_types.values() for v in vt.values if not _INT.match(v)}
+
+    def is_integer(self, token: str) -> bool:
+        return bool(_INT.match(token))
+
+    @cached_property
+    def schema(self) -> SceneSchema:
+        """The scene schema the properties read (attribute names, values, order)."""
+        attrs = {}
+        for p in self.properties.values():
+            vt = self.value_types[p.type]
+            values = tuple(int(v) for v in vt.values) if vt.integer else vt.values
+            if p.attribute in attrs and attrs[p.attribute].values != values:
+                raise GrammarError(f"{self.source}: attribute {p.attribute!r} is read with two different types")
+            attrs[p.attribute] = Attribute(p.attribute, values, vt.ordered)
+        return SceneSchema(tuple(attrs.values()))
+
+    # ------------------------------------------------------------ probabilities
+    def rules(self, lhs: str) -> tuple:
+        return self._by_lhs[lhs]
+
+    def is_nonterminal(self, symbol: str) -> bool:
+        return symbol in self._by_lhs
+
+    @cached_property
+    def tables(self) -> "GrammarTables":
+        return GrammarTables.build(self)
+
+    def __repr__(self):
+        return (f"Grammar({self.source!r}, {len(self.nonterminals)} nonterminals, "
+                f"{len(self.productions)} productions, start={self.start}, max_depth={self.max_depth})")
+
+
+@dataclass(frozen=True)
+class GrammarTables:
+    """Plain arrays describing a grammar, for numba kernels.
+
+    Symbols ``0 .. n_nonterminals-1`` are nonterminals (in :attr:`Grammar.nonterminals`
+    order); symbol ``n_nonterminals + t`` is terminal token ``tokens[t]``.
+
+    prod_start:  int32 (n_nonterminals + 1,)  productions of NT k are ``prod_start[k]:prod_start[k+1]``
+    prod_cumprob: float64 (n_productions,)    cumulative probability within each NT
+    prod_logp:   float64 (n_productions,)    log probability
+    rhs_start:   int32 (n_productions + 1,)   rhs symbols of production p are ``rhs[rhs_start[p]:rhs_start[p+1]]``
+    rhs:         int32 (total rhs length,)
+    token_arity: int8 (n_tokens,)   operands a token pops (quantifiers: 2; 1 when they end a program)
+    token_is_constant: bool (n_tokens,)
+    token_is_comparison: bool (n_tokens,)
+    """
+
+    tokens: tuple
+    n_nonterminals: int
+    prod_start: np.ndarray
+    prod_cumprob: np.ndarray
+    prod_logp: np.ndarray
+    rhs_start: np.ndarray
+    rhs: np.ndarray
+    token_arity: np.ndarray
+    token_is_constant: np.ndarray
+    token_is_comparison: np.ndarray
+    start_symbol: int
+
+    @classmethod
+    def build(cls, g: Grammar) -> "GrammarTables":
+        nts = g.nonterminals
+        nt_id = {nt: i for i, nt in enumerate(nts)}
+        tokens = tuple(dict.fromkeys(s for p in g.productions for s in p.rhs if s not in nt_id))
+        tok_id = {t: len(nts) + i for i, t in enumerate(tokens)}
+        prods = [p for nt in nts for p in g.rules(nt)]
+        prod_start = np.zeros(len(nts) + 1, np.int32)
+        for k, nt in enumerate(nts):
+            prod_start[k + 1] = prod_start[k] + len(g.rules(nt))
+        probs = np.array([p.prob for p in prods])
+        cum = np.empty_like(probs)
+        for k in range(len(nts)):
+            a, b = prod_start[k], prod_start[k + 1]
+            cum[a:b] = np.cumsum(probs[a:b])
+            cum[b - 1] = 1.0  # guard against rounding: the last alternative always catches u < 1
+        rhs_start = np.zeros(len(prods) + 1, np.int32)
+        rhs = []
+        for i, p in enumerate(prods):
+            rhs.extend(nt_id[s] if s in nt_id else tok_id[s] for s in p.rhs)
+            rhs_start[i + 1] = len(rhs)
+        kinds = g.token_kinds
+        arity = np.array([token_arity(t, kinds) for t in tokens], np.int8)
+        is_const = np.array([kinds[t] in ("value", "integer") for t in tokens], bool)
+        is_cmp = np.array([t in COMPARISONS for t in tokens], bool)
+        return cls(tokens, len(nts), prod_start, cum, np.log(probs), rhs_start,
+                   np.array(rhs, np.int32), arity, is_const, is_cmp, nt_id[g.start])
+
+
+def token_arity(token: str, kinds: dict) -> int:
+    """Number of operands a token takes (set quantifiers: 2)."""
+    kind = kinds[token]
+    if kind in ("value", "integer", "variable"):
+        return 0
+    if kind == "property" or token == "not":
+        return 1
+    return 2
+
+
+def default_grammar_path() -> Path:
+    """``hypotheses/curi.pcfg`` of the source tree (or of the installed data copy)."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parents[2] / "hypotheses" / "curi.pcfg",
+                      here.parents[1] / "data" / "curi.pcfg"):
+        if candidate.exists():
+            return candidate
+    raise GrammarError("cannot find the default grammar hypotheses/curi.pcfg; pass a grammar file explicitly")
+
+
+@lru_cache(maxsize=None)
+def _load_cached(path: str) -> Grammar:
+    return Grammar.from_file(path)
+
+
+def load_grammar(path=None) -> Grammar:
+    """Load a grammar file (default: CURI's), cached per path."""
+    return _load_cached(str(Path(path).resolve()) if path is not None else str(default_grammar_path()))
+
+
+def curi_grammar() -> Grammar:
+    """CURI's grammar, as shipped in ``hypotheses/curi.pcfg``."""
+    return load_grammar()
+
+
+def is_finite_logp(x: float) -> bool:
+    return math.isfinite(x)

@@ -1,0 +1,415 @@
+"""Programs of the language of thought: parsing, type checking and serialisation.
+
+A program is a postfix token string (DESIGN section 3), e.g.
+``x locationY? 6 > exists=`` (∃x∈S: locationY(x) > 6).  :meth:`Program.parse`
+builds a typed syntax tree; any malformed input raises :class:`ProgramError`
+naming the token position (0-based, counted in the string as given) and what
+was expected there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..errors import ProgramError
+from .grammar import IGNORED, NUM, Grammar, curi_grammar
+
+BOOL, OBJ, SET, INT = "BOOL", "OBJ", "SET", "INT"
+QUANTIFIERS = {"exists=": "exists", "for-all=": "forall"}
+
+
+def list_of(t: str) -> str:
+    return f"LIST[{t}]"
+
+
+def element_type(t: str) -> str | None:
+    return t[5:-1] if t.startswith("LIST[") else None
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node of a program's syntax tree.
+
+    op:       the token (``"color?"``, ``"="``, ``"red"``, ``"x"``, ...).
+    children: operand subtrees, in postfix order.
+    type:     ``BOOL``, ``OBJ``, ``SET``, a value type (``COLOR``, ``LOC``, ``NUM``, ...),
+              ``LIST[T]`` for a property of a set, or ``INT`` for an integer literal
+              not yet bound to ``LOC``/``NUM`` by its context.
+    kind:     ``constant``, ``variable``, ``property``, ``compare``, ``logic``,
+              ``set_quantifier``, ``count`` or ``quantifier`` (the final ∃x/∀x).
+    position: index of the token in the canonical postfix token list.
+    """
+
+    op: str
+    children: tuple
+    type: str
+    kind: str
+    position: int
+
+    def postfix(self) -> list:
+        out = []
+        for c in self.children:
+            out.extend(c.postfix())
+        out.append(self.op)
+        return out
+
+    def prefix(self) -> list:
+        out = [self.op]
+        for c in self.children:
+            out.extend(c.prefix())
+        return out
+
+    def walk(self):
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    @property
+    def size(self) -> int:
+        return 1 + sum(c.size for c in self.children)
+
+
+class Program:
+    """A parsed, type-checked program.
+
+    Attributes: ``tokens`` (canonical postfix tokens, ``lambda``/``S.`` dropped),
+    ``root`` (:class:`Node`), ``grammar``.  Two programs are equal iff their
+    canonical token strings are equal.
+    """
+
+    __slots__ = ("tokens", "root", "grammar", "__dict__")
+
+    def __init__(self, tokens: tuple, root: Node, grammar: Grammar):
+        self.tokens = tokens
+        self.root = root
+        self.grammar = grammar
+
+    # ----------------------------------------------------------------- parsing
+    @classmethod
+    def parse(cls, text, grammar: Grammar | None = None) -> "Program":
+        """Parse a postfix program string (or token sequence)."""
+        grammar = grammar or curi_grammar()
+        given = text.split() if isinstance(text, str) else list(text)
+        shown = " ".join(given)
+        positions = [i for i, t in enumerate(given) if t not in IGNORED]
+        tokens = tuple(given[i] for i in positions)
+        root = _parse_postfix(tokens, positions, grammar, shown)
+        return cls(tokens, root, grammar)
+
+    @classmethod
+    def from_prefix(cls, text, grammar: Grammar | None = None) -> "Program":
+        """Parse the Polish (prefix) form written by :attr:`prefix`."""
+        grammar = grammar or curi_grammar()
+        given = text.split() if isinstance(text, str) else list(text)
+        if not given:
+            raise ProgramError("empty program", "", None)
+        # The mirror image of a prefix string is a postfix string of the mirrored tree,
+        # except that a leading quantifier stays a quantifier.
+        tokens = [t for t in given if t not in IGNORED]
+        postfix = _prefix_to_postfix(tokens, grammar, " ".join(given))
+        return cls.parse(postfix, grammar)
+
+    # ------------------------------------------------------------ serialising
+    @property
+    def postfix(self) -> str:
+        return " ".join(self.tokens)
+
+    @cached_property
+    def prefix(self) -> str:
+        return " ".join(self.root.prefix())
+
+    @property
+    def length(self) -> int:
+        """l(h): number of tokens of the postfix form (``lambda``/``S.`` excluded)."""
+        return len(self.tokens)
+
+    @property
+    def quantifier(self) -> str | None:
+        """``"exists"``, ``"forall"`` or ``None`` for a program without the final quantifier."""
+        return QUANTIFIERS[self.root.op] if self.root.kind == "quantifier" else None
+
+    @property
+    def uses_x(self) -> bool:
+        """Whether the body mentions the object variable (``x`` or ``non-x-S``)."""
+        return "x" in self.tokens or "non-x-S" in self.tokens
+
+    @property
+    def body(self) -> Node:
+        return self.root.children[0] if self.quantifier else self.root
+
+    def collapsed(self) -> "Program":
+        """The program without its quantifier if its body does not use x (same meaning on
+        every scene with at least one object); otherwise the program itself."""
+        if self.quantifier is None or self.uses_x:
+            return self
+        return Program(self.tokens[:-1], self.body, self.grammar)
+
+    @cached_property
+    def readable(self) -> str:
+        """The paper's readable form, e.g. ``∃x∈S: color(x) = blue ∧ shape(x) = cube``."""
+        return _render(self.root, UNICODE, top=True)
+
+    @cached_property
+    def latex(self) -> str:
+        """A LaTeX (math mode) form of :attr:`readable`."""
+        return _render(self.root, LATEX, top=True)
+
+    def log_prob(self, grammar: Grammar | None = None) -> float:
+        """PCFG log-probability (natural log) of the program under ``grammar``.
+
+        A program without the final quantifier (a collapsed x-free program) stands
+        for both ``… exists=`` and ``… for-all=``; its probability is their sum.
+        """
+        from .logprob import derivation_log_prob
+        grammar = grammar or self.grammar
+        if self.quantifier is None:
+            return float(np.logaddexp(*(derivation_log_prob(self.tokens + (q,), grammar)[0]
+                                        for q in QUANTIFIERS)))
+        return derivation_log_prob(self.tokens, grammar)[0]
+
+    def derivation_depth(self, grammar: Grammar | None = None) -> int:
+        """Depth of the program's most probable derivation (start symbol at depth 0)."""
+        from .logprob import derivation_log_prob
+        tokens = self.tokens if self.quantifier else self.tokens + ("exists=",)
+        return derivation_log_prob(tokens, grammar or self.grammar)[1]
+
+    def __eq__(self, other):
+        return isinstance(other, Program) and self.tokens == other.tokens
+
+    def __hash__(self):
+        return hash(self.tokens)
+
+    def __str__(self):
+        return self.postfix
+
+    def __repr__(self):
+        return f"Program({self.postfix!r})"
+
+
+# --------------------------------------------------------------------- parser
+def _describe(t: str) -> str:
+    if t == INT:
+        return "an integer"
+    if t.startswith("LIST["):
+        return f"a list of {element_type(t)}"
+    return {BOOL: "a BOOL", OBJ: "the object x", SET: "a set"}.get(t, f"a {t}")
+
+
+def _unify(a: Node, b: Node, grammar: Grammar):
+    """Type shared by two compared operands, or None.  An integer literal takes the
+    type of the other side (LOC if it is a LOC value, NUM)."""
+    ta, tb = a.type, b.type
+    if ta == tb:
+        return NUM if ta == INT else ta
+    if ta == INT:
+        a, b, ta, tb = b, a, tb, ta
+    if tb == INT and _int_fits(b.op, ta, grammar):
+        return ta
+    return None
+
+
+def _int_fits(token: str, t: str, grammar: Grammar) -> bool:
+    if t == NUM:
+        return True
+    vt = grammar.value_types.get(t)
+    return vt is not None and token in vt.values
+
+
+def _retype(node: Node, t: str) -> Node:
+    if node.type == INT:
+        return Node(node.op, node.children, t, node.kind, node.position)
+    return node
+
+
+def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
+    if not tokens:
+        raise ProgramError("empty program (expected a postfix program such as 'x color? red = exists=')", shown, None)
+    kinds = grammar.token_kinds
+    stack: list[Node] = []
+    n = len(tokens)
+
+    def fail(msg, i):
+        raise ProgramError(f"{tokens[i]!r}: {msg}", shown, positions[i])
+
+    def pop(i, how_many, what):
+        if len(stack) < how_many:
+            fail(f"stack underflow: expects {what}, but only {len(stack)} "
+                 f"value{'s' if len(stack) != 1 else ''} precede{'s' if len(stack) == 1 else ''} it", i)
+        args = stack[-how_many:]
+        del stack[-how_many:]
+        return args
+
+    for i, tok in enumerate(tokens):
+        kind = kinds.get(tok)
+        if kind is None and grammar.is_integer(tok):
+            kind = "integer"
+        if kind is None:
+            fail("unknown token (expected a value, a property such as color?, an operator "
+                 "(= > and or not exists= for-all= count=), x, S or non-x-S)", i)
+        if kind == "value":
+            stack.append(Node(tok, (), grammar.value_of[tok], "constant", i))
+        elif kind == "integer":
+            stack.append(Node(tok, (), INT, "constant", i))
+        elif kind == "variable":
+            stack.append(Node(tok, (), OBJ if tok == "x" else SET, "variable", i))
+        elif kind == "property":
+            (arg,) = pop(i, 1, "one operand (x or a set)")
+            vtype = grammar.properties[tok].type
+            if arg.type == OBJ:
+                stack.append(Node(tok, (arg,), vtype, "property", i))
+            elif arg.type == SET:
+                stack.append(Node(tok, (arg,), list_of(vtype), "property", i))
+            else:
+                fail(f"expects x or a set (S, non-x-S), got {_describe(arg.type)}", i)
+        elif tok in ("=", ">"):
+            a, b = pop(i, 2, "two operands")
+            t = _unify(a, b, grammar)
+            if t is None and INT in (a.type, b.type) and a.type != b.type:
+                lit, other = (a, b) if a.type == INT else (b, a)
+                vt = grammar.value_types.get(other.type)
+                if vt is not None:
+                    fail(f"integer {lit.op} is not a {other.type} value (expected one of "
+                         f"{' '.join(vt.values)})", i)
+            if t is None or t in (BOOL, OBJ, SET) or t.startswith("LIST["):
+                fail(f"cannot compare {_describe(a.type)} with {_describe(b.type)} "
+                     "(expected two values of the same type)", i)
+            if tok == ">" and not (t == NUM or grammar.value_types[t].ordered):
+                ordered = sorted([NUM] + [v.name for v in grammar.value_types.values() if v.ordered])
+                fail(f"'>' needs an ordered type ({', '.join(ordered)}), got {t}", i)
+            stack.append(Node(tok, (_retype(a, t), _retype(b, t)), BOOL, "compare", i))
+        elif tok in ("and", "or"):
+            a, b = pop(i, 2, "two BOOL operands")
+            for arg in (a, b):
+                if arg.type != BOOL:
+                    fail(f"expects BOOL operands, got {_describe(arg.type)}", i)
+            stack.append(Node(tok, (a, b), BOOL, "logic", i))
+        elif tok == "not":
+            (a,) = pop(i, 1, "one BOOL operand")
+            if a.type != BOOL:
+                fail(f"expects a BOOL operand, got {_describe(a.type)}", i)
+            stack.append(Node(tok, (a,), BOOL, "logic", i))
+        elif tok == "count=":
+            lst, v = pop(i, 2, "a list and a value")
+            stack.append(Node(tok, _list_and_value(lst, v, i, fail, grammar), NUM, "count", i))
+        elif tok in QUANTIFIERS:
+            if len(stack) >= 2 and element_type(stack[-2].type) is not None:
+                lst, v = pop(i, 2, "a list and a value")
+                stack.append(Node(tok, _list_and_value(lst, v, i, fail, grammar), BOOL, "set_quantifier", i))
+                continue
+            if len(stack) == 0:
+                fail("stack underflow: expects a BOOL body (quantifier over x∈S) or a list and a value", i)
+            top = stack[-1]
+            if top.type != BOOL:
+                fail(f"quantifier over a non-boolean: expects a BOOL body, got {_describe(top.type)}", i)
+            if i != n - 1:
+                fail("a quantifier over x∈S must be the last token (a set quantifier expects a list and a value)", i)
+            if len(stack) != 1:
+                fail(f"quantifier leaves {len(stack) - 1} more value{'s' if len(stack) > 2 else ''} on the stack "
+                     "(expected exactly one BOOL body)", i)
+            stack.pop()
+            stack.append(Node(tok, (top,), BOOL, "quantifier", i))
+        else:  # pragma: no cover - every kind is handled above
+            fail("unsupported token", i)
+
+    if len(stack) > 1:
+        extra = stack[1]
+        raise ProgramError(
+            f"leftover values: the program leaves {len(stack)} values on the stack "
+            f"(expected exactly one BOOL); the value ending at token {positions[extra.position]} "
+            f"({extra.op!r}) is not used", shown, positions[extra.position])
+    root = stack[0]
+    if root.type != BOOL:
+        raise ProgramError(f"{tokens[-1]!r}: the program computes {_describe(root.type)}, expected a BOOL",
+                           shown, positions[-1])
+    if root.kind != "quantifier":
+        for node in root.walk():
+            if node.op in ("x", "non-x-S"):
+                raise ProgramError(f"{node.op!r} used without a quantifier (end the program with exists= or "
+                                   "for-all= to bind x)", shown, positions[node.position])
+    return root
+
+
+def _list_and_value(lst: Node, v: Node, i, fail, grammar):
+    et = element_type(lst.type)
+    if et is None:
+        fail(f"expects a list (a property of S or non-x-S) and a value, got {_describe(lst.type)} "
+             f"and {_describe(v.type)}", i)
+    if v.type == et or (v.type == INT and _int_fits(v.op, et, grammar)):
+        return (lst, _retype(v, et))
+    fail(f"expects a {et} value to compare the list's elements with, got {_describe(v.type)}", i)
+
+
+def _prefix_to_postfix(tokens: list, grammar: Grammar, shown: str) -> list:
+    kinds = grammar.token_kinds
+    from .grammar import token_arity
+
+    def arity(t):
+        k = kinds.get(t)
+        if k is None:
+            return 0  # integers or unknown tokens: the postfix parser reports unknown ones
+        return token_arity(t, kinds)
+
+    def read(i):
+        """Parse the subtree starting at i; return (postfix tokens, next index)."""
+        if i >= len(tokens):
+            raise ProgramError("prefix program ends early: an operator is missing operands", shown, len(tokens) - 1)
+        out, j = [], i + 1
+        for _ in range(arity(tokens[i])):
+            sub, j = read(j)
+            out.extend(sub)
+        return out + [tokens[i]], j
+
+    if tokens[0] in QUANTIFIERS:
+        sub, j = read(1)
+        if j == len(tokens):
+            return sub + [tokens[0]]
+    out, j = read(0)
+    if j != len(tokens):
+        raise ProgramError("leftover tokens after a complete prefix program", shown, j)
+    return out
+
+
+# ------------------------------------------------------------------ rendering
+@dataclass(frozen=True)
+class _Style:
+    exists: str
+    forall: str
+    and_: str
+    or_: str
+    not_: str
+    minus_x: str
+    gt: str
+    word: callable
+    func: callable
+
+
+UNICODE = _Style("∃x∈S: ", "∀x∈S: ", " ∧ ", " ∨ ", "¬", "S−x", " > ",
+                 lambda w: w, lambda f: f)
+LATEX = _Style(r"\exists x \in S:\ ", r"\forall x \in S:\ ", r" \land ", r" \lor ", r"\lnot ",
+               r"S_{-x}", " > ", lambda w: w if w.isdigit() else rf"\text{{{w}}}",
+               lambda f: rf"\operatorname{{{f}}}")
+
+
+def _render(node: Node, st: _Style, top=False) -> str:
+    op, ch = node.op, node.children
+    if node.kind == "quantifier":
+        return (st.exists if op == "exists=" else st.forall) + _render(ch[0], st, top=True)
+    if node.kind == "constant":
+        return st.word(op)
+    if node.kind == "variable":
+        return {"x": "x", "S": "S", "non-x-S": st.minus_x}[op]
+    if node.kind == "property":
+        return f"{st.func(op.rstrip('?'))}({_render(ch[0], st)})"
+    if node.kind == "compare":
+        return f"{_render(ch[0], st)}{' = ' if op == '=' else st.gt}{_render(ch[1], st)}"
+    if node.kind in ("set_quantifier", "count"):
+        name = {"exists=": "any", "for-all=": "all", "count=": "count"}[op]
+        return f"{st.func(name)}({_render(ch[0], st)} = {_render(ch[1], st)})"
+    if op == "not":
+        inner = _render(ch[0], st)
+        return st.not_ + (f"({inner})" if ch[0].kind != "set_quantifier" else inner)
+    sep = st.and_ if op == "and" else st.or_
+    text = sep.join(_render(c, st) for c in ch)
+    return text if top else f"({text})"
