@@ -315,10 +315,12 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
 
     if len(stack) > 1:
         extra = stack[1]
+        first = min(node.position for node in extra.walk())
+        span = " ".join(tokens[first:extra.position + 1])
         raise ProgramError(
-            f"leftover values: the program leaves {len(stack)} values on the stack "
-            f"(expected exactly one BOOL); the value ending at token {positions[extra.position]} "
-            f"({extra.op!r}) is not used", shown, positions[extra.position])
+            f"leftover values: the program leaves {len(stack)} values on the stack (expected exactly one BOOL); "
+            f"nothing uses the {_describe(extra.type).split(' ', 1)[-1]} computed by {span!r}",
+            shown, positions[first])
     root = stack[0]
     if root.type != BOOL:
         raise ProgramError(f"{tokens[-1]!r}: the program computes {_describe(root.type)}, expected a BOOL",
@@ -408,8 +410,9 @@ def _render(node: Node, st: _Style, top=False) -> str:
         name = {"exists=": "any", "for-all=": "all", "count=": "count"}[op]
         return f"{st.func(name)}({_render(ch[0], st)} = {_render(ch[1], st)})"
     if op == "not":
-        inner = _render(ch[0], st)
-        return st.not_ + (f"({inner})" if ch[0].kind != "set_quantifier" else inner)
+        inner = _render(ch[0], st, top=True)
+        bare = ch[0].kind == "set_quantifier" or ch[0].op == "not"
+        return st.not_ + (inner if bare else f"({inner})")
     sep = st.and_ if op == "and" else st.or_
     text = sep.join(_render(c, st) for c in ch)
     return text if top else f"({text})"

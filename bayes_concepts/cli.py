@@ -1,0 +1,178 @@
+"""The ``bayes-concepts`` command.
+
+Subcommands::
+
+    bayes-concepts explain PROGRAM            readable form, LaTeX, length, PCFG log-prob, uses x
+    bayes-concepts eval PROGRAM [PROGRAM ...] --scenes FILE.jsonl [--json]
+    bayes-concepts sample [--n N] [--seed S]  draw programs from the grammar
+    bayes-concepts demo                       sample programs, evaluate them on a scene bank, summarise
+
+Bad input (a malformed program, a bad scene file) prints one line on stderr and
+exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from . import __version__
+from .errors import BayesConceptsError
+
+
+def _grammar(args):
+    from .lot import curi_grammar, load_grammar
+    return load_grammar(args.grammar) if args.grammar else curi_grammar()
+
+
+def cmd_explain(args) -> int:
+    from .lot import Program, rejection_reason
+    g = _grammar(args)
+    text = " ".join(args.program)
+    p = Program.parse(text, g)
+    info = {
+        "program": p.postfix,
+        "readable": p.readable,
+        "latex": p.latex,
+        "prefix": p.prefix,
+        "length": p.length,
+        "log_pcfg": p.log_prob(),
+        "uses_x": p.uses_x,
+        "quantifier": p.quantifier,
+        "rejected_by": rejection_reason(p),
+    }
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False))
+        return 0
+    rows = [("program", info["program"]), ("readable", info["readable"]), ("latex", info["latex"]),
+            ("prefix", info["prefix"]), ("length", str(info["length"])),
+            ("log p_pcfg", f"{info['log_pcfg']:.4f}"),
+            ("uses x", "yes" if p.uses_x else "no (the quantifier can be collapsed)" if p.quantifier else "no"),
+            ("quantifier", {"exists": "∃x∈S", "forall": "∀x∈S", None: "none"}[p.quantifier]),
+            ("rejection", f"rejected by CURI rule '{info['rejected_by']}'" if info["rejected_by"] else "kept")]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from .engine import evaluate_programs, signature_bits
+    from .lot import Program
+    from .scenes import SceneBank, read_scenes_jsonl
+    g = _grammar(args)
+    programs = [Program.parse(text, g) for text in args.program]
+    schema = g.schema.with_max_objects(args.max_objects)
+    scenes = read_scenes_jsonl(args.scenes, schema)
+    if scenes:
+        bank = SceneBank.from_scenes(scenes, schema)
+        labels = signature_bits(evaluate_programs(programs, bank, g), bank.n_scenes).astype(int)
+    else:
+        labels = [[] for _ in programs]
+    if args.json:
+        print(json.dumps({text: [int(v) for v in row] for text, row in zip(args.program, labels)},
+                         ensure_ascii=False))
+        return 0
+    for j in range(len(scenes)):
+        print(" ".join(str(int(row[j])) for row in labels))
+    return 0
+
+
+def cmd_sample(args) -> int:
+    from .lot import sample_programs
+    g = _grammar(args)
+    sample = sample_programs(args.n, g, seed=args.seed, max_depth=args.max_depth)
+    for s, lp in zip(sample.strings(), sample.log_prob):
+        print(f"{lp:.4f}\t{s}" if args.log_prob else s)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    import numpy as np
+    from .engine import compile_for, popcount, run
+    from .lot import Program, rejection_reason, sample_programs
+    from .scenes import SceneBank
+    g = _grammar(args)
+    t0 = time.perf_counter()
+    sample = sample_programs(args.samples, g, seed=args.seed)
+    unique = sorted(set(sample.strings()))
+    programs = [p for p in (Program.parse(s, g) for s in unique) if rejection_reason(p) is None]
+    t1 = time.perf_counter()
+    bank = SceneBank.sample(args.scenes, "clevr", g.schema, seed=args.seed)
+    plan = compile_for(programs, bank, g)
+    counts = popcount(run(plan, bank))
+    t2 = time.perf_counter()
+    rate = counts / bank.n_scenes
+    keep = (rate <= 0.10) & (counts >= 10)
+    print(f"sampled {args.samples:,} programs (seed {args.seed}): {len(unique):,} unique, "
+          f"{len(programs):,} pass CURI's rejection rules  [{t1 - t0:.1f} s]")
+    print(f"evaluated them on {bank.n_scenes:,} clevr scenes: {plan.n_instructions:,} plan steps over "
+          f"{plan.n_nodes:,} distinct sub-programs  [{t2 - t1:.1f} s]")
+    print(f"concepts true on <= 10% and >= 10 scenes: {int(keep.sum()):,}")
+    print("\nfiring rate   programs")
+    for lo, hi in [(0, 0), (0, 0.001), (0.001, 0.01), (0.01, 0.1), (0.1, 0.5), (0.5, 1.0)]:
+        sel = (rate == 0) if hi == 0 else (rate > lo) & (rate <= hi)
+        label = "never" if hi == 0 else f"({lo:g}, {hi:g}]"
+        print(f"{label:<13} {int(sel.sum()):>8,}")
+    order = np.argsort(-np.where(keep, np.array([p.log_prob() for p in programs]) if keep.sum() < 5000 else 0, -np.inf))
+    print("\nmost probable kept concepts:")
+    for i in order[: args.show]:
+        if keep[i]:
+            print(f"  {rate[i]:7.3%}  {programs[i].readable}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="bayes-concepts", description="Bayesian oracles for compositional concept learning")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    ap.add_argument("--grammar", metavar="FILE", help="grammar file (default: hypotheses/curi.pcfg)")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("explain", help="show a program's readable form, LaTeX, length and PCFG log-prob")
+    p.add_argument("program", nargs="+", help="postfix program (quote it, or give its tokens)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("eval", help="evaluate programs on the scenes of a JSON Lines file")
+    p.add_argument("program", nargs="+", help="one or more postfix programs, each quoted")
+    p.add_argument("--scenes", required=True, metavar="FILE.jsonl")
+    p.add_argument("--max-objects", type=int, default=5, help="most objects a scene may have (default 5; CLEVR: 10)")
+    p.add_argument("--json", action="store_true",
+                   help='print {"<program>": [0, 1, ...]}; default: one line per scene, one label per program')
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("sample", help="draw programs from the grammar")
+    p.add_argument("--n", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-depth", type=int, default=None)
+    p.add_argument("--log-prob", action="store_true", help="print the PCFG log-probability before each program")
+    p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("demo", help="sample programs, evaluate them on a scene bank, summarise")
+    p.add_argument("--samples", type=int, default=200_000)
+    p.add_argument("--scenes", type=int, default=100_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--show", type=int, default=10)
+    p.set_defaults(func=cmd_demo)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BayesConceptsError as exc:
+        print(f"bayes-concepts: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        name = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"bayes-concepts: error:{name}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("bayes-concepts: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

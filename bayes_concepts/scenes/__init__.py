@@ -1,0 +1,29 @@
+"""Scenes: schema, array form, samplers, file formats and bit-sliced scene banks.
+
+See DESIGN.md sections 4 and 5.  Public names::
+
+    schema   Attribute, SceneSchema, CURI_SCHEMA, CLEVR_SCHEMA
+    codes    scenes_to_codes, codes_to_scene, check_codes, encode_scene,
+             validate_scene, n_objects_of
+    samplers sample_scenes, sample_clevr_positions, SAMPLERS
+    camera   project_points, pixels_to_bins
+    io       read_scenes_jsonl, write_scenes_jsonl, load_clevr_scenes
+    bank     SceneBank, pack_bits, unpack_bits, n_words_for
+"""
+from .schema import CLEVR_SCHEMA, CURI_SCHEMA, Attribute, SceneSchema
+from .codes import (check_codes, codes_to_scene, encode_scene, n_objects_of,
+                    scenes_to_codes, validate_scene)
+from .camera import pixels_to_bins, project_points
+from .samplers import SAMPLERS, sample_clevr_positions, sample_scenes
+from .io import load_clevr_scenes, read_scenes_jsonl, write_scenes_jsonl
+from .bank import SceneBank, n_words_for, pack_bits, unpack_bits
+
+__all__ = [
+    "Attribute", "SceneSchema", "CURI_SCHEMA", "CLEVR_SCHEMA",
+    "scenes_to_codes", "codes_to_scene", "check_codes", "encode_scene",
+    "validate_scene", "n_objects_of",
+    "project_points", "pixels_to_bins",
+    "SAMPLERS", "sample_scenes", "sample_clevr_positions",
+    "read_scenes_jsonl", "write_scenes_jsonl", "load_clevr_scenes",
+    "SceneBank", "pack_bits", "unpack_bits", "n_words_for",
+]
