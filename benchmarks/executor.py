@@ -73,10 +73,10 @@ def main():
     regs = rng.integers(0, 2**63, size=(3, n_words), dtype=np.uint64)
     step = np.array([[OP_AND, 2, 0, 0, 1, 0, 1, 0, -1]], np.int64)
     out = np.zeros((1, n_words), np.uint64)
-    run_plan_chunk(step, regs, out, 0, n_words)
+    run_plan_chunk(step, regs, out, 0, n_words, np.zeros(0, np.int64))
     a, b, c = regs[0].copy(), regs[1].copy(), np.empty(n_words, np.uint64)
     reps = 2000
-    t_step, t_step_med = best_of(lambda: run_plan_chunk(step, regs, out, 0, n_words), reps)
+    t_step, t_step_med = best_of(lambda: run_plan_chunk(step, regs, out, 0, n_words, np.zeros(0, np.int64)), reps)
     t_and, t_and_med = best_of(lambda: np.bitwise_and(a, b, out=c), reps)
     assert np.array_equal(regs[2], c)
 

@@ -154,3 +154,13 @@ def test_shared_subprograms_are_computed_once():
     assert count_steps(one) == count_steps(two) == 1
     # the second and third programs add: one OR, one quantifier (2 steps), and three stores
     assert two.n_instructions == one.n_instructions + 3 + 2
+
+
+def test_count_mode_equals_popcount_of_signatures():
+    from bayes_concepts.engine import count
+    bank = SceneBank.sample(3001, "clevr", seed=2)  # a partial last word
+    programs = [Program.parse(s) for s in sample_programs(300, seed=9).strings()] + [Program.parse("3 3 =")]
+    plan = compile_for(programs, bank)
+    counts = count(plan, bank, chunk_words=16)
+    assert np.array_equal(counts, popcount(run(plan, bank)))
+    assert counts[-1] == 3001

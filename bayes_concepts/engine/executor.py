@@ -41,20 +41,24 @@ def chunk_words_for(plan: Plan, n_words: int, budget: int = REGISTER_BYTES) -> i
     return int(np.clip(budget // (8 * max(plan.n_regs, 1)), 16, 128))
 
 
-def run(plan: Plan, bank, chunk_words: int | None = None) -> np.ndarray:
-    """Run a compiled plan on ``bank``: uint64 signatures (n_outputs, n_words), padding bits 0."""
-    rows = BankLayout.rows_of(bank)
+def run(plan: Plan, bank, chunk_words: int | None = None, bank_rows: np.ndarray | None = None) -> np.ndarray:
+    """Run a compiled plan on ``bank``: uint64 signatures (n_outputs, n_words), padding bits 0.
+
+    ``bank_rows`` (from :meth:`BankLayout.rows_of`) may be passed to reuse it across calls."""
+    rows = BankLayout.rows_of(bank) if bank_rows is None else bank_rows
     cw = chunk_words or chunk_words_for(plan, bank.n_words)
-    out = run_plan(plan.instructions, rows, plan.n_regs, plan.n_outputs, cw)
-    return mask_padding(out, bank.n_scenes)
+    out, _ = run_plan(plan.instructions, rows, plan.n_regs, plan.n_outputs, cw, False, bank.n_scenes)
+    return out
 
 
-def mask_padding(signatures: np.ndarray, n_scenes: int) -> np.ndarray:
-    """Zero the bits beyond ``n_scenes`` in the last word (in place); returns the array."""
-    tail = n_scenes % 64
-    if tail and signatures.shape[-1]:
-        signatures[..., -1] &= np.uint64((1 << tail) - 1)
-    return signatures
+def count(plan: Plan, bank, chunk_words: int | None = None, bank_rows: np.ndarray | None = None) -> np.ndarray:
+    """Number of scenes of ``bank`` each output of ``plan`` is true on: int64 (n_outputs,).
+
+    Same as ``popcount(run(plan, bank))`` without materialising the signatures."""
+    rows = BankLayout.rows_of(bank) if bank_rows is None else bank_rows
+    cw = chunk_words or chunk_words_for(plan, bank.n_words)
+    _, counts = run_plan(plan.instructions, rows, plan.n_regs, plan.n_outputs, cw, True, bank.n_scenes)
+    return counts
 
 
 def evaluate_programs(programs, bank, grammar: Grammar | None = None, chunk_words: int | None = None) -> np.ndarray:

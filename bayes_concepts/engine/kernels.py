@@ -35,9 +35,12 @@ ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @numba.njit(cache=True, nogil=True)
-def run_plan_chunk(plan, regs, out, w0, nw):
+def run_plan_chunk(plan, regs, out, w0, nw, counts, last_word=-1, last_mask=ALL_ONES):
     """Execute ``plan`` on a register file ``regs`` (rows, >= nw words) whose bank rows
-    are already loaded; write stored rows to ``out[:, w0:w0+nw]``."""
+    are already loaded.  Stored rows go to ``out[:, w0:w0+nw]``, or, if ``out`` has no
+    rows, their popcounts are added to ``counts`` (int64, one per output).  Word
+    ``last_word`` (global index) of a stored row is ANDed with ``last_mask``, which
+    clears the padding bits past the last scene."""
     for p in range(plan.shape[0]):
         op = plan[p, 0]
         dst = plan[p, 1]
@@ -118,21 +121,48 @@ def run_plan_chunk(plan, regs, out, w0, nw):
                     for w in range(nw):
                         regs[d, w] &= ~regs[r, w]
         elif op == OP_STORE:
-            for w in range(nw):
-                out[b, w0 + w] = regs[a, w]
+            if out.shape[0] > 0:
+                for w in range(nw):
+                    v = regs[a, w]
+                    if w0 + w == last_word:
+                        v &= last_mask
+                    out[b, w0 + w] = v
+            else:
+                total = 0
+                for w in range(nw):
+                    v = regs[a, w]
+                    if w0 + w == last_word:
+                        v &= last_mask
+                    total += _popcount64(v)
+                counts[b] += total
+
+
+@numba.njit(inline="always")
+def _popcount64(v):
+    v = v - ((v >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    v = (v & np.uint64(0x3333333333333333)) + ((v >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    v = (v + (v >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((v * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
 @numba.njit(parallel=True, cache=True)
-def run_plan(plan, bank_rows, n_regs, n_outputs, chunk_words):
+def run_plan(plan, bank_rows, n_regs, n_outputs, chunk_words, count_only, n_scenes):
     """Run ``plan`` over all words of ``bank_rows`` (n_bank_rows, n_words) uint64.
 
-    Returns ``out`` uint64 (n_outputs, n_words).  Scenes are processed in chunks of
-    ``chunk_words`` words, in parallel; each chunk gets its own register file of
-    ``n_regs`` rows.
+    Returns ``(out, counts)``: ``out`` uint64 (n_outputs, n_words) with the stored
+    rows (no rows if ``count_only``), ``counts`` int64 (n_outputs,) with their
+    popcounts (only if ``count_only``).  Bits past ``n_scenes`` are zero in both.
+    Scenes are processed in chunks of ``chunk_words`` words, in parallel; each chunk
+    gets its own register file of ``n_regs`` rows.
     """
     n_bank, n_words = bank_rows.shape
-    out = np.zeros((n_outputs, n_words), np.uint64)
+    out = np.zeros((0 if count_only else n_outputs, n_words), np.uint64)
     n_chunks = (n_words + chunk_words - 1) // chunk_words
+    chunk_counts = np.zeros((n_chunks if count_only else 0, n_outputs), np.int64)
+    dummy = np.zeros(0, np.int64)
+    tail = n_scenes % 64
+    last_mask = ALL_ONES if tail == 0 else (np.uint64(1) << np.uint64(tail)) - np.uint64(1)
+    last_word = n_words - 1
     for c in numba.prange(n_chunks):
         w0 = c * chunk_words
         nw = min(chunk_words, n_words - w0)
@@ -140,5 +170,12 @@ def run_plan(plan, bank_rows, n_regs, n_outputs, chunk_words):
         for r in range(n_bank):
             for w in range(nw):
                 regs[r, w] = bank_rows[r, w0 + w]
-        run_plan_chunk(plan, regs, out, w0, nw)
-    return out
+        if count_only:
+            run_plan_chunk(plan, regs, out, w0, nw, chunk_counts[c], last_word, last_mask)
+        else:
+            run_plan_chunk(plan, regs, out, w0, nw, dummy, last_word, last_mask)
+    counts = np.zeros(n_outputs if count_only else 0, np.int64)
+    for c in range(chunk_counts.shape[0]):
+        for i in range(n_outputs):
+            counts[i] += chunk_counts[c, i]
+    return out, counts

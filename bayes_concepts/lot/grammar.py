@@ -323,8 +323,9 @@ def load_grammar(path=None) -> Grammar:
     return _load_cached(str(Path(path).resolve()) if path is not None else str(default_grammar_path()))
 
 
+@lru_cache(maxsize=1)
 def curi_grammar() -> Grammar:
-    """CURI's grammar, as shipped in ``hypotheses/curi.pcfg``."""
+    """CURI's grammar, as shipped in ``hypotheses/curi.pcfg`` (loaded once per process)."""
     return load_grammar()
 
 
