@@ -123,6 +123,102 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_space_build(args) -> int:
+    from .engine.space import HypothesisSpace
+    t = time.perf_counter()
+    lines = []
+
+    def log(msg):
+        lines.append(msg)
+        print(msg, file=sys.stderr, flush=True)
+
+    space = HypothesisSpace.build(args.preset, grammar=args.grammar, samples=args.samples, scenes=args.scenes,
+                                  scene_sampler=args.scene_sampler, scenes_from=args.scenes_from,
+                                  max_depth=args.max_depth, seed=args.seed, progress=not args.quiet, log=log)
+    space.save(args.out, overwrite=args.force)
+    st = space.stages
+    print(f"built {args.out} in {time.perf_counter() - t:.1f} s")
+    print("stage                      survivors")
+    for key, label in [("sampled", "sampled"), ("unique", "unique"), ("after_rejection", "rejection rules"),
+                       ("after_firing_filter", "firing filter"), ("after_collapse_dedupe", "collapse + dedupe"),
+                       ("synonym_classes", "synonym classes"), ("test_bank", "test-bank scenes")]:
+        print(f"{label:<26} {st[key]:>10,}")
+    return 0
+
+
+def _histogram(values, edges):
+    import numpy as np
+    counts, _ = np.histogram(values, bins=edges)
+    return counts
+
+
+def cmd_space_info(args) -> int:
+    import numpy as np
+    from .engine.space import HypothesisSpace
+    space = HypothesisSpace.load(args.dir, verify=not args.no_verify)
+    sizes = np.bincount(space.synonym_classes)
+    rate = space.counts / space.n_scenes
+    length_hist = {int(l): int(c) for l, c in zip(*np.unique(space.lengths, return_counts=True))}
+    rate_edges = [0, 1e-4, 1e-3, 1e-2, 0.05, 0.1000001]
+    rate_hist = _histogram(rate, rate_edges)
+    size_hist = {int(s): int(c) for s, c in zip(*np.unique(sizes, return_counts=True))}
+    info = {"concepts": space.n_concepts, "scenes": space.n_scenes, "test_bank": space.test_bank.n_scenes,
+            "synonym_classes": space.n_synonym_classes, "params": space.params, "stages": space.stages,
+            "length_histogram": length_hist,
+            "firing_rate_histogram": {f"({rate_edges[i]:g}, {min(rate_edges[i + 1], 0.1):g}]": int(c)
+                                      for i, c in enumerate(rate_hist)},
+            "synonym_class_size_histogram": size_hist}
+    if args.json:
+        print(json.dumps(info))
+        return 0
+    print(f"{args.dir}: {space.n_concepts:,} concepts in {space.n_synonym_classes:,} synonym classes, "
+          f"{space.n_scenes:,} scenes, test bank {space.test_bank.n_scenes:,} scenes")
+    p = space.params
+    src = p.get("scene_sampler") or ", ".join(s["file"] for s in p.get("scenes_from", []))
+    print(f"built from {p['samples']:,} samples (seed {p['seed']}, depth <= {p['max_depth']}), scenes: {src}")
+
+    def bars(title, hist):
+        print(f"\n{title}")
+        top = max(hist.values()) if hist else 1
+        for k, c in hist.items():
+            print(f"  {str(k):>16}  {c:>7,}  {'#' * max(1 if c else 0, round(40 * c / top))}")
+    bars("length (tokens)", length_hist)
+    bars("firing rate", info["firing_rate_histogram"])
+    bars("synonym-class size", size_hist)
+    return 0
+
+
+def cmd_space_show(args) -> int:
+    from .engine.space import HypothesisSpace
+    from .lot import Program
+    space = HypothesisSpace.load(args.dir, verify=False)
+    what = " ".join(args.concept)
+    if what.isdigit():
+        i = int(what)
+        if not 0 <= i < space.n_concepts:
+            raise ValueError(f"concept id {i} out of range (the space has {space.n_concepts:,} concepts)")
+    else:
+        i = space.find(what)
+        if i is None:
+            print(f"{Program.parse(what, space.grammar).readable}: not a concept of this space "
+                  "(rejected, filtered out by firing rate, or never sampled)")
+            return 1
+    p = space.program(i)
+    syn = [j for j in space.synonyms(i) if j != i]
+    print(f"id          {i}")
+    print(f"program     {p.postfix}")
+    print(f"readable    {p.readable}")
+    print(f"length      {p.length}")
+    print(f"log p_pcfg  {space.log_pcfg[i]:.4f}")
+    print(f"count       {space.count(i):,} of {space.n_scenes:,} scenes ({space.count(i) / space.n_scenes:.3%})")
+    print(f"synonyms    class {space.synonym_class(i)}, {len(syn)} other member{'s' if len(syn) != 1 else ''}")
+    for j in syn[: args.max_synonyms]:
+        print(f"  {j:>8}  {space.program(j).readable}")
+    if len(syn) > args.max_synonyms:
+        print(f"  ... and {len(syn) - args.max_synonyms} more")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="bayes-concepts", description="Bayesian oracles for compositional concept learning")
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -149,6 +245,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-prob", action="store_true", help="print the PCFG log-probability before each program")
     p.set_defaults(func=cmd_sample)
 
+    sp = sub.add_parser("space", help="build, inspect and browse hypothesis spaces").add_subparsers(
+        dest="space_command", required=True)
+    p = sp.add_parser("build", help="build a hypothesis space into directory OUT")
+    p.add_argument("out", metavar="OUT")
+    p.add_argument("--preset", choices=["demo", "paper"], default=None,
+                   help="demo: 200,000 samples x 100,000 scenes; paper: CURI's 2,000,000 x 990,000 (default)")
+    p.add_argument("--samples", type=int)
+    p.add_argument("--scenes", type=int)
+    p.add_argument("--scene-sampler", choices=["clevr", "uniform"])
+    p.add_argument("--scenes-from", nargs="+", metavar="FILE", help="JSON Lines (.jsonl) or CLEVR (.json) scene files")
+    p.add_argument("--max-depth", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_space_build)
+    p = sp.add_parser("info", help="summarise a space")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-verify", action="store_true", help="skip the checksum check")
+    p.set_defaults(func=cmd_space_info)
+    p = sp.add_parser("show", help="show one concept by id or program")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("concept", nargs="+", metavar="ID|PROGRAM")
+    p.add_argument("--max-synonyms", type=int, default=20)
+    p.set_defaults(func=cmd_space_show)
+
     p = sub.add_parser("demo", help="sample programs, evaluate them on a scene bank, summarise")
     p.add_argument("--samples", type=int, default=200_000)
     p.add_argument("--scenes", type=int, default=100_000)
@@ -163,6 +285,9 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except BayesConceptsError as exc:
+        print(f"bayes-concepts: error: {exc}", file=sys.stderr)
+        return 2
+    except (FileExistsError, ValueError) as exc:
         print(f"bayes-concepts: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
