@@ -65,3 +65,77 @@ def gather_bits(signatures: np.ndarray, scene_ids: np.ndarray) -> np.ndarray:
     out = np.zeros((len(signatures), (len(ids) + 63) // 64), np.uint64)
     _gather_bits(np.ascontiguousarray(signatures), ids, out)
     return out
+
+
+@numba.njit(parallel=True, cache=True)
+def _transpose_bits(signatures, n_scenes, out):
+    n_rows = signatures.shape[0]
+    n_blocks = (n_rows + 63) // 64
+    for blk in numba.prange(n_blocks):  # each thread owns one output word column
+        for h in range(blk * 64, min(n_rows, blk * 64 + 64)):
+            bit = np.uint64(1) << np.uint64(h & 63)
+            for w in range(signatures.shape[1]):
+                word = signatures[h, w]
+                while word:
+                    low = word & (~word + np.uint64(1))
+                    s = w * 64 + _popcount64(low - np.uint64(1))
+                    if s < n_scenes:
+                        out[s, blk] |= bit
+                    word ^= low
+
+
+def transpose_bits(signatures: np.ndarray, n_scenes: int) -> np.ndarray:
+    """Per-scene concept bitsets: uint64 (n_scenes, ceil(n_rows/64)); bit h of row s is bit s
+    of ``signatures[h]``.  signatures: uint64 (n_rows, ceil(n_scenes/64))."""
+    out = np.zeros((n_scenes, (len(signatures) + 63) // 64), np.uint64)
+    _transpose_bits(np.ascontiguousarray(signatures), n_scenes, out)
+    return out
+
+
+@numba.njit(parallel=True, cache=True)
+def _block_counts(signatures, block, out):
+    for h in numba.prange(signatures.shape[0]):
+        total = 0
+        for w in range(signatures.shape[1]):
+            if w % block == 0:
+                out[h, w // block] = total
+            total += _popcount64(signatures[h, w])
+        out[h, out.shape[1] - 1] = total
+
+
+def block_counts(signatures: np.ndarray, block: int = 64) -> np.ndarray:
+    """Cumulative popcounts: int32 (n_rows, ceil(n_words/block) + 1); entry b counts the set
+    bits of words ``[0, b*block)`` (the last entry: the whole row).  Lets :func:`select_bit`
+    find the r-th set bit by scanning at most ``block`` words."""
+    n_words = signatures.shape[1]
+    out = np.zeros((len(signatures), -(-n_words // block) + 1), np.int32)
+    _block_counts(np.ascontiguousarray(signatures), block, out)
+    return out
+
+
+@numba.njit(inline="always")
+def select_bit(row, cum, block, rank):
+    """Scene index of the ``rank``-th (0-based) set bit of packed ``row`` using its
+    cumulative block counts ``cum`` (see :func:`block_counts`); -1 if there is none."""
+    lo, hi = 0, cum.shape[0] - 1  # find the last block b with cum[b] <= rank
+    if rank >= cum[hi]:
+        return -1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if cum[mid] <= rank:
+            lo = mid
+        else:
+            hi = mid
+    seen = cum[lo]
+    for w in range(lo * block, min(row.shape[0], lo * block + block)):
+        word = row[w]
+        c = _popcount64(word)
+        if seen + c > rank:
+            k = rank - seen
+            for b in range(64):
+                if (word >> np.uint64(b)) & np.uint64(1):
+                    if k == 0:
+                        return w * 64 + b
+                    k -= 1
+        seen += c
+    return -1

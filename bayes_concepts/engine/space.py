@@ -33,7 +33,7 @@ from ..scenes.bank import n_words_for, unpack_bits
 from ..scenes.codes import codes_to_scene
 from .executor import compile_for, count, run
 from .plan import BankLayout
-from .select import gather_bits, nth_set_bits
+from .select import gather_bits, nth_set_bits, transpose_bits
 
 FORMAT_VERSION = 1
 
@@ -160,6 +160,20 @@ class HypothesisSpace:
         if getattr(self, "_bank", None) is None:
             self._bank = SceneBank.from_codes(np.asarray(self.scene_codes), self.schema)
         return self._bank
+
+    def scene_concepts(self) -> np.ndarray:
+        """Per-scene concept bitsets (the transposed signatures): uint64 (n_scenes,
+        ceil(n_concepts/64)); bit h of row s says concept h is true on scene s.
+        Computed on first use and kept."""
+        if getattr(self, "_scene_concepts", None) is None:
+            self._scene_concepts = transpose_bits(np.asarray(self.signatures), self.n_scenes)
+        return self._scene_concepts
+
+    def manifest_sha256(self) -> str | None:
+        """sha256 of the saved ``manifest.json`` (identifies the space), None if not saved."""
+        if self.path is None:
+            return None
+        return hashlib.sha256((Path(self.path) / "manifest.json").read_bytes()).hexdigest()
 
     def find(self, program) -> int | None:
         """Id of a program (string or Program; an uncollapsed x-free form is collapsed), or None."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ..rng import next_uniform
 from .grammar import Grammar, GrammarTables, curi_grammar
 
 PAD = 255
@@ -51,17 +52,6 @@ class ProgramSample:
     def strings(self) -> list:
         voc = self.vocabulary
         return [" ".join(voc[t] for t in row[:n]) for row, n in zip(self.tokens.tolist(), self.lengths.tolist())]
-
-
-@numba.njit(inline="always")
-def _splitmix64(state):
-    """Advance a splitmix64 state (uint64 array of length 1); return 53-bit uniform in [0, 1)."""
-    state[0] += np.uint64(0x9E3779B97F4A7C15)
-    z = state[0]
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @numba.njit(cache=True)
@@ -122,7 +112,7 @@ def _sample_block(n, seed, prod_start, prod_cumprob, prod_logp, rhs_start, rhs, 
                     break
                 if d > deepest:
                     deepest = d
-                u = _splitmix64(state)
+                u = next_uniform(state)
                 p = prod_start[s]
                 last = prod_start[s + 1] - 1
                 while p < last and u >= prod_cumprob[p]:
