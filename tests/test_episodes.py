@@ -1,0 +1,124 @@
+"""Episodes: labels, hard and easy negatives, flags, seeds, errors, storage."""
+import numba
+import numpy as np
+import pytest
+
+from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.episodes import EpisodeError, Episodes, EpisodeSampler
+
+
+@pytest.fixture(scope="module")
+def space():
+    return HypothesisSpace.build(samples=30_000, scenes=20_000, seed=3, min_count=2)
+
+
+@pytest.fixture(scope="module")
+def sampler(space):
+    return EpisodeSampler(space)
+
+
+@pytest.fixture(scope="module")
+def usable(space):
+    return np.flatnonzero(space.counts >= 10)
+
+
+def sets(eps, e):
+    yield eps.support_scenes[e], eps.support_labels[e], eps.support_source[e], eps.support_topup[e], \
+        eps.support_relabelled[e]
+    yield eps.query_scenes[e], eps.query_labels[e], eps.query_source[e], eps.query_topup[e], eps.query_relabelled[e]
+
+
+def test_per_scene_concept_bitsets_are_the_transpose(space):
+    sc = space.scene_concepts()
+    rng = np.random.default_rng(0)
+    for s in rng.integers(0, space.n_scenes, 50):
+        row = np.unpackbits(sc[s].view(np.uint8), bitorder="little")[: space.n_concepts].astype(bool)
+        assert np.array_equal(row, np.asarray([space.signature(h)[s] for h in range(space.n_concepts)]))
+
+
+@pytest.mark.parametrize("negatives", ["hard", "easy"])
+def test_every_label_is_the_signature_bit(space, sampler, usable, negatives):
+    eps = sampler.sample(usable, 300, negatives, seed=1)
+    for e in range(len(eps)):
+        sig = space.signature(eps.concept[e])
+        seen = np.concatenate([eps.support_scenes[e], eps.query_scenes[e]])
+        assert len(set(seen.tolist())) == len(seen)  # no scene twice in an episode
+        for scenes, labels, *_ in sets(eps, e):
+            assert np.array_equal(labels, sig[scenes].astype(np.int8))
+            assert labels[:5].all()  # positives first
+
+
+def test_hard_negatives_come_from_consistent_alternatives(space, sampler, usable):
+    eps = sampler.sample(usable, 300, "hard", seed=2)
+    assert eps.support_topup.sum() + eps.query_topup.sum() < eps.support_topup.size  # mostly real hard ones
+    for e in range(len(eps)):
+        h = eps.concept[e]
+        for scenes, labels, source, topup, relabelled in sets(eps, e):
+            assert not relabelled.any()
+            positives = scenes[:5]
+            for i in range(5, len(scenes)):
+                assert labels[i] == 0
+                if topup[i]:
+                    assert source[i] == -1
+                    continue
+                a = source[i]
+                assert a >= 0 and space.synonym_class(a) != space.synonym_class(h)
+                sig_a = space.signature(a)
+                assert sig_a[positives].all() and sig_a[scenes[i]]
+
+
+def test_easy_negatives_are_relabelled_when_they_satisfy_the_concept(space, sampler, usable):
+    # broad concepts make relabelling frequent
+    broad = usable[np.argsort(-space.counts[usable])][:20]
+    eps = sampler.sample(broad, 300, "easy", seed=3)
+    neg = np.s_[:, 5:]
+    assert np.array_equal(eps.support_relabelled[neg], eps.support_labels[neg] == 1)
+    assert np.array_equal(eps.query_relabelled[neg], eps.query_labels[neg] == 1)
+    assert eps.support_relabelled.any()
+    assert (eps.support_source == -1).all() and not eps.support_topup.any()
+
+
+def test_query_negatives_random_option(sampler, usable):
+    eps = sampler.sample(usable, 100, "hard", query_negatives="random", seed=4)
+    assert eps.meta["query_negatives"] == "random"
+    assert (eps.query_source == -1).all() and not eps.query_topup.any()
+    assert (eps.support_source[:, 5:] >= 0).any()
+
+
+def test_seeded_and_thread_independent(sampler, usable):
+    a = sampler.sample(usable, 200, "hard", seed=7)
+    n = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        b = sampler.sample(usable, 200, "hard", seed=7)
+    finally:
+        numba.set_num_threads(n)
+    assert a == b
+    assert not np.array_equal(a.support_scenes, sampler.sample(usable, 200, "hard", seed=8).support_scenes)
+
+
+def test_concepts_are_drawn_with_length_weights(space, sampler, usable):
+    ids = usable[:2]
+    eps = sampler.sample(ids, 20_000, "easy", seed=5)
+    w = np.exp(-0.2 * space.lengths[ids])
+    p0 = w[0] / w.sum()
+    share = np.mean(eps.concept == ids[0])
+    assert abs(share - p0) < 4 * np.sqrt(p0 * (1 - p0) / 20_000)
+
+
+def test_no_usable_concept_is_a_clear_error(space, sampler):
+    rare = np.flatnonzero(space.counts < 10)
+    assert len(rare)  # min_count=2 keeps some rare concepts
+    with pytest.raises(EpisodeError, match="no concept on this side has 10 or more positive scenes"):
+        sampler.sample(rare, 10, "hard")
+    with pytest.raises(EpisodeError, match=r"\(0 concepts on the side\)"):
+        sampler.sample([], 10, "hard")
+
+
+def test_save_and_load_round_trip(tmp_path, sampler, usable):
+    eps = sampler.sample(usable, 50, "hard", seed=9, meta={"split": "x", "side": "test"})
+    path = eps.save(tmp_path / "eps.npz")
+    assert Episodes.load(path) == eps
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(EpisodeError, match="bad.npz: cannot read episodes"):
+        Episodes.load(tmp_path / "bad.npz")
