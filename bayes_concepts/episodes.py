@@ -32,7 +32,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from .engine.select import block_counts, select_bit
+from .engine.select import _popcount64, block_counts, select_bit
 from .errors import BayesConceptsError
 from .rng import block_seeds, next_below
 
@@ -142,11 +142,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 word &= scene_concepts[positives[i], w]
             while word:
                 low = word & (~word + np.uint64(1))
-                a = w * 64
-                probe = low - np.uint64(1)
-                while probe:
-                    probe &= probe - np.uint64(1)
-                    a += 1
+                a = w * 64 + _popcount64(low - np.uint64(1))
                 if classes[a] != classes[h]:
                     alts[n_alts] = a
                     n_alts += 1

@@ -1,0 +1,209 @@
+"""Numba kernels of the Bayesian oracles (DESIGN section 8), batched over episodes.
+
+For one episode and one oracle Ω (a concept set given as a bitset ``omega``):
+
+1. candidates: for the ``size`` and ``consistent`` likelihoods, the concepts of Ω
+   that label every support scene right: an AND over the positives' per-scene
+   concept bitsets and an AND-NOT over the negatives' (``scene_concepts`` rows);
+   for ``noisy``, every concept of Ω with its number of mistakes;
+2. log posterior = log prior + log likelihood, normalised by log-sum-exp;
+3. predictive p(y=1 | u) = Σ_h p(h | D)·h(u) on the query scenes (CBA, entropy) and
+   on the test bank (AP; only scenes some candidate covers get a non-zero score).
+
+Episodes are independent: ``prange`` over them gives the same numbers for any
+number of threads.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..engine.select import _popcount64
+from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel
+
+LIK_SIZE, LIK_CONSISTENT, LIK_NOISY = 0, 1, 2
+EMPTY_ZERO, EMPTY_PRIOR, EMPTY_NOISY = 0, 1, 2
+#: noisy posteriors drop concepts whose weight is below exp(-PRUNE) times the largest:
+#: their total share is < n_concepts * e^-50 (< 1e-17 for 10^5 concepts).
+PRUNE = 50.0
+
+
+@numba.njit(inline="always")
+def _has(row, i):
+    return (row[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
+
+
+@numba.njit(cache=True)
+def episode_candidates(support, labels, scene_concepts, omega, log_prior, counts, n_scenes, lik, epsilon,
+                       hard_support, n_pos_slots, ids, logw):
+    """Fill ``ids``/``logw`` with the candidate concepts and their unnormalised log posterior;
+    return how many.  ``lik``: LIK_SIZE / LIK_CONSISTENT / LIK_NOISY."""
+    hw = omega.shape[0]
+    k = support.shape[0]
+    n = 0
+    if lik != LIK_NOISY:
+        for w in range(hw):
+            word = omega[w]
+            for i in range(k):
+                row = scene_concepts[support[i]]
+                if labels[i]:
+                    word &= row[w]
+                else:
+                    word &= ~row[w]
+                if word == 0:
+                    break
+            while word:
+                low = word & (~word + np.uint64(1))
+                h = w * 64 + _popcount64(low - np.uint64(1))
+                lw = log_prior[h]
+                if lik == LIK_SIZE:
+                    c = counts[h]
+                    lw -= n_pos_slots * np.log(c)
+                    if hard_support:
+                        lw -= (k - n_pos_slots) * np.log(n_scenes - c)
+                ids[n] = h
+                logw[n] = lw
+                n += 1
+                word ^= low
+        return n
+    log_eps, log_ok = np.log(epsilon), np.log1p(-epsilon)
+    best = -np.inf
+    for w in range(hw):
+        word = omega[w]
+        while word:
+            low = word & (~word + np.uint64(1))
+            h = w * 64 + _popcount64(low - np.uint64(1))
+            wrong = 0
+            for i in range(k):
+                if _has(scene_concepts[support[i]], h) != labels[i]:
+                    wrong += 1
+            lw = log_prior[h] + wrong * log_eps + (k - wrong) * log_ok
+            ids[n] = h
+            logw[n] = lw
+            if lw > best:
+                best = lw
+            n += 1
+            word ^= low
+    m = 0
+    for i in range(n):
+        if logw[i] >= best - PRUNE:
+            ids[m] = ids[i]
+            logw[m] = logw[i]
+            m += 1
+    return m
+
+
+@numba.njit(cache=True)
+def normalise(logw, n, probs):
+    """probs[:n] = softmax(logw[:n]); returns the posterior entropy (nats)."""
+    best = -np.inf
+    for i in range(n):
+        if logw[i] > best:
+            best = logw[i]
+    total = 0.0
+    for i in range(n):
+        total += np.exp(logw[i] - best)
+    log_z = best + np.log(total)
+    ent = 0.0
+    for i in range(n):
+        lp = logw[i] - log_z
+        p = np.exp(lp)
+        probs[i] = p
+        if p > 0:
+            ent -= p * lp
+    return ent
+
+
+@numba.njit(inline="always")
+def _binary_entropy(p):
+    if p <= 0.0 or p >= 1.0:
+        return 0.0
+    return -(p * np.log(p) + (1.0 - p) * np.log(1.0 - p))
+
+
+@numba.njit(parallel=True, cache=True)
+def evaluate_episodes(support, support_labels, query, query_labels, true_concept, hard_support, n_pos_slots,
+                      scene_concepts, omega, log_prior, counts, n_scenes, test_sig, n_test,
+                      lik, epsilon, empty_policy, prior_pred_scene, prior_pred_test, prior_entropy,
+                      out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_query_pred):
+    """Score every episode with one oracle; see the module docstring.
+
+    support/query: int64 (E, K) scene ids; *_labels: int8 (E, K); true_concept: int (E,).
+    omega: uint64 (Hw,) the oracle's concepts; log_prior: float64 (H,) normalised over omega.
+    test_sig: uint64 (H, Tw) test-bank labels.  prior_pred_*: prior predictive per scene of the
+    bank and of the test bank (used by the ``prior`` empty policy).  Outputs are (E,) arrays,
+    ``out_query_pred`` (E, Kq).
+    """
+    n_ep = support.shape[0]
+    n_concepts = log_prior.shape[0]
+    tw = test_sig.shape[1]
+    for e in numba.prange(n_ep):
+        ids = np.empty(n_concepts, np.int64)
+        logw = np.empty(n_concepts)
+        probs = np.empty(n_concepts)
+        n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, counts, n_scenes,
+                               lik, epsilon, hard_support, n_pos_slots, ids, logw)
+        empty = n == 0
+        out_empty[e] = empty
+        if empty and empty_policy == EMPTY_NOISY:
+            n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, counts,
+                                   n_scenes, LIK_NOISY, epsilon, hard_support, n_pos_slots, ids, logw)
+        out_n_candidates[e] = n
+        kq = query.shape[1]
+        qpred = out_query_pred[e]
+        truth = test_sig[true_concept[e]]
+        n_pos = 0
+        for w in range(tw):
+            word = truth[w]
+            while word:
+                word &= word - np.uint64(1)
+                n_pos += 1
+        if empty and empty_policy == EMPTY_ZERO:
+            for j in range(kq):
+                qpred[j] = 0.0
+            out_post_ent[e] = np.nan
+            out_ap[e] = n_pos / n_test if n_pos else np.nan  # all scores tied at 0
+        elif empty and empty_policy == EMPTY_PRIOR:
+            for j in range(kq):
+                qpred[j] = prior_pred_scene[query[e, j]]
+            out_post_ent[e] = prior_entropy
+            touched = np.empty(n_test, np.int64)
+            m = 0
+            for t in range(n_test):
+                if prior_pred_test[t] > 0:
+                    touched[m] = t
+                    m += 1
+            out_ap[e] = average_precision_sparse(touched[:m], prior_pred_test, truth, n_test, n_pos)
+        else:
+            out_post_ent[e] = normalise(logw, n, probs)
+            for j in range(kq):
+                row = scene_concepts[query[e, j]]
+                s = 0.0
+                for i in range(n):
+                    if _has(row, ids[i]):
+                        s += probs[i]
+                qpred[j] = min(s, 1.0)
+            scores = np.zeros(n_test)
+            touched = np.empty(n_test, np.int64)
+            m = 0
+            for i in range(n):
+                p = probs[i]
+                if p == 0.0:
+                    continue
+                sig = test_sig[ids[i]]
+                for w in range(tw):
+                    word = sig[w]
+                    while word:
+                        low = word & (~word + np.uint64(1))
+                        t = w * 64 + _popcount64(low - np.uint64(1))
+                        if scores[t] == 0.0:
+                            touched[m] = t
+                            m += 1
+                        scores[t] += p
+                        word ^= low
+            out_ap[e] = average_precision_sparse(touched[:m], scores, truth, n_test, n_pos)
+        out_cba[e] = class_balanced_accuracy_kernel(qpred, query_labels[e])
+        ent = 0.0
+        for j in range(kq):
+            ent += _binary_entropy(qpred[j])
+        out_pred_ent[e] = ent / kq

@@ -1,0 +1,209 @@
+"""Oracle objects: the strong and the weak Bayesian oracle of a split (DESIGN section 8).
+
+An :class:`Oracle` is a Bayesian learner whose hypotheses are a set of concepts
+of a space: the strong oracle of a split knows H_train ∪ H_test, the weak one only
+H_train.  It implements the learner protocol (``fit`` on a support set,
+``predict_proba`` on scenes) and scores whole batches of episodes with the numba
+kernels of :mod:`.kernels`.
+
+>>> strong, weak = strong_and_weak(space, split, OracleSettings())        # doctest: +SKIP
+>>> weak.fit([12, 40, 7], [1, 1, 0]).predict_proba([3, 99])              # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numba
+import numpy as np
+
+from ..engine.select import transpose_bits
+from ..scenes.bank import pack_bits
+from . import kernels as K
+
+PRIORS = ("length", "pcfg", "uniform")
+LIKELIHOODS = {"size": K.LIK_SIZE, "consistent": K.LIK_CONSISTENT, "noisy": K.LIK_NOISY}
+EMPTY_POLICIES = {"zero": K.EMPTY_ZERO, "prior": K.EMPTY_PRIOR, "noisy": K.EMPTY_NOISY}
+
+
+@dataclass(frozen=True)
+class OracleSettings:
+    """prior: ``length`` (w = exp(-beta·l), the paper's), ``pcfg`` or ``uniform``;
+    likelihood: ``size`` (strong sampling, the released code's), ``consistent`` (the paper's
+    deterministic one) or ``noisy`` (each label right with 1 - epsilon);
+    weak_empty: what an oracle does when no concept fits the support (``zero``: all scores
+    0, the released behaviour; ``prior``: the prior predictive; ``noisy``: the noisy
+    likelihood with ``epsilon``)."""
+
+    prior: str = "length"
+    beta: float = 0.2
+    likelihood: str = "size"
+    epsilon: float = 0.05
+    weak_empty: str = "zero"
+
+    def __post_init__(self):
+        if self.prior not in PRIORS:
+            raise ValueError(f"unknown prior {self.prior!r} (expected one of {', '.join(PRIORS)})")
+        if self.likelihood not in LIKELIHOODS:
+            raise ValueError(f"unknown likelihood {self.likelihood!r} (expected one of {', '.join(LIKELIHOODS)})")
+        if self.weak_empty not in EMPTY_POLICIES:
+            raise ValueError(f"unknown weak-empty policy {self.weak_empty!r} "
+                             f"(expected one of {', '.join(EMPTY_POLICIES)})")
+        if not 0.0 < self.epsilon < 0.5:
+            raise ValueError(f"epsilon must be in (0, 0.5), got {self.epsilon}")
+        if self.beta < 0:
+            raise ValueError(f"beta must be >= 0, got {self.beta}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@numba.njit(parallel=True, cache=True)
+def _prior_predictive(signatures, ids, probs, n_scenes, out):
+    # one pass per concept; threads split the scene words, so no two write the same entry
+    n_words = signatures.shape[1]
+    for w in numba.prange(n_words):
+        for i in range(ids.shape[0]):
+            word = signatures[ids[i], w]
+            while word:
+                low = word & (~word + np.uint64(1))
+                s = w * 64 + K._popcount64(low - np.uint64(1))
+                if s < n_scenes:
+                    out[s] += probs[i]
+                word ^= low
+
+
+class Oracle:
+    """A Bayesian oracle over ``concepts`` (ids of ``space``) with ``settings``.
+
+    Learner protocol: ``fit(scenes, labels, hard=True)`` then ``predict_proba(scenes)``;
+    scenes are scene-bank ids (ints) or scene dicts.  ``evaluate(episodes)`` scores a
+    whole :class:`~bayes_concepts.episodes.Episodes` batch.
+    """
+
+    def __init__(self, space, concepts, settings: OracleSettings | None = None, name: str = "oracle"):
+        self.space = space
+        self.settings = settings or OracleSettings()
+        self.name = name
+        self.concepts = np.unique(np.asarray(concepts, np.int64))
+        member = np.zeros(space.n_concepts, bool)
+        member[self.concepts] = True
+        self.omega = pack_bits(member)
+        self.log_prior = np.full(space.n_concepts, -np.inf)
+        if len(self.concepts):
+            self.log_prior[self.concepts] = space.log_prior(self.settings.prior, self.settings.beta, self.concepts)
+        self._posterior = None
+
+    # ---------------------------------------------------------------- priors
+    def prior_entropy(self) -> float:
+        lp = self.log_prior[self.concepts]
+        return float(-(np.exp(lp) * lp).sum())
+
+    def prior_predictive(self):
+        """(per scene of the bank, per test-bank scene): Σ_h p(h)·h(u).  Cached."""
+        if getattr(self, "_prior_pred", None) is None:
+            sig = np.ascontiguousarray(self.space.signatures)
+            probs = np.exp(self.log_prior[self.concepts])
+            bank = np.zeros(self.space.n_scenes)
+            _prior_predictive(sig, self.concepts, probs, self.space.n_scenes, bank)
+            test = bank[np.asarray(self.space.test_bank.scene_ids)]
+            self._prior_pred = (bank, test)
+        return self._prior_pred
+
+    # ------------------------------------------------------------- episodes
+    def evaluate(self, episodes, hard_support: bool | None = None) -> dict:
+        """Score a batch of episodes.  Returns float/bool arrays (E,): ``ap`` (test bank),
+        ``cba`` (query), ``posterior_entropy``, ``predictive_entropy`` (nats), ``empty`` (no
+        concept fits the support), ``n_candidates``; and ``query_pred`` (E, K)."""
+        space, st = self.space, self.settings
+        if hard_support is None:
+            hard_support = episodes.meta.get("negatives", "hard") == "hard"
+        n_pos_slots = int(episodes.meta.get("n_positive", 5))
+        e = len(episodes)
+        out = {k: np.empty(e) for k in ("ap", "cba", "posterior_entropy", "predictive_entropy")}
+        out["empty"] = np.zeros(e, bool)
+        out["n_candidates"] = np.zeros(e, np.int64)
+        out["query_pred"] = np.zeros(episodes.query_scenes.shape)
+        if st.weak_empty == "prior":
+            bank_pred, test_pred = self.prior_predictive()
+        else:
+            bank_pred, test_pred = np.zeros(1), np.zeros(1)
+        K.evaluate_episodes(
+            np.ascontiguousarray(episodes.support_scenes), np.ascontiguousarray(episodes.support_labels),
+            np.ascontiguousarray(episodes.query_scenes), np.ascontiguousarray(episodes.query_labels),
+            np.asarray(episodes.concept, np.int64), bool(hard_support), n_pos_slots,
+            space.scene_concepts(), self.omega, self.log_prior, np.asarray(space.counts, np.int64),
+            space.n_scenes, np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
+            LIKELIHOODS[st.likelihood], st.epsilon, EMPTY_POLICIES[st.weak_empty], bank_pred, test_pred,
+            self.prior_entropy(), out["ap"], out["cba"], out["posterior_entropy"], out["predictive_entropy"],
+            out["empty"], out["n_candidates"], out["query_pred"])
+        return out
+
+    # ------------------------------------------------------ learner protocol
+    def _scene_rows(self, scenes) -> np.ndarray:
+        """Per-scene concept bitsets (n, Hw) for scene ids or scene dicts."""
+        scenes = list(scenes)
+        if all(isinstance(s, (int, np.integer)) for s in scenes):
+            return self.space.scene_concepts()[np.asarray(scenes, np.int64)]
+        from ..engine import evaluate_programs
+        from ..scenes import SceneBank
+        bank = SceneBank.from_scenes(scenes, self.space.schema.with_max_objects(
+            max(self.space.schema.max_objects, max(len(s["objects"]) for s in scenes))))
+        sig = evaluate_programs(self.space.programs, bank, self.space.grammar)
+        return transpose_bits(sig, bank.n_scenes)
+
+    def fit(self, scenes, labels, hard: bool = True) -> "Oracle":
+        """Condition on a support set: ``scenes`` (ids or dicts) with 0/1 ``labels``.
+        ``hard``: the negatives were chosen as hard negatives (matters for the ``size``
+        likelihood: each negative has probability 1/(N - |h|) instead of 1/N)."""
+        labels = np.asarray(labels, np.int8)
+        rows = self._scene_rows(scenes)
+        st = self.settings
+        h = self.space.n_concepts
+        ids, logw = np.empty(h, np.int64), np.empty(h)
+        n_pos = int(labels.sum())
+        support = np.arange(len(labels), dtype=np.int64)
+        n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior,
+                                 np.asarray(self.space.counts, np.int64), self.space.n_scenes,
+                                 LIKELIHOODS[st.likelihood], st.epsilon, hard, n_pos, ids, logw)
+        self.empty_ = n == 0
+        if n == 0 and st.weak_empty == "noisy":
+            n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior,
+                                     np.asarray(self.space.counts, np.int64), self.space.n_scenes, K.LIK_NOISY,
+                                     st.epsilon, hard, n_pos, ids, logw)
+        if n == 0:
+            if st.weak_empty == "prior":
+                self._posterior = (self.concepts.copy(), np.exp(self.log_prior[self.concepts]))
+            else:
+                self._posterior = (np.zeros(0, np.int64), np.zeros(0))
+            return self
+        probs = np.empty(n)
+        K.normalise(logw[:n], n, probs)
+        order = np.argsort(-probs, kind="stable")
+        self._posterior = (ids[:n][order], probs[order])
+        return self
+
+    def posterior(self):
+        """(concept ids, probabilities), most probable first; empty if nothing fits."""
+        if self._posterior is None:
+            raise RuntimeError("call fit() first")
+        return self._posterior
+
+    def predict_proba(self, scenes) -> np.ndarray:
+        """p(y = 1 | u, support) for each scene (ids or dicts): float64 (n,)."""
+        ids, probs = self.posterior()
+        rows = self._scene_rows(scenes)
+        if len(ids) == 0:
+            return np.zeros(len(rows))
+        bits = (rows[:, ids >> 6] >> (ids & 63).astype(np.uint64)) & np.uint64(1)
+        return np.minimum(bits.astype(np.float64) @ probs, 1.0)
+
+    def __repr__(self):
+        return f"Oracle({self.name!r}, {len(self.concepts):,} concepts, {self.settings})"
+
+
+def strong_and_weak(space, split, settings: OracleSettings | None = None):
+    """The strong (H_train ∪ H_test) and weak (H_train) oracles of ``split``."""
+    settings = settings or OracleSettings()
+    strong = Oracle(space, np.union1d(split.train, split.test), settings, "strong")
+    weak = Oracle(space, split.train, settings, "weak")
+    return strong, weak
