@@ -124,7 +124,10 @@ def cmd_demo(args) -> int:
 
 
 def cmd_space_build(args) -> int:
+    from pathlib import Path
     from .engine.space import HypothesisSpace
+    if Path(args.out).exists() and not args.force:
+        raise FileExistsError(f"{args.out} already exists (pass --force to replace it)")
     t = time.perf_counter()
     lines = []
 
@@ -219,6 +222,175 @@ def cmd_space_show(args) -> int:
     return 0
 
 
+def _load_space(path):
+    from .engine.space import HypothesisSpace
+    return HypothesisSpace.load(path)
+
+
+def _splits_for(space, names=None, specs=None):
+    from .splits import curi_splits, make_split
+    splits = curi_splits(space)
+    for spec in specs or []:
+        split = make_split(space, spec)
+        splits[split.name] = split
+    if names and names != ["all"]:
+        unknown = [n for n in names if n not in splits]
+        if unknown:
+            raise ValueError(f"unknown split {', '.join(unknown)} (known: {', '.join(splits)})")
+        splits = {n: splits[n] for n in names}
+    return splits
+
+
+def cmd_splits(args) -> int:
+    from .splits import splits_json, splits_table
+    space = _load_space(args.dir)
+    splits = _splits_for(space, specs=args.spec)
+    if args.json:
+        print(json.dumps(splits_json(space, splits)))
+    else:
+        print(splits_table(space, splits))
+    return 0
+
+
+def cmd_episodes(args) -> int:
+    from .episodes import sample_episodes
+    space = _load_space(args.dir)
+    split = _splits_for(space, [args.split], args.spec)[args.split]
+    eps = sample_episodes(space, split, side=args.side, negatives=args.negatives, n=args.n, seed=args.seed,
+                          query_negatives=args.query_negatives)
+    eps.save(args.out)
+    topup = eps.meta["support_topup"] + eps.meta["query_topup"]
+    print(f"wrote {len(eps):,} {args.negatives}-negative episodes of {args.split}/{args.side} to {args.out} "
+          f"({len(set(eps.concept.tolist())):,} distinct concepts; {topup:,} random top-up negatives)")
+    return 0
+
+
+def _describe_scene(scene: dict) -> str:
+    return "; ".join(f"{o['size']} {o['color']} {o['material']} {o['shape']} @({o['x']},{o['y']})"
+                     for o in scene["objects"])
+
+
+def cmd_episodes_show(args) -> int:
+    from .episodes import Episodes
+    eps = Episodes.load(args.file)
+    if not 0 <= args.index < len(eps):
+        raise ValueError(f"episode index {args.index} out of range ({len(eps)} episodes in {args.file})")
+    space = _load_space(args.space) if args.space else None
+    e, c = args.index, int(eps.concept[args.index])
+    meta = eps.meta
+    print(f"episode {e} of {args.file}: split {meta.get('split')}/{meta.get('side')}, {meta.get('negatives')} "
+          f"negatives (query: {meta.get('query_negatives')}), seed {meta.get('seed')}")
+    print(f"concept #{c}" + (f": {space.program(c).readable}   ({space.programs[c]})" if space else
+                              "  (pass --space DIR for programs and scenes)"))
+    for side in ("support", "query"):
+        print(f"\n{side}:")
+        for k in range(eps.support_scenes.shape[1]):
+            sid = int(getattr(eps, f"{side}_scenes")[e, k])
+            lab = int(getattr(eps, f"{side}_labels")[e, k])
+            flags = []
+            if getattr(eps, f"{side}_topup")[e, k]:
+                flags.append("random top-up")
+            if getattr(eps, f"{side}_relabelled")[e, k]:
+                flags.append("random, relabelled positive")
+            src = int(getattr(eps, f"{side}_source")[e, k])
+            if src >= 0:
+                flags.append(f"hard negative via #{src}" + (f" {space.program(src).readable}" if space else ""))
+            scene = _describe_scene(space.scene(sid)) if space else ""
+            print(f"  {'+' if lab else '-'} scene {sid:>7}  {scene}" + (f"   [{', '.join(flags)}]" if flags else ""))
+    return 0
+
+
+def _settings(args):
+    from .oracles import OracleSettings
+    return OracleSettings(prior=args.prior, beta=args.beta, likelihood=args.likelihood, epsilon=args.epsilon,
+                          weak_empty=args.weak_empty)
+
+
+def cmd_gap(args) -> int:
+    from .gap import compute_gap, format_table, summarise
+    from .results import save_results
+    space = _load_space(args.dir)
+    splits = _splits_for(space, [args.split] if args.split != "all" else None, args.spec)
+    negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
+    t = time.perf_counter()
+    ds = compute_gap(space, splits, negatives, args.episodes, _settings(args), args.seed,
+                     query_negatives=args.query_negatives, progress=not args.json)
+    rows = summarise(ds, seed=args.seed)
+    if args.out:
+        save_results(ds, args.out)
+    if args.json:
+        keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
+                "posterior_entropy", "predictive_entropy")
+        print(json.dumps({"results": [{k: r[k] for k in keep} for r in rows]}))
+        return 0
+    print(format_table(rows))
+    print(f"\n{args.episodes:,} test episodes per cell; oracle settings {ds.attrs['oracle_settings']}; "
+          f"{time.perf_counter() - t:.1f} s" + (f"; results written to {args.out}" if args.out else ""))
+    return 0
+
+
+def cmd_posterior(args) -> int:
+    from .oracles import strong_and_weak, Oracle
+    from .scenes import read_scenes_jsonl
+    space = _load_space(args.dir)
+    schema = space.schema.with_max_objects(max(space.schema.max_objects, 10))
+    support = read_scenes_jsonl(args.support, schema)
+    if not support:
+        raise ValueError(f"{args.support}: no support scenes")
+    labels = []
+    for i, s in enumerate(support, 1):
+        if s.get("label") not in (0, 1):
+            raise ValueError(f"{args.support} line {i}: label: expected 0 or 1, got {s.get('label')!r}")
+        labels.append(s["label"])
+    query = read_scenes_jsonl(args.query, schema) if args.query else []
+    settings = _settings(args)
+    hard = args.negatives == "hard"
+    if args.split:
+        split = _splits_for(space, [args.split], args.spec)[args.split]
+        oracles = dict(zip(("strong", "weak"), strong_and_weak(space, split, settings)))
+    else:
+        import numpy as np
+        oracles = {"strong": Oracle(space, np.arange(space.n_concepts), settings, "strong")}
+    out = {}
+    for name, oracle in oracles.items():
+        oracle.fit(support, labels, hard=hard)
+        ids, probs = oracle.posterior()
+        top = len(ids) if args.top == 0 else args.top
+        out[name] = {"posterior": [{"id": int(i), "program": space.programs[i], "p": float(p)}
+                                   for i, p in zip(ids[:top], probs[:top]) if p > 0],
+                     "predictive": [float(v) for v in oracle.predict_proba(query)] if query else [],
+                     "empty": bool(oracle.empty_), "n_concepts": int(len(ids))}
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    for name, r in out.items():
+        print(f"{name} oracle: {r['n_concepts']:,} concepts fit the support" +
+              (" (none fit: weak-empty policy applies)" if r["empty"] else ""))
+        for row in r["posterior"]:
+            print(f"  {row['p']:8.4f}  {space.program(row['id']).readable}   [#{row['id']}]")
+        for j, p in enumerate(r["predictive"]):
+            print(f"  query {j}: p(y=1) = {p:.4f}")
+    return 0
+
+
+def cmd_audit(args) -> int:
+    from .gap import audit, format_audit
+    from .splits import make_split
+    space = _load_space(args.dir)
+    split = make_split(space, args.spec)
+    print(format_audit(audit(space, split, args.episodes, _settings(args), args.seed)))
+    return 0
+
+
+def _oracle_options(p):
+    p.add_argument("--prior", choices=["length", "pcfg", "uniform"], default="length")
+    p.add_argument("--beta", type=float, default=0.2)
+    p.add_argument("--likelihood", choices=["size", "consistent", "noisy"], default="size")
+    p.add_argument("--epsilon", type=float, default=0.05)
+    p.add_argument("--weak-empty", choices=["zero", "prior", "noisy"], default="zero")
+    p.add_argument("--seed", type=int, default=0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="bayes-concepts", description="Bayesian oracles for compositional concept learning")
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -271,6 +443,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-synonyms", type=int, default=20)
     p.set_defaults(func=cmd_space_show)
 
+    p = sub.add_parser("splits", help="train/val/test sizes and synonym leakage of every split")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="extra split spec files (TOML)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_splits)
+
+    p = sub.add_parser("episodes", help="sample episodes (or: episodes show FILE INDEX)")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--split", required=True)
+    p.add_argument("--spec", nargs="+", metavar="FILE")
+    p.add_argument("--negatives", choices=["hard", "easy"], required=True)
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None)
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--side", choices=["train", "val", "test"], default="test")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, metavar="FILE.npz")
+    p.set_defaults(func=cmd_episodes)
+
+    p = sub.add_parser("gap", help="the compositionality gap of splits: strong vs weak oracle")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--split", default="all")
+    p.add_argument("--spec", nargs="+", metavar="FILE")
+    p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both")
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None)
+    p.add_argument("--episodes", type=int, default=20_000)
+    _oracle_options(p)
+    p.add_argument("--out", metavar="results.nc")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gap)
+
+    p = sub.add_parser("posterior", help="posterior and predictive of the oracles for a support set")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--support", required=True, metavar="FILE.jsonl", help='scenes with a "label": 0|1 field')
+    p.add_argument("--query", metavar="FILE.jsonl")
+    p.add_argument("--split")
+    p.add_argument("--spec", nargs="+", metavar="FILE")
+    p.add_argument("--negatives", choices=["hard", "easy"], default="hard")
+    p.add_argument("--top", type=int, default=10, help="concepts to list (0: every concept with p > 0)")
+    _oracle_options(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_posterior)
+
+    p = sub.add_parser("audit", help="a one-page report on a new split")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--spec", required=True, metavar="FILE")
+    p.add_argument("--episodes", type=int, default=2000)
+    _oracle_options(p)
+    p.set_defaults(func=cmd_audit)
+
     p = sub.add_parser("demo", help="sample programs, evaluate them on a scene bank, summarise")
     p.add_argument("--samples", type=int, default=200_000)
     p.add_argument("--scenes", type=int, default=100_000)
@@ -281,7 +502,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["episodes", "show"]:  # 'episodes show FILE INDEX' next to 'episodes DIR ...'
+        p = argparse.ArgumentParser(prog="bayes-concepts episodes show")
+        p.add_argument("file", metavar="FILE.npz")
+        p.add_argument("index", type=int)
+        p.add_argument("--space", metavar="DIR", help="the space the episodes came from (default: from --space)")
+        args = p.parse_args(argv[2:])
+        args.func = cmd_episodes_show
+    else:
+        args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except BayesConceptsError as exc:
@@ -294,6 +524,9 @@ def main(argv=None) -> int:
         name = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"bayes-concepts: error:{name}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into head & co.
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("bayes-concepts: interrupted", file=sys.stderr)
         return 130

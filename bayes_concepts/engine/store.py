@@ -101,6 +101,7 @@ def save_space(space: HypothesisSpace, path, overwrite: bool = False) -> Path:
         "files": {name: {"sha256": _sha256_file(partial / name), "bytes": (partial / name).stat().st_size}
                   for name in FILES},
     }
+    manifest["self_sha256"] = _manifest_digest(manifest)
     _fsync_write(partial / "manifest.json", (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
     if path.exists():
         old = path.with_name(path.name + ".old")
@@ -113,6 +114,12 @@ def save_space(space: HypothesisSpace, path, overwrite: bool = False) -> Path:
         partial.rename(path)
     space.path = path
     return path
+
+
+def _manifest_digest(manifest: dict) -> str:
+    """sha256 of the manifest's canonical JSON without its own ``self_sha256`` field."""
+    body = {k: v for k, v in manifest.items() if k != "self_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def read_manifest(path) -> dict:
@@ -132,6 +139,9 @@ def read_manifest(path) -> dict:
     if manifest.get("format_version") != FORMAT_VERSION:
         raise SpaceError(f"{mf}: format version {manifest.get('format_version')!r}, this toolkit reads version "
                          f"{FORMAT_VERSION}; rebuild the space")
+    if manifest.get("self_sha256") != _manifest_digest(manifest):
+        raise SpaceError(f"{mf}: checksum mismatch (its content does not match its self_sha256); "
+                         "the manifest is damaged")
     files = manifest.get("files")
     if not isinstance(files, dict) or set(files) != set(FILES):
         raise SpaceError(f"{mf}: the file list is damaged (expected {', '.join(FILES)})")
@@ -178,7 +188,9 @@ def load_space(path, verify: bool = True) -> HypothesisSpace:
     n = len(programs)
     c = manifest["counts"]
     if (n != c["concepts"] or arrays["signatures"].shape[0] != n or arrays["test_signatures"].shape[0] != n
-            or arrays["scene_codes"].shape[0] != c["scenes"]):
+            or arrays["scene_codes"].shape[0] != c["scenes"] or arrays["scene_codes"].shape[1] != c["max_objects"]
+            or len(arrays["test_scene_ids"]) != c["test_bank"]
+            or (n and int(np.max(classes)) + 1 != c["synonym_classes"])):
         raise SpaceError(f"{path}: file sizes disagree with manifest.json counts")
     grammar_text = (path / "grammar.pcfg").read_text(encoding="utf-8")
     grammar = Grammar.from_text(grammar_text, source=str(path / "grammar.pcfg"))

@@ -1,0 +1,82 @@
+"""Results as an ``xarray.Dataset`` (DESIGN section 10), stored as netCDF.
+
+Dimensions ``split``, ``negatives``, ``learner``, ``episode``.  Variables (metrics
+are fractions in [0, 1]; entropies in nats):
+
+==================== =================================== ==========================================
+``ap``               (split, negatives, learner, episode) average precision on the test bank
+``cba``              (split, negatives, learner, episode) class-balanced accuracy on the query set
+``posterior_entropy`` (split, negatives, learner, episode) entropy of the posterior over concepts
+``predictive_entropy`` (split, negatives, learner, episode) mean binary entropy of the query predictive
+``empty``            (split, negatives, learner, episode) no concept of the learner fits the support
+``weak_empty``       (split, negatives, episode)          ``empty`` of the weak oracle
+``concept``          (split, negatives, episode)          the episode's true concept id
+==================== =================================== ==========================================
+
+Attributes: ``space_manifest_sha256``, ``oracle_settings`` (JSON), ``seed``,
+``episodes_per_cell``, ``query_negatives``, ``toolkit_version``.  Extra learners
+(neural baselines) are more entries along ``learner``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .errors import BayesConceptsError
+
+METRICS = ("ap", "cba", "posterior_entropy", "predictive_entropy")
+REQUIRED = (*METRICS, "empty", "concept")
+
+
+class ResultsError(BayesConceptsError):
+    """A results file that cannot be read or lacks what the toolkit needs."""
+
+
+def validate(ds: xr.Dataset, where: str = "results") -> xr.Dataset:
+    missing = [v for v in REQUIRED if v not in ds.variables]
+    if missing:
+        raise ResultsError(f"{where}: missing variables {', '.join(missing)}")
+    for dim in ("split", "negatives", "learner", "episode"):
+        if dim not in ds.dims:
+            raise ResultsError(f"{where}: missing dimension {dim!r}")
+    return ds
+
+
+def save_results(ds: xr.Dataset, path) -> Path:
+    """Write ``ds`` to netCDF atomically (temp file, then rename)."""
+    path = Path(path)
+    validate(ds)
+    tmp = path.with_name(path.name + ".partial")
+    enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars}
+    ds.to_netcdf(tmp, engine="netcdf4", encoding=enc)
+    os.replace(tmp, path)
+    return path
+
+
+def load_results(path) -> xr.Dataset:
+    path = Path(path)
+    if not path.exists():
+        raise ResultsError(f"{path}: no such results file")
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            loaded = ds.load()
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"{path}: cannot read as netCDF results ({exc})") from None
+    for v in ("empty", "weak_empty"):
+        if v in loaded and loaded[v].dtype != bool:
+            loaded[v] = loaded[v].astype(bool)
+    return validate(loaded, str(path))
+
+
+def empty_dataset(splits, negatives, learners, n_episodes) -> xr.Dataset:
+    shape = (len(splits), len(negatives), len(learners), n_episodes)
+    dims4 = ("split", "negatives", "learner", "episode")
+    coords = {"split": list(splits), "negatives": list(negatives), "learner": list(learners),
+              "episode": np.arange(n_episodes)}
+    data = {m: (dims4, np.full(shape, np.nan)) for m in METRICS}
+    data["empty"] = (dims4, np.zeros(shape, bool))
+    data["concept"] = (("split", "negatives", "episode"), np.full(shape[:2] + shape[3:], -1, np.int64))
+    return xr.Dataset(data, coords=coords)
