@@ -1,0 +1,877 @@
+"""Splits of a hypothesis space into train / val / test concepts (DESIGN section 6).
+
+A :class:`Split` assigns every concept of a :class:`~bayes_concepts.engine.space.HypothesisSpace`
+to sides ``train``, ``val`` and ``test`` (sorted ``int64`` arrays of concept ids).  CURI's nine
+splits (Instance IID, Concept IID, Counting, Extrinsic, Intrinsic, Boolean, Binding (colour),
+Binding (shape), Complexity; seed paper Appendix C) are declared as data, one TOML file per
+split in ``hypotheses/splits/<name>.toml``; nothing about them is written in this module.
+New splits are another spec file, or a Python predicate (:func:`split_from_predicate`).
+
+>>> space = HypothesisSpace.build("demo")                       # doctest: +SKIP
+>>> splits = curi_splits(space)                                  # doctest: +SKIP
+>>> print(splits_table(space, splits))                           # doctest: +SKIP
+>>> make_split(space, "my_split.toml").test                      # doctest: +SKIP
+
+Spec format
+===========
+
+A spec file is TOML (read with :mod:`tomllib`).  Top-level keys:
+
+``name``           the split's name (letters, digits, ``_ . -``); default: the file name without ``.toml``.
+``description``    free text (default ``""``).
+``kind``           ``"all"``, ``"random"`` or ``"held_out"`` (required).
+
+``kind = "all"`` -- Instance IID: ``train == test ==`` every concept.  ``val`` is empty unless
+``val_fraction`` > 0, in which case it is a seeded subset (``val_seed``) of the concepts, which
+stay in train and test too.  ::
+
+    name = "instance_iid"
+    kind = "all"
+
+``kind = "random"`` -- Concept IID: whole synonym classes (concepts with identical signatures)
+are shuffled with ``seed`` (default 0) and dealt to the sides in the proportions
+``fractions`` (required; ``train``, ``val``, ``test`` in [0, 1], missing ones 0, summing to 1;
+train and test > 0).  ``synonym_aware`` (default **true** for this kind) = false deals single
+concepts instead of classes.  ::
+
+    name = "concept_iid"
+    kind = "random"
+    fractions = {train = 0.80, val = 0.05, test = 0.15}
+    seed = 0
+
+``kind = "held_out"`` -- rule-based (the structured splits).  A ``[held_out]`` table holds any
+of the rules below; a concept matching **any** rule is *held out*, every other concept is train.
+
+``tokens = ["cylinder"]``
+    the concept's program uses any of these tokens.
+``pairs = [["green", "or"], ["purple", "and"]]``
+    the program uses both tokens of some pair (the two tokens must differ).
+``pairs_require_any = ["material?"]``
+    (only with ``pairs``) a pair counts only if the program also uses one of these tokens --
+    CURI's "related to material" / "related to location" condition.
+``counts = [{value = "green", number = 3}]``
+    the program has a ``count=`` node whose counted value is the constant ``value``, compared
+    with ``=`` or ``>`` (either operand order) against the integer constant ``number``.
+``min_length = 11``
+    the program has at least this many tokens (>= 1).
+``programs = ["x color? red = exists="]``
+    these programs (postfix; each must parse and be a concept of the space; an x-free
+    program given with its quantifier is matched in its collapsed form).
+
+Tokens are matched against the tokens of the concept's canonical postfix string -- the form in
+``space.programs``, whose x-free programs have lost their final quantifier -- whatever role the
+token plays there.  So ``"1"`` matches a location 1 and the number 1 alike (CURI's token
+heuristic, kept on purpose).  Every token must be a token of the space's grammar (operator,
+variable, property, value) or an integer.
+
+Further keys of a held-out split: ``synonym_aware`` (default false, as in CURI's structured
+splits): when true, a synonym class with one held-out member is held out whole, so no train
+concept shares a signature with a held-out one.  ``val_fraction`` (default 0.1, in [0, 1)) and
+``val_seed`` (default 0): that fraction of the held-out concepts (whole classes when
+``synonym_aware``) is drawn, seeded, as ``val``; the rest is ``test``.  ::
+
+    name = "intrinsic"
+    description = "colour x material combinations never seen in training"
+    kind = "held_out"
+    synonym_aware = false
+    val_fraction = 0.1
+    val_seed = 0
+
+    [held_out]
+    pairs = [["green", "metal"], ["purple", "rubber"], ["cyan", "rubber"],
+             ["red", "metal"], ["green", "rubber"]]
+    pairs_require_any = ["material?"]
+
+Errors
+======
+
+Bad specs raise :class:`SplitSpecError` with a one-line message ``FILE line N: what was wrong``:
+TOML syntax errors, unknown keys, wrong value types, keys that do not apply to the ``kind``
+(e.g. a ``[held_out]`` table in a random split), fractions not summing to 1, ``min_length`` < 1,
+a pair of identical tokens, ``val_fraction`` outside [0, 1), unknown tokens, explicit programs
+that do not parse or are not concepts of the space, and rules that hold out no concept (or
+every concept).  Checks that need the space (tokens, programs, emptiness) run in
+:func:`make_split`; :func:`load_spec` checks the rest (and tokens, if given a grammar).
+"""
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .errors import BayesConceptsError, ProgramError
+
+SIDES = ("train", "val", "test")
+KINDS = ("all", "random", "held_out")
+
+_TOP_KEYS = ("name", "description", "kind", "fractions", "seed", "held_out", "synonym_aware",
+             "val_fraction", "val_seed")
+#: keys (besides name/description/kind) that each kind accepts
+_KIND_KEYS = {
+    "all": ("val_fraction", "val_seed"),
+    "random": ("fractions", "seed", "synonym_aware"),
+    "held_out": ("held_out", "synonym_aware", "val_fraction", "val_seed"),
+}
+_HELD_OUT_KEYS = ("tokens", "pairs", "pairs_require_any", "counts", "min_length", "programs")
+_FRACTION_KEYS = ("train", "val", "test")
+_COUNT_KEYS = ("value", "number")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_INT_TOKEN = re.compile(r"^[0-9]+$")
+
+
+class SplitSpecError(BayesConceptsError):
+    """A split spec that cannot be used; the message names the file and line."""
+
+
+# =============================================================================== Split
+@dataclass
+class Split:
+    """A split of a space's concepts.
+
+    train, val, test: sorted int64 arrays of concept ids.  In every split but Instance IID the
+    three are disjoint and cover the space; Instance IID has ``train == test ==`` all.
+    spec:        the validated spec dict (defaults filled in).
+    source:      the spec file, or None (a dict spec or a predicate).
+    n_concepts:  size of the space the split was made for.
+    """
+
+    name: str
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    spec: dict
+    source: str | None = None
+    description: str = ""
+    n_concepts: int | None = None
+
+    def __post_init__(self):
+        for side in SIDES:
+            setattr(self, side, np.unique(np.asarray(getattr(self, side), np.int64)))
+        if self.n_concepts is None:
+            tops = [int(a[-1]) + 1 for a in (self.train, self.val, self.test) if len(a)]
+            self.n_concepts = max(tops, default=0)
+
+    def ids(self, side: str) -> np.ndarray:
+        """Concept ids of ``side``: ``train``, ``val``, ``test``, ``held_out`` (val and test)
+        or ``all``."""
+        if side in SIDES:
+            return getattr(self, side)
+        if side == "held_out":
+            return np.union1d(self.val, self.test)
+        if side == "all":
+            return np.arange(self.n_concepts, dtype=np.int64)
+        raise ValueError(f"unknown side {side!r} (expected train, val, test, held_out or all)")
+
+    def side_of(self, i: int) -> str:
+        """The side of concept ``i``: ``'train'``, ``'val'`` or ``'test'``; where sides overlap
+        (Instance IID) the sides joined by ``+``, e.g. ``'train+test'``."""
+        i = int(i)
+        if not 0 <= i < self.n_concepts:
+            raise IndexError(f"concept {i} is not in the space (0..{self.n_concepts - 1})")
+        found = [s for s in SIDES if _contains(getattr(self, s), i)]
+        return "+".join(found) if found else "none"
+
+    def sizes(self) -> dict:
+        return {s: int(len(getattr(self, s))) for s in SIDES}
+
+    def __repr__(self):
+        sz = self.sizes()
+        return (f"Split({self.name!r}: train {sz['train']:,}, val {sz['val']:,}, test {sz['test']:,} "
+                f"of {self.n_concepts:,} concepts)")
+
+
+def _contains(sorted_ids: np.ndarray, i: int) -> bool:
+    k = np.searchsorted(sorted_ids, i)
+    return bool(k < len(sorted_ids) and sorted_ids[k] == i)
+
+
+# ====================================================================== locating lines
+class _Record:
+    __slots__ = ("path", "line", "header", "atoms")
+
+    def __init__(self, path, line, header):
+        self.path, self.line, self.header, self.atoms = path, line, header, []
+
+
+def _scan_toml(text: str) -> list:
+    """Lines of the keys of a (syntactically valid) TOML document.
+
+    Returns one record per table header and per key assignment: its full key path, its line,
+    and the strings and bare words of its value with their lines.
+    """
+    records, prefix = [], ()
+    i, n, line = 0, len(text), 1
+
+    def read_string(i, line):
+        q = text[i]
+        triple = text.startswith(q * 3, i)
+        j = i + (3 if triple else 1)
+        out = []
+        while j < n:
+            c = text[j]
+            if triple and text.startswith(q * 3, j):
+                return "".join(out), j + 3, line
+            if not triple and c == q:
+                return "".join(out), j + 1, line
+            if c == "\\" and q == '"' and j + 1 < n:
+                out.append(text[j:j + 2])
+                j += 2
+                continue
+            if c == "\n":
+                line += 1
+            out.append(c)
+            j += 1
+        return "".join(out), j, line
+
+    def read_bare(i):
+        j = i
+        while j < n and (text[j].isalnum() or text[j] in "_-+.:"):
+            j += 1
+        return text[i:j], j
+
+    def read_key(i, line, stop):
+        parts = []
+        while i < n and text[i] != stop:
+            c = text[i]
+            if c in " \t.":
+                i += 1
+            elif c in "\"'":
+                s, i, line = read_string(i, line)
+                parts.append(s)
+            else:
+                word, j = read_bare(i)
+                if j == i:  # should not happen in valid TOML; step on
+                    j = i + 1
+                parts.extend(w for w in word.split(".") if w)
+                i = j
+        return tuple(parts), i + 1, line
+
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+        elif c in " \t\r":
+            i += 1
+        elif c == "#":
+            while i < n and text[i] != "\n":
+                i += 1
+        elif c == "[":
+            double = text.startswith("[[", i)
+            keys, i, line = read_key(i + (2 if double else 1), line, "]")
+            if double:
+                i += 1
+            prefix = keys
+            records.append(_Record(prefix, line, True))
+        else:
+            start_line = line
+            keys, i, line = read_key(i, line, "=")
+            rec = _Record(prefix + keys, start_line, False)
+            records.append(rec)
+            depth = 0
+            while i < n:
+                c = text[i]
+                if c in "\"'":
+                    at = line
+                    s, i, line = read_string(i, line)
+                    rec.atoms.append((s, at))
+                elif c == "#":
+                    while i < n and text[i] != "\n":
+                        i += 1
+                elif c == "\n":
+                    if depth == 0:
+                        break
+                    line += 1
+                    i += 1
+                elif c in "[{":
+                    depth += 1
+                    i += 1
+                elif c in "]}":
+                    depth -= 1
+                    i += 1
+                elif c.isalnum() or c in "_-+.":
+                    word, i = read_bare(i)
+                    rec.atoms.append((word, line))
+                else:
+                    i += 1
+    return records
+
+
+class _Where:
+    """Names the spec (file or ``<spec 'name'>``) and finds lines of keys and tokens in it."""
+
+    def __init__(self, path=None, text=None, label=None):
+        self.path = None if path is None else str(path)
+        self.label = self.path or label or "<split spec>"
+        self._records = _scan_toml(text) if text is not None else []
+
+    def line(self, keys=(), atom=None):
+        keys = tuple(keys)
+        recs = self._records
+        rec = next((r for r in recs if not r.header and r.path == keys), None)
+        sub = None
+        if rec is None:  # a key inside an inline table: find the table, then the key in it
+            cands = [r for r in recs if not r.header and len(r.path) < len(keys) and keys[:len(r.path)] == r.path]
+            if cands:
+                rec = max(cands, key=lambda r: len(r.path))
+                sub = keys[len(rec.path)]
+        if rec is None:
+            hdr = next((r for r in recs if r.header and r.path == keys), None)
+            return hdr.line if hdr is not None else None
+        for want in ([atom] if atom is not None else []) + ([sub] if sub is not None else []):
+            hit = next((ln for a, ln in rec.atoms if a == want), None)
+            if hit is not None:
+                return hit
+        return rec.line
+
+    def error(self, message, keys=(), atom=None, line=None) -> SplitSpecError:
+        if line is None:
+            line = self.line(keys, atom)
+        message = " ".join(str(message).split())
+        if line is None:
+            return SplitSpecError(f"{self.label}: {message}")
+        return SplitSpecError(f"{self.label} line {line}: {message}")
+
+
+# ==================================================================== reading a spec
+def default_splits_dir() -> Path:
+    """``hypotheses/splits`` of the source tree (or ``bayes_concepts/data/splits`` when installed)."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parents[1] / "hypotheses" / "splits", here.parent / "data" / "splits"):
+        if candidate.is_dir():
+            return candidate
+    raise SplitSpecError("cannot find the split specs hypotheses/splits/; pass spec files explicitly")
+
+
+def _read(path) -> tuple:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SplitSpecError(f"{path}: cannot read split spec ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise SplitSpecError(f"{path}: split spec is not UTF-8 text ({exc.reason})") from None
+    where = _Where(path, text)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\s*\(at line (\d+), column (\d+)\)", msg)
+        if m:
+            raise where.error(f"invalid TOML: {msg[:m.start()]} (column {m.group(2)})",
+                              line=int(m.group(1))) from None
+        if "(at end of document)" in msg:
+            last = max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
+            raise where.error(f"invalid TOML: {msg.replace(' (at end of document)', '')} (at end of file)",
+                              line=last) from None
+        raise where.error(f"invalid TOML: {msg}") from None
+    return raw, where
+
+
+def load_spec(path, grammar=None) -> dict:
+    """Read and validate the split spec file ``path``; return the spec with defaults filled in.
+
+    With a ``grammar`` (a :class:`~bayes_concepts.lot.Grammar`) the tokens are checked against
+    it as well; explicit programs and emptiness are checked by :func:`make_split`.
+    """
+    raw, where = _read(path)
+    spec = _validate(raw, where, default_name=Path(path).stem)
+    if grammar is not None:
+        _check_tokens(spec, grammar, where)
+    return spec
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _type_name(v) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "a table"}.get(type(v), type(v).__name__)
+
+
+def _validate(raw: dict, where: _Where, default_name=None) -> dict:
+    if not isinstance(raw, dict):
+        raise where.error(f"a split spec must be a table of keys, got {_type_name(raw)}")
+    for key in raw:
+        if key not in _TOP_KEYS:
+            raise where.error(f"unknown key {key!r} (expected one of {', '.join(_TOP_KEYS)})", (key,))
+
+    spec = {}
+    name = raw.get("name", default_name)
+    if name is None:
+        raise where.error("missing key 'name'")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise where.error(f"name must be a string of letters, digits, '_', '.' or '-', got {name!r}", ("name",))
+    spec["name"] = name
+    desc = raw.get("description", "")
+    if not isinstance(desc, str):
+        raise where.error(f"description must be a string, got {_type_name(desc)}", ("description",))
+    spec["description"] = desc
+    if "kind" not in raw:
+        raise where.error('missing key \'kind\' (expected kind = "all", "random" or "held_out")')
+    kind = raw["kind"]
+    if kind not in KINDS:
+        raise where.error(f'kind must be "all", "random" or "held_out", got {kind!r}', ("kind",))
+    spec["kind"] = kind
+    for key in raw:
+        if key in ("name", "description", "kind") or key in _KIND_KEYS[kind]:
+            continue
+        users = [k for k in KINDS if key in _KIND_KEYS[k]]
+        shown = "[held_out]" if key == "held_out" else repr(key)
+        raise where.error(f"{shown} cannot be used with kind = {kind!r} (contradictory rules: it applies to kind = "
+                          f"{' or '.join(repr(k) for k in users)})", (key,))
+
+    def integer(key, default, minimum=0):
+        v = raw.get(key, default)
+        if not _is_int(v) or v < minimum:
+            raise where.error(f"{key} must be an integer >= {minimum}, got {v!r}", (key,))
+        return v
+
+    def boolean(key, default):
+        v = raw.get(key, default)
+        if not isinstance(v, bool):
+            raise where.error(f"{key} must be true or false, got {v!r}", (key,))
+        return v
+
+    def val_fraction(default):
+        v = raw.get("val_fraction", default)
+        if not _is_number(v) or not 0 <= v < 1:
+            raise where.error(f"val_fraction must be a number in [0, 1), got {v!r}", ("val_fraction",))
+        return float(v)
+
+    if kind == "all":
+        spec["val_fraction"] = val_fraction(0.0)
+        spec["val_seed"] = integer("val_seed", 0)
+    elif kind == "random":
+        spec["fractions"] = _validate_fractions(raw.get("fractions"), where)
+        spec["seed"] = integer("seed", 0)
+        spec["synonym_aware"] = boolean("synonym_aware", True)
+    else:
+        spec["held_out"] = _validate_held_out(raw.get("held_out"), where)
+        spec["synonym_aware"] = boolean("synonym_aware", False)
+        spec["val_fraction"] = val_fraction(0.1)
+        spec["val_seed"] = integer("val_seed", 0)
+    return spec
+
+
+def _validate_fractions(fr, where) -> dict:
+    if fr is None:
+        raise where.error("kind = 'random' needs fractions = {train = ..., val = ..., test = ...}", ("kind",))
+    if not isinstance(fr, dict):
+        raise where.error(f"fractions must be a table such as {{train = 0.8, val = 0.05, test = 0.15}}, "
+                          f"got {_type_name(fr)}", ("fractions",))
+    out = {}
+    for key, v in fr.items():
+        if key not in _FRACTION_KEYS:
+            raise where.error(f"unknown key {key!r} in fractions (expected train, val, test)", ("fractions", key))
+        if not _is_number(v) or not 0 <= v <= 1:
+            raise where.error(f"fractions.{key} must be a number in [0, 1], got {v!r}", ("fractions", key))
+    for key in _FRACTION_KEYS:
+        out[key] = float(fr.get(key, 0.0))
+    total = sum(out.values())
+    if abs(total - 1.0) > 1e-9:
+        raise where.error(f"fractions sum to {total:g}, expected 1 (train + val + test)", ("fractions",))
+    for key in ("train", "test"):
+        if out[key] <= 0:
+            raise where.error(f"fractions.{key} must be > 0", ("fractions", key))
+    return out
+
+
+def _token(v, where, keys, what):
+    if _is_int(v) and v >= 0:
+        return str(v)
+    if isinstance(v, str) and len(v.split()) == 1 and v.strip() == v:
+        return v
+    raise where.error(f"{what} must be a single token (a string such as 'red' or 'color?', or an integer), "
+                      f"got {v!r}", keys, v if isinstance(v, str) else None)
+
+
+def _token_list(v, where, key, what=None):
+    keys = ("held_out", key)
+    if not isinstance(v, list) or not v:
+        raise where.error(f"held_out.{key} must be a non-empty array, got {v!r}", keys)
+    return [_token(t, where, keys, what or f"each entry of held_out.{key}") for t in v]
+
+
+def _validate_held_out(h, where) -> dict:
+    if h is None:
+        raise where.error("kind = 'held_out' needs a [held_out] table with at least one rule "
+                          f"({', '.join(_HELD_OUT_KEYS)})", ("kind",))
+    if not isinstance(h, dict):
+        raise where.error(f"held_out must be a table, got {_type_name(h)}", ("held_out",))
+    for key in h:
+        if key not in _HELD_OUT_KEYS:
+            hint = " -- top-level keys must come before the [held_out] table" if key in _TOP_KEYS else ""
+            raise where.error(f"unknown key {key!r} in [held_out] (expected one of {', '.join(_HELD_OUT_KEYS)}){hint}",
+                              ("held_out", key))
+    if not h:
+        raise where.error(f"[held_out] has no rule (expected any of {', '.join(_HELD_OUT_KEYS)})", ("held_out",))
+    out = {}
+    if "tokens" in h:
+        out["tokens"] = _token_list(h["tokens"], where, "tokens")
+    if "pairs" in h:
+        pairs, keys = h["pairs"], ("held_out", "pairs")
+        if not isinstance(pairs, list) or not pairs:
+            raise where.error(f"held_out.pairs must be a non-empty array of [token, token] pairs, got {pairs!r}", keys)
+        out["pairs"] = []
+        for p in pairs:
+            if not isinstance(p, list) or len(p) != 2:
+                raise where.error(f"each entry of held_out.pairs must be a pair [token, token], got {p!r}", keys,
+                                  next((t for t in p if isinstance(t, str)), None) if isinstance(p, list) else None)
+            a, b = (_token(t, where, keys, "each token of a pair") for t in p)
+            if a == b:
+                raise where.error(f"held_out.pairs has the pair [{a!r}, {b!r}] of identical tokens "
+                                  "(use tokens = [...] to hold out a single token)", keys, a)
+            out["pairs"].append([a, b])
+    if "pairs_require_any" in h:
+        if "pairs" not in h:
+            raise where.error("held_out.pairs_require_any needs held_out.pairs (it restricts which programs "
+                              "a pair holds out)", ("held_out", "pairs_require_any"))
+        out["pairs_require_any"] = _token_list(h["pairs_require_any"], where, "pairs_require_any")
+    if "counts" in h:
+        counts, keys = h["counts"], ("held_out", "counts")
+        if not isinstance(counts, list) or not counts:
+            raise where.error("held_out.counts must be a non-empty array of tables {value = ..., number = ...}, "
+                              f"got {counts!r}", keys)
+        out["counts"] = []
+        for c in counts:
+            if not isinstance(c, dict):
+                raise where.error(f"each entry of held_out.counts must be a table {{value = ..., number = ...}}, "
+                                  f"got {c!r}", keys)
+            for k in c:
+                if k not in _COUNT_KEYS:
+                    raise where.error(f"unknown key {k!r} in a held_out.counts entry (expected value, number)",
+                                      keys, k)
+            for k in _COUNT_KEYS:
+                if k not in c:
+                    raise where.error(f"a held_out.counts entry is missing {k!r} (expected {{value = ..., "
+                                      "number = ...}})", keys, str(c.get("value")) if "value" in c else None)
+            value = _token(c["value"], where, keys, "held_out.counts value")
+            number = c["number"]
+            if not _is_int(number) or number < 0:
+                raise where.error(f"held_out.counts number must be an integer >= 0, got {number!r}", keys, value)
+            out["counts"].append({"value": value, "number": number})
+    if "min_length" in h:
+        v = h["min_length"]
+        if not _is_int(v) or v < 1:
+            raise where.error(f"held_out.min_length must be an integer >= 1, got {v!r}", ("held_out", "min_length"))
+        out["min_length"] = v
+    if "programs" in h:
+        progs, keys = h["programs"], ("held_out", "programs")
+        if not isinstance(progs, list) or not progs:
+            raise where.error(f"held_out.programs must be a non-empty array of postfix program strings, got {progs!r}",
+                              keys)
+        for p in progs:
+            if not isinstance(p, str):
+                raise where.error(f"each entry of held_out.programs must be a string, got {p!r}", keys)
+        out["programs"] = list(progs)
+    return out
+
+
+def _check_tokens(spec: dict, grammar, where: _Where):
+    h = spec.get("held_out")
+    if not h:
+        return
+    kinds = grammar.token_kinds
+    gname = Path(str(grammar.source)).name
+
+    def known(tok, key):
+        if tok in kinds or _INT_TOKEN.match(tok):
+            return
+        raise where.error(f"unknown token {tok!r} in held_out.{key} (not a token of the grammar {gname}: expected "
+                          "a value such as 'red', a property such as 'color?', an operator, x, S, non-x-S or "
+                          "an integer)", ("held_out", key), tok)
+
+    for tok in h.get("tokens", ()):
+        known(tok, "tokens")
+    for pair in h.get("pairs", ()):
+        for tok in pair:
+            known(tok, "pairs")
+    for tok in h.get("pairs_require_any", ()):
+        known(tok, "pairs_require_any")
+    for c in h.get("counts", ()):
+        known(c["value"], "counts")
+        if not (_INT_TOKEN.match(c["value"]) or kinds.get(c["value"]) == "value"):
+            raise where.error(f"held_out.counts value {c['value']!r} is not a constant (expected a value such as "
+                              "'green' or an integer)", ("held_out", "counts"), c["value"])
+
+
+# ==================================================================== making splits
+def _held_out_mask(space, spec: dict, where: _Where) -> np.ndarray:
+    h = spec["held_out"]
+    n = space.n_concepts
+    token_sets = [frozenset(p.split()) for p in space.programs]
+    mask = np.zeros(n, bool)
+    if "tokens" in h:
+        wanted = frozenset(h["tokens"])
+        mask |= np.fromiter((not wanted.isdisjoint(t) for t in token_sets), bool, n)
+    if "pairs" in h:
+        pairs = [tuple(p) for p in h["pairs"]]
+        need = frozenset(h.get("pairs_require_any", ()))
+        mask |= np.fromiter(((not need or not need.isdisjoint(t)) and any(a in t and b in t for a, b in pairs)
+                             for t in token_sets), bool, n)
+    if "counts" in h:
+        wanted = {(c["value"], str(c["number"])) for c in h["counts"]}
+        for i, t in enumerate(token_sets):
+            if "count=" in t and not mask[i] and _has_count_compare(space.program(i).root, wanted):
+                mask[i] = True
+    if "min_length" in h:
+        mask |= np.asarray(space.lengths) >= h["min_length"]
+    for p in h.get("programs", ()):
+        try:
+            i = space.find(p)
+        except ProgramError as exc:
+            raise where.error(f"held_out.programs entry {p!r} does not parse ({exc})",
+                              ("held_out", "programs"), p) from None
+        if i is None:
+            raise where.error(f"held_out.programs entry {p!r} is not a concept of the space "
+                              f"({space.n_concepts:,} concepts)", ("held_out", "programs"), p)
+        mask[i] = True
+    return mask
+
+
+def _has_count_compare(root, wanted: set) -> bool:
+    """Whether a ``=``/``>`` node compares ``count=`` of constant value v with the integer
+    constant k, for some (v, k) in ``wanted`` (either operand order)."""
+    for node in root.walk():
+        if node.kind != "compare" or len(node.children) != 2:
+            continue
+        a, b = node.children
+        for cnt, other in ((a, b), (b, a)):
+            if cnt.kind == "count" and other.kind == "constant":
+                value = cnt.children[1]
+                if value.kind == "constant" and (value.op, other.op) in wanted:
+                    return True
+    return False
+
+
+def _expand_classes(space, mask: np.ndarray) -> np.ndarray:
+    classes = np.asarray(space.synonym_classes)
+    return np.isin(classes, np.unique(classes[mask]))
+
+
+def _carve_val(space, held: np.ndarray, fraction: float, seed: int, by_class: bool) -> tuple:
+    """Split sorted ids ``held`` into (val, test): ``fraction`` of them (seeded; whole synonym
+    classes if ``by_class``) to val; test keeps at least one concept."""
+    held = np.asarray(held, np.int64)
+    if fraction <= 0 or len(held) < 2:
+        return np.empty(0, np.int64), held
+    target = min(int(round(fraction * len(held))), len(held) - 1)
+    if target <= 0:
+        return np.empty(0, np.int64), held
+    rng = np.random.default_rng(seed)
+    if not by_class:
+        val = np.sort(held[rng.permutation(len(held))[:target]])
+    else:
+        classes = np.asarray(space.synonym_classes)[held]
+        units = np.unique(classes)
+        taken, total = [], 0
+        for u in units[rng.permutation(len(units))]:
+            if total >= target:
+                break
+            size = int((classes == u).sum())
+            if total + size > len(held) - 1:
+                continue
+            taken.append(u)
+            total += size
+        val = held[np.isin(classes, taken)]
+    return val, np.setdiff1d(held, val, assume_unique=True)
+
+
+def _random_sides(space, fractions: dict, seed: int, by_class: bool) -> dict:
+    n = space.n_concepts
+    units = np.asarray(space.synonym_classes) if by_class else np.arange(n)
+    labels, inverse, sizes = np.unique(units, return_inverse=True, return_counts=True)
+    order = np.random.default_rng(seed).permutation(len(labels))
+    cut_train = fractions["train"] * n
+    cut_val = (fractions["train"] + fractions["val"]) * n
+    side_of_unit = np.empty(len(labels), np.int8)
+    done = 0.0
+    for u in order:
+        mid = done + sizes[u] / 2.0
+        side_of_unit[u] = 0 if mid < cut_train else (1 if mid < cut_val else 2)
+        done += sizes[u]
+    side = side_of_unit[inverse.ravel()]
+    return {s: np.flatnonzero(side == k) for k, s in enumerate(SIDES)}
+
+
+def make_split(space, spec_or_path) -> Split:
+    """The split of ``space`` that a spec (a file path, or a spec dict as :func:`load_spec`
+    returns or as written in a file) describes."""
+    if isinstance(spec_or_path, dict):
+        label = f"<split spec {spec_or_path.get('name', '?')!r}>"
+        where, source = _Where(label=label), None
+        spec = _validate(spec_or_path, where)
+    else:
+        raw, where = _read(spec_or_path)
+        source = str(spec_or_path)
+        spec = _validate(raw, where, default_name=Path(spec_or_path).stem)
+    _check_tokens(spec, space.grammar, where)
+    n = space.n_concepts
+    kind = spec["kind"]
+    if kind == "all":
+        everything = np.arange(n, dtype=np.int64)
+        val, _ = _carve_val(space, everything, spec["val_fraction"], spec["val_seed"], False)
+        sides = {"train": everything, "val": val, "test": everything}
+    elif kind == "random":
+        sides = _random_sides(space, spec["fractions"], spec["seed"], spec["synonym_aware"])
+        for side in ("train", "test"):
+            if not len(sides[side]):
+                raise where.error(f"the random split leaves {side} empty ({n:,} concepts)", ("fractions",))
+    else:
+        mask = _held_out_mask(space, spec, where)
+        if spec["synonym_aware"]:
+            mask = _expand_classes(space, mask)
+        if not mask.any():
+            raise where.error(f"the [held_out] rules match no concept of the space ({n:,} concepts): "
+                              "the held-out side would be empty", ("held_out",))
+        if mask.all():
+            raise where.error(f"the [held_out] rules match every concept of the space ({n:,}): "
+                              "train would be empty", ("held_out",))
+        val, test = _carve_val(space, np.flatnonzero(mask), spec["val_fraction"], spec["val_seed"],
+                               spec["synonym_aware"])
+        sides = {"train": np.flatnonzero(~mask), "val": val, "test": test}
+    return Split(spec["name"], sides["train"], sides["val"], sides["test"], spec, source,
+                 spec["description"], n)
+
+
+def split_from_predicate(space, name: str, predicate: Callable, *, val_fraction: float = 0.1,
+                         val_seed: int = 0, synonym_aware: bool = False, description: str = "") -> Split:
+    """A held-out split given by ``predicate(program: Program) -> bool`` (True: held out).
+
+    The held-out concepts (whole synonym classes when ``synonym_aware``) are divided into val
+    (``val_fraction`` of them, seeded by ``val_seed``) and test, as for spec files.
+    """
+    label = f"split {name!r}"
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise SplitSpecError(f"{label}: name must be letters, digits, '_', '.' or '-'")
+    if not _is_number(val_fraction) or not 0 <= val_fraction < 1:
+        raise SplitSpecError(f"{label}: val_fraction must be a number in [0, 1), got {val_fraction!r}")
+    if not _is_int(val_seed) or val_seed < 0:
+        raise SplitSpecError(f"{label}: val_seed must be an integer >= 0, got {val_seed!r}")
+    n = space.n_concepts
+    mask = np.fromiter((bool(predicate(space.program(i))) for i in range(n)), bool, n)
+    if synonym_aware:
+        mask = _expand_classes(space, mask)
+    if not mask.any():
+        raise SplitSpecError(f"{label}: the predicate holds out no concept of the space ({n:,} concepts)")
+    if mask.all():
+        raise SplitSpecError(f"{label}: the predicate holds out every concept of the space ({n:,}): "
+                             "train would be empty")
+    val, test = _carve_val(space, np.flatnonzero(mask), float(val_fraction), int(val_seed), bool(synonym_aware))
+    spec = {"name": name, "description": description, "kind": "predicate",
+            "predicate": getattr(predicate, "__qualname__", repr(predicate)),
+            "synonym_aware": bool(synonym_aware), "val_fraction": float(val_fraction), "val_seed": int(val_seed)}
+    return Split(name, np.flatnonzero(~mask), val, test, spec, None, description, n)
+
+
+def make_splits(space, specs: Iterable) -> dict:
+    """``{name: Split}`` for spec files / dicts, in the given order; two specs with the same
+    name are an error."""
+    out, origin = {}, {}
+    for s in specs:
+        split = make_split(space, s)
+        if split.name in out:
+            where = _Where(split.source, Path(split.source).read_text(encoding="utf-8")) if split.source \
+                else _Where(label=f"<split spec {split.name!r}>")
+            raise where.error(f"split name {split.name!r} is already used by {origin[split.name]}", ("name",))
+        out[split.name] = split
+        origin[split.name] = split.source or "a spec given earlier"
+    return out
+
+
+def spec_files(directory=None) -> list:
+    """The ``*.toml`` spec files of ``directory`` (default :func:`default_splits_dir`), sorted by name."""
+    d = Path(directory) if directory is not None else default_splits_dir()
+    if not d.is_dir():
+        raise SplitSpecError(f"{d}: not a directory of split specs")
+    return sorted(d.glob("*.toml"))
+
+
+def curi_splits(space, directory=None) -> dict:
+    """Every split declared in ``hypotheses/splits/*.toml`` (CURI's nine), as ``{name: Split}``."""
+    files = spec_files(directory)
+    if not files:
+        raise SplitSpecError(f"{directory or default_splits_dir()}: no split spec files (*.toml)")
+    return make_splits(space, files)
+
+
+# ========================================================================= statistics
+def _as_list(splits) -> list:
+    return list(splits.values()) if isinstance(splits, dict) else list(splits)
+
+
+def _leakage(space, split: Split) -> int:
+    classes = np.asarray(space.synonym_classes)
+    held = split.ids("held_out")
+    return int(np.isin(classes[held], classes[split.train]).sum())
+
+
+def split_stats(space, split: Split) -> dict:
+    """Sizes, leakage and lengths of a split.
+
+    leakage: held-out (val or test) concepts whose synonym class has a train member (a concept
+    in train itself counts, so for Instance IID every test concept leaks).
+    overlap: held-out concepts that are themselves train concepts.
+    synonym_classes / mean_length / length_histogram: per side (histogram: {length: concepts}).
+    """
+    if split.n_concepts != space.n_concepts:
+        raise ValueError(f"split {split.name!r} was made for {split.n_concepts:,} concepts, "
+                         f"the space has {space.n_concepts:,}")
+    classes = np.asarray(space.synonym_classes)
+    lengths = np.asarray(space.lengths)
+    held = split.ids("held_out")
+    out = {"name": split.name, "n_concepts": int(space.n_concepts)}
+    out.update(split.sizes())
+    out["leakage"] = _leakage(space, split)
+    out["overlap"] = int(len(np.intersect1d(split.train, held, assume_unique=True)))
+    out["synonym_classes"] = {s: int(len(np.unique(classes[split.ids(s)]))) for s in SIDES}
+    out["mean_length"] = {s: (float(lengths[split.ids(s)].mean()) if len(split.ids(s)) else None) for s in SIDES}
+    hist = {}
+    for s in SIDES:
+        ls, cs = np.unique(lengths[split.ids(s)], return_counts=True)
+        hist[s] = {int(a): int(b) for a, b in zip(ls, cs)}
+    out["length_histogram"] = hist
+    return out
+
+
+def splits_table(space, splits) -> str:
+    """A plain-text table: name, train/val/test sizes, leakage, mean length per side."""
+    head = ["split", "train", "val", "test", "leakage", "mean l train", "val", "test"]
+    rows = []
+    for split in _as_list(splits):
+        st = split_stats(space, split)
+        ml = [("-" if st["mean_length"][s] is None else f"{st['mean_length'][s]:.2f}") for s in SIDES]
+        rows.append([split.name, f"{st['train']:,}", f"{st['val']:,}", f"{st['test']:,}", f"{st['leakage']:,}", *ml])
+    widths = [max(len(r[k]) for r in [head] + rows) for k in range(len(head))]
+
+    def fmt(r):
+        return "  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip()
+
+    lines = [fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+    lines.append(f"({space.n_concepts:,} concepts, {space.n_synonym_classes:,} synonym classes; leakage = held-out "
+                 "concepts with a synonym in train)")
+    return "\n".join(lines)
+
+
+def splits_json(space, splits) -> dict:
+    """``{"splits": {name: {"train": [ids], "val": [ids], "test": [ids], "leakage": n}}}``."""
+    out = {}
+    for split in _as_list(splits):
+        out[split.name] = {s: [int(i) for i in split.ids(s)] for s in SIDES}
+        out[split.name]["leakage"] = _leakage(space, split)
+    return {"splits": out}
+
+
+__all__ = ["Split", "SplitSpecError", "load_spec", "make_split", "make_splits", "curi_splits", "spec_files",
+           "default_splits_dir", "split_from_predicate", "split_stats", "splits_table", "splits_json"]
