@@ -35,7 +35,7 @@ from .executor import compile_for, count, run
 from .plan import BankLayout
 from .select import gather_bits, nth_set_bits, transpose_bits
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 #: Named build settings.  ``demo`` builds in well under a minute here and is what
 #: ``make demo`` and the tests use; ``paper`` is CURI's scale (2,000,000 samples, 990,000 scenes).
