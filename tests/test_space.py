@@ -26,7 +26,7 @@ from scipy.special import logsumexp
 from bayes_concepts.cli import main
 from bayes_concepts.engine import store
 from bayes_concepts.engine.interpreter import evaluate
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.engine.space import FORMAT_VERSION, HypothesisSpace
 from bayes_concepts.engine.store import SpaceError
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.lot import Program, rejection_reason
@@ -323,7 +323,7 @@ def test_same_seed_same_manifest_other_seed_different(space, space_again, space_
 
 def test_manifest_records_files_and_counts(space, saved):
     m = json.loads((saved / "manifest.json").read_text())
-    assert m["format_version"] == 1 and m["seed"] == SEED
+    assert m["format_version"] == FORMAT_VERSION and m["seed"] == SEED
     assert m["params"] == space.params and m["stages"] == space.stages
     assert m["counts"]["concepts"] == space.n_concepts and m["counts"]["scenes"] == space.n_scenes
     assert m["counts"]["test_bank"] == space.test_bank.n_scenes
