@@ -5,7 +5,13 @@ Subcommands::
     bayes-concepts explain PROGRAM            readable form, LaTeX, length, PCFG log-prob, uses x
     bayes-concepts eval PROGRAM [PROGRAM ...] --scenes FILE.jsonl [--json]
     bayes-concepts sample [--n N] [--seed S]  draw programs from the grammar
-    bayes-concepts demo                       sample programs, evaluate them on a scene bank, summarise
+    bayes-concepts space build|info|show      hypothesis spaces
+    bayes-concepts splits DIR                 train/val/test sizes and leakage of every split
+    bayes-concepts episodes DIR --split S ... sample episodes; episodes show FILE INDEX
+    bayes-concepts gap DIR                    the comp-gap table (strong vs weak oracle)
+    bayes-concepts posterior DIR --support F  the oracles' posterior for a support set
+    bayes-concepts audit DIR --spec FILE      a one-page report on a new split
+    bayes-concepts demo                       the main job on the built-in demo space
 
 Bad input (a malformed program, a bad scene file) prints one line on stderr and
 exits with status 2.
@@ -89,37 +95,35 @@ def cmd_sample(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    import numpy as np
-    from .engine import compile_for, popcount, run
-    from .lot import Program, rejection_reason, sample_programs
-    from .scenes import SceneBank
-    g = _grammar(args)
+    """The main job on the built-in default: build the demo space if missing, print the
+    comp-gap table of all CURI splits (hard and easy negatives), write results and figures."""
+    from pathlib import Path
+    from .engine.space import HypothesisSpace
+    from .gap import compute_gap, format_table, summarise
+    from .oracles import OracleSettings
+    from .results import save_results
+    from .splits import curi_splits
     t0 = time.perf_counter()
-    sample = sample_programs(args.samples, g, seed=args.seed)
-    unique = sorted(set(sample.strings()))
-    programs = [p for p in (Program.parse(s, g) for s in unique) if rejection_reason(p) is None]
-    t1 = time.perf_counter()
-    bank = SceneBank.sample(args.scenes, "clevr", g.schema, seed=args.seed)
-    plan = compile_for(programs, bank, g)
-    counts = popcount(run(plan, bank))
-    t2 = time.perf_counter()
-    rate = counts / bank.n_scenes
-    keep = (rate <= 0.10) & (counts >= 10)
-    print(f"sampled {args.samples:,} programs (seed {args.seed}): {len(unique):,} unique, "
-          f"{len(programs):,} pass CURI's rejection rules  [{t1 - t0:.1f} s]")
-    print(f"evaluated them on {bank.n_scenes:,} clevr scenes: {plan.n_instructions:,} plan steps over "
-          f"{plan.n_nodes:,} distinct sub-programs  [{t2 - t1:.1f} s]")
-    print(f"concepts true on <= 10% and >= 10 scenes: {int(keep.sum()):,}")
-    print("\nfiring rate   programs")
-    for lo, hi in [(0, 0), (0, 0.001), (0.001, 0.01), (0.01, 0.1), (0.1, 0.5), (0.5, 1.0)]:
-        sel = (rate == 0) if hi == 0 else (rate > lo) & (rate <= hi)
-        label = "never" if hi == 0 else f"({lo:g}, {hi:g}]"
-        print(f"{label:<13} {int(sel.sum()):>8,}")
-    order = np.argsort(-np.where(keep, np.array([p.log_prob() for p in programs]) if keep.sum() < 5000 else 0, -np.inf))
-    print("\nmost probable kept concepts:")
-    for i in order[: args.show]:
-        if keep[i]:
-            print(f"  {rate[i]:7.3%}  {programs[i].readable}")
+    space_dir = Path(args.space)
+    if not (space_dir / "manifest.json").exists():
+        print(f"building the demo space in {space_dir} (200,000 programs x 100,000 clevr scenes) ...", flush=True)
+        HypothesisSpace.build("demo", progress=True).save(space_dir, overwrite=space_dir.exists())
+    space = HypothesisSpace.load(space_dir)
+    print(f"{space}\n", flush=True)
+    ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, OracleSettings(), args.seed,
+                     progress=True)
+    print(format_table(summarise(ds, seed=args.seed)))
+    save_results(ds, args.out)
+    print(f"\nresults: {args.out}")
+    if args.figures:
+        try:
+            from .plots import write_figures
+        except ImportError:  # figures arrive with the plotting module
+            write_figures = None
+        if write_figures is not None:
+            paths = write_figures(ds, space, args.figures)
+            print(f"figures: {len(paths)} files in {args.figures}")
+    print(f"done in {time.perf_counter() - t0:.0f} s")
     return 0
 
 
@@ -492,11 +496,12 @@ def build_parser() -> argparse.ArgumentParser:
     _oracle_options(p)
     p.set_defaults(func=cmd_audit)
 
-    p = sub.add_parser("demo", help="sample programs, evaluate them on a scene bank, summarise")
-    p.add_argument("--samples", type=int, default=200_000)
-    p.add_argument("--scenes", type=int, default=100_000)
+    p = sub.add_parser("demo", help="build the demo space if missing, print the comp-gap table, write results")
+    p.add_argument("--space", default="spaces/demo", metavar="DIR")
+    p.add_argument("--episodes", type=int, default=2000, help="test episodes per split and negatives")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--show", type=int, default=10)
+    p.add_argument("--out", default="results.nc")
+    p.add_argument("--figures", default="paper_figs", metavar="DIR", help="'' to skip figures")
     p.set_defaults(func=cmd_demo)
     return ap
 
