@@ -45,32 +45,52 @@ def average_precision_dense(scores, labels):
 def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
     """AP when only the items ``touched`` (int (m,)) have non-zero ``scores`` (indexed by item)
     and all other items of the ``n_items`` score 0.  ``labels_row`` is the packed uint64
-    label bitset of the items; ``n_pos`` its popcount."""
+    label bitset of the items; ``n_pos`` its popcount.
+
+    Only thresholds at which a positive sits add to AP, so it suffices to count, for each
+    distinct positive score u, the items scoring >= u: one binary search per item among
+    the k distinct positive scores, O(m log k), with no sort of all m scores.
+    """
     if n_pos == 0:
         return np.nan
     m = touched.shape[0]
-    vals = np.empty(m)
-    for k in range(m):
-        vals[k] = scores[touched[k]]
-    order = np.argsort(-vals, kind="mergesort")
+    pv = np.empty(m)
+    k = 0
+    for i in range(m):
+        t = touched[i]
+        if (labels_row[t >> 6] >> np.uint64(t & 63)) & np.uint64(1):
+            pv[k] = scores[t]
+            k += 1
     ap = 0.0
-    tp = 0
-    seen = 0
-    i = 0
-    while i < m:
-        j = i
-        tp_group = 0
-        while j < m and vals[order[j]] == vals[order[i]]:
-            t = touched[order[j]]
-            if (labels_row[t >> 6] >> np.uint64(t & 63)) & np.uint64(1):
-                tp_group += 1
-            j += 1
-        seen += j - i
-        tp += tp_group
-        if tp_group:
-            ap += (tp / seen) * (tp_group / n_pos)
-        i = j
-    rest = n_pos - tp
+    if k:
+        pv = -np.sort(-pv[:k])  # descending
+        u = np.empty(k)
+        cnt = np.zeros(k, np.int64)
+        nu = 0
+        for i in range(k):
+            if nu == 0 or pv[i] != u[nu - 1]:
+                u[nu] = pv[i]
+                nu += 1
+            cnt[nu - 1] += 1
+        hist = np.zeros(nu, np.int64)
+        for i in range(m):
+            x = scores[touched[i]]
+            lo, hi = 0, nu  # first j with u[j] <= x (u is descending)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if u[mid] <= x:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            if lo < nu:
+                hist[lo] += 1
+        n_ge = 0
+        tp_ge = 0
+        for j in range(nu):
+            n_ge += hist[j]
+            tp_ge += cnt[j]
+            ap += (tp_ge / n_ge) * (cnt[j] / n_pos)
+    rest = n_pos - k
     if rest > 0:  # the zero-score items form the last threshold, where every item is included
         ap += (n_pos / n_items) * (rest / n_pos)
     return ap

@@ -169,6 +169,25 @@ class HypothesisSpace:
             self._scene_concepts = transpose_bits(np.asarray(self.signatures), self.n_scenes)
         return self._scene_concepts
 
+    def class_representatives(self) -> np.ndarray:
+        """int64 (n_classes,): the first concept of each synonym class."""
+        return np.unique(self.synonym_classes, return_index=True)[1].astype(np.int64)
+
+    def test_bank_index(self):
+        """The test-bank scenes each synonym class is true on, as CSR arrays ``(ptr, idx)``:
+        int64 (n_classes + 1,), int32 (nnz,).  Computed on first use and kept."""
+        if getattr(self, "_test_index", None) is None:
+            first = np.unique(self.synonym_classes, return_index=True)[1]
+            sig = self.test_bank.signatures
+            ptr = np.zeros(len(first) + 1, np.int64)
+            ptr[1:] = np.cumsum(np.bitwise_count(np.asarray(sig)[first]).sum(axis=1, dtype=np.int64))
+            idx = np.empty(ptr[-1], np.int32)
+            for lo in range(0, len(first), 1024):  # unpack in blocks to bound memory
+                bits = unpack_bits(np.asarray(sig[first[lo: lo + 1024]]), self.test_bank.n_scenes)
+                idx[ptr[lo]: ptr[min(lo + 1024, len(first))]] = np.nonzero(bits)[1]
+            self._test_index = (ptr, idx)
+        return self._test_index
+
     def manifest_sha256(self) -> str | None:
         """sha256 of the saved ``manifest.json`` (identifies the space), None if not saved."""
         if self.path is None:

@@ -121,89 +121,182 @@ def _binary_entropy(p):
     return -(p * np.log(p) + (1.0 - p) * np.log(1.0 - p))
 
 
+@numba.njit(cache=True)
+def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test, scores, mark,
+                 touched):
+    """AP on the test bank of the predictive Σ_c w_c·c(t) over synonym classes ``cls_list``
+    (weights ``cls_weight``), against the packed labels ``truth``.
+
+    Exact, but lazy: let u be the smallest non-zero score of a positive.  A scene covered
+    only by "light" classes, whose weights add up to less than u, scores below every
+    positive, so it counts at no threshold where a positive sits and can be left out.
+    Light classes (typically broad ones with a tiny posterior) are only added to scenes
+    some heavy class touched.  Scores are summed in ``cls_list`` order everywhere, so ties
+    come out as in a full computation.  ``scores``/``mark``/``touched`` are work arrays of
+    length n_test (scores zero, mark False on entry; restored on exit).
+    """
+    n_cls = cls_list.shape[0]
+    if n_pos == 0:
+        return np.nan
+    tw = truth.shape[0]
+    light = np.zeros(n_cls, np.bool_)
+    full = 0
+    for q in range(n_cls):
+        full += cls_ptr[cls_list[q] + 1] - cls_ptr[cls_list[q]]
+    if full <= n_pos * n_cls:  # spreading every class costs less than scoring the positives first
+        return _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test,
+                                 scores, mark, touched, light)
+    u = np.inf
+    for w in range(tw):
+        word = truth[w]
+        while word:
+            low = word & (~word + np.uint64(1))
+            t = w * 64 + _popcount64(low - np.uint64(1))
+            sc = 0.0
+            for q in range(n_cls):
+                if _has(test_sig[class_rep[cls_list[q]]], t):
+                    sc += cls_weight[q]
+            if 0.0 < sc < u:
+                u = sc
+            word ^= low
+    if u == np.inf:  # no positive scores above 0: all of them sit at the last threshold
+        return n_pos / n_test
+    order = np.argsort(cls_weight)
+    acc = 0.0
+    for k in range(n_cls):
+        q = order[k]
+        if acc + cls_weight[q] < u * (1.0 - 1e-9):
+            acc += cls_weight[q]
+            light[q] = True
+        else:
+            break
+    return _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test,
+                             scores, mark, touched, light)
+
+
+@numba.njit(cache=True)
+def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test, scores,
+                      mark, touched, light):
+    """Scores of the scenes heavy (not ``light``) classes touch, summed in class order, and their AP."""
+    n_cls = cls_list.shape[0]
+    m = 0
+    for q in range(n_cls):
+        if light[q]:
+            continue
+        c = cls_list[q]
+        for r in range(cls_ptr[c], cls_ptr[c + 1]):
+            t = cls_idx[r]
+            if not mark[t]:
+                mark[t] = True
+                touched[m] = t
+                m += 1
+    for q in range(n_cls):
+        wq = cls_weight[q]
+        if light[q]:
+            row = test_sig[class_rep[cls_list[q]]]
+            for i in range(m):
+                t = touched[i]
+                if _has(row, t):
+                    scores[t] += wq
+        else:
+            c = cls_list[q]
+            for r in range(cls_ptr[c], cls_ptr[c + 1]):
+                scores[cls_idx[r]] += wq
+    ap = average_precision_sparse(touched[:m], scores, truth, n_test, n_pos)
+    for i in range(m):
+        scores[touched[i]] = 0.0
+        mark[touched[i]] = False
+    return ap
+
+
 @numba.njit(parallel=True, cache=True)
 def evaluate_episodes(support, support_labels, query, query_labels, true_concept, hard_support, n_pos_slots,
-                      scene_concepts, omega, log_prior, counts, n_scenes, test_sig, n_test,
+                      scene_concepts, omega, log_prior, counts, n_scenes, test_sig, n_test, classes, cls_ptr, cls_idx,
+                      class_rep,
                       lik, epsilon, empty_policy, prior_pred_scene, prior_pred_test, prior_entropy,
                       out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_query_pred):
     """Score every episode with one oracle; see the module docstring.
 
     support/query: int64 (E, K) scene ids; *_labels: int8 (E, K); true_concept: int (E,).
     omega: uint64 (Hw,) the oracle's concepts; log_prior: float64 (H,) normalised over omega.
-    test_sig: uint64 (H, Tw) test-bank labels.  prior_pred_*: prior predictive per scene of the
+    test_sig: uint64 (H, Tw) test-bank labels; classes: int (H,) synonym class of each concept;
+    cls_ptr/cls_idx: the test-bank scenes each class is true on (CSR); class_rep: a concept of
+    each class.  prior_pred_*: prior predictive per scene of the
     bank and of the test bank (used by the ``prior`` empty policy).  Outputs are (E,) arrays,
     ``out_query_pred`` (E, Kq).
     """
     n_ep = support.shape[0]
     n_concepts = log_prior.shape[0]
     tw = test_sig.shape[1]
-    for e in numba.prange(n_ep):
+    n_chunks = min(n_ep, 64)
+    for chunk in numba.prange(n_chunks):
         ids = np.empty(n_concepts, np.int64)
         logw = np.empty(n_concepts)
         probs = np.empty(n_concepts)
-        n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, counts, n_scenes,
-                               lik, epsilon, hard_support, n_pos_slots, ids, logw)
-        empty = n == 0
-        out_empty[e] = empty
-        if empty and empty_policy == EMPTY_NOISY:
-            n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, counts,
-                                   n_scenes, LIK_NOISY, epsilon, hard_support, n_pos_slots, ids, logw)
-        out_n_candidates[e] = n
-        kq = query.shape[1]
-        qpred = out_query_pred[e]
-        truth = test_sig[true_concept[e]]
-        n_pos = 0
-        for w in range(tw):
-            word = truth[w]
-            while word:
-                word &= word - np.uint64(1)
-                n_pos += 1
-        if empty and empty_policy == EMPTY_ZERO:
-            for j in range(kq):
-                qpred[j] = 0.0
-            out_post_ent[e] = np.nan
-            out_ap[e] = n_pos / n_test if n_pos else np.nan  # all scores tied at 0
-        elif empty and empty_policy == EMPTY_PRIOR:
-            for j in range(kq):
-                qpred[j] = prior_pred_scene[query[e, j]]
-            out_post_ent[e] = prior_entropy
-            touched = np.empty(n_test, np.int64)
-            m = 0
-            for t in range(n_test):
-                if prior_pred_test[t] > 0:
-                    touched[m] = t
-                    m += 1
-            out_ap[e] = average_precision_sparse(touched[:m], prior_pred_test, truth, n_test, n_pos)
-        else:
-            out_post_ent[e] = normalise(logw, n, probs)
-            for j in range(kq):
-                row = scene_concepts[query[e, j]]
-                s = 0.0
+        class_w = np.zeros(cls_ptr.shape[0] - 1)
+        class_list = np.empty(cls_ptr.shape[0] - 1, np.int64)
+        cls_weight = np.empty(cls_ptr.shape[0] - 1)
+        scores = np.zeros(n_test)
+        mark = np.zeros(n_test, np.bool_)
+        touched = np.empty(n_test, np.int64)
+        for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
+            n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, counts, n_scenes,
+                                   lik, epsilon, hard_support, n_pos_slots, ids, logw)
+            empty = n == 0
+            out_empty[e] = empty
+            if empty and empty_policy == EMPTY_NOISY:
+                n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, counts,
+                                       n_scenes, LIK_NOISY, epsilon, hard_support, n_pos_slots, ids, logw)
+            out_n_candidates[e] = n
+            kq = query.shape[1]
+            qpred = out_query_pred[e]
+            truth = test_sig[true_concept[e]]
+            n_pos = 0
+            for w in range(tw):
+                word = truth[w]
+                while word:
+                    word &= word - np.uint64(1)
+                    n_pos += 1
+            if empty and empty_policy == EMPTY_ZERO:
+                for j in range(kq):
+                    qpred[j] = 0.0
+                out_post_ent[e] = np.nan
+                out_ap[e] = n_pos / n_test if n_pos else np.nan  # all scores tied at 0
+            elif empty and empty_policy == EMPTY_PRIOR:
+                for j in range(kq):
+                    qpred[j] = prior_pred_scene[query[e, j]]
+                out_post_ent[e] = prior_entropy
+                touched = np.empty(n_test, np.int64)
+                m = 0
+                for t in range(n_test):
+                    if prior_pred_test[t] > 0:
+                        touched[m] = t
+                        m += 1
+                out_ap[e] = average_precision_sparse(touched[:m], prior_pred_test, truth, n_test, n_pos)
+            else:
+                out_post_ent[e] = normalise(logw, n, probs)
+                for j in range(kq):
+                    row = scene_concepts[query[e, j]]
+                    s = 0.0
+                    for i in range(n):
+                        if _has(row, ids[i]):
+                            s += probs[i]
+                    qpred[j] = min(s, 1.0)
+                # synonyms share their test-bank labels: add up each class's weight, then spread it
+                n_cls = 0
                 for i in range(n):
-                    if _has(row, ids[i]):
-                        s += probs[i]
-                qpred[j] = min(s, 1.0)
-            scores = np.zeros(n_test)
-            touched = np.empty(n_test, np.int64)
-            m = 0
-            for i in range(n):
-                p = probs[i]
-                if p == 0.0:
-                    continue
-                sig = test_sig[ids[i]]
-                for w in range(tw):
-                    word = sig[w]
-                    while word:
-                        low = word & (~word + np.uint64(1))
-                        t = w * 64 + _popcount64(low - np.uint64(1))
-                        if scores[t] == 0.0:
-                            touched[m] = t
-                            m += 1
-                        scores[t] += p
-                        word ^= low
-            out_ap[e] = average_precision_sparse(touched[:m], scores, truth, n_test, n_pos)
-        out_cba[e] = class_balanced_accuracy_kernel(qpred, query_labels[e])
-        ent = 0.0
-        for j in range(kq):
-            ent += _binary_entropy(qpred[j])
-        out_pred_ent[e] = ent / kq
+                    c = classes[ids[i]]
+                    if class_w[c] == 0.0:
+                        class_list[n_cls] = c
+                        n_cls += 1
+                    class_w[c] += probs[i]
+                for q in range(n_cls):
+                    cls_weight[q] = class_w[class_list[q]]
+                    class_w[class_list[q]] = 0.0
+                out_ap[e] = test_bank_ap(class_list[:n_cls], cls_weight[:n_cls], cls_ptr, cls_idx, class_rep, test_sig,
+                                         truth, n_pos, n_test, scores, mark, touched)
+            out_cba[e] = class_balanced_accuracy_kernel(qpred, query_labels[e])
+            ent = 0.0
+            for j in range(kq):
+                ent += _binary_entropy(qpred[j])
+            out_pred_ent[e] = ent / kq

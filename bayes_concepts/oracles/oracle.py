@@ -133,6 +133,7 @@ class Oracle:
             np.asarray(episodes.concept, np.int64), bool(hard_support), n_pos_slots,
             space.scene_concepts(), self.omega, self.log_prior, np.asarray(space.counts, np.int64),
             space.n_scenes, np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
+            np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(), space.class_representatives(),
             LIKELIHOODS[st.likelihood], st.epsilon, EMPTY_POLICIES[st.weak_empty], bank_pred, test_pred,
             self.prior_entropy(), out["ap"], out["cba"], out["posterior_entropy"], out["predictive_entropy"],
             out["empty"], out["n_candidates"], out["query_pred"])
