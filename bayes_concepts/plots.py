@@ -1,0 +1,648 @@
+"""Figures of the results Dataset and of a hypothesis space (DESIGN sections 4, 9, 10).
+
+Every figure function returns ``(fig, data)``: a :class:`matplotlib.figure.Figure`
+(built directly, without pyplot, so nothing depends on a display or a global figure
+registry) and a tidy :class:`pandas.DataFrame` holding exactly the values drawn.
+Figures read only the results Dataset (:mod:`bayes_concepts.results`) and the space.
+
+>>> fig, data = comp_gap_figure(ds)                                   # doctest: +SKIP
+>>> fig, data = entropy_figure(ds)                                    # doctest: +SKIP
+>>> fig, data = synonym_histogram(space)                              # doctest: +SKIP
+>>> fig, data = scene_property_histograms(space)                      # doctest: +SKIP
+>>> fig, data = episode_figure(space, episodes, 0, strong, weak)      # doctest: +SKIP
+>>> paths = write_figures(ds, space, "figures/")                      # doctest: +SKIP
+
+``comp_gap_figure``
+    CURI's Figure 5: per split (ordered by mAP gap, largest first) the mean mAP (top)
+    and CBA (bottom) of every learner in ``ds.learner`` with 95 % bootstrap intervals,
+    and the comp gap (strong − weak, paired bootstrap interval) written at each split.
+``entropy_figure``
+    CURI ICML Figure 4: expected posterior entropy over concepts and expected
+    predictive entropy on the query set, per split, for each learner with entropies.
+``synonym_histogram``
+    CURI Figure 13: how many synonym classes (concepts with identical truth values on
+    the scene bank) have each size; log-scaled count axis.
+``scene_property_histograms``
+    CURI Figure 12: share of the scene bank's objects taking each value of each attribute.
+``episode_figure``
+    One episode: support and query scenes drawn top-down on the 8 × 8 location grid,
+    with labels, the true concept and the oracles' most probable concepts.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+import matplotlib.colors
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure  # built directly: no pyplot state, works under any (or no) display
+from matplotlib.lines import Line2D
+
+__all__ = ["SPLIT_NAMES", "split_label", "learner_label", "learner_color", "split_order", "bootstrap_mean",
+           "comp_gap_figure", "entropy_figure", "synonym_histogram", "scene_property_histograms",
+           "episode_figure", "write_figures", "comp_gap_data", "entropy_data", "synonym_data",
+           "scene_property_data", "oracles_for"]
+
+#: readable names of CURI's splits (seed paper section 3); other splits fall back to their id
+SPLIT_NAMES = {
+    "instance_iid": "Instance IID", "concept_iid": "Concept IID", "counting": "Counting",
+    "extrinsic": "Extrinsic", "intrinsic": "Intrinsic", "boolean": "Boolean",
+    "binding_color": "Binding (colour)", "binding_shape": "Binding (shape)", "complexity": "Complexity",
+}
+LEARNER_NAMES = {"strong": "strong oracle", "weak": "weak oracle"}
+#: strong green and weak red as in CURI's Figure 5; further learners (neural baselines) take
+#: CURI's yellow / purple / gray, then a seaborn palette
+LEARNER_COLORS = {"strong": "#1a9641", "weak": "#d7191c"}
+_EXTRA_COLORS = ("#e6ab02", "#7570b3", "#7f7f7f", "#1f78b4", "#a6761d", "#e7298a")
+#: how CLEVR draws its eight colours
+OBJECT_COLORS = {"gray": "#8c8c8c", "red": "#d62728", "blue": "#2b63c8", "green": "#2ca02c",
+                 "brown": "#8c564b", "purple": "#8e44ad", "cyan": "#17becf", "yellow": "#f1c40f"}
+SHAPE_MARKERS = {"cube": "s", "sphere": "o", "cylinder": "^"}
+SIZE_POINTS = {"small": 70.0, "large": 190.0}  # marker area, points²
+ATTRIBUTE_TITLES = {"color": "colour", "shape": "shape", "material": "material", "size": "size",
+                    "x": "x bin (1 = left of image)", "y": "y bin (1 = top of image)"}
+METRIC_LABELS = {"ap": "mAP (%)", "cba": "class-balanced accuracy (%)"}
+MINUS = "\u2212"
+
+
+def _style():
+    """Seaborn's white-grid look, applied only while a figure is built (no global rcParams change)."""
+    import contextlib
+    stack = contextlib.ExitStack()
+    stack.enter_context(sns.axes_style("whitegrid"))
+    stack.enter_context(sns.plotting_context("paper", font_scale=1.15))
+    return stack
+
+
+def split_label(name: str) -> str:
+    """Readable split name: ``binding_color`` -> ``Binding (colour)``."""
+    name = str(name)
+    if name in SPLIT_NAMES:
+        return SPLIT_NAMES[name]
+    text = name.replace("_", " ")
+    return text[:1].upper() + text[1:]
+
+
+def learner_label(name: str) -> str:
+    return LEARNER_NAMES.get(str(name), str(name))
+
+
+def learner_color(name: str, learners=()) -> str:
+    """Colour of a learner: strong green, weak red, the others in order of ``learners``."""
+    name = str(name)
+    if name in LEARNER_COLORS:
+        return LEARNER_COLORS[name]
+    others = [str(x) for x in learners if str(x) not in LEARNER_COLORS]
+    i = others.index(name) if name in others else 0
+    if i < len(_EXTRA_COLORS):
+        return _EXTRA_COLORS[i]
+    return matplotlib.colors.to_hex(sns.color_palette("husl", i + 1)[i])
+
+
+def _learners(ds) -> list:
+    """Learners of ``ds``, strong and weak first."""
+    names = [str(x) for x in ds.learner.values.tolist()]
+    return [n for n in ("strong", "weak") if n in names] + [n for n in names if n not in ("strong", "weak")]
+
+
+def _cell(ds, negatives):
+    negs = [str(x) for x in ds.negatives.values.tolist()]
+    if negatives not in negs:
+        raise ValueError(f"results have no {negatives!r} negatives (have: {', '.join(negs)})")
+    return ds.sel(negatives=negatives)
+
+
+def bootstrap_mean(x, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple:
+    """Mean of ``x`` (NaNs dropped) and its percentile bootstrap interval over entries.
+    Returns (mean, lo, hi, n); NaNs when nothing is left."""
+    x = np.asarray(x, np.float64)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return (np.nan, np.nan, np.nan, 0)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+    means = x[idx].mean(axis=1)
+    a = (1 - level) / 2
+    return float(x.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a)), int(len(x))
+
+
+def split_order(ds, negatives: str = "hard") -> list:
+    """Splits ordered by mAP gap (mean strong − mean weak AP), largest first; ties keep
+    the Dataset's order; splits whose gap is undefined go last."""
+    cell = _cell(ds, negatives)
+    names = [str(x) for x in ds.split.values.tolist()]
+    if "strong" not in _learners(ds) or "weak" not in _learners(ds):
+        return names
+    with np.errstate(all="ignore"):
+        gaps = [float(np.nanmean(cell["ap"].sel(split=s, learner="strong").values)
+                      - np.nanmean(cell["ap"].sel(split=s, learner="weak").values)) for s in names]
+    key = [(-g if np.isfinite(g) else np.inf, i) for i, g in enumerate(gaps)]
+    return [names[i] for _, i in sorted(key)]
+
+
+def _order(ds, negatives, order):
+    """``order`` checked against the Dataset's splits, or the mAP-gap order."""
+    if order is None:
+        return split_order(ds, negatives)
+    order = [str(s) for s in order]
+    have = [str(x) for x in ds.split.values.tolist()]
+    unknown = [s for s in order if s not in have]
+    if unknown:
+        raise ValueError(f"splits {', '.join(unknown)} are not in the results (have: {', '.join(have)})")
+    return order
+
+
+def _dodge(n: int, width: float = 0.36) -> np.ndarray:
+    """Horizontal offsets of n series around an integer x position."""
+    if n == 1:
+        return np.zeros(1)
+    return np.linspace(-width / 2, width / 2, n)
+
+
+def _episodes_note(ds, negatives) -> str:
+    n = int(_cell(ds, negatives).sizes["episode"])
+    return f"{negatives} negatives, {n:,} test episodes per split"
+
+
+# ---------------------------------------------------------------------------------------
+# 1. compositionality gap
+# ---------------------------------------------------------------------------------------
+
+def comp_gap_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None) -> pd.DataFrame:
+    """The values of :func:`comp_gap_figure`: one row per (metric, split, learner) with the
+    mean in percent, its 95 % bootstrap interval, the number of episodes and, on the rows
+    of the strong oracle, the gap strong − weak (percentage points) with its paired
+    bootstrap interval (:func:`bayes_concepts.gap.paired_bootstrap`)."""
+    from .gap import paired_bootstrap
+    cell = _cell(ds, negatives)
+    order = _order(ds, negatives, order)
+    learners = _learners(ds)
+    rows = []
+    for metric in ("ap", "cba"):
+        for rank, split in enumerate(order):
+            per = {lr: 100 * cell[metric].sel(split=split, learner=lr).values.astype(np.float64) for lr in learners}
+            gap = (np.nan, np.nan, np.nan)
+            if "strong" in per and "weak" in per:
+                gap = paired_bootstrap(per["strong"], per["weak"], n_boot, seed)
+            for lr in learners:
+                mean, lo, hi, n = bootstrap_mean(per[lr], n_boot, seed)
+                is_strong = lr == "strong"
+                rows.append({"metric": metric, "split": split, "split_label": split_label(split), "order": rank,
+                             "learner": lr, "negatives": negatives, "mean": mean, "ci_lo": lo, "ci_hi": hi,
+                             "episodes": n, "gap": gap[0] if is_strong else np.nan,
+                             "gap_ci_lo": gap[1] if is_strong else np.nan,
+                             "gap_ci_hi": gap[2] if is_strong else np.nan})
+    return pd.DataFrame(rows)
+
+
+def comp_gap_figure(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None):
+    """CURI Figure 5 from a results Dataset: splits on x ordered by mAP gap (largest first),
+    mAP (%) on top and CBA (%) below, one series per learner with 95 % bootstrap intervals
+    of its mean over episodes, the comp gap (strong − weak) shaded and written at each
+    split.  Returns (fig, data) with ``data`` = :func:`comp_gap_data`."""
+    order = _order(ds, negatives, order)
+    data = comp_gap_data(ds, negatives, n_boot, seed, order)
+    learners = _learners(ds)
+    x = np.arange(len(order))
+    offsets = dict(zip(learners, _dodge(len(learners), min(0.4, 0.1 * (len(learners) - 1)))))
+    with _style():
+        fig = Figure(figsize=(max(8.0, 1.25 * len(order) + 2.5), 8.4), layout="constrained")
+        axes = fig.subplots(2, 1, sharex=True)
+        for ax, metric in zip(axes, ("ap", "cba")):
+            d = data[data.metric == metric]
+            for lr in learners:
+                s = d[d.learner == lr].sort_values("order")
+                y = s["mean"].to_numpy()
+                err = np.vstack([y - s["ci_lo"].to_numpy(), s["ci_hi"].to_numpy() - y])
+                ax.errorbar(x + offsets[lr], y, yerr=err, color=learner_color(lr, learners), marker="o",
+                            markersize=6, linewidth=1.6, capsize=3.5, elinewidth=1.3, label=learner_label(lr),
+                            gid=f"{metric}:{lr}", zorder=3)
+            if "strong" in learners and "weak" in learners:
+                g = d[d.learner == "strong"].sort_values("order")
+                w = d[d.learner == "weak"].set_index("split")["mean"]
+                for xi, (_, r) in zip(x, g.iterrows()):
+                    lo, hi = sorted((float(w[r["split"]]), float(r["mean"])))
+                    if not (np.isfinite(r["gap"]) and np.isfinite(lo)):
+                        continue
+                    ax.bar(xi, hi - lo, bottom=lo, width=0.5, color="#fdae6b", alpha=0.35, linewidth=0, zorder=1,
+                           label="comp gap (strong " + MINUS + " weak)" if xi == 0 else None)
+                    small = hi - lo < 16
+                    ax.annotate(f"{r['gap']:.1f}\n[{r['gap_ci_lo']:.1f}, {r['gap_ci_hi']:.1f}]",
+                                (xi, lo if small else (lo + hi) / 2), xytext=(0, -8 if small else 0),
+                                textcoords="offset points", ha="center", va="top" if small else "center",
+                                fontsize=7.5, zorder=4, gid=f"gap:{metric}:{r['split']}",
+                                bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="#e6550d", lw=0.8, alpha=0.9))
+            if metric == "cba":
+                ax.axhline(50, color="0.35", linestyle=":", linewidth=1.2, zorder=0)
+                ax.text(len(order) - 0.45, 49, "chance (50 %)", ha="right", va="top", fontsize=8, color="0.3")
+            ax.set_ylim(-3, 106)
+            ax.set_ylabel(METRIC_LABELS[metric])
+            ax.set_xlim(-0.6, len(order) - 0.4)
+            ax.grid(axis="x", visible=False)
+        axes[0].set_title("mAP on the test bank (average precision per episode, mean over episodes)", fontsize=11)
+        axes[1].set_title("Class-balanced accuracy on the query set (predict positive iff p > 0.5)", fontsize=11)
+        axes[1].set_xticks(x, [split_label(s) for s in order], rotation=25, ha="right")
+        axes[1].set_xlabel("split (ordered by mAP gap, largest first)" if order == split_order(ds, negatives)
+                           else "split")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", fontsize=10, frameon=False,
+                   ncol=min(5, len(labels)))
+        fig.suptitle("Compositionality gap per split (" + _episodes_note(ds, negatives) + ")\n"
+                     "error bars: 95 % bootstrap CI of each mean over episodes;  boxes: comp gap in percentage "
+                     "points [paired bootstrap 95 % CI]", fontsize=11.5)
+    return fig, data
+
+
+# ---------------------------------------------------------------------------------------
+# 2. entropies
+# ---------------------------------------------------------------------------------------
+
+ENTROPIES = ("posterior_entropy", "predictive_entropy")
+ENTROPY_LABELS = {"posterior_entropy": "posterior entropy over concepts (nats)",
+                  "predictive_entropy": "predictive entropy on the query (nats)"}
+
+
+def entropy_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None) -> pd.DataFrame:
+    """The values of :func:`entropy_figure`: one row per (entropy, split, learner): mean over
+    the episodes in which the learner has a posterior (``empty`` False and a finite value),
+    its 95 % bootstrap interval, and how many of the split's episodes that is."""
+    cell = _cell(ds, negatives)
+    order = _order(ds, negatives, order)
+    learners = [lr for lr in _learners(ds)
+                if any(np.isfinite(cell[v].sel(learner=lr).values).any() for v in ENTROPIES)]
+    rows = []
+    for var in ENTROPIES:
+        for rank, split in enumerate(order):
+            for lr in learners:
+                c = cell.sel(split=split, learner=lr)
+                vals = c[var].values.astype(np.float64)
+                ok = ~c["empty"].values.astype(bool) & np.isfinite(vals)
+                mean, lo, hi, n = bootstrap_mean(vals[ok], n_boot, seed)
+                rows.append({"entropy": var, "split": split, "split_label": split_label(split), "order": rank,
+                             "learner": lr, "negatives": negatives, "mean": mean, "ci_lo": lo, "ci_hi": hi,
+                             "episodes": n, "episodes_total": int(len(vals)),
+                             "coverage": n / len(vals) if len(vals) else np.nan})
+    return pd.DataFrame(rows)
+
+
+def entropy_figure(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None):
+    """Expected posterior entropy (top) and expected predictive entropy (bottom) per split,
+    as in CURI ICML Figure 4, for the strong and weak oracles (and any other learner with
+    entropies).  Grouped bars with 95 % bootstrap intervals; a learner with no consistent
+    concept in an episode (``empty``) has no posterior there, so its bars average over the
+    other episodes and show that share when it is below 100 %.  Returns (fig, data)."""
+    order = _order(ds, negatives, order)
+    data = entropy_data(ds, negatives, n_boot, seed, order)
+    learners = list(dict.fromkeys(data["learner"]))
+    x = np.arange(len(order))
+    width = 0.8 / max(1, len(learners))
+    offsets = dict(zip(learners, _dodge(len(learners), 0.8 - width)))
+    with _style():
+        fig = Figure(figsize=(max(8.0, 1.2 * len(order) + 2.5), 7.8), layout="constrained")
+        axes = fig.subplots(2, 1, sharex=True)
+        for ax, var in zip(axes, ENTROPIES):
+            d = data[data.entropy == var]
+            top = np.nanmax(d["ci_hi"].to_numpy()) if np.isfinite(d["ci_hi"]).any() else 1.0
+            for lr in learners:
+                s = d[d.learner == lr].sort_values("order")
+                y = s["mean"].to_numpy()
+                err = np.vstack([y - s["ci_lo"].to_numpy(), s["ci_hi"].to_numpy() - y])
+                ax.bar(x + offsets[lr], np.nan_to_num(y), width=width, color=learner_color(lr, learners),
+                       alpha=0.85, label=learner_label(lr), gid=f"{var}:{lr}", zorder=2)
+                ax.errorbar(x + offsets[lr], y, yerr=err, fmt="none", ecolor="0.15", capsize=2.5, elinewidth=1,
+                            zorder=3)
+                for xi, (_, r) in zip(x, s.iterrows()):
+                    if r["coverage"] < 1:
+                        yy = r["ci_hi"] if np.isfinite(r["ci_hi"]) else 0.0
+                        ax.text(xi + offsets[lr], yy + 0.02 * top, f"n={r['episodes']}", ha="center", va="bottom",
+                                fontsize=7.5, color=learner_color(lr, learners), rotation=90)
+            if var == "predictive_entropy" and top > 0.25 * np.log(2):
+                ax.axhline(np.log(2), color="0.35", linestyle=":", linewidth=1.1, zorder=0)
+                ax.text(len(order) - 0.45, np.log(2), "max: ln 2", ha="right", va="bottom", fontsize=8, color="0.3")
+                top = max(top, np.log(2))
+            ax.set_ylim(0, top * 1.25 + 1e-9)
+            ax.set_ylabel(ENTROPY_LABELS[var])
+            ax.set_xlim(-0.6, len(order) - 0.4)
+            ax.grid(axis="x", visible=False)
+        axes[0].set_title("Expected posterior entropy  E[H(p(h | support))]", fontsize=11)
+        axes[1].set_title("Expected predictive entropy  E[mean over query scenes of H(p(y | u, support))]",
+                          fontsize=11)
+        axes[1].set_xticks(x, [split_label(s) for s in order], rotation=25, ha="right")
+        axes[1].set_xlabel("split (ordered by mAP gap, largest first)" if order == split_order(ds, negatives)
+                           else "split")
+        handles, labels = axes[0].get_legend_handles_labels()
+        handles.append(Line2D([], [], color="0.15", marker="|", linestyle="none", markersize=10))
+        labels.append("95 % bootstrap CI")
+        fig.legend(handles, labels, loc="outside lower center", fontsize=10, frameon=False, ncol=len(labels))
+        n_total = int(data["episodes_total"].max()) if len(data) else 0
+        fig.suptitle("Uncertainty of the oracles per split (" + _episodes_note(ds, negatives) + ")\n"
+                     f"n = how many of the {n_total} episodes have some concept the learner knows that fits the "
+                     "support (else it has no posterior); bars average over these n", fontsize=11)
+    return fig, data
+
+
+# ---------------------------------------------------------------------------------------
+# 3. the space: synonym classes and scene properties
+# ---------------------------------------------------------------------------------------
+
+def synonym_data(space) -> pd.DataFrame:
+    """Number of synonym classes of each size (1 .. largest; sizes no class has are 0)."""
+    sizes = np.bincount(np.asarray(space.synonym_classes, np.int64))
+    sizes = sizes[sizes > 0]
+    hist = np.bincount(sizes)[1:] if len(sizes) else np.zeros(0, np.int64)
+    return pd.DataFrame({"class_size": np.arange(1, len(hist) + 1), "n_classes": hist.astype(np.int64),
+                         "n_concepts": hist.astype(np.int64) * np.arange(1, len(hist) + 1)})
+
+
+def synonym_histogram(space):
+    """CURI Figure 13: how many synonym classes have 1, 2, ... members (concepts whose truth
+    values agree on every scene of the bank).  Count axis log-scaled.  Returns (fig, data)."""
+    data = synonym_data(space)
+    n_classes = int(data["n_classes"].sum())
+    with _style():
+        fig = Figure(figsize=(7.5, 4.6), layout="constrained")
+        ax = fig.subplots()
+        shown = data[data.n_classes > 0]
+        ax.bar(shown["class_size"], shown["n_classes"], width=0.8 if len(data) <= 60 else 1.0,
+               color=sns.color_palette("deep")[0], edgecolor="white", linewidth=0.5, gid="synonym_bars")
+        ax.set_yscale("log")
+        ax.set_ylim(0.7, max(2.0, float(data["n_classes"].max())) * 2.0)
+        ax.set_xlabel("synonym-class size (concepts with an identical truth-value signature)")
+        ax.set_ylabel("number of synonym classes (log scale)")
+        if len(data) <= 25:
+            ax.set_xticks(data["class_size"])
+        ax.set_xlim(0.3, len(data) + 0.7)
+        single = int(data.loc[data.class_size == 1, "n_classes"].sum())
+        ax.set_title(f"Synonymy of concepts: {space.n_concepts:,} concepts form {n_classes:,} classes on "
+                     f"{space.n_scenes:,} scenes\n{100 * single / max(1, n_classes):.0f} % of classes have a "
+                     f"single member; the largest has {len(data)}", fontsize=11)
+    return fig, data
+
+
+def scene_property_data(space) -> pd.DataFrame:
+    """Objects of the scene bank per attribute value: count and share (%) of all objects."""
+    codes = np.asarray(space.scene_codes)
+    present = codes[:, :, 0] >= 0
+    rows = []
+    for a, attr in enumerate(space.schema.attributes):
+        vals = codes[:, :, a][present].astype(np.int64)
+        counts = np.bincount(vals, minlength=attr.n_values)[: attr.n_values]
+        total = counts.sum()
+        for code, value in enumerate(attr.values):
+            rows.append({"attribute": attr.name, "value": str(value), "code": code, "count": int(counts[code]),
+                         "share": 100 * counts[code] / total if total else np.nan,
+                         "uniform_share": 100 / attr.n_values})
+    return pd.DataFrame(rows)
+
+
+def scene_property_histograms(space):
+    """CURI Figure 12: one panel per attribute (colour, shape, material, size, x bin,
+    y bin) with the share of the scene bank's objects taking each value; dashed: the
+    share if values were uniform.  Returns (fig, data)."""
+    data = scene_property_data(space)
+    attrs = list(dict.fromkeys(data["attribute"]))
+    ncol = 3
+    nrow = int(np.ceil(len(attrs) / ncol))
+    n_obj = int((np.asarray(space.scene_codes)[:, :, 0] >= 0).sum())
+    with _style():
+        fig = Figure(figsize=(11, 3.3 * nrow + 0.8), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(nrow, ncol)).ravel()
+        for ax, attr in zip(axes, attrs):
+            d = data[data.attribute == attr]
+            if attr == "color":
+                colors = [OBJECT_COLORS.get(v, "0.5") for v in d["value"]]
+            else:
+                colors = [sns.color_palette("deep")[0]] * len(d)
+            ax.bar(np.arange(len(d)), d["share"], color=colors, edgecolor="0.2", linewidth=0.4, gid=f"prop:{attr}")
+            ax.axhline(d["uniform_share"].iloc[0], color="0.3", linestyle="--", linewidth=1)
+            ax.grid(axis="x", visible=False)
+            ax.set_xticks(np.arange(len(d)), d["value"], rotation=35 if attr == "color" else 0,
+                          ha="right" if attr == "color" else "center")
+            ax.set_title(ATTRIBUTE_TITLES.get(attr, attr), fontsize=11)
+            ax.set_ylabel("share of objects (%)")
+            ax.set_ylim(0, max(d["share"].max(), d["uniform_share"].iloc[0]) * 1.18)
+        for ax in axes[len(attrs):]:
+            ax.set_visible(False)
+        fig.suptitle(f"Object properties in the scene bank ({space.n_scenes:,} scenes, {n_obj:,} objects); "
+                     "dashed line: share if every value were equally common", fontsize=12)
+    return fig, data
+
+
+# ---------------------------------------------------------------------------------------
+# 4. one episode
+# ---------------------------------------------------------------------------------------
+
+def _scene_axes_label(label: int, topup: bool, relabelled: bool) -> str:
+    text = "+" if label else MINUS
+    if topup:
+        text += " top-up"
+    if relabelled:
+        text += " relabelled"
+    return text
+
+
+def _draw_scene(ax, objects, schema_sizes=(8, 8)):
+    nx, ny = schema_sizes
+    cells = {}
+    for o in objects:
+        cells.setdefault((o["x"], o["y"]), []).append(o)
+    for (bx, by), objs in cells.items():
+        k = len(objs)
+        # several objects in one bin: spread them around the cell centre
+        shifts = [(0.0, 0.0)] if k == 1 else [(0.27 * np.cos(2 * np.pi * i / k), 0.27 * np.sin(2 * np.pi * i / k))
+                                              for i in range(k)]
+        for o, (dx, dy) in zip(objs, shifts):
+            metal = o["material"] == "metal"
+            ax.scatter([bx + dx], [by + dy], s=SIZE_POINTS.get(o["size"], 100.0),
+                       marker=SHAPE_MARKERS.get(o["shape"], "D"), c=[OBJECT_COLORS.get(o["color"], "0.5")],
+                       edgecolors="black" if metal else "0.55", linewidths=2.0 if metal else 0.6, zorder=3,
+                       clip_on=False)
+    ax.set_xlim(0.5, nx + 0.5)
+    ax.set_ylim(ny + 0.5, 0.5)  # y bin 1 at the top, as in the image
+    # the bin grid as two line collections (ticks are slow to build on 50 axes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+    ax.vlines(np.arange(1.5, nx), 0.5, ny + 0.5, colors="0.88", linewidth=0.5, zorder=0)
+    ax.hlines(np.arange(1.5, ny), 0.5, nx + 0.5, colors="0.88", linewidth=0.5, zorder=0)
+    ax.set_aspect("equal")
+
+
+def _top_concepts(oracle, scenes, labels, hard, top):
+    oracle.fit([int(s) for s in scenes], labels, hard=hard)
+    ids, probs = oracle.posterior()
+    return [(int(i), float(p)) for i, p in zip(ids[:top], probs[:top])], (np.asarray(ids), np.asarray(probs))
+
+
+def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_oracle=None, top: int = 3):
+    """One episode of ``episodes``: its support and query scenes drawn top-down (objects at
+    their (x, y) bins on the 8 × 8 grid, y bin 1 at the top; colour = object colour,
+    square / circle / triangle = cube / sphere / cylinder, bigger = large, black ring =
+    metal), each titled with its label (+ / −, flagged when a top-up or relabelled), and a
+    text box with the true concept and the ``top`` most probable concepts of the oracles
+    (fitted here on the support when given).  Returns (fig, data): one row per object
+    drawn; ``data.attrs["concepts"]`` is a DataFrame of the concepts in the text box."""
+    e = int(index)
+    if not 0 <= e < len(episodes):
+        raise IndexError(f"episode {index} out of range (0..{len(episodes) - 1})")
+    h = int(episodes.concept[e])
+    hard = episodes.meta.get("negatives", "hard") == "hard"
+    sets = {}
+    for side in ("support", "query"):
+        sets[side] = dict(scenes=np.asarray(getattr(episodes, f"{side}_scenes")[e]),
+                          labels=np.asarray(getattr(episodes, f"{side}_labels")[e]),
+                          topup=np.asarray(getattr(episodes, f"{side}_topup")[e]),
+                          relabelled=np.asarray(getattr(episodes, f"{side}_relabelled")[e]))
+    sup = sets["support"]
+    classes = np.asarray(space.synonym_classes)
+    concept_rows = [{"role": "true concept", "rank": 0, "concept": h, "readable": space.program(h).readable,
+                     "probability": np.nan, "synonym_of_true": True}]
+    text = [f"true concept (#{h}):  {space.program(h).readable}"]
+    for name, oracle in (("strong", strong_oracle), ("weak", weak_oracle)):
+        if oracle is None:
+            continue
+        tops, (ids, probs) = _top_concepts(oracle, sup["scenes"], sup["labels"], hard, top)
+        true_mass = float(probs[classes[ids] == classes[h]].sum()) if len(ids) else 0.0
+        text.append("")
+        if not tops:
+            text.append(f"{learner_label(name)}: no concept it knows fits the support")
+            continue
+        text.append(f"{learner_label(name)} (p(true concept or a synonym) = {true_mass:.2f}), "
+                    f"top {len(tops)} of {len(ids):,} consistent concepts:")
+        for r, (c, p) in enumerate(tops, 1):
+            syn = classes[c] == classes[h]
+            mark = "  [= true concept]" if c == h else ("  [synonym of the true concept]" if syn else "")
+            line = f"    {r}.  p = {p:.3f}   {space.program(c).readable}{mark}"
+            text.append(line if len(line) <= 160 else line[:156] + " ...")
+            concept_rows.append({"role": f"{name} oracle", "rank": r, "concept": c,
+                                 "readable": space.program(c).readable, "probability": p,
+                                 "synonym_of_true": bool(syn)})
+    rows = []
+    n_per_set = max(len(s["scenes"]) for s in sets.values())
+    ncol = 5 if n_per_set > 5 else max(1, n_per_set)
+    nrow = int(np.ceil(n_per_set / ncol))
+    nx = len(space.schema.attribute("x").values)
+    ny = len(space.schema.attribute("y").values)
+    # fixed layout in inches (constrained layout is slow with 50 axes)
+    cell, gap_x, row_h, head, set_head, block_gap, margin = 1.25, 0.2, 1.6, 0.6, 0.3, 0.5, 0.2
+    text_h = max(2.0, 0.19 * len(text) + 0.6)
+    block_w = ncol * cell + (ncol - 1) * gap_x
+    width = 2 * block_w + block_gap + 2 * margin
+    height = head + set_head + nrow * row_h + 0.15 + text_h
+    with _style():
+        fig = Figure(figsize=(width, height))
+
+        def box(left, top, w, h):  # inches from the top-left corner -> figure fractions
+            return [left / width, 1 - (top + h) / height, w / width, h / height]
+
+        for b, side in enumerate(("support", "query")):
+            s = sets[side]
+            x0 = margin + b * (block_w + block_gap)
+            n_pos = int(s["labels"].sum())
+            fig.text((x0 + block_w / 2) / width, 1 - (head + 0.05) / height,
+                     f"{side} set: {n_pos} positive (+), {len(s['labels']) - n_pos} negative ({MINUS})",
+                     ha="center", va="top", fontsize=12, fontweight="bold")
+            for k in range(len(s["scenes"])):
+                r, c = divmod(k, ncol)
+                ax = fig.add_axes(box(x0 + c * (cell + gap_x), head + set_head + r * row_h + 0.3, cell, cell))
+                sid = int(s["scenes"][k])
+                scene = space.scene(sid)
+                _draw_scene(ax, scene["objects"], (nx, ny))
+                lab = int(s["labels"][k])
+                title = _scene_axes_label(lab, bool(s["topup"][k]), bool(s["relabelled"][k]))
+                ax.set_title(title, fontsize=13 if len(title) == 1 else 9, color="#1a7d36" if lab else "#b2182b",
+                             fontweight="bold", pad=2)
+                for spine in ax.spines.values():
+                    spine.set_visible(True)
+                    spine.set_edgecolor("#1a9641" if lab else "#d7191c")
+                    spine.set_linewidth(1.8 if lab else 0.9)
+                ax.set_gid(f"{side}:{k}")
+                for o in scene["objects"]:
+                    rows.append({"set": side, "position": k, "scene": sid, "label": lab,
+                                 "topup": bool(s["topup"][k]), "relabelled": bool(s["relabelled"][k]), **o})
+        text_top = head + set_head + nrow * row_h + 0.15
+        legend_w = 2.6
+        text_ax = fig.add_axes(box(margin, text_top, width - 2 * margin - legend_w, text_h - 0.15))
+        legend_ax = fig.add_axes(box(width - margin - legend_w, text_top, legend_w, text_h - 0.15))
+        text_ax.axis("off")
+        text_ax.text(0.005, 0.97, "\n".join(text), va="top", ha="left", fontsize=9.5,
+                     transform=text_ax.transAxes, gid="concepts_text",
+                     bbox=dict(boxstyle="round,pad=0.5", fc="#f7f7f7", ec="0.6"))
+        legend_ax.axis("off")
+        handles = ([Line2D([], [], marker=m, linestyle="none", color="0.6", markeredgecolor="0.4", markersize=8,
+                           label=sh) for sh, m in SHAPE_MARKERS.items()]
+                   + [Line2D([], [], marker="o", linestyle="none", color="0.6", markeredgecolor="0.4",
+                             markersize=np.sqrt(v), label=sz) for sz, v in SIZE_POINTS.items()]
+                   + [Line2D([], [], marker="o", linestyle="none", color="0.8", markeredgecolor="black",
+                             markeredgewidth=2, markersize=9, label="metal (black ring)"),
+                      Line2D([], [], marker="o", linestyle="none", color="0.8", markeredgecolor="0.55",
+                             markeredgewidth=0.6, markersize=9, label="rubber")])
+        legend_ax.legend(handles=handles, loc="upper right", fontsize=8.5, ncol=2,
+                         title=f"objects (seen from above, {nx}×{ny} bins)", title_fontsize=9, frameon=True)
+        split = episodes.meta.get("split")
+        what = f"split {split_label(split)}, " if split else ""
+        fig.suptitle(f"Episode {e} ({what}{episodes.meta.get('negatives', '?')} negatives); each square is one "
+                     f"scene seen from above: x bin 1..{nx} left to right, y bin 1 at the top.\n"
+                     "Title: label (+ / " + MINUS + "); top-up = random negative filling a hard set, relabelled = "
+                     "random scene that satisfies the concept", fontsize=11, y=1 - 0.08 / height, va="top")
+    data = pd.DataFrame(rows)
+    data.attrs["concepts"] = pd.DataFrame(concept_rows)
+    return fig, data
+
+
+# ---------------------------------------------------------------------------------------
+# 5. everything at once
+# ---------------------------------------------------------------------------------------
+
+def oracles_for(space, split, results=None):
+    """Strong and weak oracles of ``split`` with the oracle settings recorded in ``results``
+    (``attrs["oracle_settings"]``), else the defaults."""
+    from .oracles import OracleSettings, strong_and_weak
+    settings = None
+    if results is not None and "oracle_settings" in getattr(results, "attrs", {}):
+        settings = OracleSettings(**json.loads(results.attrs["oracle_settings"]))
+    return strong_and_weak(space, split, settings)
+
+
+def write_figures(results, space, out_dir, formats=("png", "pdf"), episodes=None, *, episode_index: int = 0,
+                  oracles=None, n_boot: int = 1000, seed: int = 0, dpi: int = 150) -> list:
+    """Write every figure of ``results`` (and ``space``) to ``out_dir``: ``comp_gap_hard``,
+    ``comp_gap_easy`` (when the results have easy negatives), ``entropy`` (hard negatives, or
+    the first negatives setting present), ``synonym_classes``, ``scene_properties`` and,
+    when ``episodes`` is given, ``episode_view`` (episode ``episode_index``; with the top
+    concepts of ``oracles = (strong, weak)`` when given).  One file per format (PNG at
+    ``dpi``) and one CSV of the drawn values per figure (``<name>.csv``; the episode view
+    also ``episode_view_concepts.csv``).  Returns the written paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    negs = [str(x) for x in results.negatives.values.tolist()]
+    jobs = []
+    for neg in ("hard", "easy"):
+        if neg in negs:
+            jobs.append((f"comp_gap_{neg}", lambda neg=neg: comp_gap_figure(results, neg, n_boot, seed)))
+    ent_neg = "hard" if "hard" in negs else negs[0]
+    jobs.append(("entropy", lambda: entropy_figure(results, ent_neg, n_boot, seed)))
+    jobs.append(("synonym_classes", lambda: synonym_histogram(space)))
+    jobs.append(("scene_properties", lambda: scene_property_histograms(space)))
+    if episodes is not None:
+        strong, weak = oracles if oracles is not None else (None, None)
+        jobs.append(("episode_view", lambda: episode_figure(space, episodes, episode_index, strong, weak)))
+    paths = []
+    for name, make in jobs:
+        fig, data = make()
+        for fmt in formats:
+            p = out / f"{name}.{fmt}"
+            fig.savefig(p, dpi=dpi if fmt == "png" else None, format=fmt)
+            paths.append(p)
+        p = out / f"{name}.csv"
+        data.to_csv(p, index=False)
+        paths.append(p)
+        extra = data.attrs.get("concepts")
+        if extra is not None:
+            p = out / f"{name}_concepts.csv"
+            extra.to_csv(p, index=False)
+            paths.append(p)
+    return paths
