@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test bench clean
+.PHONY: venv demo test figures bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,11 +18,15 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/bayes-concepts demo
 
+figures: $(STAMP)
+	$(BIN)/bayes-concepts demo --figures paper_figs
+
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/executor.py
+	$(BIN)/python benchmarks/space_build.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

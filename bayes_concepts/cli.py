@@ -11,6 +11,7 @@ Subcommands::
     bayes-concepts gap DIR                    the comp-gap table (strong vs weak oracle)
     bayes-concepts posterior DIR --support F  the oracles' posterior for a support set
     bayes-concepts audit DIR --spec FILE      a one-page report on a new split
+    bayes-concepts figures RESULTS.nc --space DIR --out paper_figs/
     bayes-concepts demo                       the main job on the built-in demo space
 
 Bad input (a malformed program, a bad scene file) prints one line on stderr and
@@ -116,14 +117,38 @@ def cmd_demo(args) -> int:
     save_results(ds, args.out)
     print(f"\nresults: {args.out}")
     if args.figures:
-        try:
-            from .plots import write_figures
-        except ImportError:  # figures arrive with the plotting module
-            write_figures = None
-        if write_figures is not None:
-            paths = write_figures(ds, space, args.figures)
-            print(f"figures: {len(paths)} files in {args.figures}")
+        paths = _write_figures(ds, space, args.figures, "concept_iid", args.seed)
+        print(f"figures: {len(paths)} files in {args.figures}")
     print(f"done in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+def _write_figures(ds, space, out, episode_split: str, seed: int = 0):
+    """All figures of ``ds``, with an episode view of the most uncertain of 200 hard test
+    episodes of ``episode_split`` (highest posterior entropy of the strong oracle)."""
+    import numpy as np
+    from .episodes import sample_episodes
+    from .plots import oracles_for, write_figures
+    split = _splits_for(space, [episode_split])[episode_split]
+    eps = sample_episodes(space, split, "test", "hard", 200, seed=seed)
+    strong, weak = oracles_for(space, split, ds)
+    entropy = strong.evaluate(eps)["posterior_entropy"]
+    return write_figures(ds, space, out, episodes=eps, episode_index=int(np.nanargmax(entropy)),
+                         oracles=(strong, weak), seed=seed)
+
+
+def cmd_figures(args) -> int:
+    from .results import load_results
+    ds = load_results(args.results)
+    space = _load_space(args.space)
+    sha = ds.attrs.get("space_manifest_sha256")
+    if sha not in (None, "unsaved") and sha != space.manifest_sha256():
+        raise ValueError(f"{args.results} was computed on another space than {args.space} "
+                         "(space manifest hashes differ)")
+    paths = _write_figures(ds, space, args.out, args.episode_split, args.seed)
+    print(f"wrote {len(paths)} files to {args.out}:")
+    for p in paths:
+        print(f"  {p}")
     return 0
 
 
@@ -495,6 +520,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=2000)
     _oracle_options(p)
     p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("figures", help="write the figures of a results file (PNG and PDF)")
+    p.add_argument("results", metavar="RESULTS.nc")
+    p.add_argument("--space", required=True, metavar="DIR")
+    p.add_argument("--out", default="paper_figs", metavar="DIR")
+    p.add_argument("--episode-split", default="concept_iid", help="split of the episode view")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("demo", help="build the demo space if missing, print the comp-gap table, write results")
     p.add_argument("--space", default="spaces/demo", metavar="DIR")

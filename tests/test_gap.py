@@ -129,3 +129,12 @@ def test_cli_audit(saved, capsys, tmp_path):
     assert main(["audit", str(saved), "--spec", str(spec), "--episodes", "150"]) == 0
     text = capsys.readouterr().out
     assert "audit of split 'no_cubes'" in text and "weak coverage" in text and "most wrong" in text
+
+
+def test_cli_figures(saved, results, tmp_path, capsys):
+    from bayes_concepts.results import save_results
+    path = save_results(results, tmp_path / "r.nc")
+    assert main(["figures", str(path), "--space", str(saved), "--out", str(tmp_path / "figs")]) == 0
+    names = {p.name for p in (tmp_path / "figs").iterdir()}
+    for stem in ("comp_gap_hard", "comp_gap_easy", "entropy", "synonym_classes", "scene_properties", "episode_view"):
+        assert {f"{stem}.png", f"{stem}.pdf", f"{stem}.csv"} <= names
