@@ -108,11 +108,11 @@ def cmd_demo(args) -> int:
     space_dir = Path(args.space)
     if not (space_dir / "manifest.json").exists():
         print(f"building the demo space in {space_dir} (200,000 programs x 100,000 clevr scenes) ...", flush=True)
-        HypothesisSpace.build("demo", progress=True).save(space_dir, overwrite=space_dir.exists())
+        HypothesisSpace.build("demo", progress=sys.stderr.isatty()).save(space_dir, overwrite=space_dir.exists())
     space = HypothesisSpace.load(space_dir)
     print(f"{space}\n", flush=True)
     ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, OracleSettings(), args.seed,
-                     progress=True)
+                     progress=sys.stderr.isatty())
     print(format_table(summarise(ds, seed=args.seed)))
     save_results(ds, args.out)
     print(f"\nresults: {args.out}")
@@ -166,7 +166,8 @@ def cmd_space_build(args) -> int:
 
     space = HypothesisSpace.build(args.preset, grammar=args.grammar, samples=args.samples, scenes=args.scenes,
                                   scene_sampler=args.scene_sampler, scenes_from=args.scenes_from,
-                                  max_depth=args.max_depth, seed=args.seed, progress=not args.quiet, log=log)
+                                  max_depth=args.max_depth, seed=args.seed,
+                                  progress=not args.quiet and sys.stderr.isatty(), log=log)
     space.save(args.out, overwrite=args.force)
     st = space.stages
     print(f"built {args.out} in {time.perf_counter() - t:.1f} s")
@@ -343,7 +344,7 @@ def cmd_gap(args) -> int:
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     t = time.perf_counter()
     ds = compute_gap(space, splits, negatives, args.episodes, _settings(args), args.seed,
-                     query_negatives=args.query_negatives, progress=not args.json)
+                     query_negatives=args.query_negatives, progress=not args.json and sys.stderr.isatty())
     rows = summarise(ds, seed=args.seed)
     if args.out:
         save_results(ds, args.out)
