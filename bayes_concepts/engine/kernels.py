@@ -28,6 +28,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .select import _popcount64
+
 OP_AND, OP_OR, OP_ORNOT, OP_ANDNOT, OP_NOT, OP_REDUCE_OR, OP_REDUCE_AND, OP_COUNT, OP_STORE = range(9)
 OP_NAMES = ("and", "or", "ornot", "andnot", "not", "reduce_or", "reduce_and", "count", "store")
 FIELDS = ("op", "dst", "a", "sa", "b", "sb", "n", "n2", "skip")
@@ -135,14 +137,6 @@ def run_plan_chunk(plan, regs, out, w0, nw, counts, last_word=-1, last_mask=ALL_
                         v &= last_mask
                     total += _popcount64(v)
                 counts[b] += total
-
-
-@numba.njit(inline="always")
-def _popcount64(v):
-    v = v - ((v >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    v = (v & np.uint64(0x3333333333333333)) + ((v >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    v = (v + (v >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((v * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
 @numba.njit(parallel=True, cache=True)
