@@ -152,16 +152,22 @@ class Oracle:
         sig = evaluate_programs(self.space.programs, bank, self.space.grammar)
         return transpose_bits(sig, bank.n_scenes)
 
-    def fit(self, scenes, labels, hard: bool = True) -> "Oracle":
+    def fit(self, scenes, labels, hard: bool = True, positives_drawn: int | None = None) -> "Oracle":
         """Condition on a support set: ``scenes`` (ids or dicts) with 0/1 ``labels``.
-        ``hard``: the negatives were chosen as hard negatives (matters for the ``size``
-        likelihood: each negative has probability 1/(N - |h|) instead of 1/N)."""
+
+        hard: the negatives were chosen as hard negatives (matters for the ``size``
+        likelihood: each negative has probability 1/(N - |h|) instead of 1/N).
+        positives_drawn: how many scenes were drawn from the concept's extension (each has
+        probability 1/|h| under ``size``); default: the number of positive labels.  An
+        episode with easy negatives has 5, even when a random negative was relabelled
+        positive (that scene was drawn uniformly, 1/N).
+        """
         labels = np.asarray(labels, np.int8)
         rows = self._scene_rows(scenes)
         st = self.settings
         h = self.space.n_concepts
         ids, logw = np.empty(h, np.int64), np.empty(h)
-        n_pos = int(labels.sum())
+        n_pos = int(labels.sum()) if positives_drawn is None else int(positives_drawn)
         support = np.arange(len(labels), dtype=np.int64)
         n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior,
                                  np.asarray(self.space.counts, np.int64), self.space.n_scenes,
