@@ -264,7 +264,7 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                 out_ap[e] = n_pos / n_test if n_pos else np.nan  # all scores tied at 0
             elif empty and empty_policy == EMPTY_PRIOR:
                 for j in range(kq):
-                    qpred[j] = prior_pred_scene[query[e, j]]
+                    qpred[j] = min(prior_pred_scene[query[e, j]], 1.0)
                 out_post_ent[e] = prior_entropy
                 touched = np.empty(n_test, np.int64)
                 m = 0
@@ -285,6 +285,8 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                 # synonyms share their test-bank labels: add up each class's weight, then spread it
                 n_cls = 0
                 for i in range(n):
+                    if probs[i] == 0.0:  # underflowed weight: adds nothing, and must not mark scenes
+                        continue
                     c = classes[ids[i]]
                     if class_w[c] == 0.0:
                         class_list[n_cls] = c
