@@ -1,0 +1,45 @@
+"""The notebooks run end to end on a small space (nbclient), and are stored without outputs."""
+import os
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from bayes_concepts.engine.space import HypothesisSpace
+
+NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def small_space(tmp_path_factory):
+    path = tmp_path_factory.mktemp("nb") / "space"
+    HypothesisSpace.build(samples=20_000, scenes=5_000, seed=0).save(path)
+    return path
+
+
+def test_there_are_three_notebooks():
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_without_outputs(path):
+    book = nbformat.read(path, as_version=4)
+    for cell in book.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs(path, small_space, tmp_path, monkeypatch):
+    monkeypatch.setenv("BAYES_CONCEPTS_SPACE", str(small_space))
+    monkeypatch.setenv("BAYES_CONCEPTS_EPISODES", "100")
+    monkeypatch.setenv("BAYES_CONCEPTS_FAST", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    book = nbformat.read(path, as_version=4)
+    t = time.perf_counter()
+    NotebookClient(book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for c in book.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
+    assert not errors
+    assert time.perf_counter() - t < 120
