@@ -125,8 +125,12 @@ def _used(s, scenes, k):
 
 @numba.njit(cache=True)
 def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classes, n_scenes, state,
-                    scenes, labels, source, topup, relabelled, taken, n_taken, alts):
-    """Fill positions len(positives).. of one set; returns the updated n_taken."""
+                    scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, alt_mask, alt_cum):
+    """Fill positions len(positives).. of one set; returns the updated n_taken.
+
+    ``union``: draw hard negatives uniformly from the union of the alternatives' extensions
+    minus ext(h) (an alternative drawn ∝ its extension size, a scene of it uniformly, kept
+    with probability 1/(number of alternatives true on it)), instead of alternative first."""
     n_pos = positives.shape[0]
     k = scenes.shape[0]
     for i in range(n_pos):
@@ -146,7 +150,45 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 if classes[a] != classes[h]:
                     alts[n_alts] = a
                     n_alts += 1
+                    if union:
+                        alt_mask[w] |= low
                 word ^= low
+        if union and n_alts > 0:
+            total = 0
+            for j in range(n_alts):
+                total += counts[alts[j]]
+                alt_cum[j] = total
+            budget = 400 * (k - pos)
+            while pos < k and budget > 0:
+                budget -= 1
+                r = next_below(state, total)
+                lo, hi = 0, n_alts - 1  # first j with alt_cum[j] > r
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if alt_cum[mid] > r:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                a = alts[lo]
+                base = alt_cum[lo] - counts[a]
+                s = select_bit(sig[a], cum[a], BLOCK, r - base)
+                if _bit(sig[h], s) or _used(s, taken, n_taken):
+                    continue
+                cover = 0
+                row = scene_concepts[s]
+                for w in range(hw):
+                    cover += _popcount64(row[w] & alt_mask[w])
+                if cover > 1 and next_below(state, cover) != 0:
+                    continue
+                scenes[pos] = s
+                labels[pos] = 0
+                source[pos] = a
+                taken[n_taken] = s
+                n_taken += 1
+                pos += 1
+            for w in range(hw):
+                alt_mask[w] = 0
+            n_alts = 0  # what the budget did not find is topped up below
         tries = 0
         while pos < k and n_alts > 0:
             j = next_below(state, n_alts)
@@ -191,7 +233,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
 
 @numba.njit(parallel=True, cache=True)
 def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes, n_scenes, n_pos,
-                     hard_support, hard_query, s_scenes, s_labels, s_source, s_topup, s_relabelled,
+                     hard_support, hard_query, union, s_scenes, s_labels, s_source, s_topup, s_relabelled,
                      q_scenes, q_labels, q_source, q_topup, q_relabelled):
     n_concepts = sig.shape[0]
     for e in numba.prange(concepts.shape[0]):
@@ -201,6 +243,8 @@ def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes,
         k = s_scenes.shape[1]
         taken = np.empty(2 * k, np.int64)
         alts = np.empty(n_concepts, np.int64)
+        alt_mask = np.zeros(scene_concepts.shape[1], np.uint64)
+        alt_cum = np.empty(n_concepts, np.int64)
         n_taken = 0
         while n_taken < 2 * n_pos:  # 2*n_pos distinct positives
             s = select_bit(sig[h], cum[h], BLOCK, next_below(state, counts[h]))
@@ -211,9 +255,10 @@ def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes,
         query_pos = taken[n_pos: 2 * n_pos].copy()
         n_taken = _fill_negatives(h, support_pos, hard_support, sig, cum, scene_concepts, counts, classes,
                                   n_scenes, state, s_scenes[e], s_labels[e], s_source[e], s_topup[e],
-                                  s_relabelled[e], taken, n_taken, alts)
+                                  s_relabelled[e], taken, n_taken, alts, union, alt_mask, alt_cum)
         _fill_negatives(h, query_pos, hard_query, sig, cum, scene_concepts, counts, classes, n_scenes, state,
-                        q_scenes[e], q_labels[e], q_source[e], q_topup[e], q_relabelled[e], taken, n_taken, alts)
+                        q_scenes[e], q_labels[e], q_source[e], q_topup[e], q_relabelled[e], taken, n_taken, alts,
+                        union, alt_mask, alt_cum)
 
 
 class EpisodeSampler:
@@ -228,8 +273,14 @@ class EpisodeSampler:
 
     def sample(self, concept_ids, n: int, negatives: str = "hard", *, query_negatives: str | None = None,
                seed: int = 0, n_positive: int = 5, n_negative: int = 20, beta: float = 0.2,
-               meta: dict | None = None) -> Episodes:
-        """Draw ``n`` episodes whose concepts come from ``concept_ids`` (weights exp(-beta·l))."""
+               hard_mode: str = "alternative", meta: dict | None = None) -> Episodes:
+        """Draw ``n`` episodes whose concepts come from ``concept_ids`` (weights exp(-beta·l)).
+
+        hard_mode: ``alternative`` (default: a consistent alternative uniformly, then one of its
+        scenes outside ext(h)) or ``union`` (a scene uniformly from the union of the
+        alternatives' extensions outside ext(h); a broad alternative then supplies more)."""
+        if hard_mode not in ("alternative", "union"):
+            raise ValueError(f"hard_mode must be 'alternative' or 'union', got {hard_mode!r}")
         if negatives not in ("hard", "easy"):
             raise ValueError(f"negatives must be 'hard' or 'easy', got {negatives!r}")
         if query_negatives not in (None, "hard", "easy", "random"):
@@ -259,10 +310,12 @@ class EpisodeSampler:
         qn = query_negatives or negatives
         _sample_episodes(concepts, seeds, self.signatures, self.cum, self.scene_concepts, space.counts,
                          space.synonym_classes, space.n_scenes, n_positive, negatives == "hard", qn == "hard",
+                         hard_mode == "union",
                          *(arrays[f"support_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled")),
                          *(arrays[f"query_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled")))
         info = dict(meta or {})
-        info.update({"negatives": negatives, "query_negatives": qn, "seed": int(seed), "n": int(n),
+        info.update({"negatives": negatives, "query_negatives": qn, "hard_mode": hard_mode, "seed": int(seed),
+                     "n": int(n),
                      "n_positive": n_positive, "n_negative": n_negative, "beta": beta,
                      "space": space.manifest_sha256() if hasattr(space, "manifest_sha256") else None,
                      "support_topup": int(arrays["support_topup"].sum()),

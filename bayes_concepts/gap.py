@@ -32,7 +32,7 @@ def cell_seed(seed: int, split: str, negatives: str) -> int:
 
 def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
-                progress: bool = False) -> xr.Dataset:
+                progress: bool = False, hard_mode: str = "alternative") -> xr.Dataset:
     """Score the strong and weak oracles of every split on ``n_episodes`` test episodes per
     (split, negatives).  Returns the results Dataset (see :mod:`bayes_concepts.results`)."""
     from tqdm.auto import tqdm
@@ -44,7 +44,8 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     for name, neg in tqdm(cells, disable=not progress, desc="comp gap", unit="cell", leave=False):
         split = splits[name]
         eps = sampler.sample(split.test, n_episodes, neg, seed=cell_seed(seed, name, neg),
-                             query_negatives=query_negatives, meta={"split": name, "side": "test"})
+                             query_negatives=query_negatives, hard_mode=hard_mode,
+                             meta={"split": name, "side": "test"})
         strong, weak = strong_and_weak(space, split, settings)
         sel = {"split": name, "negatives": neg}
         ds["concept"].loc[sel] = eps.concept
@@ -58,6 +59,7 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         "oracle_settings": json.dumps(settings.as_dict(), sort_keys=True),
         "seed": int(seed), "episodes_per_cell": int(n_episodes),
         "query_negatives": query_negatives or "same as support",
+        "hard_mode": hard_mode,
         "toolkit_version": __version__,
         "metric_units": "ap, cba: fraction in [0, 1]; entropies: nats",
     })

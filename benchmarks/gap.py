@@ -31,6 +31,7 @@ def main():
     ap.add_argument("--likelihood", default="size")
     ap.add_argument("--weak-empty", default="zero")
     ap.add_argument("--query-negatives", default=None)
+    ap.add_argument("--hard-mode", default="alternative", choices=["alternative", "union"])
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", default="benchmarks/out")
     args = ap.parse_args()
@@ -41,7 +42,7 @@ def main():
                               weak_empty=args.weak_empty)
     t1 = time.perf_counter()
     ds = compute_gap(space, splits, ("hard", "easy"), args.episodes, settings, seed=0,
-                     query_negatives=args.query_negatives, progress=True)
+                     query_negatives=args.query_negatives, progress=True, hard_mode=args.hard_mode)
     t2 = time.perf_counter()
     rows = summarise(ds)
     t3 = time.perf_counter()
@@ -52,7 +53,7 @@ def main():
     save_results(ds, out / f"gap{tag}.nc")
     info = {"space": args.space, "concepts": space.n_concepts, "scenes": space.n_scenes,
             "test_bank": space.test_bank.n_scenes, "episodes_per_cell": args.episodes,
-            "settings": settings.as_dict(), "query_negatives": args.query_negatives,
+            "settings": settings.as_dict(), "query_negatives": args.query_negatives, "hard_mode": args.hard_mode,
             "load_and_splits_s": t1 - t0, "episodes_and_oracles_s": t2 - t1, "summary_bootstrap_s": t3 - t2,
             "wall_s": time.perf_counter() - t0,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rows": rows}

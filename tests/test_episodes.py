@@ -122,3 +122,24 @@ def test_save_and_load_round_trip(tmp_path, sampler, usable):
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(EpisodeError, match="bad.npz: cannot read episodes"):
         Episodes.load(tmp_path / "bad.npz")
+
+
+def test_union_mode_hard_negatives_come_from_consistent_alternatives(space, sampler, usable):
+    eps = sampler.sample(usable, 200, "hard", seed=12, hard_mode="union")
+    assert eps.meta["hard_mode"] == "union"
+    real = 0
+    for e in range(len(eps)):
+        h = eps.concept[e]
+        sig_h = space.signature(h)
+        for scenes, labels, source, topup, _ in sets(eps, e):
+            assert np.array_equal(labels, sig_h[scenes].astype(np.int8))
+            for i in range(5, len(scenes)):
+                if topup[i]:
+                    continue
+                real += 1
+                a = source[i]
+                assert space.synonym_class(a) != space.synonym_class(h)
+                assert space.signature(a)[scenes[:5]].all() and space.signature(a)[scenes[i]]
+    assert real > 0
+    with pytest.raises(ValueError, match="hard_mode"):
+        sampler.sample(usable, 2, "hard", hard_mode="nope")
