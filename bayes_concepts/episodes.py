@@ -4,12 +4,15 @@ An episode has a concept h, drawn from a split's side with weight ∝ exp(-0.2·
 and a support and a query set of 5 positives + 20 negatives each (configurable):
 
 * positives: 10 distinct scenes of h's extension (5 support, 5 query);
-* hard negatives (``negatives="hard"``): for each negative, an *alternative*
-  concept h′ (a concept of the whole space, not a synonym of h, true on all 5
-  positives of that set) is drawn uniformly, then a scene uniformly from
-  ext(h′) \\ ext(h); alternatives with nothing left to give are dropped.  When
-  there are none left before 20 negatives are found, random scenes on which h is
-  false top the set up, and are flagged (``*_topup``);
+* hard negatives (``negatives="hard"``): scenes on which h is false but some
+  *alternative* concept h′ is true (a concept of the whole space, not a synonym of
+  h, true on all 5 positives of that set), drawn uniformly from the union of the
+  alternatives' extensions minus ext(h) (``hard_mode="union"``, the default: an
+  alternative is drawn ∝ |ext h′|, a scene of it uniformly, and kept with
+  probability 1/(number of alternatives true on it)).  ``hard_mode="alternative"``
+  draws the alternative uniformly first.  When no alternative has scenes left
+  (or 400 draws per missing negative fail), random scenes on which h is false top
+  the set up and are flagged (``*_topup``);
 * easy negatives (``negatives="easy"``): uniform random scenes other than the
   positives; one that satisfies h is labelled positive and flagged
   (``*_relabelled``);
@@ -273,12 +276,13 @@ class EpisodeSampler:
 
     def sample(self, concept_ids, n: int, negatives: str = "hard", *, query_negatives: str | None = None,
                seed: int = 0, n_positive: int = 5, n_negative: int = 20, beta: float = 0.2,
-               hard_mode: str = "alternative", meta: dict | None = None) -> Episodes:
+               hard_mode: str = "union", meta: dict | None = None) -> Episodes:
         """Draw ``n`` episodes whose concepts come from ``concept_ids`` (weights exp(-beta·l)).
 
-        hard_mode: ``alternative`` (default: a consistent alternative uniformly, then one of its
-        scenes outside ext(h)) or ``union`` (a scene uniformly from the union of the
-        alternatives' extensions outside ext(h); a broad alternative then supplies more)."""
+        hard_mode: ``union`` (default: each hard negative uniformly from the scenes outside ext(h)
+        on which some consistent alternative is true) or ``alternative`` (an alternative
+        uniformly, then one of its scenes outside ext(h): specific alternatives get as many
+        negatives as broad ones, which makes the weak oracle's job much harder)."""
         if hard_mode not in ("alternative", "union"):
             raise ValueError(f"hard_mode must be 'alternative' or 'union', got {hard_mode!r}")
         if negatives not in ("hard", "easy"):

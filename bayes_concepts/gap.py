@@ -32,7 +32,7 @@ def cell_seed(seed: int, split: str, negatives: str) -> int:
 
 def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
-                progress: bool = False, hard_mode: str = "alternative") -> xr.Dataset:
+                progress: bool = False, hard_mode: str = "union") -> xr.Dataset:
     """Score the strong and weak oracles of every split on ``n_episodes`` test episodes per
     (split, negatives).  Returns the results Dataset (see :mod:`bayes_concepts.results`)."""
     from tqdm.auto import tqdm

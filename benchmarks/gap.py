@@ -31,7 +31,7 @@ def main():
     ap.add_argument("--likelihood", default="size")
     ap.add_argument("--weak-empty", default="zero")
     ap.add_argument("--query-negatives", default=None)
-    ap.add_argument("--hard-mode", default="alternative", choices=["alternative", "union"])
+    ap.add_argument("--hard-mode", default="union", choices=["union", "alternative"])
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", default="benchmarks/out")
     args = ap.parse_args()
