@@ -126,6 +126,14 @@ def _used(s, scenes, k):
     return False
 
 
+@numba.njit(inline="always")
+def _take(s, label, pos, scenes, labels, taken, n_taken):
+    """Put scene ``s`` with ``label`` at ``pos`` and remember it as used."""
+    scenes[pos] = s
+    labels[pos] = label
+    taken[n_taken] = s
+
+
 @numba.njit(cache=True)
 def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                     scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, alt_mask, alt_cum):
@@ -183,10 +191,8 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                     cover += _popcount64(row[w] & alt_mask[w])
                 if cover > 1 and next_below(state, cover) != 0:
                     continue
-                scenes[pos] = s
-                labels[pos] = 0
+                _take(s, 0, pos, scenes, labels, taken, n_taken)
                 source[pos] = a
-                taken[n_taken] = s
                 n_taken += 1
                 pos += 1
             for w in range(hw):
@@ -198,10 +204,8 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             a = alts[j]
             s = select_bit(sig[a], cum[a], BLOCK, next_below(state, counts[a]))
             if _bit(sig[h], s) == 0 and not _used(s, taken, n_taken):
-                scenes[pos] = s
-                labels[pos] = 0
+                _take(s, 0, pos, scenes, labels, taken, n_taken)
                 source[pos] = a
-                taken[n_taken] = s
                 n_taken += 1
                 pos += 1
                 tries = 0
@@ -214,21 +218,17 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
         while pos < k:
             s = next_below(state, n_scenes)
             if _bit(sig[h], s) == 0 and not _used(s, taken, n_taken):
-                scenes[pos] = s
-                labels[pos] = 0
+                _take(s, 0, pos, scenes, labels, taken, n_taken)
                 topup[pos] = True
-                taken[n_taken] = s
                 n_taken += 1
                 pos += 1
     else:
         while pos < k:
             s = next_below(state, n_scenes)
             if not _used(s, taken, n_taken):
-                scenes[pos] = s
                 y = _bit(sig[h], s)
-                labels[pos] = y
+                _take(s, y, pos, scenes, labels, taken, n_taken)
                 relabelled[pos] = y == 1
-                taken[n_taken] = s
                 n_taken += 1
                 pos += 1
     return n_taken
