@@ -276,7 +276,7 @@ def _sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _scene_bank_codes(p, scenes_from, schema, seed, bar):
+def _scene_bank_codes(p, scenes_from, schema, seed):
     if not scenes_from:
         if p["scene_sampler"] not in ("clevr", "uniform"):
             raise ValueError(f"unknown scene sampler {p['scene_sampler']!r} (expected 'clevr' or 'uniform')")
@@ -329,7 +329,7 @@ def _build(p, grammar, scenes_from, progress, log) -> HypothesisSpace:
     # 3. scene bank, execute, firing filter
     t = time.perf_counter()
     schema = grammar.schema if not scenes_from else grammar.schema.with_max_objects(10)
-    codes, sources = _scene_bank_codes(p, scenes_from, schema, int(seeds[1]), bar)
+    codes, sources = _scene_bank_codes(p, scenes_from, schema, int(seeds[1]))
     if sources is not None:
         n_slots = int(max(1, (codes[:, :, 0] >= 0).sum(1).max()))
         codes = np.ascontiguousarray(codes[:, :n_slots])

@@ -10,7 +10,6 @@ A :class:`Grammar` holds
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -163,7 +162,6 @@ class Grammar:
 
     def _check(self):
         src = self.source
-        types = set(self.value_types) | {NUM}
         for p in self.properties.values():
             if p.type not in self.value_types:
                 raise GrammarError(f"{src}: property {p.token} has unknown type {p.type!r}")
@@ -177,7 +175,6 @@ class Grammar:
                 if sym not in known:
                     raise GrammarError(f"{src} line {p.line}: {sym!r} is neither a nonterminal (no rule has it "
                                        "on the left) nor a known token (operator, variable, property or value)")
-        del types
         seen = {}
         for t in self.value_types.values():
             for v in t.values:
@@ -328,6 +325,3 @@ def curi_grammar() -> Grammar:
     """CURI's grammar, as shipped in ``hypotheses/curi.pcfg`` (loaded once per process)."""
     return load_grammar()
 
-
-def is_finite_logp(x: float) -> bool:
-    return math.isfinite(x)
