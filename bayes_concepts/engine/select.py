@@ -13,25 +13,29 @@ def _popcount64(v):
     return np.int64((v * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
+@numba.njit(inline="always")
+def _select_in_words(row, w_start, w_end, seen, rank):
+    """Index of the ``rank``-th set bit of ``row`` (0-based, counted from bit 0) looking only at
+    words ``w_start:w_end``, given ``seen`` set bits before ``w_start``; -1 if not there."""
+    for w in range(w_start, w_end):
+        word = row[w]
+        c = _popcount64(word)
+        if seen + c > rank:
+            k = rank - seen
+            for b in range(64):
+                if (word >> np.uint64(b)) & np.uint64(1):
+                    if k == 0:
+                        return w * 64 + b
+                    k -= 1
+        seen += c
+    return -1
+
+
 @numba.njit(parallel=True, cache=True)
 def _nth_set_bits(signatures, ranks, n_ranks, out):
     for i in numba.prange(signatures.shape[0]):
         for r in range(n_ranks[i]):
-            target = ranks[i, r]
-            seen = 0
-            for w in range(signatures.shape[1]):
-                word = signatures[i, w]
-                c = _popcount64(word)
-                if seen + c > target:
-                    k = target - seen
-                    for b in range(64):
-                        if (word >> np.uint64(b)) & np.uint64(1):
-                            if k == 0:
-                                out[i, r] = w * 64 + b
-                                break
-                            k -= 1
-                    break
-                seen += c
+            out[i, r] = _select_in_words(signatures[i], 0, signatures.shape[1], 0, ranks[i, r])
 
 
 def nth_set_bits(signatures: np.ndarray, ranks: np.ndarray, n_ranks: np.ndarray) -> np.ndarray:
@@ -126,16 +130,4 @@ def select_bit(row, cum, block, rank):
             lo = mid
         else:
             hi = mid
-    seen = cum[lo]
-    for w in range(lo * block, min(row.shape[0], lo * block + block)):
-        word = row[w]
-        c = _popcount64(word)
-        if seen + c > rank:
-            k = rank - seen
-            for b in range(64):
-                if (word >> np.uint64(b)) & np.uint64(1):
-                    if k == 0:
-                        return w * 64 + b
-                    k -= 1
-        seen += c
-    return -1
+    return _select_in_words(row, lo * block, min(row.shape[0], lo * block + block), cum[lo], rank)

@@ -170,14 +170,16 @@ class HypothesisSpace:
         return self._scene_concepts
 
     def class_representatives(self) -> np.ndarray:
-        """int64 (n_classes,): the first concept of each synonym class."""
-        return np.unique(self.synonym_classes, return_index=True)[1].astype(np.int64)
+        """int64 (n_classes,): the first concept of each synonym class.  Computed once."""
+        if getattr(self, "_class_reps", None) is None:
+            self._class_reps = np.unique(self.synonym_classes, return_index=True)[1].astype(np.int64)
+        return self._class_reps
 
     def test_bank_index(self):
         """The test-bank scenes each synonym class is true on, as CSR arrays ``(ptr, idx)``:
         int64 (n_classes + 1,), int32 (nnz,).  Computed on first use and kept."""
         if getattr(self, "_test_index", None) is None:
-            first = np.unique(self.synonym_classes, return_index=True)[1]
+            first = self.class_representatives()
             sig = self.test_bank.signatures
             ptr = np.zeros(len(first) + 1, np.int64)
             ptr[1:] = np.cumsum(np.bitwise_count(np.asarray(sig)[first]).sum(axis=1, dtype=np.int64))
