@@ -340,12 +340,12 @@ class _Where:
 
 # ==================================================================== reading a spec
 def default_splits_dir() -> Path:
-    """``hypotheses/splits`` of the source tree (or ``bayes_concepts/data/splits`` when installed)."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[1] / "hypotheses" / "splits", here.parent / "data" / "splits"):
-        if candidate.is_dir():
-            return candidate
-    raise SplitSpecError("cannot find the split specs hypotheses/splits/; pass spec files explicitly")
+    """CURI's split specs ``hypotheses/splits/``: the installed copy, or the source tree's."""
+    from .resources import DataFileError, curi_splits_dir
+    try:
+        return curi_splits_dir()
+    except DataFileError as exc:
+        raise SplitSpecError(f"cannot find the split specs: {exc}; pass spec files explicitly") from None
 
 
 def _read(path) -> tuple:

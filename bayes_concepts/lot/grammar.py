@@ -301,13 +301,12 @@ def token_arity(token: str, kinds: dict) -> int:
 
 
 def default_grammar_path() -> Path:
-    """``hypotheses/curi.pcfg`` of the source tree (or of the installed data copy)."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "hypotheses" / "curi.pcfg",
-                      here.parents[1] / "data" / "curi.pcfg"):
-        if candidate.exists():
-            return candidate
-    raise GrammarError("cannot find the default grammar hypotheses/curi.pcfg; pass a grammar file explicitly")
+    """CURI's grammar ``hypotheses/curi.pcfg``: the installed copy, or the source tree's."""
+    from ..resources import DataFileError, default_grammar_path as packaged_grammar_path
+    try:
+        return packaged_grammar_path()
+    except DataFileError as exc:
+        raise GrammarError(f"cannot find the default grammar: {exc}; pass a grammar file explicitly") from None
 
 
 @lru_cache(maxsize=None)
