@@ -30,13 +30,14 @@ from hypothesis import strategies as st
 
 from bayes_concepts.engine.space import HypothesisSpace
 from bayes_concepts.episodes import Episodes, EpisodeSampler
-from bayes_concepts.oracles import (EMPTY_POLICIES, LIKELIHOODS, PRIORS, Oracle, OracleSettings,
+from bayes_concepts.oracles import (Oracle, OracleSettings, empty_policies, likelihoods, priors,
                                     strong_and_weak)
 from bayes_concepts.oracles import kernels as K
 from bayes_concepts.splits import default_splits_dir, make_split
 
 TOL = 1e-9
 HSET = dict(deadline=None, derandomize=True)
+PRIORS, LIKELIHOODS, EMPTY_POLICIES = priors.names(), likelihoods.names(), empty_policies.names()
 COMBOS = list(itertools.product(PRIORS, LIKELIHOODS, EMPTY_POLICIES))
 
 

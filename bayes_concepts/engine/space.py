@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..lot.grammar import Grammar, curi_grammar, load_grammar
 from ..lot.program import Program
@@ -206,19 +205,13 @@ class HypothesisSpace:
     def log_prior(self, kind: str = "length", beta: float = 0.2, concepts=None) -> np.ndarray:
         """Normalised log prior over ``concepts`` (default all): float64 (len(concepts),).
 
-        kind: ``length`` (w = exp(-beta * l(h)), CURI's), ``pcfg`` (derivation probability)
-        or ``uniform``.
+        kind: a registered prior (:data:`bayes_concepts.oracles.priors`): ``length``
+        (w = exp(-beta * l(h)), CURI's), ``pcfg`` (derivation probability), ``uniform``, ...
         """
+        from types import SimpleNamespace
+        from ..oracles.priors import log_prior
         ids = np.arange(self.n_concepts) if concepts is None else np.asarray(concepts)
-        if kind == "length":
-            w = -float(beta) * self.lengths[ids].astype(np.float64)
-        elif kind == "pcfg":
-            w = self.log_pcfg[ids].astype(np.float64)
-        elif kind == "uniform":
-            w = np.zeros(len(ids))
-        else:
-            raise ValueError(f"unknown prior kind {kind!r} (expected 'length', 'pcfg' or 'uniform')")
-        return w - logsumexp(w) if len(w) else w
+        return log_prior(self, ids, SimpleNamespace(prior=kind, beta=beta))
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, HypothesisSpace):

@@ -2,11 +2,13 @@
 
 For one episode and one oracle Ω (a concept set given as a bitset ``omega``):
 
-1. candidates: for the ``size`` and ``consistent`` likelihoods, the concepts of Ω
-   that label every support scene right: an AND over the positives' per-scene
-   concept bitsets and an AND-NOT over the negatives' (``scene_concepts`` rows);
-   for ``noisy``, every concept of Ω with its number of mistakes;
-2. log posterior = log prior + log likelihood, normalised by log-sum-exp;
+1. candidates: for a likelihood that is 0 after any mistake (``size``, ``consistent``),
+   the concepts of Ω that label every support scene right: an AND over the positives'
+   per-scene concept bitsets and an AND-NOT over the negatives' (``scene_concepts``
+   rows); otherwise (``noisy``) every concept of Ω with its mistakes on positives and
+   on negatives;
+2. log posterior = log prior + the likelihood's tabulated log terms (:mod:`.likelihoods`),
+   normalised by log-sum-exp;
 3. predictive p(y=1 | u) = Σ_h p(h | D)·h(u) on the query scenes (CBA, entropy) and
    on the test bank (AP; only scenes some candidate covers get a non-zero score).
 
@@ -21,8 +23,6 @@ import numpy as np
 from ..engine.select import _popcount64
 from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel
 
-LIK_SIZE, LIK_CONSISTENT, LIK_NOISY = 0, 1, 2
-EMPTY_ZERO, EMPTY_PRIOR, EMPTY_NOISY = 0, 1, 2
 #: noisy posteriors drop concepts whose weight is below exp(-PRUNE) times the largest:
 #: their total share is < n_concepts * e^-50 (< 1e-17 for 10^5 concepts).
 PRUNE = 50.0
@@ -33,15 +33,26 @@ def _has(row, i):
     return (row[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
 
 
+@numba.njit(inline="always")
+def _term(table, h, wp, wn):
+    """Entry (h, wp, wn) of a likelihood table whose axes may have length 1 (broadcast)."""
+    return table[h if table.shape[0] > 1 else 0, wp if table.shape[1] > 1 else 0, wn if table.shape[2] > 1 else 0]
+
+
 @numba.njit(cache=True)
-def episode_candidates(support, labels, scene_concepts, omega, log_prior, counts, n_scenes, lik, epsilon,
-                       hard_support, n_pos_slots, ids, logw):
-    """Fill ``ids``/``logw`` with the candidate concepts and their unnormalised log posterior;
-    return how many.  ``lik``: LIK_SIZE / LIK_CONSISTENT / LIK_NOISY."""
+def episode_candidates(support, labels, scene_concepts, omega, log_prior, first, second, consistent_only, ids,
+                       logw):
+    """Fill ``ids``/``logw`` with the candidate concepts and their unnormalised log posterior
+    ``(log_prior + first) + second`` (see :mod:`.likelihoods` for the tables); return how many.
+
+    consistent_only: only concepts that label every support scene right are candidates, found
+    by AND/AND-NOT over the support's per-scene concept bitsets; otherwise every concept of
+    ``omega`` is scored by its mistakes (wp on positives, wn on negatives) and those below
+    exp(-PRUNE) of the best are dropped."""
     hw = omega.shape[0]
     k = support.shape[0]
     n = 0
-    if lik != LIK_NOISY:
+    if consistent_only:
         for w in range(hw):
             word = omega[w]
             for i in range(k):
@@ -55,35 +66,34 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, counts
             while word:
                 low = word & (~word + np.uint64(1))
                 h = w * 64 + _popcount64(low - np.uint64(1))
-                lw = log_prior[h]
-                if lik == LIK_SIZE:
-                    c = counts[h]
-                    lw -= n_pos_slots * np.log(c)
-                    if hard_support:
-                        lw -= (k - n_pos_slots) * np.log(n_scenes - c)
                 ids[n] = h
-                logw[n] = lw
+                logw[n] = (log_prior[h] + _term(first, h, 0, 0)) + _term(second, h, 0, 0)
                 n += 1
                 word ^= low
         return n
-    log_eps, log_ok = np.log(epsilon), np.log1p(-epsilon)
     best = -np.inf
     for w in range(hw):
         word = omega[w]
         while word:
             low = word & (~word + np.uint64(1))
             h = w * 64 + _popcount64(low - np.uint64(1))
-            wrong = 0
+            wp = 0
+            wn = 0
             for i in range(k):
                 if _has(scene_concepts[support[i]], h) != labels[i]:
-                    wrong += 1
-            lw = log_prior[h] + wrong * log_eps + (k - wrong) * log_ok
+                    if labels[i]:
+                        wp += 1
+                    else:
+                        wn += 1
+            lw = (log_prior[h] + _term(first, h, wp, wn)) + _term(second, h, wp, wn)
             ids[n] = h
             logw[n] = lw
             if lw > best:
                 best = lw
             n += 1
             word ^= low
+    if best == -np.inf:
+        return 0
     m = 0
     for i in range(n):
         if logw[i] >= best - PRUNE:
@@ -210,20 +220,22 @@ def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_si
 
 
 @numba.njit(parallel=True, cache=True)
-def evaluate_episodes(support, support_labels, query, query_labels, true_concept, hard_support, n_pos_slots,
-                      scene_concepts, omega, log_prior, counts, n_scenes, test_sig, n_test, classes, cls_ptr, cls_idx,
-                      class_rep,
-                      lik, epsilon, empty_policy, prior_pred_scene, prior_pred_test, prior_entropy,
-                      out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_query_pred):
+def evaluate_episodes(support, support_labels, query, query_labels, true_concept, scene_concepts, omega, log_prior,
+                      first, second, consistent_only, test_sig, n_test, classes, cls_ptr, cls_idx, class_rep,
+                      refit, refit_first, refit_second, refit_consistent_only, fixed_scene_scores, fixed_test_scores,
+                      fixed_entropy, out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates,
+                      out_query_pred):
     """Score every episode with one oracle; see the module docstring.
 
     support/query: int64 (E, K) scene ids; *_labels: int8 (E, K); true_concept: int (E,).
     omega: uint64 (Hw,) the oracle's concepts; log_prior: float64 (H,) normalised over omega.
+    first/second/consistent_only: the likelihood's tables (:mod:`.likelihoods`).
     test_sig: uint64 (H, Tw) test-bank labels; classes: int (H,) synonym class of each concept;
     cls_ptr/cls_idx: the test-bank scenes each class is true on (CSR); class_rep: a concept of
-    each class.  prior_pred_*: prior predictive per scene of the
-    bank and of the test bank (used by the ``prior`` empty policy).  Outputs are (E,) arrays,
-    ``out_query_pred`` (E, Kq).
+    each class.  When no concept fits the support (``out_empty``): if ``refit``, condition again
+    with the refit_* likelihood tables; otherwise use the fixed predictive
+    ``fixed_scene_scores`` (per scene of the bank), ``fixed_test_scores`` (per test-bank scene)
+    with posterior entropy ``fixed_entropy``.  Outputs are (E,) arrays, ``out_query_pred`` (E, Kq).
     """
     n_ep = support.shape[0]
     n_concepts = log_prior.shape[0]
@@ -240,13 +252,13 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
         mark = np.zeros(n_test, np.bool_)
         touched = np.empty(n_test, np.int64)
         for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
-            n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, counts, n_scenes,
-                                   lik, epsilon, hard_support, n_pos_slots, ids, logw)
+            n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, first, second,
+                                   consistent_only, ids, logw)
             empty = n == 0
             out_empty[e] = empty
-            if empty and empty_policy == EMPTY_NOISY:
-                n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, counts,
-                                       n_scenes, LIK_NOISY, epsilon, hard_support, n_pos_slots, ids, logw)
+            if empty and refit:
+                n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, refit_first,
+                                       refit_second, refit_consistent_only, ids, logw)
             out_n_candidates[e] = n
             kq = query.shape[1]
             qpred = out_query_pred[e]
@@ -257,22 +269,21 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                 while word:
                     word &= word - np.uint64(1)
                     n_pos += 1
-            if empty and empty_policy == EMPTY_ZERO:
+            if empty and not refit:
+                for j in range(kq):
+                    qpred[j] = min(fixed_scene_scores[query[e, j]], 1.0)
+                out_post_ent[e] = fixed_entropy
+                m = 0
+                for t in range(n_test):
+                    if fixed_test_scores[t] > 0:
+                        touched[m] = t
+                        m += 1
+                out_ap[e] = average_precision_sparse(touched[:m], fixed_test_scores, truth, n_test, n_pos)
+            elif n == 0:  # the refit found nothing either: every score 0
                 for j in range(kq):
                     qpred[j] = 0.0
                 out_post_ent[e] = np.nan
-                out_ap[e] = n_pos / n_test if n_pos else np.nan  # all scores tied at 0
-            elif empty and empty_policy == EMPTY_PRIOR:
-                for j in range(kq):
-                    qpred[j] = min(prior_pred_scene[query[e, j]], 1.0)
-                out_post_ent[e] = prior_entropy
-                touched = np.empty(n_test, np.int64)
-                m = 0
-                for t in range(n_test):
-                    if prior_pred_test[t] > 0:
-                        touched[m] = t
-                        m += 1
-                out_ap[e] = average_precision_sparse(touched[:m], prior_pred_test, truth, n_test, n_pos)
+                out_ap[e] = n_pos / n_test if n_pos else np.nan
             else:
                 out_post_ent[e] = normalise(logw, n, probs)
                 for j in range(kq):

@@ -19,20 +19,24 @@ import numpy as np
 from ..engine.select import transpose_bits
 from ..scenes.bank import pack_bits
 from . import kernels as K
-
-PRIORS = ("length", "pcfg", "uniform")
-LIKELIHOODS = {"size": K.LIK_SIZE, "consistent": K.LIK_CONSISTENT, "noisy": K.LIK_NOISY}
-EMPTY_POLICIES = {"zero": K.EMPTY_ZERO, "prior": K.EMPTY_PRIOR, "noisy": K.EMPTY_NOISY}
+from .empty_policies import empty_policies
+from .likelihoods import likelihood_tables, likelihoods
+from .priors import log_prior, priors
 
 
 @dataclass(frozen=True)
 class OracleSettings:
-    """prior: ``length`` (w = exp(-beta·l), the paper's), ``pcfg`` or ``uniform``;
-    likelihood: ``size`` (strong sampling, the released code's), ``consistent`` (the paper's
-    deterministic one) or ``noisy`` (each label right with 1 - epsilon);
-    weak_empty: what an oracle does when no concept fits the support (``zero``: all scores
-    0, the released behaviour; ``prior``: the prior predictive; ``noisy``: the noisy
-    likelihood with ``epsilon``)."""
+    """How an oracle weighs its concepts.  Every choice is a name in a registry, so a
+    registered extension is chosen the same way as a built-in.
+
+    prior: a name in :data:`~bayes_concepts.oracles.priors` (``length``: w = exp(-beta·l),
+    the paper's; ``pcfg``; ``uniform``); beta: the ``length`` prior's rate (per token, >= 0);
+    likelihood: a name in :data:`~bayes_concepts.oracles.likelihoods` (``size``: strong
+    sampling, the released code's; ``consistent``: the paper's deterministic one; ``noisy``:
+    each label right with 1 - epsilon); epsilon: the label-noise rate, in (0, 0.5);
+    weak_empty: a name in :data:`~bayes_concepts.oracles.empty_policies`, what an oracle does
+    when no concept fits the support (``zero``: all scores 0, the released behaviour;
+    ``prior``: the prior predictive; ``noisy``: the noisy likelihood)."""
 
     prior: str = "length"
     beta: float = 0.2
@@ -41,24 +45,25 @@ class OracleSettings:
     weak_empty: str = "zero"
 
     def __post_init__(self):
-        if self.prior not in PRIORS:
-            raise ValueError(f"unknown prior {self.prior!r} (expected one of {', '.join(PRIORS)})")
-        if self.likelihood not in LIKELIHOODS:
-            raise ValueError(f"unknown likelihood {self.likelihood!r} (expected one of {', '.join(LIKELIHOODS)})")
-        if self.weak_empty not in EMPTY_POLICIES:
-            raise ValueError(f"unknown weak-empty policy {self.weak_empty!r} "
-                             f"(expected one of {', '.join(EMPTY_POLICIES)})")
+        priors.get(self.prior)
+        likelihoods.get(self.likelihood)
+        empty_policies.get(self.weak_empty)
+        for name in ("beta", "epsilon"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
         if not 0.0 < self.epsilon < 0.5:
             raise ValueError(f"epsilon must be in (0, 0.5), got {self.epsilon}")
-        if self.beta < 0:
-            raise ValueError(f"beta must be >= 0, got {self.beta}")
+        if not 0 <= self.beta <= 1e6:
+            raise ValueError(f"beta must be in [0, 1e6], got {self.beta}")
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
 @numba.njit(parallel=True, cache=True)
-def _prior_predictive(signatures, ids, probs, n_scenes, out):
+def _mixture_predictive(signatures, ids, probs, n_scenes, out):
+    """out[s] += Σ_i probs[i]·[concept ids[i] is true on scene s], for every scene s < n_scenes."""
     # one pass per concept; threads split the scene words, so no two write the same entry
     n_words = signatures.shape[1]
     for w in numba.prange(n_words):
@@ -77,7 +82,17 @@ class Oracle:
 
     Learner protocol: ``fit(scenes, labels, hard=True)`` then ``predict_proba(scenes)``;
     scenes are scene-bank ids (ints) or scene dicts.  ``evaluate(episodes)`` scores a
-    whole :class:`~bayes_concepts.episodes.Episodes` batch.
+    whole :class:`~bayes_concepts.episodes.Episodes` batch with the numba kernels.
+
+    Parameters
+    ----------
+    space : HypothesisSpace
+    concepts : int array (n,)
+        The oracle's hypotheses (concept ids of ``space``).
+    settings : OracleSettings
+        Prior, likelihood and weak-empty policy, by registered name.
+    name : str
+        The learner's name in results (``strong``, ``weak``, ...).
     """
 
     def __init__(self, space, concepts, settings: OracleSettings | None = None, name: str = "oracle"):
@@ -90,24 +105,42 @@ class Oracle:
         self.omega = pack_bits(member)
         self.log_prior = np.full(space.n_concepts, -np.inf)
         if len(self.concepts):
-            self.log_prior[self.concepts] = space.log_prior(self.settings.prior, self.settings.beta, self.concepts)
+            self.log_prior[self.concepts] = log_prior(space, self.concepts, self.settings)
         self._posterior = None
+        self._fixed = None
 
     # ---------------------------------------------------------------- priors
     def prior_entropy(self) -> float:
+        """Entropy of the prior over the oracle's concepts (nats)."""
         lp = self.log_prior[self.concepts]
         return float(-(np.exp(lp) * lp).sum())
 
+    def mixture_predictive(self, ids, probs):
+        """Σ_h probs[h]·h(u) for every scene u: float64 (n_scenes,) over the bank and
+        float64 (T,) over the test bank."""
+        bank = np.zeros(self.space.n_scenes)
+        _mixture_predictive(np.ascontiguousarray(self.space.signatures), np.asarray(ids, np.int64),
+                            np.asarray(probs, np.float64), self.space.n_scenes, bank)
+        return bank, bank[np.asarray(self.space.test_bank.scene_ids)]
+
     def prior_predictive(self):
-        """(per scene of the bank, per test-bank scene): Σ_h p(h)·h(u).  Cached."""
-        if getattr(self, "_prior_pred", None) is None:
-            sig = np.ascontiguousarray(self.space.signatures)
-            probs = np.exp(self.log_prior[self.concepts])
-            bank = np.zeros(self.space.n_scenes)
-            _prior_predictive(sig, self.concepts, probs, self.space.n_scenes, bank)
-            test = bank[np.asarray(self.space.test_bank.scene_ids)]
-            self._prior_pred = (bank, test)
-        return self._prior_pred
+        """(per scene of the bank, per test-bank scene): Σ_h p(h)·h(u)."""
+        return self.mixture_predictive(self.concepts, np.exp(self.log_prior[self.concepts]))
+
+    def _fallback(self):
+        """The weak-empty policy's fallback, with the predictive of a fixed posterior (cached)."""
+        if self._fixed is None:
+            fb = empty_policies.get(self.settings.weak_empty)(self)
+            if fb.likelihood is not None:
+                likelihoods.get(fb.likelihood)
+                self._fixed = (fb, None, None)
+            else:
+                self._fixed = (fb, *self.mixture_predictive(fb.concepts, fb.probs))
+        return self._fixed
+
+    def _tables(self, name, n_drawn, k, hard):
+        return likelihood_tables(name, np.asarray(self.space.counts, np.int64), self.space.n_scenes, n_drawn, k,
+                                 hard, self.settings)
 
     # ------------------------------------------------------------- episodes
     def evaluate(self, episodes, hard_support: bool | None = None) -> dict:
@@ -117,25 +150,29 @@ class Oracle:
         space, st = self.space, self.settings
         if hard_support is None:
             hard_support = episodes.meta.get("negatives", "hard") == "hard"
-        n_pos_slots = int(episodes.meta.get("n_positive", 5))
+        n_drawn = int(episodes.meta.get("n_positive", 5))
+        k = episodes.support_scenes.shape[1]
         e = len(episodes)
         out = {k: np.empty(e) for k in ("ap", "cba", "posterior_entropy", "predictive_entropy")}
         out["empty"] = np.zeros(e, bool)
         out["n_candidates"] = np.zeros(e, np.int64)
         out["query_pred"] = np.zeros(episodes.query_scenes.shape)
-        if st.weak_empty == "prior":
-            bank_pred, test_pred = self.prior_predictive()
+        first, second, consistent_only = self._tables(st.likelihood, n_drawn, k, bool(hard_support))
+        fb, fixed_bank, fixed_test = self._fallback()
+        if fb.likelihood is not None:
+            refit = self._tables(fb.likelihood, n_drawn, k, bool(hard_support))
+            fixed_bank = fixed_test = np.zeros(1)
         else:
-            bank_pred, test_pred = np.zeros(1), np.zeros(1)
+            refit = (np.zeros((1, 1, 1)), np.zeros((1, 1, 1)), True)
         K.evaluate_episodes(
             np.ascontiguousarray(episodes.support_scenes), np.ascontiguousarray(episodes.support_labels),
             np.ascontiguousarray(episodes.query_scenes), np.ascontiguousarray(episodes.query_labels),
-            np.asarray(episodes.concept, np.int64), bool(hard_support), n_pos_slots,
-            space.scene_concepts(), self.omega, self.log_prior, np.asarray(space.counts, np.int64),
-            space.n_scenes, np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
+            np.asarray(episodes.concept, np.int64), space.scene_concepts(), self.omega, self.log_prior,
+            first, second, consistent_only,
+            np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
             np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(), space.class_representatives(),
-            LIKELIHOODS[st.likelihood], st.epsilon, EMPTY_POLICIES[st.weak_empty], bank_pred, test_pred,
-            self.prior_entropy(), out["ap"], out["cba"], out["posterior_entropy"], out["predictive_entropy"],
+            fb.likelihood is not None, *refit, fixed_bank, fixed_test, fb.entropy,
+            out["ap"], out["cba"], out["posterior_entropy"], out["predictive_entropy"],
             out["empty"], out["n_candidates"], out["query_pred"])
         return out
 
@@ -164,25 +201,21 @@ class Oracle:
         """
         labels = np.asarray(labels, np.int8)
         rows = self._scene_rows(scenes)
-        st = self.settings
+        k = len(labels)
         h = self.space.n_concepts
         ids, logw = np.empty(h, np.int64), np.empty(h)
-        n_pos = int(labels.sum()) if positives_drawn is None else int(positives_drawn)
-        support = np.arange(len(labels), dtype=np.int64)
-        n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior,
-                                 np.asarray(self.space.counts, np.int64), self.space.n_scenes,
-                                 LIKELIHOODS[st.likelihood], st.epsilon, hard, n_pos, ids, logw)
+        n_drawn = int(labels.sum()) if positives_drawn is None else int(positives_drawn)
+        support = np.arange(k, dtype=np.int64)
+        tables = self._tables(self.settings.likelihood, n_drawn, k, bool(hard))
+        n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior, *tables, ids, logw)
         self.empty_ = n == 0
-        if n == 0 and st.weak_empty == "noisy":
-            n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior,
-                                     np.asarray(self.space.counts, np.int64), self.space.n_scenes, K.LIK_NOISY,
-                                     st.epsilon, hard, n_pos, ids, logw)
         if n == 0:
-            if st.weak_empty == "prior":
-                self._posterior = (self.concepts.copy(), np.exp(self.log_prior[self.concepts]))
-            else:
-                self._posterior = (np.zeros(0, np.int64), np.zeros(0))
-            return self
+            fb = self._fallback()[0]
+            if fb.likelihood is None:
+                self._posterior = (fb.concepts.copy(), fb.probs.copy())
+                return self
+            tables = self._tables(fb.likelihood, n_drawn, k, bool(hard))
+            n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior, *tables, ids, logw)
         probs = np.empty(n)
         K.normalise(logw[:n], n, probs)
         order = np.argsort(-probs, kind="stable")

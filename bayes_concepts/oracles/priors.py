@@ -1,0 +1,61 @@
+"""Priors over concepts: the registry :data:`priors` and the built-in ``length``, ``pcfg``
+and ``uniform`` priors (DESIGN section 8).
+
+A prior is one registered function ``prior(space, concepts, settings) -> log_weights``:
+``concepts`` int64 (n,) ids of the space, ``settings`` the
+:class:`~bayes_concepts.oracles.OracleSettings`; it returns float64 (n,) unnormalised log
+weights (``-inf`` excludes a concept).  :func:`log_prior` normalises them::
+
+    @priors.register("short_only")
+    def short_only(space, concepts, settings):
+        '''log weight 0 for programs of at most 8 tokens, -inf for longer ones'''
+        return np.where(space.lengths[concepts] <= 8, 0.0, -np.inf)
+
+A prior that needs a program length uses ``space.lengths`` (every kind of space provides a
+description length there).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..registry import Registry
+
+priors = Registry("prior")
+
+
+@priors.register("length")
+def length_prior(space, concepts, settings):
+    """w(h) = exp(-beta * l(h)), l = program length in tokens (the paper's prior, beta = 0.2)."""
+    return -float(settings.beta) * np.asarray(space.lengths)[concepts].astype(np.float64)
+
+
+@priors.register("pcfg")
+def pcfg_prior(space, concepts, settings):
+    """w(h) = the grammar's derivation probability (what CURI's released code used)."""
+    return np.asarray(space.log_pcfg)[concepts].astype(np.float64)
+
+
+@priors.register("uniform")
+def uniform_prior(space, concepts, settings):
+    """w(h) = 1 for every concept."""
+    return np.zeros(len(concepts))
+
+
+def log_prior(space, concepts, settings) -> np.ndarray:
+    """Normalised log prior of ``settings.prior`` over ``concepts`` (int (n,)): float64 (n,).
+
+    An error names the prior if its function returns the wrong shape, NaN, +inf, or gives
+    every concept weight 0.
+    """
+    concepts = np.asarray(concepts, np.int64)
+    if len(concepts) == 0:
+        return np.zeros(0)
+    w = np.asarray(priors.get(settings.prior)(space, concepts, settings), np.float64)
+    if w.shape != concepts.shape:
+        raise ValueError(f"prior {settings.prior!r} returned shape {w.shape}, expected {concepts.shape}")
+    if np.isnan(w).any() or np.isposinf(w).any():
+        raise ValueError(f"prior {settings.prior!r} returned NaN or +inf log weights")
+    if np.isneginf(w).all():
+        raise ValueError(f"prior {settings.prior!r} gives every one of the {len(w):,} concepts weight 0")
+    return w - logsumexp(w)

@@ -1,0 +1,83 @@
+"""Named extension points: a :class:`Registry` maps a name to an implementation.
+
+Every place where the toolkit offers a choice (a prior, a likelihood, a weak-empty
+policy, a hard-negative mode, a held-out split rule) is a registry, and the command
+line takes its choices from it.  Adding a new choice is one decorated function, in
+the manner of scikit-learn's scorers or pynndescent's named distances::
+
+    import bayes_concepts as bc
+
+    @bc.priors.register("short_only")
+    def short_only(space, concepts, settings):
+        '''log weight 0 for programs of <= 8 tokens, -inf otherwise'''
+        return np.where(space.lengths[concepts] <= 8, 0.0, -np.inf)
+
+    bc.compute_gap(space, splits, settings=bc.OracleSettings(prior="short_only"))
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+
+class Registry:
+    """A named collection of implementations of one extension point.
+
+    ``what`` names the kind of thing (``"prior"``) in error messages.  Entries are kept in
+    registration order; ``names()`` is what a command line offers as choices.
+    """
+
+    def __init__(self, what: str):
+        self.what = what
+        self._entries: dict = {}
+
+    def register(self, name: str, obj=None, *, replace: bool = False):
+        """Register ``obj`` under ``name``; used bare as a decorator, ``@registry.register("name")``.
+
+        Registering a name twice is an error unless ``replace=True``.
+        """
+        if not isinstance(name, str) or not name or name != name.strip() or " " in name:
+            raise ValueError(f"a {self.what} name must be a non-empty word, got {name!r}")
+
+        def add(o):
+            if name in self._entries and not replace:
+                raise ValueError(f"a {self.what} named {name!r} is already registered (pass replace=True)")
+            self._entries[name] = o
+            return o
+
+        return add if obj is None else add(obj)
+
+    def unregister(self, name: str):
+        """Remove ``name`` (e.g. at the end of a test that registered it)."""
+        self.get(name)
+        del self._entries[name]
+
+    def get(self, name: str):
+        """The implementation registered as ``name``; a ValueError naming the choices if none."""
+        try:
+            return self._entries[name]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown {self.what} {name!r} (expected one of {', '.join(self._entries)})") from None
+
+    def names(self) -> tuple:
+        return tuple(self._entries)
+
+    def __contains__(self, name) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def items(self):
+        return self._entries.items()
+
+    def __repr__(self):
+        return f"Registry({self.what!r}: {', '.join(self._entries)})"
+
+
+def describe(obj: Callable) -> str:
+    """First line of an implementation's docstring (for help texts)."""
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    return doc.splitlines()[0] if doc else ""
