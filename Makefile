@@ -24,9 +24,19 @@ figures: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
 
-bench: $(STAMP)
+# The README's "Speed" table: executor, space build (demo and paper presets), then
+# episodes and the full comp-gap table on a paper-scale space (built once, kept in
+# $(BENCH_SPACE); results in benchmarks/out/).
+BENCH_SPACE ?= spaces/paper
+
+$(BENCH_SPACE)/manifest.json: | $(STAMP)
+	$(BIN)/bayes-concepts space build $(BENCH_SPACE) --preset paper
+
+bench: $(STAMP) $(BENCH_SPACE)/manifest.json
 	$(BIN)/python benchmarks/executor.py
 	$(BIN)/python benchmarks/space_build.py
+	$(BIN)/python benchmarks/episodes.py $(BENCH_SPACE)
+	$(BIN)/python benchmarks/gap.py $(BENCH_SPACE)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
