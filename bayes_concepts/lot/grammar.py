@@ -1,10 +1,19 @@
 """Reading a PCFG from a grammar file, and the vocabulary it defines.
 
 The grammar file format is documented at the top of ``hypotheses/curi.pcfg``.
+A grammar file is the single source of truth for a domain (DESIGN section 14).
 A :class:`Grammar` holds
 
 * the *vocabulary* (value types, their constants, property tokens) that the
-  program parser and type checker use, and the scene schema it implies;
+  program parser and type checker use, and the scene schema it implies
+  (:attr:`Grammar.schema`: one attribute per property's attribute, with the
+  object-count limits of the ``objects MIN SAMPLE_MIN MAX`` line; without that
+  line 1, 2 and 5, CURI's);
+* the names of the rejection rules that apply to its programs, in order
+  (:attr:`Grammar.rejection_rules`, from the ``reject RULE ...`` lines; a grammar
+  without such a line applies none).  Each name must be registered in
+  :data:`bayes_concepts.lot.rejection.rejection_rules`, otherwise reading the file
+  fails with a :class:`GrammarError` naming the file and line;
 * the productions with normalised probabilities;
 * array forms of both for the numba sampler (:meth:`Grammar.tables`).
 """
@@ -30,6 +39,9 @@ IGNORED = ("lambda", "S.")
 #: Comparison operators: a program comparing two constants is rejected by the sampler.
 COMPARISONS = ("=", ">")
 NUM = "NUM"
+#: Object-count limits ``(min_objects, sample_min_objects, max_objects)`` of a grammar
+#: file without an ``objects`` line (CURI's: 1..5 objects valid, 2..5 sampled).
+DEFAULT_OBJECTS = (1, 2, 5)
 _INT = re.compile(r"^[0-9]+$")
 
 
@@ -64,15 +76,23 @@ class Production:
 
 
 class Grammar:
-    """A PCFG over CURI-style postfix programs, read from a ``.pcfg`` file."""
+    """A PCFG over CURI-style postfix programs, read from a ``.pcfg`` file.
 
-    def __init__(self, value_types, properties, productions, start, max_depth, source="<grammar>"):
+    ``objects``: ``(min_objects, sample_min_objects, max_objects)`` of the scenes of the
+    domain (:attr:`schema`); ``rejection_rules``: names of registered rejection rules
+    that apply to the grammar's programs, in order (default none).
+    """
+
+    def __init__(self, value_types, properties, productions, start, max_depth, source="<grammar>", *,
+                 objects=DEFAULT_OBJECTS, rejection_rules=()):
         self.value_types = {t.name: t for t in value_types}
         self.properties = {p.token: p for p in properties}
         self.productions = tuple(productions)
         self.start = start
         self.max_depth = max_depth
         self.source = source
+        self.min_objects, self.sample_min_objects, self.max_objects = (int(k) for k in objects)
+        self.rejection_rules = tuple(rejection_rules)
         self.nonterminals = tuple(dict.fromkeys(p.lhs for p in self.productions))
         self._by_lhs = {nt: tuple(p for p in self.productions if p.lhs == nt) for nt in self.nonterminals}
         self._check()
@@ -89,8 +109,8 @@ class Grammar:
 
     @classmethod
     def from_text(cls, text: str, source: str = "<grammar>") -> "Grammar":
-        value_types, properties, groups = [], [], []
-        start, max_depth = None, 6
+        value_types, properties, groups, rejection_rules = [], [], [], []
+        start, max_depth, objects = None, 6, None
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.split("#", 1)[0].strip()
             if not line:
@@ -145,9 +165,15 @@ class Grammar:
                 if len(words) != 2 or not _INT.match(words[1]):
                     raise GrammarError(f"{where}: expected 'max_depth N' with a whole number N")
                 max_depth = int(words[1])
+            elif words[0] == "objects":
+                if objects is not None:
+                    raise GrammarError(f"{where}: a second 'objects' line")
+                objects = _read_objects(words, where)
+            elif words[0] == "reject":
+                rejection_rules.extend(_read_reject(words, rejection_rules, where))
             else:
                 raise GrammarError(f"{where}: cannot read {words[0]!r} (expected a rule 'LHS -> ...', "
-                                   "'value', 'property', 'start' or 'max_depth')")
+                                   "'value', 'property', 'start', 'max_depth', 'objects' or 'reject')")
         if start is None:
             raise GrammarError(f"{source}: no 'start SYMBOL' line")
         # normalise: each LHS's group weights sum to 1, split evenly inside a group
@@ -158,10 +184,18 @@ class Grammar:
         for lhs, alternatives, weight, lineno in groups:
             share = weight / totals[lhs] / len(alternatives)
             productions.extend(Production(lhs, alt, float(share), lineno) for alt in alternatives)
-        return cls(value_types, properties, productions, start, max_depth, source)
+        return cls(value_types, properties, productions, start, max_depth, source,
+                   objects=objects or DEFAULT_OBJECTS, rejection_rules=rejection_rules)
 
     def _check(self):
         src = self.source
+        if not 1 <= self.min_objects <= self.sample_min_objects <= self.max_objects:
+            raise GrammarError(f"{src}: objects {self.min_objects} {self.sample_min_objects} {self.max_objects}: "
+                               "need 1 <= MIN <= SAMPLE_MIN <= MAX")
+        from .rejection import rejection_rules
+        for name in self.rejection_rules:
+            if name not in rejection_rules:
+                raise GrammarError(f"{src}: {_unknown_rule(name, rejection_rules)}")
         for p in self.properties.values():
             if p.type not in self.value_types:
                 raise GrammarError(f"{src}: property {p.token} has unknown type {p.type!r}")
@@ -214,7 +248,8 @@ class Grammar:
             if p.attribute in attrs and attrs[p.attribute].values != values:
                 raise GrammarError(f"{self.source}: attribute {p.attribute!r} is read with two different types")
             attrs[p.attribute] = Attribute(p.attribute, values, vt.ordered)
-        return SceneSchema(tuple(attrs.values()))
+        return SceneSchema(tuple(attrs.values()), max_objects=self.max_objects, min_objects=self.min_objects,
+                           sample_min_objects=self.sample_min_objects)
 
     # ------------------------------------------------------------ probabilities
     def rules(self, lhs: str) -> tuple:
@@ -288,6 +323,37 @@ class GrammarTables:
         is_cmp = np.array([t in COMPARISONS for t in tokens], bool)
         return cls(tokens, len(nts), prod_start, cum, np.log(probs), rhs_start,
                    np.array(rhs, np.int32), arity, is_const, is_cmp, nt_id[g.start])
+
+
+def _read_objects(words, where) -> tuple:
+    """``objects MIN SAMPLE_MIN MAX`` -> ``(MIN, SAMPLE_MIN, MAX)``."""
+    if len(words) != 4 or not all(_INT.match(w) for w in words[1:]):
+        raise GrammarError(f"{where}: expected 'objects MIN SAMPLE_MIN MAX' with whole numbers "
+                           "(objects in a valid scene, fewest objects a sampled scene has, most objects)")
+    lo, sample_lo, hi = (int(w) for w in words[1:])
+    if not 1 <= lo <= sample_lo <= hi:
+        raise GrammarError(f"{where}: objects {lo} {sample_lo} {hi}: need 1 <= MIN <= SAMPLE_MIN <= MAX")
+    return lo, sample_lo, hi
+
+
+def _unknown_rule(name, registry) -> str:
+    return (f"unknown rejection rule {name!r} (known: {', '.join(registry)}; a new rule is a function "
+            "registered with bayes_concepts.lot.rejection_rules.register before the grammar is read)")
+
+
+def _read_reject(words, earlier, where) -> list:
+    """``reject RULE ...`` -> the rule names, each registered and not named before."""
+    from .rejection import rejection_rules
+    if len(words) < 2:
+        raise GrammarError(f"{where}: expected 'reject RULE [RULE ...]' naming at least one rejection rule")
+    names = []
+    for name in words[1:]:
+        if name not in rejection_rules:
+            raise GrammarError(f"{where}: {_unknown_rule(name, rejection_rules)}")
+        if name in earlier or name in names:
+            raise GrammarError(f"{where}: rejection rule {name!r} is named twice")
+        names.append(name)
+    return names
 
 
 def token_arity(token: str, kinds: dict) -> int:
