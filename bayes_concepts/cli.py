@@ -258,17 +258,8 @@ def _load_space(path):
 
 
 def _splits_for(space, names=None, specs=None):
-    from .splits import curi_splits, make_split
-    splits = curi_splits(space)
-    for spec in specs or []:
-        split = make_split(space, spec)
-        splits[split.name] = split
-    if names and names != ["all"]:
-        unknown = [n for n in names if n not in splits]
-        if unknown:
-            raise ValueError(f"unknown split {', '.join(unknown)} (known: {', '.join(splits)})")
-        splits = {n: splits[n] for n in names}
-    return splits
+    from .splits import load_splits
+    return load_splits(space, names, specs or ())
 
 
 def cmd_splits(args) -> int:
@@ -287,7 +278,7 @@ def cmd_episodes(args) -> int:
     space = _load_space(args.dir)
     split = _splits_for(space, [args.split], args.spec)[args.split]
     eps = sample_episodes(space, split, side=args.side, negatives=args.negatives, n=args.n, seed=args.seed,
-                          query_negatives=args.query_negatives)
+                          query_negatives=args.query_negatives, hard_mode=args.hard_mode)
     eps.save(args.out)
     topup = eps.meta["support_topup"] + eps.meta["query_topup"]
     print(f"wrote {len(eps):,} {args.negatives}-negative episodes of {args.split}/{args.side} to {args.out} "
@@ -344,7 +335,8 @@ def cmd_gap(args) -> int:
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     t = time.perf_counter()
     ds = compute_gap(space, splits, negatives, args.episodes, _settings(args), args.seed,
-                     query_negatives=args.query_negatives, progress=not args.json and sys.stderr.isatty())
+                     query_negatives=args.query_negatives, hard_mode=args.hard_mode,
+                     progress=not args.json and sys.stderr.isatty())
     rows = summarise(ds, seed=args.seed)
     if args.out:
         save_results(ds, args.out)
@@ -412,13 +404,28 @@ def cmd_audit(args) -> int:
     return 0
 
 
+def _choices(registry) -> str:
+    from .registry import describe
+    return "; ".join(f"{name}: {describe(obj)}" for name, obj in registry.items())
+
+
+def _hard_mode_option(p):
+    from .episodes import hard_negative_modes
+    p.add_argument("--hard-mode", choices=hard_negative_modes.names(), default="union",
+                   help=f"how hard negatives are drawn ({_choices(hard_negative_modes)})")
+
+
 def _oracle_options(p):
-    p.add_argument("--prior", choices=["length", "pcfg", "uniform"], default="length")
-    p.add_argument("--beta", type=float, default=0.2)
-    p.add_argument("--likelihood", choices=["size", "consistent", "noisy"], default="size")
-    p.add_argument("--epsilon", type=float, default=0.05)
-    p.add_argument("--weak-empty", choices=["zero", "prior", "noisy"], default="zero")
-    p.add_argument("--seed", type=int, default=0)
+    from .oracles import empty_policies, likelihoods, priors
+    p.add_argument("--prior", choices=priors.names(), default="length",
+                   help=f"prior over concepts ({_choices(priors)})")
+    p.add_argument("--beta", type=float, default=0.2, help="rate of the length prior per token (default 0.2)")
+    p.add_argument("--likelihood", choices=likelihoods.names(), default="size",
+                   help=f"likelihood of the support labels ({_choices(likelihoods)})")
+    p.add_argument("--epsilon", type=float, default=0.05, help="label-noise rate of the noisy likelihood (default 0.05)")
+    p.add_argument("--weak-empty", choices=empty_policies.names(), default="zero",
+                   help=f"what an oracle does when no concept fits the support ({_choices(empty_policies)})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -484,7 +491,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", required=True)
     p.add_argument("--spec", nargs="+", metavar="FILE")
     p.add_argument("--negatives", choices=["hard", "easy"], required=True)
-    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None)
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
+                   help="negatives of the query set (default: as --negatives; random: CURI's released code)")
+    _hard_mode_option(p)
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--side", choices=["train", "val", "test"], default="test")
     p.add_argument("--seed", type=int, default=0)
@@ -496,7 +505,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="all")
     p.add_argument("--spec", nargs="+", metavar="FILE")
     p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both")
-    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None)
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
+                   help="negatives of the query set (default: as --negatives; random: CURI's released code)")
+    _hard_mode_option(p)
     p.add_argument("--episodes", type=int, default=20_000)
     _oracle_options(p)
     p.add_argument("--out", metavar="results.nc")

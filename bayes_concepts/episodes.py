@@ -10,7 +10,9 @@ and a support and a query set of 5 positives + 20 negatives each (configurable):
   alternatives' extensions minus ext(h) (``hard_mode="union"``, the default: an
   alternative is drawn ∝ |ext h′|, a scene of it uniformly, and kept with
   probability 1/(number of alternatives true on it)).  ``hard_mode="alternative"``
-  draws the alternative uniformly first.  When no alternative has scenes left
+  draws the alternative uniformly first (hard-negative modes are a registry,
+  :data:`hard_negative_modes`; a new mode is one registered function).  When no
+  alternative has scenes left
   (or 400 draws per missing negative fail), random scenes on which h is false top
   the set up and are flagged (``*_topup``);
 * easy negatives (``negatives="easy"``): uniform random scenes other than the
@@ -37,7 +39,9 @@ import numpy as np
 
 from .engine.select import _popcount64, block_counts, select_bit
 from .errors import BayesConceptsError
+from .registry import Registry
 from .rng import block_seeds, next_below
+from .scenes.bank import unpack_bits
 
 BLOCK = 64
 ARRAY_FIELDS = ("concept", "support_scenes", "support_labels", "support_source", "support_topup",
@@ -47,6 +51,52 @@ ARRAY_FIELDS = ("concept", "support_scenes", "support_labels", "support_source",
 
 class EpisodeError(BayesConceptsError):
     """Episodes cannot be drawn as asked (e.g. no concept on the side has enough positives)."""
+
+
+@dataclass(frozen=True)
+class HardNegativeMode:
+    """A registered way of drawing hard negatives: a Python ``draw`` function, or (the
+    built-ins) a flag of the numba sampler, ``kernel_union``, with a one-line ``summary``."""
+
+    draw: object = None
+    kernel_union: bool | None = None
+    summary: str = ""
+
+
+class HardNegativeModeRegistry(Registry):
+    """Hard-negative modes.  A new mode is one registered function::
+
+        @hard_negative_modes.register("most_specific")
+        def most_specific(space, concept, positives, alternatives, exclude, n, rng):
+            # negatives from the alternative with the smallest extension
+            a = alternatives[np.argmin(space.counts[alternatives])]
+            ok = space.signature(a) & ~space.signature(concept)
+            ok[exclude] = False
+            pool = np.flatnonzero(ok)
+            return rng.choice(pool, size=min(n, len(pool)), replace=False)
+
+    Arguments: the space; the concept id; int64 (5,) the set's positives; int64 (m,) the
+    *alternatives* (concepts true on every positive that are not synonyms of the concept);
+    int64 (j,) scenes already used in the episode; ``n`` negatives wanted; a
+    ``numpy.random.Generator`` seeded per episode.  It returns up to ``n`` distinct scene
+    ids on which the concept is false (checked); the set is topped up with random such
+    scenes, flagged ``*_topup``.  Registered modes run in Python, one set at a time; the
+    built-in ``union`` and ``alternative`` run in the numba sampler.
+    """
+
+    def register(self, name, obj=None, *, replace: bool = False):
+        def add(fn):
+            doc = (fn.__doc__ or "").strip().splitlines()
+            Registry.register(self, name, HardNegativeMode(draw=fn, summary=doc[0] if doc else ""), replace=replace)
+            return fn
+        return add if obj is None else add(obj)
+
+
+hard_negative_modes = HardNegativeModeRegistry("hard-negative mode")
+Registry.register(hard_negative_modes, "union", HardNegativeMode(kernel_union=True, summary=(
+    "each negative uniformly from the union of the consistent alternatives' extensions outside ext(h) (default)")))
+Registry.register(hard_negative_modes, "alternative", HardNegativeMode(kernel_union=False, summary=(
+    "an alternative uniformly, then one of its scenes outside ext(h)")))
 
 
 @dataclass
@@ -283,8 +333,7 @@ class EpisodeSampler:
         on which some consistent alternative is true) or ``alternative`` (an alternative
         uniformly, then one of its scenes outside ext(h): specific alternatives get as many
         negatives as broad ones, which makes the weak oracle's job much harder)."""
-        if hard_mode not in ("alternative", "union"):
-            raise ValueError(f"hard_mode must be 'alternative' or 'union', got {hard_mode!r}")
+        mode = hard_negative_modes.get(hard_mode)
         if negatives not in ("hard", "easy"):
             raise ValueError(f"negatives must be 'hard' or 'easy', got {negatives!r}")
         if query_negatives not in (None, "hard", "easy", "random"):
@@ -312,11 +361,15 @@ class EpisodeSampler:
             arrays[f"{side}_topup"] = np.zeros((n, k), bool)
             arrays[f"{side}_relabelled"] = np.zeros((n, k), bool)
         qn = query_negatives or negatives
-        _sample_episodes(concepts, seeds, self.signatures, self.cum, self.scene_concepts, space.counts,
-                         space.synonym_classes, space.n_scenes, n_positive, negatives == "hard", qn == "hard",
-                         hard_mode == "union",
-                         *(arrays[f"support_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled")),
-                         *(arrays[f"query_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled")))
+        sets = [tuple(arrays[f"{side}_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled"))
+                for side in ("support", "query")]
+        if mode.draw is None:
+            _sample_episodes(concepts, seeds, self.signatures, self.cum, self.scene_concepts, space.counts,
+                             space.synonym_classes, space.n_scenes, n_positive, negatives == "hard", qn == "hard",
+                             mode.kernel_union, *sets[0], *sets[1])
+        else:
+            self._sample_with(mode.draw, hard_mode, concepts, seeds, n_positive,
+                              (negatives == "hard", qn == "hard"), sets)
         info = dict(meta or {})
         info.update({"negatives": negatives, "query_negatives": qn, "hard_mode": hard_mode, "seed": int(seed),
                      "n": int(n),
@@ -325,6 +378,52 @@ class EpisodeSampler:
                      "support_topup": int(arrays["support_topup"].sum()),
                      "query_topup": int(arrays["query_topup"].sum())})
         return Episodes(concept=concepts, **arrays, meta=info)
+
+
+    def alternatives(self, concept: int, positives) -> np.ndarray:
+        """int64 (m,): the concepts true on every scene of ``positives`` that are not synonyms of
+        ``concept`` (the concepts hard negatives come from)."""
+        common = np.bitwise_and.reduce(self.scene_concepts[np.asarray(positives, np.int64)], axis=0)
+        ids = np.flatnonzero(unpack_bits(common, self.space.n_concepts))
+        classes = np.asarray(self.space.synonym_classes)
+        return ids[classes[ids] != classes[concept]].astype(np.int64)
+
+    def _sample_with(self, draw, name, concepts, seeds, n_positive, hard_sets, sets):
+        """Fill ``sets`` ((scenes, labels, source, topup, relabelled) of support and query) with a
+        registered Python hard-negative mode ``draw``; one generator per episode."""
+        space = self.space
+        k = sets[0][0].shape[1]
+        n_neg = k - n_positive
+        for e, h in enumerate(concepts.tolist()):
+            rng = np.random.default_rng(int(seeds[e]))
+            truth = space.signature(h)
+            positives = rng.choice(np.flatnonzero(truth), size=2 * n_positive, replace=False)
+            used = set(positives.tolist())
+            for j, (scenes, labels, source, topup, relabelled) in enumerate(sets):
+                pos = positives[j * n_positive:(j + 1) * n_positive]
+                scenes[e, :n_positive], labels[e, :n_positive] = pos, 1
+                neg = []
+                if hard_sets[j]:
+                    got = np.asarray(draw(space, h, pos.copy(), self.alternatives(h, pos),
+                                          np.array(sorted(used), np.int64), n_neg, rng), np.int64).ravel()
+                    if (len(got) > n_neg or len(set(got.tolist())) != len(got) or (len(got) and (
+                            got.min() < 0 or got.max() >= space.n_scenes or truth[got].any()
+                            or used.intersection(got.tolist())))):
+                        raise EpisodeError(f"hard-negative mode {name!r} returned scenes that are not at most {n_neg} "
+                                           "distinct unused scenes on which the concept is false")
+                    neg = got.tolist()
+                    used.update(neg)
+                while len(neg) < n_neg:
+                    s = int(rng.integers(space.n_scenes))
+                    if s in used or (hard_sets[j] and truth[s]):
+                        continue
+                    i = n_positive + len(neg)
+                    labels[e, i] = int(truth[s])
+                    relabelled[e, i] = bool(truth[s])
+                    topup[e, i] = hard_sets[j]
+                    neg.append(s)
+                    used.add(s)
+                scenes[e, n_positive:] = neg
 
 
 def sample_episodes(space, split, side: str = "test", negatives: str = "hard", n: int = 1000, *, seed: int = 0,

@@ -78,6 +78,10 @@ class Registry:
 
 
 def describe(obj: Callable) -> str:
-    """First line of an implementation's docstring (for help texts)."""
+    """One line on a registered implementation (for help texts): its ``summary`` attribute if
+    it has one, else the first line of its docstring."""
+    summary = getattr(obj, "summary", None)
+    if isinstance(summary, str):
+        return summary
     doc = (getattr(obj, "__doc__", None) or "").strip()
     return doc.splitlines()[0] if doc else ""

@@ -98,13 +98,14 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
 
 from .errors import BayesConceptsError, ProgramError
+from .registry import Registry
 
 SIDES = ("train", "val", "test")
 KINDS = ("all", "random", "held_out")
@@ -117,7 +118,6 @@ _KIND_KEYS = {
     "random": ("fractions", "seed", "synonym_aware"),
     "held_out": ("held_out", "synonym_aware", "val_fraction", "val_seed"),
 }
-_HELD_OUT_KEYS = ("tokens", "pairs", "pairs_require_any", "counts", "min_length", "programs")
 _FRACTION_KEYS = ("train", "val", "test")
 _COUNT_KEYS = ("value", "number")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -503,78 +503,208 @@ def _token_list(v, where, key, what=None):
     return [_token(t, where, keys, what or f"each entry of held_out.{key}") for t in v]
 
 
+# ======================================================================= split rules
+@dataclass(frozen=True)
+class SplitRule:
+    """A held-out rule: the key ``name`` of a ``[held_out]`` table.
+
+    holds_out(space, value, table) -> bool (n_concepts,): which concepts the rule holds out,
+        given its validated ``value`` and the whole validated ``[held_out]`` table (for
+        options such as ``pairs_require_any``).
+    validate(value, where, key) -> the value to store (raise ``where.error(msg, ("held_out", key))``
+        on bad input); default: accept any value.
+    tokens(value) -> grammar tokens the value names (checked against the space's grammar).
+    options: auxiliary keys of ``[held_out]`` the rule reads; each must come with the rule.
+    """
+
+    name: str
+    holds_out: Callable
+    validate: Callable | None = None
+    tokens: Callable | None = None
+    options: dict = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        return (self.holds_out.__doc__ or "").strip().split("\n")[0]
+
+
+class SplitRuleRegistry(Registry):
+    """Held-out split rules.  A new rule is one registered function::
+
+        @split_rules.register("max_count")
+        def max_count(space, value, table):
+            '''hold out concepts true on more than ``value`` scenes'''
+            return np.asarray(space.counts) > value
+
+    after which a spec may say ``[held_out] max_count = 500``.  Keyword arguments of
+    ``register``: ``validate``, ``tokens`` and ``options`` (see :class:`SplitRule`).
+    """
+
+    def register(self, name, obj=None, *, validate=None, tokens=None, options=None, replace: bool = False):
+        def add(fn):
+            Registry.register(self, name, SplitRule(name, fn, validate, tokens, dict(options or {})), replace=replace)
+            return fn
+        return add if obj is None else add(obj)
+
+    def keys(self) -> tuple:
+        """Every key a ``[held_out]`` table may hold: the rules, each followed by its options."""
+        out = []
+        for name, rule in self.items():
+            out.append(name)
+            out.extend(rule.options)
+        return tuple(out)
+
+
+split_rules = SplitRuleRegistry("split rule")
+
+
+def _validate_pairs(pairs, where, key):
+    keys = ("held_out", key)
+    if not isinstance(pairs, list) or not pairs:
+        raise where.error(f"held_out.pairs must be a non-empty array of [token, token] pairs, got {pairs!r}", keys)
+    out = []
+    for p in pairs:
+        if not isinstance(p, list) or len(p) != 2:
+            raise where.error(f"each entry of held_out.pairs must be a pair [token, token], got {p!r}", keys,
+                              next((t for t in p if isinstance(t, str)), None) if isinstance(p, list) else None)
+        a, b = (_token(t, where, keys, "each token of a pair") for t in p)
+        if a == b:
+            raise where.error(f"held_out.pairs has the pair [{a!r}, {b!r}] of identical tokens "
+                              "(use tokens = [...] to hold out a single token)", keys, a)
+        out.append([a, b])
+    return out
+
+
+def _validate_counts(counts, where, key):
+    keys = ("held_out", key)
+    if not isinstance(counts, list) or not counts:
+        raise where.error("held_out.counts must be a non-empty array of tables {value = ..., number = ...}, "
+                          f"got {counts!r}", keys)
+    out = []
+    for c in counts:
+        if not isinstance(c, dict):
+            raise where.error(f"each entry of held_out.counts must be a table {{value = ..., number = ...}}, "
+                              f"got {c!r}", keys)
+        for k in c:
+            if k not in _COUNT_KEYS:
+                raise where.error(f"unknown key {k!r} in a held_out.counts entry (expected value, number)", keys, k)
+        for k in _COUNT_KEYS:
+            if k not in c:
+                raise where.error(f"a held_out.counts entry is missing {k!r} (expected {{value = ..., "
+                                  "number = ...}})", keys, str(c.get("value")) if "value" in c else None)
+        value = _token(c["value"], where, keys, "held_out.counts value")
+        number = c["number"]
+        if not _is_int(number) or number < 0:
+            raise where.error(f"held_out.counts number must be an integer >= 0, got {number!r}", keys, value)
+        out.append({"value": value, "number": number})
+    return out
+
+
+def _validate_min_length(v, where, key):
+    if not _is_int(v) or v < 1:
+        raise where.error(f"held_out.min_length must be an integer >= 1, got {v!r}", ("held_out", key))
+    return v
+
+
+def _validate_programs(progs, where, key):
+    keys = ("held_out", key)
+    if not isinstance(progs, list) or not progs:
+        raise where.error(f"held_out.programs must be a non-empty array of postfix program strings, got {progs!r}",
+                          keys)
+    for p in progs:
+        if not isinstance(p, str):
+            raise where.error(f"each entry of held_out.programs must be a string, got {p!r}", keys)
+    return list(progs)
+
+
+def _token_sets(space) -> list:
+    return [frozenset(p.split()) for p in space.programs]
+
+
+@split_rules.register("tokens", validate=lambda v, where, key: _token_list(v, where, key),
+                      tokens=lambda v: list(v))
+def _tokens_rule(space, value, table):
+    """the concept's program uses any of these tokens"""
+    wanted = frozenset(value)
+    return np.fromiter((not wanted.isdisjoint(t) for t in _token_sets(space)), bool, space.n_concepts)
+
+
+@split_rules.register("pairs", validate=_validate_pairs, tokens=lambda v: [t for p in v for t in p],
+                      options={"pairs_require_any": (lambda v, where, key: _token_list(v, where, key), list)})
+def _pairs_rule(space, value, table):
+    """the program uses both tokens of some pair (and, with pairs_require_any, one of those tokens)"""
+    pairs = [tuple(p) for p in value]
+    need = frozenset(table.get("pairs_require_any", ()))
+    return np.fromiter(((not need or not need.isdisjoint(t)) and any(a in t and b in t for a, b in pairs)
+                        for t in _token_sets(space)), bool, space.n_concepts)
+
+
+@split_rules.register("counts", validate=_validate_counts, tokens=lambda v: [c["value"] for c in v])
+def _counts_rule(space, value, table):
+    """the program compares count= of a constant value with an integer constant"""
+    wanted = {(c["value"], str(c["number"])) for c in value}
+    mask = np.zeros(space.n_concepts, bool)
+    for i, t in enumerate(_token_sets(space)):
+        if "count=" in t and _has_count_compare(space.program(i).root, wanted):
+            mask[i] = True
+    return mask
+
+
+@split_rules.register("min_length", validate=_validate_min_length)
+def _min_length_rule(space, value, table):
+    """the program has at least this many tokens"""
+    return np.asarray(space.lengths) >= value
+
+
+@split_rules.register("programs", validate=_validate_programs)
+def _programs_rule(space, value, table):
+    """these programs (each must be a concept of the space)"""
+    mask = np.zeros(space.n_concepts, bool)
+    for p in value:
+        try:
+            i = space.find(p)
+        except ProgramError as exc:
+            raise SplitRuleError(f"held_out.programs entry {p!r} does not parse ({exc})", p) from None
+        if i is None:
+            raise SplitRuleError(f"held_out.programs entry {p!r} is not a concept of the space "
+                                 f"({space.n_concepts:,} concepts)", p)
+        mask[i] = True
+    return mask
+
+
+class SplitRuleError(ValueError):
+    """Raised by a rule's ``holds_out`` for a value that does not fit the space; ``atom`` is the
+    offending token or program (its line is looked up in the spec)."""
+
+    def __init__(self, message, atom=None):
+        super().__init__(message)
+        self.atom = atom
+
+
 def _validate_held_out(h, where) -> dict:
+    keys = split_rules.keys()
     if h is None:
         raise where.error("kind = 'held_out' needs a [held_out] table with at least one rule "
-                          f"({', '.join(_HELD_OUT_KEYS)})", ("kind",))
+                          f"({', '.join(keys)})", ("kind",))
     if not isinstance(h, dict):
         raise where.error(f"held_out must be a table, got {_type_name(h)}", ("held_out",))
     for key in h:
-        if key not in _HELD_OUT_KEYS:
+        if key not in keys:
             hint = " -- top-level keys must come before the [held_out] table" if key in _TOP_KEYS else ""
-            raise where.error(f"unknown key {key!r} in [held_out] (expected one of {', '.join(_HELD_OUT_KEYS)}){hint}",
+            raise where.error(f"unknown key {key!r} in [held_out] (expected one of {', '.join(keys)}){hint}",
                               ("held_out", key))
     if not h:
-        raise where.error(f"[held_out] has no rule (expected any of {', '.join(_HELD_OUT_KEYS)})", ("held_out",))
+        raise where.error(f"[held_out] has no rule (expected any of {', '.join(keys)})", ("held_out",))
     out = {}
-    if "tokens" in h:
-        out["tokens"] = _token_list(h["tokens"], where, "tokens")
-    if "pairs" in h:
-        pairs, keys = h["pairs"], ("held_out", "pairs")
-        if not isinstance(pairs, list) or not pairs:
-            raise where.error(f"held_out.pairs must be a non-empty array of [token, token] pairs, got {pairs!r}", keys)
-        out["pairs"] = []
-        for p in pairs:
-            if not isinstance(p, list) or len(p) != 2:
-                raise where.error(f"each entry of held_out.pairs must be a pair [token, token], got {p!r}", keys,
-                                  next((t for t in p if isinstance(t, str)), None) if isinstance(p, list) else None)
-            a, b = (_token(t, where, keys, "each token of a pair") for t in p)
-            if a == b:
-                raise where.error(f"held_out.pairs has the pair [{a!r}, {b!r}] of identical tokens "
-                                  "(use tokens = [...] to hold out a single token)", keys, a)
-            out["pairs"].append([a, b])
-    if "pairs_require_any" in h:
-        if "pairs" not in h:
-            raise where.error("held_out.pairs_require_any needs held_out.pairs (it restricts which programs "
-                              "a pair holds out)", ("held_out", "pairs_require_any"))
-        out["pairs_require_any"] = _token_list(h["pairs_require_any"], where, "pairs_require_any")
-    if "counts" in h:
-        counts, keys = h["counts"], ("held_out", "counts")
-        if not isinstance(counts, list) or not counts:
-            raise where.error("held_out.counts must be a non-empty array of tables {value = ..., number = ...}, "
-                              f"got {counts!r}", keys)
-        out["counts"] = []
-        for c in counts:
-            if not isinstance(c, dict):
-                raise where.error(f"each entry of held_out.counts must be a table {{value = ..., number = ...}}, "
-                                  f"got {c!r}", keys)
-            for k in c:
-                if k not in _COUNT_KEYS:
-                    raise where.error(f"unknown key {k!r} in a held_out.counts entry (expected value, number)",
-                                      keys, k)
-            for k in _COUNT_KEYS:
-                if k not in c:
-                    raise where.error(f"a held_out.counts entry is missing {k!r} (expected {{value = ..., "
-                                      "number = ...}})", keys, str(c.get("value")) if "value" in c else None)
-            value = _token(c["value"], where, keys, "held_out.counts value")
-            number = c["number"]
-            if not _is_int(number) or number < 0:
-                raise where.error(f"held_out.counts number must be an integer >= 0, got {number!r}", keys, value)
-            out["counts"].append({"value": value, "number": number})
-    if "min_length" in h:
-        v = h["min_length"]
-        if not _is_int(v) or v < 1:
-            raise where.error(f"held_out.min_length must be an integer >= 1, got {v!r}", ("held_out", "min_length"))
-        out["min_length"] = v
-    if "programs" in h:
-        progs, keys = h["programs"], ("held_out", "programs")
-        if not isinstance(progs, list) or not progs:
-            raise where.error(f"held_out.programs must be a non-empty array of postfix program strings, got {progs!r}",
-                              keys)
-        for p in progs:
-            if not isinstance(p, str):
-                raise where.error(f"each entry of held_out.programs must be a string, got {p!r}", keys)
-        out["programs"] = list(progs)
+    for name, rule in split_rules.items():
+        if name in h:
+            out[name] = rule.validate(h[name], where, name) if rule.validate else h[name]
+        for opt, (validate, _) in rule.options.items():
+            if opt in h:
+                if name not in h:
+                    raise where.error(f"held_out.{opt} needs held_out.{name} (it restricts which programs "
+                                      f"a {name[:-1] if name.endswith('s') else name} holds out)", ("held_out", opt))
+                out[opt] = validate(h[opt], where, opt)
     return out
 
 
@@ -592,15 +722,15 @@ def _check_tokens(spec: dict, grammar, where: _Where):
                           "a value such as 'red', a property such as 'color?', an operator, x, S, non-x-S or "
                           "an integer)", ("held_out", key), tok)
 
-    for tok in h.get("tokens", ()):
-        known(tok, "tokens")
-    for pair in h.get("pairs", ()):
-        for tok in pair:
-            known(tok, "pairs")
-    for tok in h.get("pairs_require_any", ()):
-        known(tok, "pairs_require_any")
+    for name, rule in split_rules.items():
+        if name in h and rule.tokens:
+            for tok in rule.tokens(h[name]):
+                known(tok, name)
+        for opt, (_, tokens) in rule.options.items():
+            if opt in h and tokens:
+                for tok in tokens(h[opt]):
+                    known(tok, opt)
     for c in h.get("counts", ()):
-        known(c["value"], "counts")
         if not (_INT_TOKEN.match(c["value"]) or kinds.get(c["value"]) == "value"):
             raise where.error(f"held_out.counts value {c['value']!r} is not a constant (expected a value such as "
                               "'green' or an integer)", ("held_out", "counts"), c["value"])
@@ -609,34 +739,18 @@ def _check_tokens(spec: dict, grammar, where: _Where):
 # ==================================================================== making splits
 def _held_out_mask(space, spec: dict, where: _Where) -> np.ndarray:
     h = spec["held_out"]
-    n = space.n_concepts
-    token_sets = [frozenset(p.split()) for p in space.programs]
-    mask = np.zeros(n, bool)
-    if "tokens" in h:
-        wanted = frozenset(h["tokens"])
-        mask |= np.fromiter((not wanted.isdisjoint(t) for t in token_sets), bool, n)
-    if "pairs" in h:
-        pairs = [tuple(p) for p in h["pairs"]]
-        need = frozenset(h.get("pairs_require_any", ()))
-        mask |= np.fromiter(((not need or not need.isdisjoint(t)) and any(a in t and b in t for a, b in pairs)
-                             for t in token_sets), bool, n)
-    if "counts" in h:
-        wanted = {(c["value"], str(c["number"])) for c in h["counts"]}
-        for i, t in enumerate(token_sets):
-            if "count=" in t and not mask[i] and _has_count_compare(space.program(i).root, wanted):
-                mask[i] = True
-    if "min_length" in h:
-        mask |= np.asarray(space.lengths) >= h["min_length"]
-    for p in h.get("programs", ()):
+    mask = np.zeros(space.n_concepts, bool)
+    for name, rule in split_rules.items():
+        if name not in h:
+            continue
         try:
-            i = space.find(p)
-        except ProgramError as exc:
-            raise where.error(f"held_out.programs entry {p!r} does not parse ({exc})",
-                              ("held_out", "programs"), p) from None
-        if i is None:
-            raise where.error(f"held_out.programs entry {p!r} is not a concept of the space "
-                              f"({space.n_concepts:,} concepts)", ("held_out", "programs"), p)
-        mask[i] = True
+            hit = np.asarray(rule.holds_out(space, h[name], h), bool)
+        except SplitRuleError as exc:
+            raise where.error(str(exc), ("held_out", name), exc.atom) from None
+        if hit.shape != mask.shape:
+            raise where.error(f"split rule {name!r} returned shape {hit.shape}, expected ({space.n_concepts},)",
+                              ("held_out", name))
+        mask |= hit
     return mask
 
 
@@ -799,11 +913,53 @@ def spec_files(directory=None) -> list:
 
 
 def curi_splits(space, directory=None) -> dict:
-    """Every split declared in ``hypotheses/splits/*.toml`` (CURI's nine), as ``{name: Split}``."""
+    """Every split declared in ``hypotheses/splits/*.toml`` (CURI's nine), as ``{name: Split}``.
+
+    CURI's specs name CURI's tokens: on a space built from another grammar a spec naming a
+    token that grammar lacks is an error naming the file and line (use :func:`load_splits`,
+    which offers CURI's splits only for CURI-grammar spaces)."""
     files = spec_files(directory)
     if not files:
         raise SplitSpecError(f"{directory or default_splits_dir()}: no split spec files (*.toml)")
     return make_splits(space, files)
+
+
+def is_curi_grammar(grammar) -> bool:
+    """Whether ``grammar`` has CURI's vocabulary (tokens and their kinds), so CURI's split specs apply."""
+    from .lot.grammar import curi_grammar
+    return grammar.token_kinds == curi_grammar().token_kinds
+
+
+def load_splits(space, names=None, specs=()) -> dict:
+    """The splits called ``names`` (default: every available one), as ``{name: Split}``.
+
+    Available: the split spec files ``specs`` (paths or dicts), and CURI's nine built-in
+    specs when the space's grammar is CURI's.  Only the specs asked for are read and made,
+    so ``names=["counting"]`` never touches the other eight.  A spec that names its split
+    like a built-in CURI split is an error (rename it), as are two specs with one name and
+    an unknown name (the message lists the known ones).
+    """
+    own = {}
+    for s in specs or ():
+        spec = s if isinstance(s, dict) else load_spec(s)
+        name = spec.get("name")
+        label = s if not isinstance(s, dict) else f"<split spec {name!r}>"
+        if name in own:
+            raise SplitSpecError(f"{label}: split name {name!r} is already used by {own[name][1]}")
+        own[name] = (s, label)
+    builtin = {p.stem: p for p in spec_files()} if is_curi_grammar(space.grammar) else {}
+    for name, (_, label) in own.items():
+        if name in builtin:
+            raise SplitSpecError(f"{label}: split name {name!r} is the name of CURI's built-in split "
+                                 f"({builtin[name]}); give your split another name")
+    wanted = list(builtin) + list(own) if names is None or list(names) == ["all"] else list(names)
+    unknown = [n for n in wanted if n not in own and n not in builtin]
+    if unknown:
+        known = list(builtin) + list(own)
+        raise SplitSpecError(f"unknown split {', '.join(map(repr, unknown))} (known: {', '.join(known) or 'none'}"
+                             + ("" if builtin else "; CURI's splits apply only to CURI-grammar spaces: pass --spec")
+                             + ")")
+    return {n: make_split(space, own[n][0] if n in own else builtin[n]) for n in dict.fromkeys(wanted)}
 
 
 # ========================================================================= statistics
@@ -873,5 +1029,6 @@ def splits_json(space, splits) -> dict:
     return {"splits": out}
 
 
-__all__ = ["Split", "SplitSpecError", "load_spec", "make_split", "make_splits", "curi_splits", "spec_files",
+__all__ = ["Split", "SplitSpecError", "load_spec", "make_split", "make_splits", "curi_splits", "load_splits",
+           "is_curi_grammar", "split_rules", "SplitRule", "SplitRuleError", "spec_files",
            "default_splits_dir", "split_from_predicate", "split_stats", "splits_table", "splits_json"]

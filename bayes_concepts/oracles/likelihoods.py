@@ -43,8 +43,8 @@ class Likelihood:
     consistent_only: bool
 
     @property
-    def __doc__(self):
-        return self.terms.__doc__
+    def summary(self) -> str:
+        return (self.terms.__doc__ or "").strip().split("\n")[0]
 
 
 class LikelihoodRegistry(Registry):
