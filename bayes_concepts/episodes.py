@@ -37,11 +37,10 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from .engine.select import _popcount64, block_counts, select_bit
+from .bits import block_counts, has_bit, pop_lowest_bit, popcount64, select_bit, unpack_bits
 from .errors import BayesConceptsError
 from .registry import Registry
 from .rng import block_seeds, next_below
-from .scenes.bank import unpack_bits
 
 BLOCK = 64
 ARRAY_FIELDS = ("concept", "support_scenes", "support_labels", "support_source", "support_topup",
@@ -164,11 +163,6 @@ class Episodes:
 
 
 @numba.njit(inline="always")
-def _bit(row, s):
-    return (row[s >> 6] >> np.uint64(s & 63)) & np.uint64(1)
-
-
-@numba.njit(inline="always")
 def _used(s, scenes, k):
     for i in range(k):
         if scenes[i] == s:
@@ -206,14 +200,13 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             for i in range(1, n_pos):
                 word &= scene_concepts[positives[i], w]
             while word:
-                low = word & (~word + np.uint64(1))
-                a = w * 64 + _popcount64(low - np.uint64(1))
+                b, word = pop_lowest_bit(word)
+                a = w * 64 + b
                 if classes[a] != classes[h]:
                     alts[n_alts] = a
                     n_alts += 1
                     if union:
-                        alt_mask[w] |= low
-                word ^= low
+                        alt_mask[w] |= np.uint64(1) << np.uint64(b)
         if union and n_alts > 0:
             total = 0
             for j in range(n_alts):
@@ -233,12 +226,12 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 a = alts[lo]
                 base = alt_cum[lo] - counts[a]
                 s = select_bit(sig[a], cum[a], BLOCK, r - base)
-                if _bit(sig[h], s) or _used(s, taken, n_taken):
+                if has_bit(sig[h], s) or _used(s, taken, n_taken):
                     continue
                 cover = 0
                 row = scene_concepts[s]
                 for w in range(hw):
-                    cover += _popcount64(row[w] & alt_mask[w])
+                    cover += popcount64(row[w] & alt_mask[w])
                 if cover > 1 and next_below(state, cover) != 0:
                     continue
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
@@ -253,7 +246,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             j = next_below(state, n_alts)
             a = alts[j]
             s = select_bit(sig[a], cum[a], BLOCK, next_below(state, counts[a]))
-            if _bit(sig[h], s) == 0 and not _used(s, taken, n_taken):
+            if has_bit(sig[h], s) == 0 and not _used(s, taken, n_taken):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 source[pos] = a
                 n_taken += 1
@@ -267,7 +260,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                     tries = 0
         while pos < k:
             s = next_below(state, n_scenes)
-            if _bit(sig[h], s) == 0 and not _used(s, taken, n_taken):
+            if has_bit(sig[h], s) == 0 and not _used(s, taken, n_taken):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 topup[pos] = True
                 n_taken += 1
@@ -276,7 +269,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
         while pos < k:
             s = next_below(state, n_scenes)
             if not _used(s, taken, n_taken):
-                y = _bit(sig[h], s)
+                y = has_bit(sig[h], s)
                 _take(s, y, pos, scenes, labels, taken, n_taken)
                 relabelled[pos] = y == 1
                 n_taken += 1

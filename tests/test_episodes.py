@@ -141,5 +141,5 @@ def test_union_mode_hard_negatives_come_from_consistent_alternatives(space, samp
                 assert space.synonym_class(a) != space.synonym_class(h)
                 assert space.signature(a)[scenes[:5]].all() and space.signature(a)[scenes[i]]
     assert real > 0
-    with pytest.raises(ValueError, match="hard_mode"):
+    with pytest.raises(ValueError, match="hard-negative mode"):
         sampler.sample(usable, 2, "hard", hard_mode="nope")

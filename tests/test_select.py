@@ -3,7 +3,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from bayes_concepts.engine.select import gather_bits, nth_set_bits
+from bayes_concepts.bits import gather_bits, nth_set_bits
 from bayes_concepts.scenes.bank import pack_bits, unpack_bits
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .select import _popcount64
+from ..bits import popcount64
 
 OP_AND, OP_OR, OP_ORNOT, OP_ANDNOT, OP_NOT, OP_REDUCE_OR, OP_REDUCE_AND, OP_COUNT, OP_STORE = range(9)
 OP_NAMES = ("and", "or", "ornot", "andnot", "not", "reduce_or", "reduce_and", "count", "store")
@@ -135,7 +135,7 @@ def run_plan_chunk(plan, regs, out, w0, nw, counts, last_word=-1, last_mask=ALL_
                     v = regs[a, w]
                     if w0 + w == last_word:
                         v &= last_mask
-                    total += _popcount64(v)
+                    total += popcount64(v)
                 counts[b] += total
 
 

@@ -32,7 +32,7 @@ from ..scenes.bank import n_words_for, unpack_bits
 from ..scenes.codes import codes_to_scene
 from .executor import compile_for, count, run
 from .plan import BankLayout
-from .select import gather_bits, nth_set_bits, transpose_bits
+from ..bits import gather_bits, nth_set_bits, transpose_bits
 
 FORMAT_VERSION = 2
 

@@ -20,17 +20,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..engine.select import _popcount64
+from ..bits import has_bit, pop_lowest_bit
 from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel
 
 #: noisy posteriors drop concepts whose weight is below exp(-PRUNE) times the largest:
 #: their total share is < n_concepts * e^-50 (< 1e-17 for 10^5 concepts).
 PRUNE = 50.0
-
-
-@numba.njit(inline="always")
-def _has(row, i):
-    return (row[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
 
 
 @numba.njit(inline="always")
@@ -64,23 +59,22 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
                 if word == 0:
                     break
             while word:
-                low = word & (~word + np.uint64(1))
-                h = w * 64 + _popcount64(low - np.uint64(1))
+                b, word = pop_lowest_bit(word)
+                h = w * 64 + b
                 ids[n] = h
                 logw[n] = (log_prior[h] + _term(first, h, 0, 0)) + _term(second, h, 0, 0)
                 n += 1
-                word ^= low
         return n
     best = -np.inf
     for w in range(hw):
         word = omega[w]
         while word:
-            low = word & (~word + np.uint64(1))
-            h = w * 64 + _popcount64(low - np.uint64(1))
+            b, word = pop_lowest_bit(word)
+            h = w * 64 + b
             wp = 0
             wn = 0
             for i in range(k):
-                if _has(scene_concepts[support[i]], h) != labels[i]:
+                if has_bit(scene_concepts[support[i]], h) != labels[i]:
                     if labels[i]:
                         wp += 1
                     else:
@@ -91,7 +85,6 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
             if lw > best:
                 best = lw
             n += 1
-            word ^= low
     if best == -np.inf:
         return 0
     m = 0
@@ -160,15 +153,14 @@ def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, tr
     for w in range(tw):
         word = truth[w]
         while word:
-            low = word & (~word + np.uint64(1))
-            t = w * 64 + _popcount64(low - np.uint64(1))
+            b, word = pop_lowest_bit(word)
+            t = w * 64 + b
             sc = 0.0
             for q in range(n_cls):
-                if _has(test_sig[class_rep[cls_list[q]]], t):
+                if has_bit(test_sig[class_rep[cls_list[q]]], t):
                     sc += cls_weight[q]
             if 0.0 < sc < u:
                 u = sc
-            word ^= low
     if u == np.inf:  # no positive scores above 0: all of them sit at the last threshold
         return n_pos / n_test
     order = np.argsort(cls_weight)
@@ -206,7 +198,7 @@ def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_si
             row = test_sig[class_rep[cls_list[q]]]
             for i in range(m):
                 t = touched[i]
-                if _has(row, t):
+                if has_bit(row, t):
                     scores[t] += wq
         else:
             c = cls_list[q]
@@ -290,7 +282,7 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                     row = scene_concepts[query[e, j]]
                     s = 0.0
                     for i in range(n):
-                        if _has(row, ids[i]):
+                        if has_bit(row, ids[i]):
                             s += probs[i]
                     qpred[j] = min(s, 1.0)
                 # synonyms share their test-bank labels: add up each class's weight, then spread it

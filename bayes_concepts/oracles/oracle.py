@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass
 import numba
 import numpy as np
 
-from ..engine.select import transpose_bits
-from ..scenes.bank import pack_bits
+from ..bits import pack_bits, pop_lowest_bit, transpose_bits
 from . import kernels as K
 from .empty_policies import empty_policies
 from .likelihoods import likelihood_tables, likelihoods
@@ -70,11 +69,10 @@ def _mixture_predictive(signatures, ids, probs, n_scenes, out):
         for i in range(ids.shape[0]):
             word = signatures[ids[i], w]
             while word:
-                low = word & (~word + np.uint64(1))
-                s = w * 64 + K._popcount64(low - np.uint64(1))
+                b, word = pop_lowest_bit(word)
+                s = w * 64 + b
                 if s < n_scenes:
                     out[s] += probs[i]
-                word ^= low
 
 
 class Oracle:

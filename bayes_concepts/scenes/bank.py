@@ -9,69 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bits import n_words_for, pack_bits, unpack_bits
 from ..errors import SceneError
 from .codes import check_codes, codes_to_scene, scenes_to_codes
 from .samplers import sample_scenes
-from .schema import CURI_SCHEMA, SceneSchema
+from .schema import SceneSchema, default_schema
 
 __all__ = ["SceneBank", "pack_bits", "unpack_bits", "n_words_for"]
-
-def n_words_for(n_scenes: int) -> int:
-    """Number of ``uint64`` words holding ``n_scenes`` bits: ``ceil(n_scenes / 64)``."""
-    return (int(n_scenes) + 63) // 64
-
-
-def pack_bits(mask) -> np.ndarray:
-    """Pack booleans along the last axis into ``uint64`` words.
-
-    ``mask``: bool array of shape ``(..., n_scenes)`` (typically
-    ``(rows, n_scenes)``; other dtypes are converted with ``!= 0``).
-    Returns a C-contiguous ``uint64`` array of shape ``(..., ceil(n_scenes/64))``:
-    bit ``j`` of word ``w`` is ``mask[..., 64*w + j]``; padding bits are 0.
-    """
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
-        mask = mask != 0
-    if mask.ndim == 0:
-        raise ValueError("pack_bits needs an array with at least one axis")
-    n = mask.shape[-1]
-    lead = mask.shape[:-1]
-    n_words = n_words_for(n)
-    if n_words == 0:
-        return np.zeros(lead + (0,), dtype=np.uint64)
-    packed = np.packbits(mask, axis=-1, bitorder="little")
-    if packed.shape[-1] != 8 * n_words:
-        padded = np.zeros(lead + (8 * n_words,), dtype=np.uint8)
-        padded[..., :packed.shape[-1]] = packed
-        packed = padded
-    words = np.ascontiguousarray(packed).view("<u8")
-    return words.astype(np.uint64, copy=False)  # no copy on little-endian hosts
-
-
-def unpack_bits(words, n_scenes: int) -> np.ndarray:
-    """Inverse of :func:`pack_bits`.
-
-    ``words``: ``uint64`` array of shape ``(..., n_words)`` with
-    ``n_words == ceil(n_scenes / 64)``.  Returns a bool array of shape
-    ``(..., n_scenes)``; padding bits are ignored.
-    """
-    words = np.asarray(words)
-    if words.dtype != np.uint64:
-        raise ValueError(f"unpack_bits needs uint64 words, got dtype {words.dtype}")
-    if words.ndim == 0:
-        raise ValueError("unpack_bits needs an array with at least one axis")
-    n_scenes = int(n_scenes)
-    if words.shape[-1] != n_words_for(n_scenes):
-        raise ValueError(f"{words.shape[-1]} words cannot hold exactly {n_scenes} bits "
-                         f"(expected {n_words_for(n_scenes)} words)")
-    lead = words.shape[:-1]
-    if n_scenes == 0:
-        return np.zeros(lead + (0,), dtype=bool)
-    le = np.ascontiguousarray(words.astype("<u8", copy=False))
-    as_bytes = le.view(np.uint8)
-    bits = np.unpackbits(as_bytes, axis=-1, count=n_scenes, bitorder="little")
-    return bits.view(bool)
-
 
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
@@ -104,10 +48,12 @@ class SceneBank:
         Bit set iff the scene has an object in slot ``s``.
 
     All arrays are read-only.  Build with :meth:`from_codes`,
-    :meth:`from_scenes` or :meth:`sample`.
+    :meth:`from_scenes` or :meth:`sample`; ``schema`` defaults to the default
+    grammar's (CURI's), pass ``Grammar.schema`` for another domain.
     """
 
-    def __init__(self, codes: np.ndarray, schema: SceneSchema = CURI_SCHEMA):
+    def __init__(self, codes: np.ndarray, schema: SceneSchema | None = None):
+        schema = default_schema() if schema is None else schema
         codes, n_objects = check_codes(codes, schema)
         self.schema = schema
         self.n_scenes = int(codes.shape[0])
@@ -139,21 +85,23 @@ class SceneBank:
         return _readonly(bits), _readonly(present)
 
     @classmethod
-    def from_codes(cls, codes, schema: SceneSchema = CURI_SCHEMA) -> "SceneBank":
+    def from_codes(cls, codes, schema: SceneSchema | None = None) -> "SceneBank":
         """Bank of the scenes of a ``codes`` array ``(n, n_slots <= max_objects,
         n_attributes)`` (validated, see :func:`check_codes`)."""
         return cls(codes, schema)
 
     @classmethod
-    def from_scenes(cls, scenes, schema: SceneSchema = CURI_SCHEMA) -> "SceneBank":
+    def from_scenes(cls, scenes, schema: SceneSchema | None = None) -> "SceneBank":
         """Bank of a sequence of scene dicts (validated; errors name ``scene <i>``)."""
+        schema = default_schema() if schema is None else schema
         codes, _ = scenes_to_codes(scenes, schema)
         return cls(codes, schema)
 
     @classmethod
-    def sample(cls, n: int, sampler: str = "clevr", schema: SceneSchema = CURI_SCHEMA,
+    def sample(cls, n: int, sampler: str = "clevr", schema: SceneSchema | None = None,
                seed=0) -> "SceneBank":
         """Bank of ``n`` sampled scenes (see :func:`sample_scenes`)."""
+        schema = default_schema() if schema is None else schema
         return cls(sample_scenes(n, sampler, schema, seed), schema)
 
     # -- access ---------------------------------------------------------------

@@ -1,16 +1,98 @@
-"""Finding set bits by rank in packed signatures (numba)."""
+"""Packed bitsets: the one module for bit helpers (numba kernels and numpy packing).
+
+A bitset of n items is ``ceil(n/64)`` ``uint64`` words, little-endian: bit j of word w is
+item 64·w + j (a concept's signature over scenes, a scene's set of concepts, ...).
+
+* packing: :func:`pack_bits`, :func:`unpack_bits`, :func:`n_words_for`;
+* in kernels: :func:`popcount64`, :func:`has_bit`, :func:`pop_lowest_bit` (iterate the set
+  bits of a word: ``while word: b, word = pop_lowest_bit(word)``);
+* by rank: :func:`nth_set_bits`, :func:`block_counts` + :func:`select_bit`;
+* reshaping: :func:`gather_bits` (labels on a subset of items), :func:`transpose_bits`.
+"""
 from __future__ import annotations
 
 import numba
 import numpy as np
 
 
+def n_words_for(n_scenes: int) -> int:
+    """Number of ``uint64`` words holding ``n_scenes`` bits: ``ceil(n_scenes / 64)``."""
+    return (int(n_scenes) + 63) // 64
+
+
+def pack_bits(mask) -> np.ndarray:
+    """Pack booleans along the last axis into ``uint64`` words.
+
+    ``mask``: bool array of shape ``(..., n_scenes)`` (typically
+    ``(rows, n_scenes)``; other dtypes are converted with ``!= 0``).
+    Returns a C-contiguous ``uint64`` array of shape ``(..., ceil(n_scenes/64))``:
+    bit ``j`` of word ``w`` is ``mask[..., 64*w + j]``; padding bits are 0.
+    """
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        mask = mask != 0
+    if mask.ndim == 0:
+        raise ValueError("pack_bits needs an array with at least one axis")
+    n = mask.shape[-1]
+    lead = mask.shape[:-1]
+    n_words = n_words_for(n)
+    if n_words == 0:
+        return np.zeros(lead + (0,), dtype=np.uint64)
+    packed = np.packbits(mask, axis=-1, bitorder="little")
+    if packed.shape[-1] != 8 * n_words:
+        padded = np.zeros(lead + (8 * n_words,), dtype=np.uint8)
+        padded[..., :packed.shape[-1]] = packed
+        packed = padded
+    words = np.ascontiguousarray(packed).view("<u8")
+    return words.astype(np.uint64, copy=False)  # no copy on little-endian hosts
+
+
+def unpack_bits(words, n_scenes: int) -> np.ndarray:
+    """Inverse of :func:`pack_bits`.
+
+    ``words``: ``uint64`` array of shape ``(..., n_words)`` with
+    ``n_words == ceil(n_scenes / 64)``.  Returns a bool array of shape
+    ``(..., n_scenes)``; padding bits are ignored.
+    """
+    words = np.asarray(words)
+    if words.dtype != np.uint64:
+        raise ValueError(f"unpack_bits needs uint64 words, got dtype {words.dtype}")
+    if words.ndim == 0:
+        raise ValueError("unpack_bits needs an array with at least one axis")
+    n_scenes = int(n_scenes)
+    if words.shape[-1] != n_words_for(n_scenes):
+        raise ValueError(f"{words.shape[-1]} words cannot hold exactly {n_scenes} bits "
+                         f"(expected {n_words_for(n_scenes)} words)")
+    lead = words.shape[:-1]
+    if n_scenes == 0:
+        return np.zeros(lead + (0,), dtype=bool)
+    le = np.ascontiguousarray(words.astype("<u8", copy=False))
+    as_bytes = le.view(np.uint8)
+    bits = np.unpackbits(as_bytes, axis=-1, count=n_scenes, bitorder="little")
+    return bits.view(bool)
+
+
 @numba.njit(cache=True)
-def _popcount64(v):
+def popcount64(v):
     v = v - ((v >> np.uint64(1)) & np.uint64(0x5555555555555555))
     v = (v & np.uint64(0x3333333333333333)) + ((v >> np.uint64(2)) & np.uint64(0x3333333333333333))
     v = (v + (v >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
     return np.int64((v * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@numba.njit(inline="always")
+def has_bit(row, i):
+    """Bit ``i`` of the packed bitset ``row`` (uint64 (n_words,)), as a uint64 0 or 1."""
+    return (row[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
+
+
+@numba.njit(inline="always")
+def pop_lowest_bit(word):
+    """(index of the lowest set bit of ``word``, ``word`` with that bit cleared); ``word`` != 0."""
+    low = word & (~word + np.uint64(1))
+    return popcount64(low - np.uint64(1)), word ^ low
+
+
 
 
 @numba.njit(inline="always")
@@ -19,7 +101,7 @@ def _select_in_words(row, w_start, w_end, seen, rank):
     words ``w_start:w_end``, given ``seen`` set bits before ``w_start``; -1 if not there."""
     for w in range(w_start, w_end):
         word = row[w]
-        c = _popcount64(word)
+        c = popcount64(word)
         if seen + c > rank:
             k = rank - seen
             for b in range(64):
@@ -81,11 +163,10 @@ def _transpose_bits(signatures, n_scenes, out):
             for w in range(signatures.shape[1]):
                 word = signatures[h, w]
                 while word:
-                    low = word & (~word + np.uint64(1))
-                    s = w * 64 + _popcount64(low - np.uint64(1))
+                    b, word = pop_lowest_bit(word)
+                    s = w * 64 + b
                     if s < n_scenes:
                         out[s, blk] |= bit
-                    word ^= low
 
 
 def transpose_bits(signatures: np.ndarray, n_scenes: int) -> np.ndarray:
@@ -103,7 +184,7 @@ def _block_counts(signatures, block, out):
         for w in range(signatures.shape[1]):
             if w % block == 0:
                 out[h, w // block] = total
-            total += _popcount64(signatures[h, w])
+            total += popcount64(signatures[h, w])
         out[h, out.shape[1] - 1] = total
 
 
