@@ -6,8 +6,8 @@ JSON Lines format (``.jsonl``), one scene per line, UTF-8::
 
 * every object has exactly the schema's attributes (CURI: ``color``, ``shape``,
   ``material``, ``size``, ``x``, ``y``); an unknown or missing key is an error;
-* ``x``/``y`` are integer location bins 1..8 (JSON integers; ``true``, ``3.0``
-  and ``"3"`` are errors);
+* integer attributes (CURI's location bins ``x``/``y``, 1..8) are JSON integers
+  (``true``, ``3.0`` and ``"3"`` are errors);
 * a scene has ``schema.min_objects .. schema.max_objects`` objects (1..5 for
   CURI), in slot order;
 * other top-level keys (e.g. ``"label"``, ``"id"``) are allowed and kept;
@@ -18,6 +18,9 @@ Errors are :class:`~bayes_concepts.errors.SceneError` with a one-line message
 naming the file (as given), the 1-based line and the field, e.g.
 ``scenes.jsonl line 3: objects[1].color: unknown value 'pink' (expected one of
 gray, red, blue, green, brown, purple, cyan, yellow)``.
+
+The schema defaults to the default grammar's (CURI's); pass ``Grammar.schema`` of
+another domain's grammar file to read its scenes.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ import numpy as np
 from ..errors import SceneError
 from .camera import IMAGE_HEIGHT, IMAGE_WIDTH, pixels_to_bins
 from .codes import _fail, _json_type, _show, validate_scene
-from .schema import CLEVR_SCHEMA, CURI_SCHEMA, SceneSchema
+from .schema import SceneSchema, default_schema
 
 __all__ = ["read_scenes_jsonl", "write_scenes_jsonl", "validate_scene", "load_clevr_scenes"]
 
@@ -45,14 +48,15 @@ def _open_binary(path):
                          f"{e.strerror or e.__class__.__name__}") from None
 
 
-def read_scenes_jsonl(path, schema: SceneSchema = CURI_SCHEMA) -> list:
-    """Read and validate a JSON Lines scene file.
+def read_scenes_jsonl(path, schema: SceneSchema | None = None) -> list:
+    """Read and validate a JSON Lines scene file (``schema``: default the default grammar's).
 
     Returns a list of scene dicts exactly as parsed (``{"objects": [...], ...}``,
     extra top-level keys included), one per non-blank line.  Raises
     :class:`SceneError` naming the file, line and field of the first problem.
     """
     name = os.fspath(path)
+    schema = default_schema() if schema is None else schema
     scenes = []
     with _open_binary(path) as f:
         for lineno, raw in enumerate(f, 1):
@@ -134,21 +138,20 @@ def write_scenes_jsonl(path, scenes, *, schema: SceneSchema | None = None) -> No
         raise
 
 
-_CLEVR_KEYS = ("color", "shape", "material", "size")
-
-
 def _is_number(v) -> bool:
     return (isinstance(v, numbers.Real) and not isinstance(v, bool)
             and math.isfinite(float(v)))
 
 
-def load_clevr_scenes(path, schema: SceneSchema = CLEVR_SCHEMA, *,
+def load_clevr_scenes(path, schema: SceneSchema | None = None, *,
                       width: int = IMAGE_WIDTH, height: int = IMAGE_HEIGHT) -> list:
     """Read a CLEVR scenes json file and convert it to our scene dicts.
 
     Accepts ``{"scenes": [scene, ...]}`` (CLEVR's ``*_scenes.json``) or one
-    scene ``{"objects": [...]}`` (a per-image file).  Each object needs
-    ``color``, ``shape``, ``material``, ``size`` and ``pixel_coords``
+    scene ``{"objects": [...]}`` (a per-image file).  ``schema`` (default: the
+    default grammar's with up to 10 objects, CLEVR's limit) must have location
+    attributes ``x`` and ``y``; each object needs every other attribute of the
+    schema (CURI: ``color``, ``shape``, ``material``, ``size``) and ``pixel_coords``
     ``[px, py, depth]`` (``py`` from the top of a ``width`` x ``height`` image);
     other object keys (``3d_coords``, ``rotation``, ...) are ignored.  Location
     bins: ``x = floor(px * B / width) + 1``, ``y = floor(py * B / height) + 1``
@@ -159,6 +162,14 @@ def load_clevr_scenes(path, schema: SceneSchema = CLEVR_SCHEMA, *,
     kept.  Errors name the file and ``scenes[i]``.
     """
     name = os.fspath(path)
+    if schema is None:
+        schema = default_schema()
+        schema = schema.with_max_objects(max(schema.max_objects, 10))
+    missing = [a for a in ("x", "y") if a not in schema.names]
+    if missing:
+        raise SceneError(f"{name}: CLEVR scenes give locations, but the schema has no attribute "
+                         f"{' or '.join(repr(a) for a in missing)} (its attributes: {', '.join(schema.names)})")
+    copied = tuple(a for a in schema.names if a not in ("x", "y"))
     with _open_binary(path) as f:
         raw = f.read()
     try:
@@ -194,7 +205,7 @@ def load_clevr_scenes(path, schema: SceneSchema = CLEVR_SCHEMA, *,
             field = f"objects[{k}]"
             if not isinstance(obj, dict):
                 _fail(where, field, f"expected a JSON object, got {_json_type(obj)}")
-            for key in _CLEVR_KEYS + ("pixel_coords",):
+            for key in copied + ("pixel_coords",):
                 if key not in obj:
                     _fail(where, field, f"missing key '{key}'")
             pc = obj["pixel_coords"]
@@ -203,7 +214,7 @@ def load_clevr_scenes(path, schema: SceneSchema = CLEVR_SCHEMA, *,
                 _fail(where, f"{field}.pixel_coords",
                       f"expected [px, py, depth] with finite numbers, got {_show(pc)}")
             bx, by = pixels_to_bins(pc[0], pc[1], x_bins, y_bins, width=width, height=height)
-            new = {key: obj[key] for key in _CLEVR_KEYS}
+            new = {key: obj[key] for key in copied}
             new["x"] = int(bx)
             new["y"] = int(by)
             converted.append(new)

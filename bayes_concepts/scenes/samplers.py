@@ -13,6 +13,10 @@ uniform over its values, independently.
     The location bins ``x`` and ``y`` are uniform and independent too.
 
 ``clevr``
+    Needs the schema attributes ``size`` (values among ``small``/``large``, CLEVR's
+    radii) and ``x``, ``y`` (location bins ``1..n``); a schema without them is a
+    :class:`~bayes_concepts.errors.SceneError` naming what is missing (use
+    ``uniform`` for such a domain).  Any other attributes are sampled uniformly.
     Locations are made like CLEVR's renderer makes them, then binned:
 
     * every object is a disc of radius 0.7 (``large``) or 0.35 (``small``);
@@ -53,7 +57,7 @@ import numpy as np
 
 from ..errors import SceneError
 from .camera import pixels_to_bins, project_points
-from .schema import CURI_SCHEMA, SceneSchema
+from .schema import SceneSchema, default_schema
 
 __all__ = [
     "SAMPLERS",
@@ -62,6 +66,7 @@ __all__ = [
     "CLEVR_MIN_DIST",
     "sample_scenes",
     "sample_clevr_positions",
+    "clevr_schema_problems",
 ]
 
 SAMPLERS = ("clevr", "uniform")
@@ -154,7 +159,32 @@ def _check_n(n) -> int:
     return int(n)
 
 
-def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema = CURI_SCHEMA,
+def clevr_schema_problems(schema: SceneSchema) -> list:
+    """What keeps the ``clevr`` sampler from sampling ``schema``'s scenes (empty list: nothing).
+
+    It needs an attribute ``size`` whose values all have a CLEVR radius
+    (:data:`CLEVR_RADII`) and attributes ``x`` and ``y`` with values ``1..n``.
+    """
+    names = schema.names
+    missing = [a for a in ("size", "x", "y") if a not in names]
+    problems = []
+    if missing:
+        problems.append(f"the schema has no attribute {' or '.join(repr(a) for a in missing)} "
+                        f"(its attributes: {', '.join(names)})")
+    if "size" in names:
+        unknown = [v for v in schema.attribute("size").values if v not in CLEVR_RADII]
+        if unknown:
+            problems.append(f"size {', '.join(repr(v) for v in unknown)} has no CLEVR radius "
+                            f"(known: {', '.join(CLEVR_RADII)})")
+    for a in ("x", "y"):
+        if a in names:
+            values = list(schema.attribute(a).values)
+            if values != list(range(1, len(values) + 1)):
+                problems.append(f"{a} values must be the bins 1..n, got {values}")
+    return problems
+
+
+def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = None,
                   seed=0) -> np.ndarray:
     """Sample ``n`` scenes.
 
@@ -164,8 +194,10 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema = CURI_SCH
         Number of scenes.
     sampler : {"clevr", "uniform"}
         See the module docstring.
-    schema : SceneSchema
-        ``clevr`` needs attributes ``size`` (values small/large), ``x`` and ``y``.
+    schema : SceneSchema, optional
+        Default: the default grammar's schema (CURI's).  ``uniform`` samples any
+        schema; ``clevr`` needs attributes ``size`` (values small/large), ``x`` and
+        ``y`` (see :func:`clevr_schema_problems`).
     seed : int, SeedSequence or Generator
 
     Returns
@@ -176,6 +208,12 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema = CURI_SCH
     n = _check_n(n)
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r} (expected one of {', '.join(SAMPLERS)})")
+    schema = default_schema() if schema is None else schema
+    if sampler == "clevr":
+        problems = clevr_schema_problems(schema)
+        if problems:
+            raise SceneError("the clevr sampler cannot sample this domain: " + "; ".join(problems)
+                             + " (the uniform sampler samples any schema)")
     S, A = schema.max_objects, schema.n_attributes
     rng = np.random.default_rng(seed)
     n_objects = rng.integers(schema.sample_min_objects, schema.max_objects + 1, size=n)
@@ -183,13 +221,6 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema = CURI_SCH
     codes = np.empty((n, S, A), dtype=np.int8)
 
     positional = ("x", "y") if sampler == "clevr" else ()
-    if sampler == "clevr":
-        for name in ("size", "x", "y"):
-            if name not in schema.names:
-                raise ValueError(f"the clevr sampler needs a {name!r} attribute")
-        unknown = [v for v in schema.attribute("size").values if v not in CLEVR_RADII]
-        if unknown:
-            raise ValueError(f"the clevr sampler has no radius for size {unknown[0]!r}")
     for a, attr in enumerate(schema.attributes):
         if attr.name in positional:
             continue
@@ -206,10 +237,6 @@ def _clevr_locations(codes, n_objects, schema, rng) -> None:
     a_size = schema.attribute_index("size")
     a_x, a_y = schema.attribute_index("x"), schema.attribute_index("y")
     x_attr, y_attr = schema.attribute("x"), schema.attribute("y")
-    for attr in (x_attr, y_attr):
-        if list(attr.values) != list(range(1, attr.n_values + 1)):
-            raise ValueError(f"the clevr sampler needs {attr.name} values 1..n, "
-                             f"got {attr.values}")
     radius_of_code = np.array([CLEVR_RADII[v] for v in schema.attribute("size").values])
     n = codes.shape[0]
     for lo in range(0, n, _CHUNK):

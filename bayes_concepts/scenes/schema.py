@@ -4,6 +4,11 @@ A scene is a list of 1..``max_objects`` objects; every object has one value per
 attribute.  Values are stored as small integer *codes*: the index of the value in
 ``Attribute.values`` (so for ordered attributes code order is value order, e.g.
 ``small`` = 0 < ``large`` = 1, location bin 1 = code 0).
+
+A domain's schema comes from its grammar file (``Grammar.schema``: attributes from
+the ``property`` lines, object-count limits from the ``objects`` line);
+:data:`CURI_SCHEMA` is CURI's, equal to the schema of ``hypotheses/curi.pcfg``, and
+:func:`default_schema` is the default grammar's.
 """
 from __future__ import annotations
 
@@ -74,6 +79,12 @@ class SceneSchema:
         return SceneSchema(self.attributes, max_objects=max_objects,
                            min_objects=self.min_objects,
                            sample_min_objects=min(self.sample_min_objects, max_objects))
+
+
+def default_schema() -> SceneSchema:
+    """The scene schema of the default grammar file (CURI's, equal to :data:`CURI_SCHEMA`)."""
+    from ..lot.grammar import load_grammar
+    return load_grammar().schema
 
 
 CURI_ATTRIBUTES = (
