@@ -164,19 +164,35 @@ def cmd_space_build(args) -> int:
         lines.append(msg)
         print(msg, file=sys.stderr, flush=True)
 
-    space = HypothesisSpace.build(args.preset, grammar=args.grammar, samples=args.samples, scenes=args.scenes,
-                                  scene_sampler=args.scene_sampler, scenes_from=args.scenes_from,
-                                  max_depth=args.max_depth, seed=args.seed,
-                                  progress=not args.quiet and sys.stderr.isatty(), log=log)
+    progress = not args.quiet and sys.stderr.isatty()
+    if args.programs:
+        if args.samples is not None or args.max_depth is not None:
+            raise ValueError("--programs takes the programs from the file: --samples and --max-depth do not apply")
+        preset = _build_params(args.preset)
+        space = HypothesisSpace.from_programs(
+            args.programs, grammar=args.grammar, scenes=args.scenes or preset.get("scenes"),
+            scene_sampler=args.scene_sampler, scenes_from=args.scenes_from, seed=args.seed,
+            reject=not args.no_rejection, progress=progress, log=log)
+    else:
+        space = HypothesisSpace.build(args.preset, grammar=args.grammar, samples=args.samples, scenes=args.scenes,
+                                      scene_sampler=args.scene_sampler, scenes_from=args.scenes_from,
+                                      max_depth=args.max_depth, seed=args.seed, progress=progress, log=log)
     space.save(args.out, overwrite=args.force)
     st = space.stages
     print(f"built {args.out} in {time.perf_counter() - t:.1f} s")
     print("stage                      survivors")
-    for key, label in [("sampled", "sampled"), ("unique", "unique"), ("after_rejection", "rejection rules"),
+    for key, label in [("sampled", "sampled"), ("given", "given programs"), ("unique", "unique"),
+                       ("after_rejection", "rejection rules"),
                        ("after_firing_filter", "firing filter"), ("after_collapse_dedupe", "collapse + dedupe"),
                        ("synonym_classes", "synonym classes"), ("test_bank", "test-bank scenes")]:
-        print(f"{label:<26} {st[key]:>10,}")
+        if key in st:
+            print(f"{label:<26} {st[key]:>10,}")
     return 0
+
+
+def _build_params(preset) -> dict:
+    from .engine.build import PRESETS
+    return PRESETS.get(preset, {}) if preset else {}
 
 
 def _histogram(values, edges):
@@ -460,12 +476,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", metavar="OUT")
     p.add_argument("--preset", choices=["demo", "paper"], default=None,
                    help="demo: 200,000 samples x 100,000 scenes; paper: CURI's 2,000,000 x 990,000 (default)")
-    p.add_argument("--samples", type=int)
-    p.add_argument("--scenes", type=int)
-    p.add_argument("--scene-sampler", choices=["clevr", "uniform"])
+    p.add_argument("--samples", type=int, help="programs to sample from the grammar (default: the preset's)")
+    p.add_argument("--programs", metavar="FILE",
+                   help="build from the programs in FILE (one per line; CURI's released strings accepted) "
+                        "instead of sampling")
+    p.add_argument("--no-rejection", action="store_true",
+                   help="with --programs: keep programs the grammar's rejection rules would drop")
+    p.add_argument("--scenes", type=int, help="scenes in the sampled scene bank (default: the preset's)")
+    p.add_argument("--scene-sampler", choices=["clevr", "uniform"],
+                   help="how scenes are sampled (default clevr: CLEVR's ground plane and camera)")
     p.add_argument("--scenes-from", nargs="+", metavar="FILE", help="JSON Lines (.jsonl) or CLEVR (.json) scene files")
-    p.add_argument("--max-depth", type=int)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--max-depth", type=int, help="maximum derivation depth (default: the grammar's)")
+    p.add_argument("--seed", type=int, help="master seed of the build (default 0)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_space_build)

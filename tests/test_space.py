@@ -301,7 +301,7 @@ def test_pcfg_and_uniform_priors(space):
     lp = space.log_prior("pcfg")
     assert np.allclose(lp - space.log_pcfg, (lp - space.log_pcfg)[0], atol=1e-9)
     assert np.allclose(space.log_prior("uniform"), -np.log(space.n_concepts))
-    with pytest.raises(ValueError, match="prior kind"):
+    with pytest.raises(ValueError, match="unknown prior"):
         space.log_prior("nonsense")
 
 

@@ -30,7 +30,10 @@ import numpy as np
 
 from ..errors import BayesConceptsError
 from ..lot.grammar import Grammar
-from .space import FORMAT_VERSION, HypothesisSpace, TestBank
+from .test_bank import TestBank
+
+#: Version of the on-disk layout; a space of another version must be rebuilt.
+FORMAT_VERSION = 2
 
 ARRAYS = {
     "signatures.npy": ("signatures", np.uint64, 2),
@@ -68,8 +71,8 @@ def _save_npy(path: Path, array: np.ndarray):
         os.fsync(f.fileno())
 
 
-def save_space(space: HypothesisSpace, path, overwrite: bool = False) -> Path:
-    """Write ``space`` to directory ``path`` atomically; returns the path."""
+def save_space(space, path, overwrite: bool = False) -> Path:
+    """Write ``space`` (a HypothesisSpace) to directory ``path`` atomically; returns the path."""
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists (pass overwrite=True / --force to replace it)")
@@ -148,8 +151,9 @@ def read_manifest(path) -> dict:
     return manifest
 
 
-def load_space(path, verify: bool = True) -> HypothesisSpace:
-    """Read a saved space; ``verify`` checks every file's size and sha256 against the manifest."""
+def load_space_fields(path, verify: bool = True) -> dict:
+    """Read a saved space: the keyword arguments of ``HypothesisSpace``.  ``verify`` checks
+    every file's sha256 against the manifest (sizes are always checked)."""
     path = Path(path)
     manifest = read_manifest(path)
     for name, info in manifest["files"].items():
@@ -194,11 +198,10 @@ def load_space(path, verify: bool = True) -> HypothesisSpace:
         raise SpaceError(f"{path}: file sizes disagree with manifest.json counts")
     grammar_text = (path / "grammar.pcfg").read_text(encoding="utf-8")
     grammar = Grammar.from_text(grammar_text, source=str(path / "grammar.pcfg"))
-    space = HypothesisSpace(
+    return dict(
         programs=programs, lengths=np.array(lengths, np.int16), log_pcfg=np.array(log_pcfg, np.float64),
         counts=np.array(counts, np.int64), synonym_classes=np.array(classes, np.int32),
         signatures=arrays["signatures"], scene_codes=arrays["scene_codes"],
         test_bank=TestBank(arrays["test_scene_ids"], arrays["test_drawn_for"], arrays["test_signatures"]),
         params=manifest["params"], stages=manifest["stages"], grammar=grammar, grammar_text=grammar_text,
         path=path)
-    return space

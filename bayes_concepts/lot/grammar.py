@@ -84,7 +84,7 @@ class Grammar:
     """
 
     def __init__(self, value_types, properties, productions, start, max_depth, source="<grammar>", *,
-                 objects=DEFAULT_OBJECTS, rejection_rules=()):
+                 objects=DEFAULT_OBJECTS, rejection_rules=(), aliases=None):
         self.value_types = {t.name: t for t in value_types}
         self.properties = {p.token: p for p in properties}
         self.productions = tuple(productions)
@@ -93,6 +93,7 @@ class Grammar:
         self.source = source
         self.min_objects, self.sample_min_objects, self.max_objects = (int(k) for k in objects)
         self.rejection_rules = tuple(rejection_rules)
+        self.aliases = dict(aliases or {})
         self.nonterminals = tuple(dict.fromkeys(p.lhs for p in self.productions))
         self._by_lhs = {nt: tuple(p for p in self.productions if p.lhs == nt) for nt in self.nonterminals}
         self._check()
@@ -109,7 +110,7 @@ class Grammar:
 
     @classmethod
     def from_text(cls, text: str, source: str = "<grammar>") -> "Grammar":
-        value_types, properties, groups, rejection_rules = [], [], [], []
+        value_types, properties, groups, rejection_rules, aliases = [], [], [], [], {}
         start, max_depth, objects = None, 6, None
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.split("#", 1)[0].strip()
@@ -171,9 +172,13 @@ class Grammar:
                 objects = _read_objects(words, where)
             elif words[0] == "reject":
                 rejection_rules.extend(_read_reject(words, rejection_rules, where))
+            elif words[0] == "alias":
+                if len(words) != 3 or words[1] in aliases:
+                    raise GrammarError(f"{where}: expected 'alias TOKEN VALUE' with a TOKEN not aliased before")
+                aliases[words[1]] = (words[2], where)
             else:
                 raise GrammarError(f"{where}: cannot read {words[0]!r} (expected a rule 'LHS -> ...', "
-                                   "'value', 'property', 'start', 'max_depth', 'objects' or 'reject')")
+                                   "'value', 'property', 'start', 'max_depth', 'objects', 'reject' or 'alias')")
         if start is None:
             raise GrammarError(f"{source}: no 'start SYMBOL' line")
         # normalise: each LHS's group weights sum to 1, split evenly inside a group
@@ -184,8 +189,14 @@ class Grammar:
         for lhs, alternatives, weight, lineno in groups:
             share = weight / totals[lhs] / len(alternatives)
             productions.extend(Production(lhs, alt, float(share), lineno) for alt in alternatives)
+        known = {v for t in value_types for v in t.values}
+        for token, (value, where) in aliases.items():
+            if value not in known or token in known:
+                raise GrammarError(f"{where}: alias {token} {value}: the value must be a constant of a 'value' "
+                                   "type and the alias must not be one")
         return cls(value_types, properties, productions, start, max_depth, source,
-                   objects=objects or DEFAULT_OBJECTS, rejection_rules=rejection_rules)
+                   objects=objects or DEFAULT_OBJECTS, rejection_rules=rejection_rules,
+                   aliases={t: v for t, (v, _) in aliases.items()})
 
     def _check(self):
         src = self.source

@@ -89,12 +89,14 @@ class Program:
     # ----------------------------------------------------------------- parsing
     @classmethod
     def parse(cls, text, grammar: Grammar | None = None) -> "Program":
-        """Parse a postfix program string (or token sequence)."""
+        """Parse a postfix program string (or token sequence).  ``lambda`` and ``S.`` are
+        dropped and the grammar's aliases (CURI's ``0.7``/``0.35`` for large/small) replaced."""
         grammar = grammar or curi_grammar()
         given = text.split() if isinstance(text, str) else list(text)
         shown = " ".join(given)
         positions = [i for i, t in enumerate(given) if t not in IGNORED]
-        tokens = tuple(given[i] for i in positions)
+        aliases = grammar.aliases
+        tokens = tuple(aliases.get(given[i], given[i]) for i in positions)
         root = _parse_postfix(tokens, positions, grammar, shown)
         return cls(tokens, root, grammar)
 

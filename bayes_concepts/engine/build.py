@@ -1,0 +1,263 @@
+"""Building a hypothesis space: DESIGN section 5's pipeline as stage functions.
+
+::
+
+    sample programs -> dedupe -> rejection rules           (sample_stage; or given programs)
+    -> execute on the scene bank -> keep concepts true on   (scene_bank_stage, firing_filter)
+       <= max_rate and >= min_count scenes
+    -> collapse the quantifier of x-free programs -> dedupe (collapse_and_dedupe)
+    -> signatures, synonym classes, test bank               (synonym_classes, draw_test_bank)
+
+:func:`build_fields` runs them from sampled programs, or from given ones (CURI's released
+hypothesis strings, say), and returns the fields of a
+:class:`~bayes_concepts.engine.space.HypothesisSpace`.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BayesConceptsError, ProgramError
+from ..lot.grammar import Grammar, curi_grammar, load_grammar
+from ..lot.program import Program
+from ..lot.rejection import rejection_reason
+from ..lot.sampler import sample_programs
+from ..scenes import SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_scenes, scenes_to_codes
+from .executor import compile_for, count, run
+from .plan import BankLayout
+from .test_bank import draw_test_bank
+
+#: Named build settings.  ``demo`` builds in seconds here and is what ``make demo`` and the
+#: tests use; ``paper`` is CURI's scale (2,000,000 samples, 990,000 scenes).
+PRESETS = {
+    "demo": dict(samples=200_000, scenes=100_000, scene_sampler="clevr"),
+    "paper": dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr"),
+}
+
+DEFAULTS = dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr", max_depth=None, seed=0,
+                min_count=10, max_rate=0.10, test_positives=3)
+
+
+def resolve_params(preset=None, **given) -> dict:
+    """Build parameters: ``given`` values that are not None, else the preset's, else DEFAULTS."""
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r} (expected one of {', '.join(PRESETS)})")
+    p = dict(DEFAULTS)
+    p.update(PRESETS.get(preset, {}))
+    p.update({k: v for k, v in given.items() if v is not None})
+    return p
+
+
+def _tqdm(progress):
+    from tqdm.auto import tqdm
+
+    def bar(iterable=None, **kw):
+        return tqdm(iterable, disable=not progress, leave=False, **kw)
+    return bar
+
+
+def sample_stage(grammar, n, seed, max_depth, bar, log, stages) -> tuple:
+    """Sample ``n`` programs, dedupe, parse and apply the grammar's rejection rules.
+
+    Returns (programs: list of Program, log_probs: list of float), in order of first draw."""
+    sample = sample_programs(int(n), grammar, seed=int(seed), max_depth=max_depth)
+    rows = np.ascontiguousarray(sample.tokens)
+    _, first = np.unique(rows.view(f"V{rows.shape[1]}").ravel(), return_index=True)
+    first.sort()
+    stages.update({"sampled": len(sample), "unique": int(len(first))})
+    log(f"sampled {len(sample):,} programs ({sample.attempts:,} draws): {len(first):,} unique")
+    voc = sample.vocabulary
+    programs, logp = [], []
+    for i in bar(first.tolist(), desc="parse + reject", unit="prog"):
+        prog = Program.parse(" ".join(voc[k] for k in rows[i, : sample.lengths[i]]), grammar)
+        if rejection_reason(prog) is None:
+            programs.append(prog)
+            logp.append(sample.log_prob[i])
+    stages["after_rejection"] = len(programs)
+    log(f"rejection rules: {len(programs):,} kept")
+    return programs, logp
+
+
+def given_programs_stage(texts, grammar, reject, where, bar, log, stages) -> tuple:
+    """Parse given program strings (CURI's released form accepted), dedupe, and apply the
+    grammar's rejection rules if ``reject``.  Log-probabilities come from the grammar (-inf
+    for a program it cannot derive).  Returns (programs, log_probs)."""
+    seen, programs, logp = set(), [], []
+    n = 0
+    for lineno, text in enumerate(bar(texts, desc="parse", unit="prog"), 1):
+        if not text.strip():
+            continue
+        n += 1
+        try:
+            prog = Program.parse(text, grammar)
+        except ProgramError as exc:
+            raise BayesConceptsError(f"{where} line {lineno}: {exc}") from None
+        if prog.postfix in seen:
+            continue
+        seen.add(prog.postfix)
+        if reject and rejection_reason(prog) is not None:
+            continue
+        programs.append(prog)
+        logp.append(prog.log_prob(grammar))
+    stages.update({"given": n, "unique": len(seen), "after_rejection": len(programs)})
+    log(f"{n:,} programs given: {len(seen):,} unique, {len(programs):,} after the rejection rules")
+    return programs, logp
+
+
+def scene_bank_codes(p, scenes_from, schema, seed):
+    if not scenes_from:
+        if p["scene_sampler"] not in ("clevr", "uniform"):
+            raise ValueError(f"unknown scene sampler {p['scene_sampler']!r} (expected 'clevr' or 'uniform')")
+        return sample_scenes(int(p["scenes"]), p["scene_sampler"], schema, seed=seed), None
+    codes, sources = [], []
+    for f in scenes_from:
+        f = Path(f)
+        scenes = load_clevr_scenes(f, schema) if f.suffix == ".json" else read_scenes_jsonl(f, schema)
+        c, _ = scenes_to_codes(scenes, schema, where=str(f))
+        codes.append(c)
+        sources.append({"file": f.name, "sha256": hashlib.sha256(f.read_bytes()).hexdigest(), "scenes": len(c)})
+    return np.concatenate(codes, axis=0), sources
+
+
+
+def scene_bank_stage(p, scenes_from, grammar, seed) -> tuple:
+    """The scene bank: sampled (``p["scene_sampler"]``, ``p["scenes"]``) or read from files.
+    Returns (SceneBank, sources or None); records the bank size in ``p``."""
+    schema = grammar.schema if not scenes_from else grammar.schema.with_max_objects(10)
+    codes, sources = scene_bank_codes(p, scenes_from, schema, int(seed))
+    if sources is not None:
+        n_slots = int(max(1, (codes[:, :, 0] >= 0).sum(1).max()))
+        codes = np.ascontiguousarray(codes[:, :n_slots])
+        schema = grammar.schema.with_max_objects(max(n_slots, grammar.schema.min_objects))
+        p["scenes"] = int(len(codes))
+        p["scenes_from"] = sources
+    return SceneBank.from_codes(codes, schema), sources
+
+
+def firing_filter(counts, n_scenes, min_count, max_rate) -> np.ndarray:
+    """bool (n,): concepts true on at least ``min_count`` and at most ``max_rate`` of the scenes."""
+    return (counts >= int(min_count)) & (counts <= float(max_rate) * n_scenes)
+
+
+def collapse_and_dedupe(programs, logp, counts, keep) -> tuple:
+    """Collapse the quantifier of x-free programs (log-prob of both quantifiers: + log 2),
+    dedupe, and order by (length, postfix).  Returns (concepts, log_probs, counts)."""
+    collapsed = {}
+    for i in np.flatnonzero(keep):
+        prog = programs[i]
+        c = prog.collapsed()
+        lp = logp[i] + (math.log(2.0) if c is not prog else 0.0)
+        collapsed.setdefault(c.postfix, (c, lp, int(counts[i])))
+    order = sorted(collapsed, key=lambda s: (len(s.split()), s))
+    return ([collapsed[s][0] for s in order], np.array([collapsed[s][1] for s in order], np.float64),
+            np.array([collapsed[s][2] for s in order], np.int64))
+
+
+def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_source=None, reject=True,
+                 progress=False, log=None) -> dict:
+    """Run the build; returns the keyword arguments of ``HypothesisSpace``.
+
+    p: resolved parameters (:func:`resolve_params`); grammar: a Grammar, a grammar file or
+    None (CURI's); programs: program strings to use instead of sampling (then ``samples`` is
+    ignored), ``programs_source`` names them in errors and the manifest; reject: apply the
+    grammar's rejection rules to given programs.
+    """
+    log = log or (lambda s: None)
+    bar = _tqdm(progress)
+    times, stages = {}, {}
+    t0 = time.perf_counter()
+    if grammar is None:
+        grammar = curi_grammar()
+    elif not isinstance(grammar, Grammar):
+        grammar = load_grammar(grammar)
+    grammar_text = Path(grammar.source).read_text(encoding="utf-8")
+    seeds = np.random.SeedSequence(int(p["seed"])).generate_state(3, np.uint32)
+    p["max_depth"] = grammar.max_depth if p["max_depth"] is None else int(p["max_depth"])
+
+    t = time.perf_counter()
+    if programs is None:
+        programs, logp = sample_stage(grammar, p["samples"], seeds[0], p["max_depth"], bar, log, stages)
+    else:
+        texts = list(programs)
+        programs, logp = given_programs_stage(texts, grammar, reject, programs_source or "<programs>", bar, log,
+                                              stages)
+    times["programs"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    bank, sources = scene_bank_stage(p, scenes_from, grammar, seeds[1])
+    times["scenes"] = time.perf_counter() - t
+    t = time.perf_counter()
+    bank_rows = BankLayout.rows_of(bank)
+    plan = compile_for(programs, bank, grammar)
+    counts = count(plan, bank, bank_rows=bank_rows)
+    del plan
+    keep = firing_filter(counts, bank.n_scenes, p["min_count"], p["max_rate"])
+    stages["after_firing_filter"] = int(keep.sum())
+    times["execute"] = time.perf_counter() - t
+    log(f"executed on {bank.n_scenes:,} scenes: {int(keep.sum()):,} true on >= {p['min_count']} and "
+        f"<= {p['max_rate']:.0%} of scenes")
+
+    concepts, log_pcfg, kept_counts = collapse_and_dedupe(programs, logp, counts, keep)
+    stages["after_collapse_dedupe"] = len(concepts)
+    log(f"collapsed x-free quantifiers: {len(concepts):,} concepts")
+
+    t = time.perf_counter()
+    plan = compile_for(concepts, bank, grammar)
+    signatures = run(plan, bank, bank_rows=bank_rows)
+    del plan, bank_rows
+    final_counts = np.bitwise_count(signatures).sum(axis=1, dtype=np.int64)
+    assert np.array_equal(final_counts, kept_counts)
+    classes = synonym_classes(signatures)
+    stages["synonym_classes"] = int(classes.max()) + 1 if len(classes) else 0
+    times["signatures"] = time.perf_counter() - t
+    log(f"synonym classes: {stages['synonym_classes']:,}")
+
+    t = time.perf_counter()
+    test_bank = draw_test_bank(signatures, final_counts, int(p["test_positives"]), int(seeds[2]))
+    stages["test_bank"] = test_bank.n_scenes
+    times["test_bank"] = time.perf_counter() - t
+    times["total"] = time.perf_counter() - t0
+    log(f"test bank: {test_bank.n_scenes:,} scenes")
+
+    params = {k: p[k] for k in ("samples", "scenes", "scene_sampler", "max_depth", "seed", "min_count",
+                                "max_rate", "test_positives")}
+    if sources is not None:
+        params["scene_sampler"] = None
+        params["scenes_from"] = sources
+    if "given" in stages:
+        params["samples"] = None
+        params["programs_from"] = {"source": str(programs_source or "<programs>"), "programs": stages["given"],
+                                   "sha256": hashlib.sha256("\n".join(texts).encode()).hexdigest(),
+                                   "rejection_rules": bool(reject)}
+    params["grammar"] = {"file": Path(grammar.source).name,
+                         "sha256": hashlib.sha256(grammar_text.encode()).hexdigest()}
+    return dict(programs=[c.postfix for c in concepts], lengths=np.array([c.length for c in concepts], np.int16),
+                log_pcfg=log_pcfg, counts=final_counts, synonym_classes=classes, signatures=signatures,
+                scene_codes=bank.codes, test_bank=test_bank, params=params, stages=stages, grammar=grammar,
+                grammar_text=grammar_text, build_seconds=times)
+
+
+def synonym_classes(signatures: np.ndarray) -> np.ndarray:
+    """int32 (n,): concepts with identical signature rows share a class; classes are numbered
+    in order of their first member."""
+    n = len(signatures)
+    classes = np.empty(n, np.int32)
+    first_of = {}
+    for i in range(n):
+        row = np.ascontiguousarray(signatures[i])
+        key = hashlib.blake2b(row.view(np.uint8), digest_size=16).digest()
+        hit = first_of.get(key)
+        if hit is not None and np.array_equal(signatures[hit[0]], row):
+            classes[i] = hit[1]
+        else:
+            if hit is not None:  # a hash collision between different rows: keep them apart
+                key = key + i.to_bytes(8, "little")
+            first_of[key] = (i, len(first_of))
+            classes[i] = first_of[key][1]
+    return classes
+
+

@@ -1,0 +1,65 @@
+"""The test bank of a hypothesis space: the scenes mAP is computed on (DESIGN section 5).
+
+For every concept, ``test_positives`` distinct positive scenes are drawn from the scene bank
+(CURI: 3 per concept), avoiding scenes already drawn for an earlier concept when possible;
+the labels of every concept on all drawn scenes are kept packed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..bits import gather_bits, nth_set_bits, unpack_bits
+
+
+@dataclass
+class TestBank:
+    """Scenes for mAP: ``test_positives`` positives of every concept, with every concept's labels.
+
+    scene_ids:    int64 (T,) indices into the space's scene bank.
+    drawn_for:    int32 (T,) the concept each scene was drawn as a positive for.
+    signatures:   uint64 (n_concepts, ceil(T/64)) packed labels of every concept on the T scenes.
+    """
+
+    scene_ids: np.ndarray
+    drawn_for: np.ndarray
+    signatures: np.ndarray
+
+    @property
+    def n_scenes(self) -> int:
+        return len(self.scene_ids)
+
+    def labels(self, concept: int) -> np.ndarray:
+        """bool (T,): which test-bank scenes ``concept`` is true on."""
+        return unpack_bits(np.asarray(self.signatures[concept]), self.n_scenes)
+
+    def label_matrix(self, concepts=None) -> np.ndarray:
+        """bool (len(concepts), T) (all concepts by default)."""
+        sig = self.signatures if concepts is None else self.signatures[np.asarray(concepts)]
+        return unpack_bits(np.asarray(sig), self.n_scenes)
+
+
+def draw_test_bank(signatures, counts, k, seed) -> TestBank:
+    """``k`` distinct positives per concept (seeded), avoiding scenes already drawn for an
+    earlier concept when the concept has enough other positives."""
+    rng = np.random.default_rng(seed)
+    n, _ = signatures.shape
+    n_cand = 4 * k
+    ranks = np.empty((n, n_cand), np.int64)
+    n_ranks = np.minimum(counts, n_cand)
+    for i in range(n):
+        ranks[i, : n_ranks[i]] = rng.choice(counts[i], size=n_ranks[i], replace=False)
+    candidates = nth_set_bits(signatures, ranks, n_ranks)
+    used = set()
+    ids, drawn_for = [], []
+    for i in range(n):
+        cand = candidates[i, : n_ranks[i]].tolist()
+        fresh = [s for s in cand if s not in used][:k]
+        if len(fresh) < min(k, counts[i]):
+            fresh += [s for s in cand if s not in fresh][: min(k, counts[i]) - len(fresh)]
+        used.update(fresh)
+        ids.extend(fresh)
+        drawn_for.extend([i] * len(fresh))
+    ids = np.array(ids, np.int64)
+    return TestBank(ids, np.array(drawn_for, np.int32), gather_bits(signatures, ids))
