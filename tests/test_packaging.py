@@ -119,6 +119,9 @@ def test_wheel_holds_every_module_the_grammar_and_the_nine_split_specs(build):
         assert {Path(n).name for n in specs} == {p.name for p in (src / "hypotheses" / "splits").glob("*.toml")}
         for name in specs:
             assert zf.read(name) == (src / "hypotheses" / "splits" / Path(name).name).read_bytes()
+        data = {"bayes_concepts/" + f.relative_to(src).as_posix() for f in (src / "hypotheses").rglob("*")
+                if f.is_file() and "__pycache__" not in f.parts}
+        assert data <= names, f"data files missing from the wheel (see package-data in pyproject.toml): {data - names}"
         assert "bayes_concepts/hypotheses/splits/README.md" in names
         assert not any(n.startswith("hypotheses/") for n in names), "the data folder must ship inside the package"
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
