@@ -1,2 +1,76 @@
-"""bayes_concepts: Bayesian oracles for few-shot compositional concept learning."""
+"""bayes_concepts: Bayesian oracles for few-shot compositional concept learning.
+
+Everything a researcher uses is reachable from the top level::
+
+    import bayes_concepts as bc
+
+    space = bc.HypothesisSpace.build("demo")                  # programs x scenes -> concepts
+    splits = bc.load_splits(space, ["concept_iid", "counting"])
+    ds = bc.compute_gap(space, splits, n_episodes=2000, seed=0)   # results xarray.Dataset
+    print(bc.format_table(bc.summarise(ds)))
+
+The pipeline, one concept per module: :mod:`.lot` (grammar, programs, sampler),
+:mod:`.scenes` (scene schema, samplers, files, scene banks), :mod:`.engine` (executor,
+hypothesis space build/store), :mod:`.splits`, :mod:`.episodes`, :mod:`.oracles`,
+:mod:`.metrics`, :mod:`.gap`, :mod:`.results`, :mod:`.plots`, :mod:`.learners`,
+:mod:`.cogsci`, :mod:`.synonyms`.  Extension points are registries (:mod:`.registry`):
+``priors``, ``likelihoods``, ``empty_policies``, ``hard_negative_modes``, ``split_rules``,
+``rejection_rules`` -- a new one is a single registered function.
+
+Names are imported on first use, so ``import bayes_concepts`` stays fast (torch,
+matplotlib and pyro load only when a learner, a figure or a cognitive-science model is
+asked for).
+"""
+from importlib import import_module
+
 __version__ = "0.1.0"
+
+#: public name -> module that defines it
+_EXPORTS = {
+    # hypothesis spaces and their parts
+    "HypothesisSpace": ".engine.space", "TestBank": ".engine.test_bank", "PRESETS": ".engine.build",
+    "Program": ".lot.program", "Grammar": ".lot.grammar", "load_grammar": ".lot.grammar",
+    "curi_grammar": ".lot.grammar", "sample_programs": ".lot.sampler", "rejection_rules": ".lot.rejection",
+    "SceneBank": ".scenes.bank", "SceneSchema": ".scenes.schema", "sample_scenes": ".scenes.samplers",
+    "read_scenes_jsonl": ".scenes.io", "write_scenes_jsonl": ".scenes.io", "load_clevr_scenes": ".scenes.io",
+    "evaluate_programs": ".engine.executor", "evaluate": ".engine.interpreter",
+    # splits and episodes
+    "Split": ".splits", "load_splits": ".splits", "curi_splits": ".splits", "make_split": ".splits",
+    "make_splits": ".splits", "load_spec": ".splits", "split_from_predicate": ".splits",
+    "split_stats": ".splits", "splits_table": ".splits", "split_rules": ".splits",
+    "Episodes": ".episodes", "EpisodeSampler": ".episodes", "sample_episodes": ".episodes",
+    "hard_negative_modes": ".episodes",
+    # oracles and their registries
+    "Oracle": ".oracles.oracle", "OracleSettings": ".oracles.oracle", "strong_and_weak": ".oracles.oracle",
+    "priors": ".oracles.priors", "likelihoods": ".oracles.likelihoods", "empty_policies": ".oracles.empty_policies",
+    "Fallback": ".oracles.empty_policies", "Registry": ".registry",
+    # metrics, gap, audit, results, figures
+    "average_precision": ".metrics", "class_balanced_accuracy": ".metrics", "mean_average_precision": ".metrics",
+    "compute_gap": ".gap", "summarise": ".gap", "format_table": ".gap", "paired_bootstrap": ".gap",
+    "audit": ".gap", "format_audit": ".gap",
+    "save_results": ".results", "load_results": ".results",
+    "write_figures": ".plots",
+    # errors
+    "BayesConceptsError": ".errors", "ProgramError": ".errors", "GrammarError": ".errors", "SceneError": ".errors",
+}
+
+#: subpackages and modules reachable as attributes (``bc.plots``, ``bc.learners``, ...)
+_MODULES = ("lot", "scenes", "engine", "splits", "episodes", "oracles", "metrics", "gap", "results", "plots",
+            "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli")
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name):
+    if name in _MODULES:
+        return import_module(f".{name}", __name__)
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bayes_concepts' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

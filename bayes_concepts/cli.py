@@ -447,6 +447,10 @@ def _oracle_options(p):
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="bayes-concepts", description="Bayesian oracles for compositional concept learning")
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    ap.add_argument("--plugin", metavar="MODULE", action="append",
+                    help="import MODULE first, so the priors, likelihoods, split rules, ... it registers are "
+                         "choices (repeatable; installed packages can also register through the entry-point "
+                         "group bayes_concepts.plugins)")
     ap.add_argument("--grammar", metavar="FILE", help="grammar file (default: hypotheses/curi.pcfg)")
     sub = ap.add_subparsers(dest="command", required=True)
 
@@ -573,8 +577,42 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def load_plugins(argv) -> list:
+    """Import the modules that register extensions (priors, likelihoods, split rules, ...)
+    before the parser takes its choices from the registries: every ``--plugin MODULE`` of
+    ``argv``, and every entry point of the group ``bayes_concepts.plugins`` of installed
+    packages.  Returns ``argv`` without the ``--plugin`` options."""
+    from importlib import import_module
+    from importlib.metadata import entry_points
+    rest, modules = [], []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--plugin" and i + 1 < len(argv):
+            modules.append(argv[i + 1])
+            i += 2
+        elif argv[i].startswith("--plugin="):
+            modules.append(argv[i].split("=", 1)[1])
+            i += 1
+        else:
+            rest.append(argv[i])
+            i += 1
+    for ep in entry_points(group="bayes_concepts.plugins"):
+        ep.load()
+    for name in modules:
+        try:
+            import_module(name)
+        except ImportError as exc:
+            raise BayesConceptsError(f"--plugin {name}: cannot import it ({exc})") from None
+    return rest
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        argv = load_plugins(argv)
+    except BayesConceptsError as exc:
+        print(f"bayes-concepts: error: {exc}", file=sys.stderr)
+        return 2
     if argv[:2] == ["episodes", "show"]:  # 'episodes show FILE INDEX' next to 'episodes DIR ...'
         p = argparse.ArgumentParser(prog="bayes-concepts episodes show")
         p.add_argument("file", metavar="FILE.npz")

@@ -26,9 +26,11 @@ class Registry:
     registration order; ``names()`` is what a command line offers as choices.
     """
 
-    def __init__(self, what: str):
+    def __init__(self, what: str, doc: str = ""):
         self.what = what
         self._entries: dict = {}
+        if doc:
+            self.__doc__ = doc
 
     def register(self, name: str, obj=None, *, replace: bool = False):
         """Register ``obj`` under ``name``; used bare as a decorator, ``@registry.register("name")``.

@@ -43,7 +43,8 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
     consistent_only: only concepts that label every support scene right are candidates, found
     by AND/AND-NOT over the support's per-scene concept bitsets; otherwise every concept of
     ``omega`` is scored by its mistakes (wp on positives, wn on negatives) and those below
-    exp(-PRUNE) of the best are dropped."""
+    exp(-PRUNE) of the best are dropped.  A concept whose weight is 0 (log -inf: prior 0, or
+    likelihood 0) is never a candidate; with none left the support fits no concept."""
     hw = omega.shape[0]
     k = support.shape[0]
     n = 0
@@ -61,9 +62,11 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
             while word:
                 b, word = pop_lowest_bit(word)
                 h = w * 64 + b
-                ids[n] = h
-                logw[n] = (log_prior[h] + _term(first, h, 0, 0)) + _term(second, h, 0, 0)
-                n += 1
+                lw = (log_prior[h] + _term(first, h, 0, 0)) + _term(second, h, 0, 0)
+                if lw > -np.inf:  # a concept of prior or likelihood 0 is no candidate
+                    ids[n] = h
+                    logw[n] = lw
+                    n += 1
         return n
     best = -np.inf
     for w in range(hw):
@@ -89,7 +92,7 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
         return 0
     m = 0
     for i in range(n):
-        if logw[i] >= best - PRUNE:
+        if logw[i] >= best - PRUNE and logw[i] > -np.inf:
             ids[m] = ids[i]
             logw[m] = logw[i]
             m += 1

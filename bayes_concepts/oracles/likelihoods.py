@@ -48,6 +48,9 @@ class Likelihood:
 
 
 class LikelihoodRegistry(Registry):
+    """Likelihoods of a support set; a new one is a registered table function (see
+    :mod:`bayes_concepts.oracles.likelihoods`)."""
+
     def register(self, name, obj=None, *, consistent_only: bool = False, replace: bool = False):
         """Register a table function ``(counts, n_scenes, n_drawn, k, hard, settings) -> (first,
         second)`` as likelihood ``name`` (see the module docstring)."""

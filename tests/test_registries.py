@@ -1,0 +1,173 @@
+"""Extension by registration: new priors, likelihoods, weak-empty policies, hard-negative
+modes and split rules are registered from outside the package, chosen by name, and used by
+compute_gap, the oracles, the episode sampler, split specs and the command line."""
+import json
+import textwrap
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+import bayes_concepts as bc
+
+SHORT = 8
+
+
+@pytest.fixture
+def registered():
+    """Register one of each extension for a test, and remove them afterwards."""
+    @bc.priors.register("short_only")
+    def short_only(space, concepts, settings):
+        """log weight 0 for programs of at most 8 tokens, -inf for longer ones"""
+        return np.where(np.asarray(space.lengths)[concepts] <= SHORT, 0.0, -np.inf)
+
+    @bc.split_rules.register("max_count", validate=lambda v, where, key: int(v))
+    def max_count(space, value, table):
+        """hold out concepts true on more than ``value`` scenes"""
+        return np.asarray(space.counts) > value
+
+    @bc.likelihoods.register("asymmetric")
+    def asymmetric(counts, n_scenes, n_drawn, k, hard, settings):
+        """a missed positive costs log 0.01, a false alarm log 0.1"""
+        wp = np.arange(k + 1)[None, :, None]
+        wn = np.arange(k + 1)[None, None, :]
+        return wp * np.log(0.01) + wn * np.log(0.1), np.zeros((1, 1, 1))
+
+    @bc.empty_policies.register("shortest")
+    def shortest(oracle):
+        """all weight on the oracle's shortest concept"""
+        best = oracle.concepts[np.argmin(np.asarray(oracle.space.lengths)[oracle.concepts])]
+        return bc.Fallback.fixed([best], [1.0], entropy=0.0)
+
+    @bc.hard_negative_modes.register("most_specific")
+    def most_specific(space, concept, positives, alternatives, exclude, n, rng):
+        """negatives from the alternative with the smallest extension"""
+        if len(alternatives) == 0:
+            return np.zeros(0, np.int64)
+        a = alternatives[np.argmin(np.asarray(space.counts)[alternatives])]
+        ok = space.signature(a) & ~space.signature(concept)
+        ok[exclude] = False
+        pool = np.flatnonzero(ok)
+        return rng.choice(pool, size=min(n, len(pool)), replace=False)
+
+    yield
+    for registry, name in ((bc.priors, "short_only"), (bc.split_rules, "max_count"), (bc.likelihoods, "asymmetric"),
+                           (bc.empty_policies, "shortest"), (bc.hard_negative_modes, "most_specific")):
+        registry.unregister(name)
+
+
+def test_registered_prior_and_split_rule_drive_compute_gap(small_space, registered):
+    space = small_space
+    limit = int(np.quantile(space.counts, 0.9))
+    split = bc.make_split(space, {"name": "broad", "kind": "held_out", "held_out": {"max_count": limit},
+                                  "val_fraction": 0.0})
+    assert np.array_equal(split.test, np.flatnonzero(np.asarray(space.counts) > limit))
+    assert np.array_equal(split.train, np.flatnonzero(np.asarray(space.counts) <= limit))
+    settings = bc.OracleSettings(prior="short_only")
+    ds = bc.compute_gap(space, {"broad": split}, ("hard",), 60, settings, seed=1)
+    assert json.loads(ds.attrs["oracle_settings"])["prior"] == "short_only"
+    assert ds["ap"].notnull().any()
+    # the prior is zero on long programs: no posterior ever puts weight on one
+    strong, _ = bc.strong_and_weak(space, split, settings)
+    eps = bc.EpisodeSampler(space).sample(split.test, 20, "hard", seed=2)
+    for e in range(len(eps)):
+        ids, probs = strong.fit(eps.support_scenes[e], eps.support_labels[e]).posterior()
+        assert (np.asarray(space.lengths)[ids[probs > 0]] <= SHORT).all()
+
+
+def test_unknown_rule_key_lists_registered_rules(small_space, registered):
+    with pytest.raises(bc.BayesConceptsError, match="max_count"):
+        bc.make_split(small_space, {"name": "x", "kind": "held_out", "held_out": {"nope": 1}})
+
+
+def test_registered_likelihood_equals_brute_force(small_space, registered):
+    space = small_space
+    settings = bc.OracleSettings(likelihood="asymmetric", prior="length")
+    oracle = bc.Oracle(space, np.arange(space.n_concepts), settings)
+    eps = bc.EpisodeSampler(space).sample(np.arange(space.n_concepts), 5, "hard", seed=3)
+    truth = np.array([space.signature(h) for h in range(space.n_concepts)])  # (H, N) bool
+    lp = -0.2 * np.asarray(space.lengths, float)
+    lp -= logsumexp(lp)
+    for e in range(len(eps)):
+        scenes, labels = eps.support_scenes[e], eps.support_labels[e].astype(bool)
+        pred = truth[:, scenes]
+        wp = (labels & ~pred).sum(1)
+        wn = (~labels & pred).sum(1)
+        logw = lp + wp * np.log(0.01) + wn * np.log(0.1)
+        post = np.exp(logw - logsumexp(logw))
+        ids, probs = oracle.fit(scenes, eps.support_labels[e]).posterior()
+        got = np.zeros(space.n_concepts)
+        got[ids] = probs
+        kept = got > 0  # the oracle drops concepts below e^-50 of the best
+        assert np.allclose(got[kept], post[kept] / post[kept].sum(), atol=1e-12)
+        assert post[~kept].sum() < 1e-15
+        query = eps.query_scenes[e]
+        assert np.allclose(oracle.predict_proba(query), truth[:, query].T.astype(float) @ got, atol=1e-12)
+
+
+def test_registered_weak_empty_policy(small_space, registered):
+    space = small_space
+    split = bc.load_splits(space, ["binding_color"])["binding_color"]
+    settings = bc.OracleSettings(weak_empty="shortest")
+    _, weak = bc.strong_and_weak(space, split, settings)
+    eps = bc.EpisodeSampler(space).sample(split.test, 40, "hard", seed=4)
+    r = weak.evaluate(eps)
+    assert r["empty"].any()
+    best = weak.concepts[np.argmin(np.asarray(space.lengths)[weak.concepts])]
+    e = int(np.flatnonzero(r["empty"])[0])
+    assert r["posterior_entropy"][e] == 0.0
+    expected = np.minimum(space.signature(best)[eps.query_scenes[e]].astype(float), 1.0)
+    assert np.array_equal(r["query_pred"][e], expected)
+    ids, probs = weak.fit(eps.support_scenes[e], eps.support_labels[e]).posterior()
+    assert ids.tolist() == [best] and probs.tolist() == [1.0]
+
+
+def test_registered_hard_negative_mode(small_space, registered):
+    space = small_space
+    sampler = bc.EpisodeSampler(space)
+    ids = np.flatnonzero(np.asarray(space.counts) >= 10)
+    eps = sampler.sample(ids, 25, "hard", seed=5, hard_mode="most_specific")
+    assert eps.meta["hard_mode"] == "most_specific"
+    again = sampler.sample(ids, 25, "hard", seed=5, hard_mode="most_specific")
+    assert eps == again
+    for e in range(len(eps)):
+        h = eps.concept[e]
+        sig = space.signature(h)
+        for scenes, labels in ((eps.support_scenes[e], eps.support_labels[e]),
+                               (eps.query_scenes[e], eps.query_labels[e])):
+            assert np.array_equal(labels, sig[scenes].astype(np.int8))
+            assert labels[:5].all() and not labels[5:].any()
+        assert len(set(eps.support_scenes[e]) | set(eps.query_scenes[e])) == 50
+        alts = sampler.alternatives(h, eps.support_scenes[e, :5])
+        if len(alts):
+            a = alts[np.argmin(np.asarray(space.counts)[alts])]
+            real = ~eps.support_topup[e, 5:]
+            assert space.signature(a)[eps.support_scenes[e, 5:][real]].all()
+
+
+def test_cli_takes_choices_from_plugins(small_space_dir, tmp_path, monkeypatch, capsys):
+    (tmp_path / "my_plugin.py").write_text(textwrap.dedent('''
+        import numpy as np
+        import bayes_concepts as bc
+
+        @bc.priors.register("plugin_uniform", replace=True)
+        def plugin_uniform(space, concepts, settings):
+            """every concept weight 1 (a plugin's prior)"""
+            return np.zeros(len(concepts))
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from bayes_concepts.cli import main
+    try:
+        code = main(["--plugin", "my_plugin", "gap", str(small_space_dir), "--split", "concept_iid", "--episodes",
+                     "20", "--negatives", "hard", "--prior", "plugin_uniform", "--json"])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert json.loads(out)["results"][0]["split"] == "concept_iid"
+        with pytest.raises(SystemExit):
+            main(["--plugin", "my_plugin", "gap", "--help"])
+        assert "plugin_uniform" in capsys.readouterr().out
+    finally:
+        if "plugin_uniform" in bc.priors:
+            bc.priors.unregister("plugin_uniform")
+    assert main(["--plugin", "no_such_plugin_module", "gap", str(small_space_dir)]) == 2
+    assert "no_such_plugin_module" in capsys.readouterr().err
