@@ -19,6 +19,7 @@ from bayes_concepts.engine.space import HypothesisSpace  # noqa: E402
 from bayes_concepts.gap import compute_gap  # noqa: E402
 from bayes_concepts.results import load_results  # noqa: E402
 from bayes_concepts.splits import curi_splits  # noqa: E402
+from bayes_concepts.synonyms import STATUS_ORDER  # noqa: E402
 
 EPISODES = 100
 
@@ -120,27 +121,6 @@ def test_negatives_effect(space_dir, tmp_path):
 
 
 # ------------------------------------------------------------------------ synonyms
-def test_prover_levels():
-    from bayes_concepts.lot.grammar import curi_grammar
-    pr = synonyms.Prover(curi_grammar(), max_objects=5)
-
-    def levels(a, b):
-        return [pr.equivalent(a, b, lv) for lv in synonyms.LEVELS]
-    # commutation: propositional
-    assert levels("x color? red = S shape? cube exists= and exists=",
-                  "S shape? cube exists= x color? red = and exists=") == [True, True, True]
-    assert pr.propositional("S shape? cube count= 2 =", "2 S shape? cube count= =")
-    # a set quantifier over S is a quantifier over x: first-order, not propositional
-    assert levels("S locationX? 7 for-all=", "x locationX? 7 = for-all=") == [False, True, True]
-    # value ranges: domain facts only
-    assert levels("x locationX? 6 > exists=", "x locationX? 7 = x locationX? 8 = or exists=") == [False, False, True]
-    assert levels("x size? small > exists=", "x size? large = exists=") == [False, False, True]
-    assert levels("S color? red count= 0 >", "S color? red exists=") == [False, False, True]
-    # not equivalent: never proved
-    assert levels("x locationX? 6 > exists=", "x locationX? 7 = exists=") == [False, False, False]
-    assert levels("x color? red = exists=", "x color? red = for-all=") == [False, False, False]
-
-
 @pytest.fixture(scope="module")
 def synonym_run(space_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("synonyms")
@@ -155,7 +135,7 @@ def test_synonyms_outputs(synonym_run, space):
     classes = np.asarray(space.synonym_classes)
     multi = {c for c in np.unique(classes) if (classes == c).sum() >= 2}
     assert set(df["class"]) == multi
-    assert set(df.status) <= set(synonyms.STATUS_ORDER)
+    assert set(df.status) <= set(STATUS_ORDER)
     md = (out / "synonyms.md").read_text()
     assert "Proof/check-bank contradictions: 0 " in md  # every proof agrees with every check scene
     assert "lower bound" in md
