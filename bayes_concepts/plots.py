@@ -62,8 +62,18 @@ OBJECT_COLORS = {"gray": "#8c8c8c", "red": "#d62728", "blue": "#2b63c8", "green"
                  "brown": "#8c564b", "purple": "#8e44ad", "cyan": "#17becf", "yellow": "#f1c40f"}
 SHAPE_MARKERS = {"cube": "s", "sphere": "o", "cylinder": "^"}
 SIZE_POINTS = {"small": 70.0, "large": 190.0}  # marker area, points²
+#: edge of an object's marker by material: (edge colour, line width in points)
+RING_STYLES = {"rubber": ("0.55", 0.6), "metal": ("black", 2.0)}
 ATTRIBUTE_TITLES = {"color": "colour", "shape": "shape", "material": "material", "size": "size",
                     "x": "x bin (1 = left of image)", "y": "y bin (1 = top of image)"}
+#: which attribute each drawing channel of the episode view shows when the schema has it;
+#: channels left free take the schema's other attributes in order (see ``object_encoding``)
+CHANNEL_ATTRIBUTES = {"color": "color", "marker": "shape", "ring": "material", "size": "size"}
+#: fallbacks, in order, for values the tables above do not know (see ``value_styles``)
+_FALLBACK_MARKERS = ("D", "P", "X", "v", "h", "*", "p", "<", ">", "8", "H", "d")
+_FALLBACK_RINGS = (("0.55", 0.6), ("black", 2.0), ("#b2182b", 2.0), ("#2166ac", 2.0), ("#762a83", 2.0),
+                   ("#e08214", 2.0), ("#1b7837", 2.0))
+_HATCHES = ("", "////", "....", "xxxx", "\\\\\\\\", "oo", "----", "++++", "||||", "**")
 METRIC_LABELS = {"ap": "mAP (%)", "cba": "class-balanced accuracy (%)"}
 MINUS = "\u2212"
 
@@ -382,6 +392,92 @@ def synonym_histogram(space):
     return fig, data
 
 
+def object_encoding(schema) -> dict:
+    """Which attribute of ``schema`` each drawing channel of a scene shows.
+
+    Returns ``{channel: attribute name or None}`` for ``color``, ``marker``, ``ring``
+    (the marker's edge), ``size`` (marker area) and ``hatch``, plus ``position``: the pair
+    ``("x", "y")`` when the schema has both (objects drawn at their bins), else None
+    (objects drawn in a row in slot order); ``undrawn``: a tuple of the attributes no
+    channel shows.  A channel shows the attribute :data:`CHANNEL_ATTRIBUTES` names when
+    the schema has it; the channels left free take the schema's remaining attributes in
+    schema order (``size`` only an ordered one).
+    """
+    names = list(schema.names)
+    position = ("x", "y") if "x" in names and "y" in names else None
+    free = [n for n in names if position is None or n not in position]
+    encoding = {"position": position}
+    for channel, name in CHANNEL_ATTRIBUTES.items():
+        encoding[channel] = name if name in free else None
+    taken = {n for c, n in encoding.items() if c != "position" and n is not None}
+    free = [n for n in free if n not in taken]
+    for channel in ("color", "marker", "ring", "size", "hatch"):
+        if encoding.get(channel) is None:
+            pick = next((n for n in free if channel != "size" or schema.attribute(n).ordered), None)
+            encoding[channel] = pick
+            if pick is not None:
+                free.remove(pick)
+    encoding["undrawn"] = tuple(free)
+    return encoding
+
+
+def _with_fallbacks(values, known: dict, pool) -> dict:
+    """``known[v]`` where known, else the entries of ``pool`` not used by known values, in
+    value order (cycled when there are more values than entries)."""
+    out = {v: known[v] for v in values if v in known}
+    spare = [p for p in pool if p not in out.values()] or list(pool)
+    for i, v in enumerate(v for v in values if v not in known):
+        out[v] = spare[i % len(spare)]
+    return out
+
+
+def _names_its_colour(value) -> bool:
+    """Whether a value is drawn in the colour it names (CLEVR's, or one matplotlib knows)."""
+    return value in OBJECT_COLORS or (isinstance(value, str) and len(value) > 1 and value.isalpha()
+                                      and matplotlib.colors.is_color_like(value))
+
+
+def value_styles(attribute, channel: str) -> dict:
+    """How each value of ``attribute`` (a schema :class:`~bayes_concepts.scenes.Attribute`)
+    is drawn on ``channel``; deterministic: a function of the attribute's values only.
+
+    ``color``: hex colour: :data:`OBJECT_COLORS`, else the value itself when matplotlib knows
+    it as a colour name (``olive``), else a husl palette over the remaining values in value
+    order.  ``marker``: :data:`SHAPE_MARKERS`, else unused fallback markers in value order.
+    ``ring``: ``(edge colour, line width in points)``: :data:`RING_STYLES`, else unused
+    fallbacks (thin grey first, then thick black, red, blue, ...).  ``size``: marker area in
+    points²: :data:`SIZE_POINTS` when it knows every value, else evenly spaced from 70 to 190
+    in code order.  ``hatch``: a hatch pattern per code, none for the first.
+    """
+    values = list(attribute.values)
+    if channel == "color":
+        known = {v: OBJECT_COLORS[v] if v in OBJECT_COLORS else matplotlib.colors.to_hex(v)
+                 for v in values if _names_its_colour(v)}
+        rest = [v for v in values if v not in known]
+        palette = [matplotlib.colors.to_hex(c) for c in sns.color_palette("husl", len(rest))] if rest else []
+        return {v: known[v] if v in known else palette[rest.index(v)] for v in values}
+    if channel == "marker":
+        return _with_fallbacks(values, SHAPE_MARKERS, _FALLBACK_MARKERS)
+    if channel == "ring":
+        return _with_fallbacks(values, RING_STYLES, _FALLBACK_RINGS)
+    if channel == "size":
+        if all(v in SIZE_POINTS for v in values):
+            return {v: SIZE_POINTS[v] for v in values}
+        areas = np.linspace(70.0, 190.0, len(values)) if len(values) > 1 else [130.0]
+        return {v: float(a) for v, a in zip(values, areas)}
+    if channel == "hatch":
+        return {v: _HATCHES[i % len(_HATCHES)] for i, v in enumerate(values)}
+    raise ValueError(f"unknown drawing channel {channel!r} (expected color, marker, ring, size or hatch)")
+
+
+def _scene_styles(schema) -> tuple:
+    """``(encoding, {channel: {value: style}})`` of :func:`object_encoding` and :func:`value_styles`."""
+    encoding = object_encoding(schema)
+    styles = {c: value_styles(schema.attribute(encoding[c]), c)
+              for c in ("color", "marker", "ring", "size", "hatch") if encoding[c] is not None}
+    return encoding, styles
+
+
 def scene_property_data(space) -> pd.DataFrame:
     """Objects of the scene bank per attribute value: count and share (%) of all objects."""
     codes = np.asarray(space.scene_codes)
@@ -399,11 +495,21 @@ def scene_property_data(space) -> pd.DataFrame:
 
 
 def scene_property_histograms(space):
-    """CURI Figure 12: one panel per attribute (colour, shape, material, size, x bin,
-    y bin) with the share of the scene bank's objects taking each value; dashed: the
-    share if values were uniform.  Returns (fig, data)."""
+    """CURI Figure 12: one panel per attribute of the space's schema (CURI: colour, shape,
+    material, size, x bin, y bin) with the share of the scene bank's objects taking each
+    value; dashed: the share if values were uniform.  The bars of the attribute the episode
+    view draws as colour (:func:`object_encoding`) take its colours (:func:`value_styles`),
+    the others one colour.  Returns (fig, data); ``data["bar_color"]`` is each bar's colour."""
     data = scene_property_data(space)
     attrs = list(dict.fromkeys(data["attribute"]))
+    colour_attr = object_encoding(space.schema)["color"]
+    plain = matplotlib.colors.to_hex(sns.color_palette("deep")[0])
+    bar_colors = {a.name: [plain] * a.n_values for a in space.schema.attributes}
+    if colour_attr is not None:
+        attr = space.schema.attribute(colour_attr)
+        styles = value_styles(attr, "color")
+        bar_colors[colour_attr] = [styles[v] for v in attr.values]
+    data["bar_color"] = [bar_colors[a][c] for a, c in zip(data["attribute"], data["code"])]
     ncol = 3
     nrow = int(np.ceil(len(attrs) / ncol))
     n_obj = int((np.asarray(space.scene_codes)[:, :, 0] >= 0).sum())
@@ -412,15 +518,13 @@ def scene_property_histograms(space):
         axes = np.atleast_1d(fig.subplots(nrow, ncol)).ravel()
         for ax, attr in zip(axes, attrs):
             d = data[data.attribute == attr]
-            if attr == "color":
-                colors = [OBJECT_COLORS.get(v, "0.5") for v in d["value"]]
-            else:
-                colors = [sns.color_palette("deep")[0]] * len(d)
-            ax.bar(np.arange(len(d)), d["share"], color=colors, edgecolor="0.2", linewidth=0.4, gid=f"prop:{attr}")
+            ax.bar(np.arange(len(d)), d["share"], color=list(d["bar_color"]), edgecolor="0.2", linewidth=0.4,
+                   gid=f"prop:{attr}")
             ax.axhline(d["uniform_share"].iloc[0], color="0.3", linestyle="--", linewidth=1)
             ax.grid(axis="x", visible=False)
-            ax.set_xticks(np.arange(len(d)), d["value"], rotation=35 if attr == "color" else 0,
-                          ha="right" if attr == "color" else "center")
+            slanted = sum(len(v) for v in d["value"]) > 24  # long labels (CURI's colours) are slanted
+            ax.set_xticks(np.arange(len(d)), d["value"], rotation=35 if slanted else 0,
+                          ha="right" if slanted else "center")
             ax.set_title(ATTRIBUTE_TITLES.get(attr, attr), fontsize=11)
             ax.set_ylabel("share of objects (%)")
             ax.set_ylim(0, max(d["share"].max(), d["uniform_share"].iloc[0]) * 1.18)
@@ -444,22 +548,39 @@ def _scene_axes_label(label: int, topup: bool, relabelled: bool) -> str:
     return text
 
 
-def _draw_scene(ax, objects, schema_sizes=(8, 8)):
-    nx, ny = schema_sizes
+def _object_cell(o, k: int, schema, encoding) -> tuple:
+    """Grid cell (1-based column, row) of object ``o`` in slot ``k``: its x/y bins (by code
+    order) when the encoding has a position, else column ``k + 1`` of row 1."""
+    if encoding["position"] is None:
+        return k + 1, 1
+    ax_name, ay_name = encoding["position"]
+    return (schema.attribute(ax_name).values.index(o[ax_name]) + 1,
+            schema.attribute(ay_name).values.index(o[ay_name]) + 1)
+
+
+def _draw_scene(ax, objects, grid, schema, encoding, styles):
+    """Draw one scene's objects on ``ax``: ``grid = (nx, ny)`` cells; ``encoding, styles`` of
+    :func:`_scene_styles` decide each object's colour, marker, edge, area and hatch."""
+    nx, ny = grid
+
+    def style(channel, o, default):
+        name = encoding[channel]
+        return styles[channel][o[name]] if name is not None else default
+
     cells = {}
-    for o in objects:
-        cells.setdefault((o["x"], o["y"]), []).append(o)
+    for k, o in enumerate(objects):
+        cells.setdefault(_object_cell(o, k, schema, encoding), []).append(o)
     for (bx, by), objs in cells.items():
         k = len(objs)
         # several objects in one bin: spread them around the cell centre
         shifts = [(0.0, 0.0)] if k == 1 else [(0.27 * np.cos(2 * np.pi * i / k), 0.27 * np.sin(2 * np.pi * i / k))
                                               for i in range(k)]
         for o, (dx, dy) in zip(objs, shifts):
-            metal = o["material"] == "metal"
-            ax.scatter([bx + dx], [by + dy], s=SIZE_POINTS.get(o["size"], 100.0),
-                       marker=SHAPE_MARKERS.get(o["shape"], "D"), c=[OBJECT_COLORS.get(o["color"], "0.5")],
-                       edgecolors="black" if metal else "0.55", linewidths=2.0 if metal else 0.6, zorder=3,
-                       clip_on=False)
+            edge, width = style("ring", o, RING_STYLES["rubber"])
+            hatch = style("hatch", o, "")
+            ax.scatter([bx + dx], [by + dy], s=style("size", o, 130.0), marker=style("marker", o, "o"),
+                       c=[style("color", o, "0.5")], edgecolors=edge, linewidths=width, zorder=3,
+                       clip_on=False, **({"hatch": hatch} if hatch else {}))
     ax.set_xlim(0.5, nx + 0.5)
     ax.set_ylim(ny + 0.5, 0.5)  # y bin 1 at the top, as in the image
     # the bin grid as two line collections (ticks are slow to build on 50 axes)
@@ -471,6 +592,35 @@ def _draw_scene(ax, objects, schema_sizes=(8, 8)):
     ax.set_aspect("equal")
 
 
+def _legend_handles(encoding, styles) -> list:
+    """Legend entries of the episode view: one per value of the attributes drawn as marker,
+    size, edge and hatch, and as colour when a colour is not named by its value."""
+    from matplotlib.patches import Patch
+
+    def label(channel, v):
+        name = encoding[channel]
+        return str(v) if name == CHANNEL_ATTRIBUTES.get(channel) else f"{name} = {v}"
+
+    handles = []
+    for v, m in styles.get("marker", {}).items():
+        handles.append(Line2D([], [], marker=m, linestyle="none", color="0.6", markeredgecolor="0.4", markersize=8,
+                              label=label("marker", v)))
+    for v, area in styles.get("size", {}).items():
+        handles.append(Line2D([], [], marker="o", linestyle="none", color="0.6", markeredgecolor="0.4",
+                              markersize=np.sqrt(area), label=label("size", v)))
+    for v, (edge, width) in sorted(styles.get("ring", {}).items(), key=lambda kv: -kv[1][1]):
+        ring = " (black ring)" if edge == "black" else (" (ring)" if width > 1 else "")
+        handles.append(Line2D([], [], marker="o", linestyle="none", color="0.8", markeredgecolor=edge,
+                              markeredgewidth=width, markersize=9, label=label("ring", v) + ring))
+    for v, h in styles.get("hatch", {}).items():
+        handles.append(Patch(facecolor="0.85", edgecolor="0.3", hatch=h or None, label=label("hatch", v)))
+    colours = styles.get("color", {})
+    if any(not _names_its_colour(v) for v in colours):
+        handles += [Line2D([], [], marker="o", linestyle="none", color=c, markersize=8, label=label("color", v))
+                    for v, c in colours.items()]
+    return handles
+
+
 def _top_concepts(oracle, scenes, labels, hard, top):
     oracle.fit([int(s) for s in scenes], labels, hard=hard)
     ids, probs = oracle.posterior()
@@ -479,12 +629,16 @@ def _top_concepts(oracle, scenes, labels, hard, top):
 
 def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_oracle=None, top: int = 3):
     """One episode of ``episodes``: its support and query scenes drawn top-down (objects at
-    their (x, y) bins on the 8 × 8 grid, y bin 1 at the top; colour = object colour,
+    their (x, y) bins, y bin 1 at the top), each titled with its label (+ / −, flagged when a
+    top-up or relabelled), and a text box with the true concept and the ``top`` most probable
+    concepts of the oracles (fitted here on the support when given).
+
+    How an object is drawn derives from the space's schema (:func:`object_encoding`,
+    :func:`value_styles`, shown in the legend); for CURI: colour = object colour,
     square / circle / triangle = cube / sphere / cylinder, bigger = large, black ring =
-    metal), each titled with its label (+ / −, flagged when a top-up or relabelled), and a
-    text box with the true concept and the ``top`` most probable concepts of the oracles
-    (fitted here on the support when given).  Returns (fig, data): one row per object
-    drawn; ``data.attrs["concepts"]`` is a DataFrame of the concepts in the text box."""
+    metal.  A schema without ``x``/``y`` draws a scene's objects in a row, in slot order.
+    Returns (fig, data): one row per object drawn; ``data.attrs["concepts"]`` is a
+    DataFrame of the concepts in the text box."""
     e = int(index)
     if not 0 <= e < len(episodes):
         raise IndexError(f"episode {index} out of range (0..{len(episodes) - 1})")
@@ -524,8 +678,12 @@ def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_ora
     n_per_set = max(len(s["scenes"]) for s in sets.values())
     ncol = 5 if n_per_set > 5 else max(1, n_per_set)
     nrow = int(np.ceil(n_per_set / ncol))
-    nx = len(space.schema.attribute("x").values)
-    ny = len(space.schema.attribute("y").values)
+    schema = space.schema
+    encoding, styles = _scene_styles(schema)
+    if encoding["position"] is not None:
+        nx, ny = (schema.attribute(a).n_values for a in encoding["position"])
+    else:
+        nx, ny = schema.max_objects, 1
     # fixed layout in inches (constrained layout is slow with 50 axes)
     cell, gap_x, row_h, head, set_head, block_gap, margin = 1.25, 0.2, 1.6, 0.6, 0.3, 0.5, 0.2
     text_h = max(2.0, 0.19 * len(text) + 0.6)
@@ -550,7 +708,7 @@ def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_ora
                 ax = fig.add_axes(box(x0 + c * (cell + gap_x), head + set_head + r * row_h + 0.3, cell, cell))
                 sid = int(s["scenes"][k])
                 scene = space.scene(sid)
-                _draw_scene(ax, scene["objects"], (nx, ny))
+                _draw_scene(ax, scene["objects"], (nx, ny), schema, encoding, styles)
                 lab = int(s["labels"][k])
                 title = _scene_axes_label(lab, bool(s["topup"][k]), bool(s["relabelled"][k]))
                 ax.set_title(title, fontsize=13 if len(title) == 1 else 9, color="#1a7d36" if lab else "#b2182b",
@@ -572,20 +730,16 @@ def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_ora
                      transform=text_ax.transAxes, gid="concepts_text",
                      bbox=dict(boxstyle="round,pad=0.5", fc="#f7f7f7", ec="0.6"))
         legend_ax.axis("off")
-        handles = ([Line2D([], [], marker=m, linestyle="none", color="0.6", markeredgecolor="0.4", markersize=8,
-                           label=sh) for sh, m in SHAPE_MARKERS.items()]
-                   + [Line2D([], [], marker="o", linestyle="none", color="0.6", markeredgecolor="0.4",
-                             markersize=np.sqrt(v), label=sz) for sz, v in SIZE_POINTS.items()]
-                   + [Line2D([], [], marker="o", linestyle="none", color="0.8", markeredgecolor="black",
-                             markeredgewidth=2, markersize=9, label="metal (black ring)"),
-                      Line2D([], [], marker="o", linestyle="none", color="0.8", markeredgecolor="0.55",
-                             markeredgewidth=0.6, markersize=9, label="rubber")])
-        legend_ax.legend(handles=handles, loc="upper right", fontsize=8.5, ncol=2,
-                         title=f"objects (seen from above, {nx}×{ny} bins)", title_fontsize=9, frameon=True)
+        where = f"seen from above, {nx}×{ny} bins" if encoding["position"] else "in slot order"
+        undrawn = f"\nnot drawn: {', '.join(encoding['undrawn'])}" if encoding["undrawn"] else ""
+        legend_ax.legend(handles=_legend_handles(encoding, styles), loc="upper right", fontsize=8.5, ncol=2,
+                         title=f"objects ({where}){undrawn}", title_fontsize=9, frameon=True)
         split = episodes.meta.get("split")
         what = f"split {split_label(split)}, " if split else ""
+        layout = (f"scene seen from above: x bin 1..{nx} left to right, y bin 1 at the top" if encoding["position"]
+                  else "scene, its objects left to right in slot order")
         fig.suptitle(f"Episode {e} ({what}{episodes.meta.get('negatives', '?')} negatives); each square is one "
-                     f"scene seen from above: x bin 1..{nx} left to right, y bin 1 at the top.\n"
+                     f"{layout}.\n"
                      "Title: label (+ / " + MINUS + "); top-up = random negative filling a hard set, relabelled = "
                      "random scene that satisfies the concept", fontsize=11, y=1 - 0.08 / height, va="top")
     data = pd.DataFrame(rows)

@@ -12,10 +12,13 @@ import re
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from matplotlib.colors import to_hex
 
+from bayes_concepts import plots
 from bayes_concepts.cli import main
 from bayes_concepts.engine import evaluate, evaluate_programs, signature_bits
 from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.episodes import sample_episodes
 from bayes_concepts.errors import GrammarError, SceneError
 from bayes_concepts.gap import compute_gap
 from bayes_concepts.lot import (CURI_RULES, REJECTION_RULES, Grammar, Program, curi_grammar, is_rejected,
@@ -294,3 +297,91 @@ def test_clevr_scene_json_carries_every_schema_attribute(tmp_path):
     flat = SceneSchema((Attribute("color", ("red",)),))
     with pytest.raises(SceneError, match="no attribute 'x' or 'y'"):
         load_clevr_scenes(f, flat)
+
+
+# ------------------------------------------------------------------ figures
+FLAT_GRAMMAR = """\
+value COLOR    red blue green
+value TEXTURE  smooth striped dotted
+property color?    color    COLOR
+property texture?  texture  TEXTURE
+start START
+objects 1 2 4
+START -> BOOL exists= | BOOL for-all=
+BOOL -> BOOL BOOL and | BOOL not
+BOOL -> C C = | T T = | SETFC C exists= | SETFT T exists=
+SETFC -> SET FC
+SETFT -> SET FT
+C -> red | blue | green
+C -> OBJECT FC
+T -> smooth | striped | dotted
+T -> OBJECT FT
+FC -> color?
+FT -> texture?
+OBJECT -> x
+SET -> S | non-x-S
+"""
+
+
+def test_drawing_channels_and_value_styles_derive_from_the_schema():
+    enc = plots.object_encoding(TEXTURE_GRAMMAR.schema)
+    assert enc == {"position": ("x", "y"), "color": "color", "marker": "shape", "ring": "material",
+                   "size": "size", "hatch": "texture", "undrawn": ()}
+    flat = Grammar.from_text(FLAT_GRAMMAR, source="flat.pcfg").schema
+    assert plots.object_encoding(flat) == {"position": None, "color": "color", "marker": "texture", "ring": None,
+                                           "size": None, "hatch": None, "undrawn": ()}
+    olive = Grammar.from_text(CURI_TEXT.replace("green", "olive"), source="olive.pcfg").schema
+    colours = plots.value_styles(olive.attribute("color"), "color")
+    assert colours["olive"] == to_hex("olive") and colours["red"] == plots.OBJECT_COLORS["red"]
+    odd = Attribute("color", ("red", "zorp", "blip", "quux"))
+    styles = plots.value_styles(odd, "color")
+    assert styles == plots.value_styles(odd, "color")                       # deterministic
+    assert styles["red"] == plots.OBJECT_COLORS["red"] and len(set(styles.values())) == 4
+    markers = plots.value_styles(Attribute("shape", ("cube", "cone", "torus", "cylinder")), "marker")
+    assert markers["cube"] == "s" and markers["cylinder"] == "^" and len(set(markers.values())) == 4
+    rings = plots.value_styles(Attribute("material", ("rubber", "metal", "glass")), "ring")
+    assert rings["metal"] == plots.RING_STYLES["metal"] and len(set(rings.values())) == 3
+    sizes = plots.value_styles(Attribute("size", ("tiny", "small", "huge"), ordered=True), "size")
+    assert sizes["tiny"] < sizes["small"] < sizes["huge"]
+
+
+def test_scene_property_histograms_of_a_new_attribute(texture_space, olive_space):
+    fig, data = plots.scene_property_histograms(texture_space)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible][-1] == "texture" and len(visible) == 7
+    d = data[data.attribute == "texture"]
+    assert d["value"].tolist() == list(TEXTURES) and d["share"].sum() == pytest.approx(100)
+    fig, data = plots.scene_property_histograms(olive_space)
+    bars = [p for ax in fig.axes for p in ax.patches if p.get_gid() == "prop:color"]
+    colours = data[data.attribute == "color"]
+    assert colours.set_index("value").loc["olive", "bar_color"] == "#808000"
+    assert [to_hex(b.get_facecolor()) for b in bars] == colours["bar_color"].tolist()
+
+
+def test_episode_view_draws_the_new_attribute_and_a_schema_without_locations(texture_space, tmp_path):
+    split = make_split(texture_space, {"name": "r", "kind": "random", "fractions": {"train": 0.8, "test": 0.2}})
+    eps = sample_episodes(texture_space, split, "test", "hard", n=2, seed=0)
+    fig, data = plots.episode_figure(texture_space, eps, 0)
+    hatches = plots.value_styles(texture_space.schema.attribute("texture"), "hatch")
+    for k, sid in enumerate(eps.support_scenes[0]):
+        ax = next(a for a in fig.axes if a.get_gid() == f"support:{k}")
+        objects = texture_space.scene(int(sid))["objects"]
+        drawn = sorted((c.get_hatch() or "") for c in ax.collections[:len(objects)])
+        assert drawn == sorted(hatches[o["texture"]] for o in objects)
+    assert "texture" in data.columns
+    legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert "texture = striped" in legend and "metal (black ring)" in legend
+
+    path = tmp_path / "flat.pcfg"
+    path.write_text(FLAT_GRAMMAR, encoding="utf-8")
+    space = HypothesisSpace.build(grammar=path, samples=5_000, scenes=2_000, seed=0, scene_sampler="uniform")
+    split = make_split(space, {"name": "r", "kind": "random", "fractions": {"train": 0.8, "test": 0.2}})
+    eps = sample_episodes(space, split, "test", "hard", n=2, seed=0)
+    fig, data = plots.episode_figure(space, eps, 0)
+    colours = plots.value_styles(space.schema.attribute("color"), "color")
+    for k, sid in enumerate(eps.query_scenes[0]):
+        ax = next(a for a in fig.axes if a.get_gid() == f"query:{k}")
+        objects = space.scene(int(sid))["objects"]
+        for slot, (o, c) in enumerate(zip(objects, ax.collections)):   # in a row, in slot order
+            assert tuple(c.get_offsets()[0]) == (slot + 1, 1)
+            assert to_hex(c.get_facecolor()[0]) == colours[o["color"]]
