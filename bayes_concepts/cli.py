@@ -57,7 +57,7 @@ def cmd_explain(args) -> int:
             ("log p_pcfg", f"{info['log_pcfg']:.4f}"),
             ("uses x", "yes" if p.uses_x else "no (the quantifier can be collapsed)" if p.quantifier else "no"),
             ("quantifier", {"exists": "∃x∈S", "forall": "∀x∈S", None: "none"}[p.quantifier]),
-            ("rejection", f"rejected by CURI rule '{info['rejected_by']}'" if info["rejected_by"] else "kept")]
+            ("rejection", f"rejected by rule '{info['rejected_by']}'" if info["rejected_by"] else "kept")]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
@@ -303,8 +303,11 @@ def cmd_episodes(args) -> int:
 
 
 def _describe_scene(scene: dict) -> str:
-    return "; ".join(f"{o['size']} {o['color']} {o['material']} {o['shape']} @({o['x']},{o['y']})"
-                     for o in scene["objects"])
+    """Objects as 'large red metal cube @(3,5)': every attribute but the location, then x, y."""
+    def one(o):
+        words = " ".join(str(v) for k, v in o.items() if k not in ("x", "y"))
+        return words + (f" @({o['x']},{o['y']})" if "x" in o and "y" in o else "")
+    return "; ".join(one(o) for o in scene["objects"])
 
 
 def cmd_episodes_show(args) -> int:
