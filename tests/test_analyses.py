@@ -25,11 +25,8 @@ EPISODES = 100
 
 
 @pytest.fixture(scope="module")
-def space_dir(tmp_path_factory):
-    space = HypothesisSpace.build(samples=20_000, scenes=5_000, seed=0)
-    path = tmp_path_factory.mktemp("analyses") / "space"
-    space.save(path)
-    return path
+def space_dir(small_space_dir):
+    return small_space_dir
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from bayes_concepts.cogsci import (CensoredBeta, fit_ideal_observer, log_beta_cd
                                    simulate_learner)
 from bayes_concepts.cogsci.data import concept_bits
 from bayes_concepts.cogsci.ppc import GID_OBSERVED, GID_PPC_INTERVAL, GID_PPC_MEAN
-from bayes_concepts.engine.space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.oracles import Oracle, OracleSettings
 
@@ -25,8 +24,8 @@ NUTS_SMALL = {"num_samples": 300, "warmup_steps": 300, "num_chains": 1}
 
 
 @pytest.fixture(scope="module")
-def space():
-    return HypothesisSpace.build(samples=20_000, scenes=5_000, seed=0)
+def space(small_space):
+    return small_space
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from bayes_concepts.episodes import EpisodeError, Episodes, EpisodeSampler
 
 @pytest.fixture(scope="module")
 def space():
+    # not the shared small space: min_count=2 keeps rare concepts (< 10 positives) for the no-usable-concept test
     return HypothesisSpace.build(samples=30_000, scenes=20_000, seed=3, min_count=2)
 
 

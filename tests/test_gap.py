@@ -14,11 +14,8 @@ from bayes_concepts.splits import curi_splits
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    space = HypothesisSpace.build(samples=30_000, scenes=10_000, seed=1)
-    path = tmp_path_factory.mktemp("space") / "space"
-    space.save(path)
-    return path
+def saved(small_space_dir):
+    return small_space_dir
 
 
 @pytest.fixture(scope="module")

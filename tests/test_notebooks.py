@@ -7,16 +7,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from bayes_concepts.engine.space import HypothesisSpace
-
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
-
-
-@pytest.fixture(scope="module")
-def small_space(tmp_path_factory):
-    path = tmp_path_factory.mktemp("nb") / "space"
-    HypothesisSpace.build(samples=20_000, scenes=5_000, seed=0).save(path)
-    return path
 
 
 def test_there_are_three_notebooks():
@@ -32,8 +23,8 @@ def test_stored_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs(path, small_space, tmp_path, monkeypatch):
-    monkeypatch.setenv("BAYES_CONCEPTS_SPACE", str(small_space))
+def test_notebook_runs(path, small_space_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("BAYES_CONCEPTS_SPACE", str(small_space_dir))
     monkeypatch.setenv("BAYES_CONCEPTS_EPISODES", "100")
     monkeypatch.setenv("BAYES_CONCEPTS_FAST", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")

@@ -56,6 +56,7 @@ class World:
 
 @pytest.fixture(scope="module")
 def worlds():
+    # not the shared small space: the kernels are compared with the reference on two builds (seeds 11, 12)
     out = []
     for seed in (11, 12):
         out.append(World(HypothesisSpace.build(samples=20_000, scenes=5_000, seed=seed, progress=False)))

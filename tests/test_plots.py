@@ -7,15 +7,14 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.image import imread
 
 from bayes_concepts import plots
-from bayes_concepts.engine.space import HypothesisSpace
 from bayes_concepts.episodes import sample_episodes
 from bayes_concepts.gap import compute_gap
 from bayes_concepts.splits import curi_splits
 
 
 @pytest.fixture(scope="module")
-def space():
-    return HypothesisSpace.build(samples=20_000, scenes=5_000, seed=0)
+def space(small_space):
+    return small_space
 
 
 @pytest.fixture(scope="module")

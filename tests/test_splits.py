@@ -26,6 +26,7 @@ CURI_NAMES = {"instance_iid", "concept_iid", "counting", "extrinsic", "intrinsic
 
 @pytest.fixture(scope="module")
 def space():
+    # not the shared small space: the bad-spec messages below quote this build's concept count (477)
     return HypothesisSpace.build(samples=20_000, scenes=20_000, seed=0)
 
 

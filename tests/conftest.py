@@ -1,0 +1,37 @@
+"""Fixtures shared by the test modules: one small hypothesis space per test session.
+
+``small_space`` is built once (20,000 program samples, 5,000 scenes, seed 0) and shared
+by every module whose tests hold for any small space.  A module whose assertions depend on
+a particular build (its size, seed or ``min_count``) builds its own space and says why.
+
+The shared space is read by many modules: a test must not modify it (its arrays, its
+``params`` or its ``path``).  To test saving, save a copy made with
+``dataclasses.replace(small_space)`` -- saving sets the saved object's ``path``.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bayes_concepts.engine.space import HypothesisSpace
+
+SMALL_BUILD = dict(samples=20_000, scenes=5_000, seed=0)
+
+
+@pytest.fixture(scope="session")
+def small_space() -> HypothesisSpace:
+    """The shared in-memory space (never saved: its ``path`` stays None)."""
+    return HypothesisSpace.build(**SMALL_BUILD)
+
+
+@pytest.fixture(scope="session")
+def small_space_dir(small_space, tmp_path_factory):
+    """A saved copy of ``small_space`` (a directory, for the CLI, scripts and notebooks).
+
+    The copy is saved rather than ``small_space`` itself so that ``small_space.path``
+    stays None whichever fixtures a run happens to use.  Do not write into it.
+    """
+    path = tmp_path_factory.mktemp("small_space") / "space"
+    dataclasses.replace(small_space).save(path)
+    return path
