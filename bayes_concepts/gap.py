@@ -21,6 +21,7 @@ from .oracles import OracleSettings, strong_and_weak
 from .results import empty_dataset
 
 LEARNERS = ("strong", "weak")
+ORACLES = LEARNERS
 
 
 def cell_seed(seed: int, split: str, negatives: str) -> int:
@@ -30,29 +31,92 @@ def cell_seed(seed: int, split: str, negatives: str) -> int:
     return int(ss.generate_state(1, np.uint32)[0])
 
 
+def _learner_table(learners, split_names) -> dict:
+    """``learners`` as name -> {split: learner}.
+
+    Accepts None, a mapping name -> learner (scored on every split) or name -> mapping
+    split -> learner (a model per split; scored only on those splits), or a sequence of
+    learners (named by their ``name`` attribute)."""
+    from collections.abc import Mapping
+    from .learners.protocol import LearnerError, is_learner, learner_name
+    if learners is None:
+        return {}
+    if not isinstance(learners, Mapping):
+        items = list(learners)
+        names = [learner_name(x, f"learner{i}") for i, x in enumerate(items)]
+        if len(set(names)) != len(names):
+            raise LearnerError(f"learners need distinct names, got {', '.join(names)}")
+        learners = dict(zip(names, items))
+    table = {}
+    for name, value in learners.items():
+        name = str(name)
+        if name in ORACLES:
+            raise LearnerError(f"the learner names {', '.join(ORACLES)} are the oracles'; rename learner {name!r}")
+        if isinstance(value, Mapping):
+            unknown = [s for s in value if s not in split_names]
+            if unknown:
+                raise LearnerError(f"learner {name!r} is given for split {', '.join(map(str, unknown))}, which is "
+                                   f"not among the splits scored ({', '.join(split_names)})")
+            per_split = dict(value)
+        else:
+            per_split = {s: value for s in split_names}
+        for s, learner in per_split.items():
+            if not is_learner(learner):
+                raise LearnerError(f"learner {name!r} ({type(learner).__name__}) has no fit/predict_proba methods")
+        table[name] = per_split
+    return table
+
+
+def _learner_info(table: dict) -> dict:
+    info = {name: {"kind": "oracle"} for name in ORACLES}
+    for name, per_split in table.items():
+        entries = {}
+        for s, learner in per_split.items():
+            describe = getattr(learner, "info", None)
+            entries[s] = describe() if callable(describe) else {"kind": type(learner).__name__}
+        info[name] = entries
+    return info
+
+
 def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
-                progress: bool = False, hard_mode: str = "union") -> xr.Dataset:
-    """Score the strong and weak oracles of every split on ``n_episodes`` test episodes per
-    (split, negatives).  Returns the results Dataset (see :mod:`bayes_concepts.results`)."""
+                progress: bool = False, hard_mode: str = "union", learners=None) -> xr.Dataset:
+    """Score the strong and weak oracles of every split, and any other ``learners``, on the
+    same ``n_episodes`` test episodes per (split, negatives) with the same metrics.  Returns
+    the results Dataset (see :mod:`bayes_concepts.results`), the query predictions of every
+    learner included.
+
+    learners: None; a mapping name -> learner (scored on every split), or name -> {split:
+    learner} (e.g. a model trained on that split; NaN elsewhere); or a sequence of learners
+    named by their ``name``.  A learner is anything with ``fit``/``predict_proba``
+    (:mod:`bayes_concepts.learners.protocol`); ones with a batch ``evaluate(episodes)`` are
+    scored by it.  The oracles' numbers do not depend on which other learners are scored."""
     from tqdm.auto import tqdm
+    from .learners.scoring import score_learners
     settings = settings or OracleSettings()
     names = list(splits)
-    ds = empty_dataset(names, negatives, LEARNERS, n_episodes)
+    table = _learner_table(learners, names)
+    all_learners = (*ORACLES, *table)
     sampler = EpisodeSampler(space)
     cells = [(s, neg) for s in names for neg in negatives]
+    ds = None
     for name, neg in tqdm(cells, disable=not progress, desc="comp gap", unit="cell", leave=False):
         split = splits[name]
         eps = sampler.sample(split.test, n_episodes, neg, seed=cell_seed(seed, name, neg),
                              query_negatives=query_negatives, hard_mode=hard_mode,
                              meta={"split": name, "side": "test"})
+        if ds is None:
+            ds = empty_dataset(names, negatives, all_learners, n_episodes, n_query=eps.query_scenes.shape[1])
         strong, weak = strong_and_weak(space, split, settings)
+        here = {"strong": strong, "weak": weak}
+        here.update({lr: per_split[name] for lr, per_split in table.items() if name in per_split})
         sel = {"split": name, "negatives": neg}
         ds["concept"].loc[sel] = eps.concept
-        for learner, oracle in (("strong", strong), ("weak", weak)):
-            r = oracle.evaluate(eps)
-            for m in ("ap", "cba", "posterior_entropy", "predictive_entropy", "empty"):
+        for learner, r in score_learners(space, eps, here).items():
+            for m in ("ap", "cba", "posterior_entropy", "predictive_entropy", "empty", "query_pred"):
                 ds[m].loc[dict(sel, learner=learner)] = r[m]
+    if ds is None:
+        ds = empty_dataset(names, negatives, all_learners, n_episodes, n_query=0)
     ds["weak_empty"] = ds["empty"].sel(learner="weak", drop=True)
     ds.attrs.update({
         "space_manifest_sha256": space.manifest_sha256() or "unsaved",
@@ -62,6 +126,7 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         "hard_mode": hard_mode,
         "toolkit_version": __version__,
         "metric_units": "ap, cba: fraction in [0, 1]; entropies: nats",
+        "learners": json.dumps(_learner_info(table), sort_keys=True, default=str),
     })
     return ds
 
@@ -105,6 +170,14 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
                                                 100 * cell[metric].sel(learner="weak").values, n_boot, seed)
                 gap[key], gap[f"{key}_ci"] = mean, [lo, hi]
             r["gap"] = gap
+            r["learners"] = {}
+            for learner in (str(x) for x in ds.learner.values.tolist()):
+                ap = cell["ap"].sel(learner=learner).values
+                if learner in ORACLES or not np.isfinite(ap).any():
+                    continue
+                r["learners"][learner] = {"map": 100 * float(np.nanmean(ap)),
+                                          "cba": 100 * float(np.nanmean(cell["cba"].sel(learner=learner).values)),
+                                          "episodes": int(np.isfinite(ap).sum())}
             r["weak_empty_share"] = float(cell["weak_empty"].mean())
             r["posterior_entropy"] = r["strong"]["posterior_entropy"]
             r["predictive_entropy"] = r["strong"]["predictive_entropy"]
@@ -130,6 +203,26 @@ def format_table(rows: list) -> str:
             f"{r['predictive_entropy']:>8.3f}{r['episodes']:>9,}")
     lines.append("metrics in percent; gap = strong - weak with a paired bootstrap 95% interval over episodes; "
                  "entropies (nats) of the strong oracle")
+    models = list(dict.fromkeys(name for r in rows for name in r.get("learners", {})))
+    if models:
+        lines += ["", format_models(rows, models)]
+    return "\n".join(lines)
+
+
+def format_models(rows: list, models: list) -> str:
+    """Models and reference learners placed between the oracles, on the same episodes:
+    mAP and CBA (percent) per (split, negatives), weak oracle left, strong oracle right."""
+    width = max(10, *(len(m) + 1 for m in models))
+    head = f"{'split':<15}{'neg':<5}{'metric':<7}{'weak':>8}" + "".join(f"{m:>{width}}" for m in models) + \
+        f"{'strong':>8}"
+    lines = [head, "-" * len(head)]
+    for r in sorted(rows, key=lambda r: (r["negatives"], -r["gap"]["map"])):
+        for metric in ("map", "cba"):
+            cells = [f"{r['learners'][m][metric]:>{width}.1f}" if m in r.get("learners", {}) else f"{'-':>{width}}"
+                     for m in models]
+            lines.append(f"{r['split']:<15}{r['negatives']:<5}{('mAP' if metric == 'map' else 'CBA'):<7}"
+                         f"{r['weak'][metric]:>8.1f}" + "".join(cells) + f"{r['strong'][metric]:>8.1f}")
+    lines.append("learners on the same test episodes as the oracles, metrics in percent ('-': not scored there)")
     return "\n".join(lines)
 
 

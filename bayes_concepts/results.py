@@ -11,11 +11,17 @@ are fractions in [0, 1]; entropies in nats):
 ``empty``            (split, negatives, learner, episode) no concept of the learner fits the support
 ``weak_empty``       (split, negatives, episode)          ``empty`` of the weak oracle
 ``concept``          (split, negatives, episode)          the episode's true concept id
+``query_pred``       (split, negatives, learner, episode,  each learner's p(y = 1) for the query scenes
+                     query)                               (NaN where a learner was not scored)
 ==================== =================================== ==========================================
 
 Attributes: ``space_manifest_sha256``, ``oracle_settings`` (JSON), ``seed``,
-``episodes_per_cell``, ``query_negatives``, ``toolkit_version``.  Extra learners
-(neural baselines) are more entries along ``learner``.
+``episodes_per_cell``, ``query_negatives``, ``toolkit_version``, ``learners`` (JSON:
+name -> what the learner is: ``oracle``, a reference learner, or a model with its
+architecture, split, seed and weights checksum).  The oracles are the learners
+``strong`` and ``weak``; models and reference learners are more entries along
+``learner``, scored on the same episodes (NaN on splits they were not scored on).
+``query_pred`` is optional (results written before it existed lack it).
 """
 from __future__ import annotations
 
@@ -71,7 +77,9 @@ def load_results(path) -> xr.Dataset:
     return validate(loaded, str(path))
 
 
-def empty_dataset(splits, negatives, learners, n_episodes) -> xr.Dataset:
+def empty_dataset(splits, negatives, learners, n_episodes, n_query: int | None = None) -> xr.Dataset:
+    """A results Dataset of NaN metrics (``empty`` False, ``concept`` -1) for the given
+    coordinates; with ``n_query``, also ``query_pred`` (NaN) over a ``query`` dimension."""
     shape = (len(splits), len(negatives), len(learners), n_episodes)
     dims4 = ("split", "negatives", "learner", "episode")
     coords = {"split": list(splits), "negatives": list(negatives), "learner": list(learners),
@@ -79,4 +87,7 @@ def empty_dataset(splits, negatives, learners, n_episodes) -> xr.Dataset:
     data = {m: (dims4, np.full(shape, np.nan)) for m in METRICS}
     data["empty"] = (dims4, np.zeros(shape, bool))
     data["concept"] = (("split", "negatives", "episode"), np.full(shape[:2] + shape[3:], -1, np.int64))
+    if n_query is not None:
+        coords["query"] = np.arange(n_query)
+        data["query_pred"] = ((*dims4, "query"), np.full((*shape, n_query), np.nan))
     return xr.Dataset(data, coords=coords)

@@ -1,0 +1,58 @@
+"""Learners scored beside the oracles (DESIGN section 12).
+
+* :mod:`.protocol`: the learner protocol (``fit``, ``predict_proba``; optional
+  ``decision_function``, ``evaluate``, ``train``);
+* :mod:`.scoring`: one scorer for every learner (:func:`score_learners`), used by
+  :func:`bayes_concepts.gap.compute_gap`;
+* :mod:`.conformance`: :func:`check_learner`, for any user-written learner;
+* :mod:`.reference`: ``random`` and ``prototype``, learners that need no training;
+* :mod:`.encoders`, :mod:`.poolings`, :mod:`.protonet`: CURI's neural baselines in torch
+  (schema encoder; average, concat, relnet and transformer poolings; concept loss);
+* :mod:`.training`: meta-training with validation, early stopping, budgets, resuming;
+* :mod:`.store`: models on disk (safetensors weights and a JSON card).
+
+>>> learner = make_learner(space, "schema-relnet", seed=0)                 # doctest: +SKIP
+>>> learner.train(split, budget="30m", out="models/relnet")                # doctest: +SKIP
+>>> compute_gap(space, {"concept_iid": split}, learners={"relnet": learner})  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .conformance import LearnerCheckError, check_learner
+from .encoders import ObjectSet, SceneEncoder, SchemaEncoder, encoders
+from .features import SchemaLayout, bag_of_values
+from .poolings import poolings
+from .protocol import Learner, LearnerError, MetaLearner, is_learner
+from .protonet import ProtoNet, ProtoNetLearner, parse_architecture
+from .prototype import PrototypeLearner
+from .reference import NearestPrototype, RandomLearner, reference_learners
+from .scoring import evaluate_by_protocol, score_learner, score_learners
+from .store import is_model_dir, load_model, read_card, save_model
+from .training import TrainSettings, parse_duration, train
+
+__all__ = ["Learner", "MetaLearner", "LearnerError", "LearnerCheckError", "is_learner", "check_learner",
+           "score_learner", "score_learners", "evaluate_by_protocol", "RandomLearner", "NearestPrototype",
+           "PrototypeLearner", "reference_learners", "ProtoNet", "ProtoNetLearner", "ObjectSet", "SceneEncoder",
+           "SchemaEncoder", "SchemaLayout", "bag_of_values", "encoders", "poolings", "TrainSettings", "train",
+           "parse_duration", "save_model", "load_model", "read_card", "is_model_dir", "make_learner",
+           "parse_architecture"]
+
+
+def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **options):
+    """A learner of ``space`` from a name: a reference learner (``random``, ``prototype``, or
+    any registered in :data:`reference_learners`), an architecture ``ENCODER-POOLING``
+    (``schema-relnet``: a new, untrained :class:`ProtoNetLearner`; ``options`` go to it), or
+    the path of a saved model directory."""
+    spec = str(spec)
+    if spec in reference_learners:
+        learner = reference_learners.get(spec)(space, seed=seed)
+        if name:
+            learner.name = name
+        return learner
+    if is_model_dir(spec):
+        return load_model(spec, space, name=name, **options)
+    if Path(spec).exists():
+        raise LearnerError(f"{spec}: not a model directory (no card.json)")
+    encoder, pooling = parse_architecture(spec)
+    return ProtoNetLearner(space, encoder, pooling, seed=seed, name=name, **options)

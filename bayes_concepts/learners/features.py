@@ -1,0 +1,110 @@
+"""Per-object schema features derived from a scene schema (no torch).
+
+CURI's schema models see each object as a vector: a one-hot block per categorical
+attribute (colour 8, shape 3, material 2, size 2) and the normalised pixel
+coordinates; slots without an object are all -1 (19 numbers per object in CURI's
+release, whose scene files also carried the depth coordinate and a rotation).
+:class:`SchemaLayout` derives the same layout from any
+:class:`~bayes_concepts.scenes.schema.SceneSchema`: an attribute with string values
+becomes a one-hot block, one with integer values (a location bin) one number, the
+bin centre scaled to (0, 1): ``(code + 0.5) / n_values``.  For CURI's schema that is
+8 + 3 + 2 + 2 one-hot features plus x and y: 17 per object.
+
+>>> layout = SchemaLayout.from_schema(space.schema)      # doctest: +SKIP
+>>> layout.features(space.scene_codes[:4]).shape          # doctest: +SKIP
+(4, 5, 17)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..scenes.schema import SceneSchema
+
+ABSENT = -1.0
+
+
+def _is_numeric(attribute) -> bool:
+    return all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in attribute.values)
+
+
+@dataclass(frozen=True)
+class SchemaLayout:
+    """How an object's attribute codes become numbers.
+
+    Attributes
+    ----------
+    names : tuple of str
+        One name per feature: ``"color=red"`` for one-hot entries, ``"x"`` for a
+        normalised numeric attribute.
+    tables : tuple of float32 arrays
+        One per attribute, shape (n_values + 1, width): row 0 is an absent slot (all
+        ``ABSENT``), row ``c + 1`` the features of code ``c``.
+    n_slots : int
+        Object slots per scene (the schema's ``max_objects``).
+    """
+
+    names: tuple
+    tables: tuple
+    n_slots: int
+
+    @classmethod
+    def from_schema(cls, schema: SceneSchema) -> "SchemaLayout":
+        names, tables = [], []
+        for attr in schema.attributes:
+            n = attr.n_values
+            if _is_numeric(attr):
+                t = np.full((n + 1, 1), ABSENT, np.float32)
+                t[1:, 0] = (np.arange(n) + 0.5) / n
+                names.append(attr.name)
+            else:
+                t = np.full((n + 1, n), ABSENT, np.float32)
+                t[1:] = np.eye(n, dtype=np.float32)
+                names.extend(f"{attr.name}={v}" for v in attr.values)
+            tables.append(t)
+        return cls(tuple(names), tuple(tables), int(schema.max_objects))
+
+    @property
+    def n_features(self) -> int:
+        return len(self.names)
+
+    @property
+    def n_attributes(self) -> int:
+        return len(self.tables)
+
+    def features(self, codes) -> np.ndarray:
+        """Features of scenes given as codes: int (n, S, A) with -1 in empty slots
+        (:mod:`bayes_concepts.scenes.codes`) -> float32 (n, S, n_features)."""
+        codes = np.asarray(codes)
+        return np.concatenate([t[codes[..., a].astype(np.int64) + 1] for a, t in enumerate(self.tables)], axis=-1)
+
+    def as_dict(self) -> dict:
+        return {"names": list(self.names), "n_slots": self.n_slots}
+
+
+def bag_of_values(codes, schema: SceneSchema) -> np.ndarray:
+    """How many objects of each scene take each value of each attribute (location bins
+    included): float32 (n, Σ n_values) from codes int (n, S, A)."""
+    codes = np.asarray(codes)
+    blocks = []
+    for a, attr in enumerate(schema.attributes):
+        col = codes[..., a].astype(np.int64)
+        onehot = col[..., None] == np.arange(attr.n_values)
+        blocks.append(onehot.sum(axis=1, dtype=np.float32))
+    return np.concatenate(blocks, axis=-1)
+
+
+def scene_codes(space, scenes, schema: SceneSchema | None = None) -> np.ndarray:
+    """Codes int8 (n, S, A) of a learner's scene input: scene-bank ids of ``space`` or
+    scene dicts (validated against ``schema``, default the space's; a scene with more
+    objects than the schema's slots is an error naming it)."""
+    from ..scenes.codes import scenes_to_codes
+    from .protocol import LearnerError, split_scene_input
+    kind, items = split_scene_input(scenes)
+    if kind == "ids":
+        if items.size and (items.min() < 0 or items.max() >= space.n_scenes):
+            bad = int(items[(items < 0) | (items >= space.n_scenes)][0])
+            raise LearnerError(f"scenes: scene id {bad} is not in the scene bank (0..{space.n_scenes - 1})")
+        return np.asarray(space.scene_codes[items])
+    return scenes_to_codes(items, schema or space.schema)[0]

@@ -1,0 +1,187 @@
+"""Poolings: a set of object vectors (:class:`~bayes_concepts.learners.encoders.ObjectSet`,
+float (B, O, K) with a presence mask) -> one scene embedding float (B, N).
+
+CURI's four (seed paper, Appendix F; sizes are arguments, defaults are CURI's):
+
+``average``      masked mean over objects, then an MLP K -> 256 -> 512 -> 384 -> N
+                 (linear, batch norm, ReLU in the hidden layers);
+``concat``       the O object vectors (absent ones zeroed) and the presence mask
+                 concatenated, then an MLP O·K + O -> 256 -> 512 -> 256 -> N;
+``relnet``       relation network: g over every ordered pair (i, j) of present objects
+                 (i = j included), g = 2K -> 256 -> 256 -> 256 -> 256 with ReLU after each
+                 layer, summed over pairs, then f = 256 -> 256 -> 256 -> N (linear, ReLU,
+                 batch norm in the hidden layers);
+``transformer``  4 layers of 2-head self-attention (feed-forward 512) over the present
+                 objects, then max, min, sum and mean over objects concatenated and
+                 projected linearly to N.
+
+The relation network's first layer is linear in the concatenated pair [o_i, o_j], so it
+is computed once per object (W_a o_i and W_b o_j) and added per pair; pairs are formed
+only among present objects, scene groups of equal object count at a time (no padding
+pairs).  :meth:`RelationPooling.forward_reference` is the direct form (every pair
+concatenated, then the MLP), kept as its specification and compared in the tests.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..registry import Registry
+from .encoders import ObjectSet
+from .protocol import LearnerError
+
+#: Poolings by name: classes ``(in_dim, n_objects, out_dim, **options)`` with ``config()``.
+poolings = Registry("pooling")
+
+
+def mlp(dims, order: str = "bn_relu") -> nn.Sequential:
+    """Linear layers dims[0] -> ... -> dims[-1]; after each hidden layer batch norm then
+    ReLU (``bn_relu``) or ReLU then batch norm (``relu_bn``); the last layer is linear."""
+    layers = []
+    for i in range(len(dims) - 1):
+        layers.append(nn.Linear(dims[i], dims[i + 1]))
+        if i < len(dims) - 2:
+            if order == "bn_relu":
+                layers += [nn.BatchNorm1d(dims[i + 1]), nn.ReLU()]
+            else:
+                layers += [nn.ReLU(), nn.BatchNorm1d(dims[i + 1])]
+    return nn.Sequential(*layers)
+
+
+class Pooling(nn.Module):
+    """Base class: ``forward(ObjectSet) -> (B, out_dim)``; ``config()`` gives the JSON-able
+    keyword arguments that rebuild it."""
+
+    def __init__(self, in_dim: int, n_objects: int, out_dim: int):
+        super().__init__()
+        self.in_dim, self.n_objects, self.out_dim = int(in_dim), int(n_objects), int(out_dim)
+
+    def config(self) -> dict:
+        return {"in_dim": self.in_dim, "n_objects": self.n_objects, "out_dim": self.out_dim}
+
+
+@poolings.register("average")
+class AveragePooling(Pooling):
+    def __init__(self, in_dim: int, n_objects: int, out_dim: int = 256, hidden=(256, 512, 384)):
+        super().__init__(in_dim, n_objects, out_dim)
+        self.hidden = [int(h) for h in hidden]
+        self.mlp = mlp([self.in_dim, *self.hidden, self.out_dim], "bn_relu")
+
+    def config(self) -> dict:
+        return {**super().config(), "hidden": self.hidden}
+
+    def forward(self, objects: ObjectSet) -> torch.Tensor:
+        m = objects.mask.unsqueeze(-1).to(objects.features.dtype)
+        mean = (objects.features * m).sum(1) / m.sum(1).clamp(min=1)
+        return self.mlp(mean)
+
+
+@poolings.register("concat")
+class ConcatPooling(Pooling):
+    def __init__(self, in_dim: int, n_objects: int, out_dim: int = 256, hidden=(256, 512, 256)):
+        super().__init__(in_dim, n_objects, out_dim)
+        self.hidden = [int(h) for h in hidden]
+        self.mlp = mlp([self.n_objects * self.in_dim + self.n_objects, *self.hidden, self.out_dim], "bn_relu")
+
+    def config(self) -> dict:
+        return {**super().config(), "hidden": self.hidden}
+
+    def forward(self, objects: ObjectSet) -> torch.Tensor:
+        f, mask = objects
+        if f.shape[1] != self.n_objects:
+            raise LearnerError(f"concat pooling: built for {self.n_objects} objects, got {f.shape[1]}")
+        m = mask.to(f.dtype)
+        return self.mlp(torch.cat([(f * m.unsqueeze(-1)).flatten(1), m], dim=1))
+
+
+@poolings.register("relnet")
+class RelationPooling(Pooling):
+    def __init__(self, in_dim: int, n_objects: int, out_dim: int = 256, g_hidden=(256, 256, 256), g_out: int = 256,
+                 f_hidden=(256, 256)):
+        super().__init__(in_dim, n_objects, out_dim)
+        self.g_hidden, self.g_out, self.f_hidden = [int(h) for h in g_hidden], int(g_out), [int(h) for h in f_hidden]
+        g_dims = [*self.g_hidden, self.g_out]
+        self.g_first = nn.Linear(2 * self.in_dim, g_dims[0])  # on [o_i, o_j]; applied factorised
+        self.g_rest = nn.ModuleList(nn.Linear(a, b) for a, b in zip(g_dims[:-1], g_dims[1:]))
+        self.f = mlp([self.g_out, *self.f_hidden, self.out_dim], "relu_bn")
+
+    def config(self) -> dict:
+        return {**super().config(), "g_hidden": self.g_hidden, "g_out": self.g_out, "f_hidden": self.f_hidden}
+
+    def _g_tail(self, h: torch.Tensor) -> torch.Tensor:
+        for layer in self.g_rest:
+            h = torch.relu_(layer(h))
+        return h
+
+    def pair_sums(self, objects: ObjectSet) -> torch.Tensor:
+        """Σ over ordered pairs of present objects of g(o_i, o_j): float32 (B, g_out)."""
+        f, mask = objects
+        b, o, k = f.shape
+        counts = mask.sum(1)
+        if not torch.equal(mask, torch.arange(o, device=mask.device)[None, :] < counts[:, None]):
+            raise LearnerError("relation pooling: present objects must come first in each scene")
+        w_i, w_j = self.g_first.weight[:, :k], self.g_first.weight[:, k:]
+        left = nn.functional.linear(f, w_i, self.g_first.bias)  # (B, O, H): the i-part of layer 1
+        right = nn.functional.linear(f, w_j)  # (B, O, H): the j-part
+        order = torch.argsort(counts, stable=True)
+        sorted_counts = counts[order]
+        left, right = left.index_select(0, order), right.index_select(0, order)
+        values, sizes = torch.unique_consecutive(sorted_counts, return_counts=True)
+        parts, start = [], 0
+        for n_obj, m in zip(values.tolist(), sizes.tolist()):
+            if n_obj == 0:
+                parts.append(torch.zeros(m, self.g_out, device=f.device))
+            else:
+                li, rj = left[start: start + m, :n_obj], right[start: start + m, :n_obj]
+                h = torch.relu(li.unsqueeze(2) + rj.unsqueeze(1)).reshape(m * n_obj * n_obj, -1)
+                h = self._g_tail(h).reshape(m, n_obj * n_obj, -1)
+                parts.append(h.sum(1).float())
+            start += m
+        pooled = torch.cat(parts)
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(b, device=order.device)
+        return pooled.index_select(0, inverse)
+
+    def forward(self, objects: ObjectSet) -> torch.Tensor:
+        return self.f(self.pair_sums(objects))
+
+    def pair_sums_reference(self, objects: ObjectSet) -> torch.Tensor:
+        """The direct form of :meth:`pair_sums`: every pair concatenated, g applied, summed
+        over the pairs of present objects (the specification; slow)."""
+        f, mask = objects
+        b, o, k = f.shape
+        pairs = torch.cat([f.unsqueeze(2).expand(b, o, o, k), f.unsqueeze(1).expand(b, o, o, k)], dim=-1)
+        h = self._g_tail(torch.relu(self.g_first(pairs.reshape(b * o * o, 2 * k))))
+        keep = (mask.unsqueeze(2) & mask.unsqueeze(1)).reshape(b, o * o, 1).to(h.dtype)
+        return (h.reshape(b, o * o, -1) * keep).sum(1).float()
+
+    def forward_reference(self, objects: ObjectSet) -> torch.Tensor:
+        return self.f(self.pair_sums_reference(objects))
+
+
+@poolings.register("transformer")
+class TransformerPooling(Pooling):
+    def __init__(self, in_dim: int, n_objects: int, out_dim: int = 256, heads: int = 2, layers: int = 4,
+                 feedforward: int = 512, dropout: float = 0.1):
+        super().__init__(in_dim, n_objects, out_dim)
+        if self.in_dim % int(heads):
+            raise LearnerError(f"transformer pooling: the object size {self.in_dim} is not divisible by "
+                               f"{heads} heads")
+        self.heads, self.layers, self.feedforward, self.dropout = int(heads), int(layers), int(feedforward), float(dropout)
+        layer = nn.TransformerEncoderLayer(self.in_dim, self.heads, self.feedforward, self.dropout, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, self.layers, enable_nested_tensor=False)
+        self.project = nn.Linear(4 * self.in_dim, self.out_dim)
+
+    def config(self) -> dict:
+        return {**super().config(), "heads": self.heads, "layers": self.layers, "feedforward": self.feedforward,
+                "dropout": self.dropout}
+
+    def forward(self, objects: ObjectSet) -> torch.Tensor:
+        f, mask = objects
+        h = self.encoder(f, src_key_padding_mask=~mask).float()
+        m = mask.unsqueeze(-1)
+        n = m.sum(1).clamp(min=1)
+        big = torch.finfo(h.dtype).max
+        pooled = torch.cat([h.masked_fill(~m, -big).amax(1), h.masked_fill(~m, big).amin(1),
+                            (h * m).sum(1), (h * m).sum(1) / n], dim=-1)
+        return self.project(pooled)

@@ -1,0 +1,334 @@
+"""CURI's neural baselines: prototypical networks over a scene encoder and a pooling.
+
+A :class:`ProtoNet` embeds a scene as ``pooling(encoder(scene))`` (float (N,), CURI:
+N = 256) and scores a query scene by its squared distances to the support's
+positive and negative prototypes (:mod:`.prototype`).  With ``alpha > 0`` a
+:class:`ConceptDecoder` (an LSTM) also learns to spell the true concept's program in
+prefix form from the pair of prototypes (CURI's concept loss, weight alpha).
+
+:class:`ProtoNetLearner` is the learner: the protocol (``fit``/``predict_proba``),
+the embed-once batch path ``evaluate(episodes)``, ``train`` (see
+:mod:`.training`), ``save``/``load`` (see :mod:`.store`).
+
+>>> model = ProtoNetLearner(space, "schema", "relnet", seed=0)              # doctest: +SKIP
+>>> model.train(split, budget="5m", out="models/relnet")                    # doctest: +SKIP
+>>> model.fit(support_ids, labels).predict_proba(query_ids)                 # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+
+import numpy as np
+import torch
+from torch import nn
+
+from .encoders import encoders
+from .poolings import poolings
+from .protocol import LearnerError
+from .prototype import PrototypeLearner
+
+SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>")
+PRECISIONS = ("auto", "fp32", "bf16")
+#: scenes per forward pass when embedding without gradients
+EMBED_BATCH = 8192
+
+
+def architecture_name(encoder: str, pooling: str) -> str:
+    """``schema-relnet`` from ``("schema", "relnet")``."""
+    return f"{encoder}-{pooling}"
+
+
+def parse_architecture(name: str) -> tuple:
+    """``"schema-relnet"`` -> ``("schema", "relnet")``, checked against the registries."""
+    m = re.fullmatch(r"([A-Za-z0-9_]+)-([A-Za-z0-9_]+)", str(name))
+    if not m:
+        raise LearnerError(f"learner architecture {name!r}: expected ENCODER-POOLING, e.g. schema-relnet "
+                           f"(encoders: {', '.join(encoders)}; poolings: {', '.join(poolings)})")
+    enc, pool = m.groups()
+    for what, registry, key in (("encoder", encoders, enc), ("pooling", poolings, pool)):
+        if key not in registry:
+            raise LearnerError(f"learner architecture {name!r}: unknown {what} {key!r} "
+                               f"(expected one of {', '.join(registry)})")
+    return enc, pool
+
+
+def resolve_device(device=None) -> torch.device:
+    """The given device, else CUDA when available, else the CPU."""
+    if device is not None:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def bf16_supported(device: torch.device) -> bool:
+    """Whether bfloat16 matrix products are fast on ``device`` (CPU: AVX512-BF16 or AMX)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """``auto`` -> ``bf16`` on a CPU with fast bfloat16 products (several times faster than
+    float32 there), else ``fp32``; ``fp32`` and ``bf16`` as given."""
+    if precision not in PRECISIONS:
+        raise LearnerError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "auto":
+        return "bf16" if device.type == "cpu" and bf16_supported(device) else "fp32"
+    return precision
+
+
+# ============================================================================ concept loss
+def program_vocabulary(space) -> list:
+    """Tokens of the prefix forms of the space's programs, after :data:`SPECIAL_TOKENS`."""
+    tokens = set()
+    for i in range(space.n_concepts):
+        tokens.update(space.program(i).prefix.split())
+    return [*SPECIAL_TOKENS, *sorted(tokens)]
+
+
+def program_tokens(space, vocabulary: list) -> np.ndarray:
+    """int64 (n_concepts, L): each concept's prefix tokens as vocabulary indices between
+    ``<bos>`` and ``<eos>``, padded with ``<pad>`` (0)."""
+    index = {t: i for i, t in enumerate(vocabulary)}
+    seqs = []
+    for i in range(space.n_concepts):
+        toks = space.program(i).prefix.split()
+        unknown = [t for t in toks if t not in index]
+        if unknown:
+            raise LearnerError(f"concept {i}: token {unknown[0]!r} is not in the model's vocabulary")
+        seqs.append([1, *(index[t] for t in toks), 2])
+    out = np.zeros((len(seqs), max(len(s) for s in seqs)), np.int64)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = s
+    return out
+
+
+class ConceptDecoder(nn.Module):
+    """An LSTM that spells a program from a support set's prototypes: at every step the
+    input is the previous token's embedding next to the context [c_p, c_n] (float (E, C)).
+
+    Parameters
+    ----------
+    vocabulary_size : int
+    context_dim : int
+        Size of the context (2 N).
+    embed_dim, hidden_dim : int
+    """
+
+    def __init__(self, vocabulary_size: int, context_dim: int, embed_dim: int = 64, hidden_dim: int = 256):
+        super().__init__()
+        self.vocabulary_size, self.context_dim = int(vocabulary_size), int(context_dim)
+        self.embed_dim, self.hidden_dim = int(embed_dim), int(hidden_dim)
+        self.embed = nn.Embedding(self.vocabulary_size, self.embed_dim, padding_idx=0)
+        self.lstm = nn.LSTM(self.embed_dim + self.context_dim, self.hidden_dim, batch_first=True)
+        self.out = nn.Linear(self.hidden_dim, self.vocabulary_size)
+
+    def config(self) -> dict:
+        return {"vocabulary_size": self.vocabulary_size, "context_dim": self.context_dim,
+                "embed_dim": self.embed_dim, "hidden_dim": self.hidden_dim}
+
+    def loss(self, context: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy (nats per token) of ``tokens`` int (E, L) (``<bos>`` first, padded
+        with 0) given ``context`` float (E, C), teacher forced."""
+        inp, target = tokens[:, :-1], tokens[:, 1:]
+        x = torch.cat([self.embed(inp), context.unsqueeze(1).expand(-1, inp.shape[1], -1)], dim=-1)
+        h, _ = self.lstm(x)
+        logits = self.out(h).float()
+        return nn.functional.cross_entropy(logits.reshape(-1, self.vocabulary_size), target.reshape(-1),
+                                           ignore_index=0)
+
+
+# ============================================================================ the network
+class ProtoNet(nn.Module):
+    """encoder -> pooling -> embedding (N,); optional concept decoder."""
+
+    def __init__(self, encoder, pooling, decoder: ConceptDecoder | None = None):
+        super().__init__()
+        self.encoder, self.pooling, self.decoder = encoder, pooling, decoder
+
+    def embed(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.pooling(self.encoder(inputs))
+
+    @staticmethod
+    def prototypes(support: torch.Tensor, labels: torch.Tensor):
+        """support float (E, K, N), labels 0/1 (E, K) -> (c_p, c_n) float (E, N)."""
+        y = labels.to(support.dtype).unsqueeze(-1)
+        c_p = (support * y).sum(1) / y.sum(1).clamp(min=1)
+        c_n = (support * (1 - y)).sum(1) / (1 - y).sum(1).clamp(min=1)
+        return c_p, c_n
+
+    @staticmethod
+    def logits(query: torch.Tensor, c_p: torch.Tensor, c_n: torch.Tensor) -> torch.Tensor:
+        """||q − c_n||² − ||q − c_p||² for query float (E, Q, N): float (E, Q)."""
+        w = 2 * (c_p - c_n)
+        b = (c_n * c_n).sum(-1) - (c_p * c_p).sum(-1)
+        return torch.einsum("eqn,en->eq", query, w) + b.unsqueeze(1)
+
+
+def _init_xavier(module: nn.Module):
+    """Glorot-uniform weights and zero biases for every linear layer (CURI's initialisation,
+    'crucial for training relation networks')."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+
+class ProtoNetLearner(PrototypeLearner):
+    """A prototypical network as a learner of ``space``.
+
+    Parameters
+    ----------
+    space : HypothesisSpace
+    encoder, pooling : str
+        Names in :data:`~bayes_concepts.learners.encoders.encoders` and
+        :data:`~bayes_concepts.learners.poolings.poolings`.
+    embedding_dim : int
+        Scene embedding size N (CURI: 256).
+    alpha : float
+        Weight of the concept loss (0: no decoder, CURI's default setting).
+    seed : int
+        Seeds the weight initialisation (and, in :meth:`train`, the episodes).
+    precision : ``auto`` | ``fp32`` | ``bf16``
+        Arithmetic of the network's matrix products (``bf16``: bfloat16 autocast, float32
+        weights and sums); ``auto`` picks ``bf16`` on CPUs with fast bfloat16 units.
+    device : str or torch.device, optional
+        Default: CUDA if available, else the CPU.
+    name : str, optional
+        Name in results (default ``ENCODER-POOLING``).
+    encoder_options, pooling_options, decoder_options : dict, optional
+        Architecture sizes (defaults: CURI's).
+    """
+
+    def __init__(self, space, encoder: str = "schema", pooling: str = "relnet", *, embedding_dim: int = 256,
+                 alpha: float = 0.0, seed: int = 0, precision: str = "auto", device=None, name: str | None = None,
+                 encoder_options: dict | None = None, pooling_options: dict | None = None,
+                 decoder_options: dict | None = None, vocabulary: list | None = None):
+        super().__init__(space, name or architecture_name(encoder, pooling))
+        parse_architecture(architecture_name(encoder, pooling))
+        if not (np.isfinite(alpha) and alpha >= 0):
+            raise LearnerError(f"alpha must be a number >= 0, got {alpha!r}")
+        self.encoder_kind, self.pooling_kind = encoder, pooling
+        self.embedding_dim, self.alpha, self.seed = int(embedding_dim), float(alpha), int(seed)
+        self.device = resolve_device(device)
+        self.precision = resolve_precision(precision, self.device)
+        self.card = {}
+        self._tokens = None
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            enc_cls = encoders.get(encoder)
+            enc = enc_cls.from_space(space, **(encoder_options or {}))
+            pool = poolings.get(pooling)(enc.out_dim, enc.n_objects, self.embedding_dim, **(pooling_options or {}))
+            decoder = None
+            if self.alpha > 0:
+                self.vocabulary = list(vocabulary) if vocabulary is not None else program_vocabulary(space)
+                decoder = ConceptDecoder(len(self.vocabulary), 2 * self.embedding_dim, **(decoder_options or {}))
+            else:
+                self.vocabulary = None
+            self.model = ProtoNet(enc, pool, decoder)
+            _init_xavier(self.model)
+        self.model.to(self.device).eval()
+
+    # ---------------------------------------------------------------- describe
+    def architecture(self) -> dict:
+        """JSON-able description that rebuilds the network (see :mod:`.store`)."""
+        m = self.model
+        return {"encoder": {"kind": self.encoder_kind, "config": m.encoder.config()},
+                "pooling": {"kind": self.pooling_kind, "config": m.pooling.config()},
+                "embedding_dim": self.embedding_dim, "alpha": self.alpha,
+                "decoder": m.decoder.config() if m.decoder is not None else None,
+                "vocabulary": self.vocabulary,
+                "parameters": int(sum(p.numel() for p in m.parameters()))}
+
+    def info(self) -> dict:
+        """What the results file records about this learner."""
+        return {"kind": "protonet", "architecture": architecture_name(self.encoder_kind, self.pooling_kind),
+                "alpha": self.alpha, "seed": self.seed, "precision": self.precision,
+                "split": self.card.get("training", {}).get("split"), "steps": self.card.get("training", {}).get("steps"),
+                "weights_sha256": self.card.get("weights_sha256")}
+
+    def __repr__(self):
+        n = sum(p.numel() for p in self.model.parameters())
+        return (f"ProtoNetLearner({self.name!r}, {self.encoder_kind}-{self.pooling_kind}, {n:,} parameters, "
+                f"alpha={self.alpha}, {self.precision} on {self.device})")
+
+    # ---------------------------------------------------------------- network
+    def autocast(self):
+        """Context for the network's forward passes (bfloat16 autocast when precision is bf16)."""
+        if self.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def inputs(self, codes: np.ndarray) -> torch.Tensor:
+        return self.model.encoder.from_codes(codes)
+
+    def embed_codes(self, codes: np.ndarray) -> np.ndarray:
+        """Embeddings (eval mode, no gradients) of scenes given as codes: float32 (n, N)."""
+        codes = np.asarray(codes)
+        out = np.empty((len(codes), self.embedding_dim), np.float32)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad(), self.autocast():
+                for lo in range(0, len(codes), EMBED_BATCH):
+                    x = self.inputs(codes[lo: lo + EMBED_BATCH]).to(self.device)
+                    out[lo: lo + len(x)] = self.model.embed(x).float().cpu().numpy()
+        finally:
+            self.model.train(was_training)
+        return out
+
+    def concept_tokens(self) -> torch.Tensor:
+        """int64 (n_concepts, L) prefix tokens of every concept of the space (concept loss)."""
+        if self._tokens is None:
+            self._tokens = torch.from_numpy(program_tokens(self.space, self.vocabulary))
+        return self._tokens
+
+    def episode_loss(self, support_codes: np.ndarray, support_labels: np.ndarray, query_codes: np.ndarray,
+                     query_labels: np.ndarray, concepts: np.ndarray | None = None):
+        """Training loss of a batch of episodes (train mode, with gradients).
+
+        support_codes, query_codes: int8 (E, K, S, A); labels 0/1 (E, K); concepts int (E,)
+        (needed when alpha > 0).  Returns (total, query loss, concept loss or None): the
+        mean binary cross-entropy of the query labels (nats) + alpha × the decoder's mean
+        token cross-entropy."""
+        e, k = support_labels.shape
+        kq = query_labels.shape[1]
+        codes = np.concatenate([support_codes.reshape(e * k, *support_codes.shape[2:]),
+                                query_codes.reshape(e * kq, *query_codes.shape[2:])])
+        x = self.inputs(codes).to(self.device)
+        with self.autocast():
+            emb = self.model.embed(x).float()
+        support, query = emb[: e * k].reshape(e, k, -1), emb[e * k:].reshape(e, kq, -1)
+        ys = torch.as_tensor(np.asarray(support_labels), device=self.device)
+        yq = torch.as_tensor(np.asarray(query_labels), device=self.device).float()
+        c_p, c_n = ProtoNet.prototypes(support, ys)
+        logits = ProtoNet.logits(query, c_p, c_n)
+        query_loss = nn.functional.binary_cross_entropy_with_logits(logits, yq)
+        concept_loss = None
+        total = query_loss
+        if self.alpha > 0:
+            tokens = self.concept_tokens()[torch.as_tensor(np.asarray(concepts, np.int64))].to(self.device)
+            with self.autocast():
+                concept_loss = self.model.decoder.loss(torch.cat([c_p, c_n], dim=1), tokens)
+            total = query_loss + self.alpha * concept_loss
+        return total, query_loss, concept_loss
+
+    # ---------------------------------------------------------------- training
+    def train(self, split, **options):
+        """Meta-train on ``split``'s train concepts (see :func:`bayes_concepts.learners.training.train`
+        for the options).  Returns the training history (dict)."""
+        from .training import train
+        return train(self, split, **options)
+
+    def save(self, path, card: dict | None = None):
+        from .store import save_model
+        return save_model(self, path, card)
+
+    @classmethod
+    def load(cls, path, space, *, device=None, name: str | None = None, precision: str | None = None):
+        from .store import load_model
+        return load_model(path, space, device=device, name=name, precision=precision)

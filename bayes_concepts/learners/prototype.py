@@ -1,0 +1,153 @@
+"""Prototype learners: score a scene by its distance to the support's two class means.
+
+For an embedding f (float32 (n, D)) the positive and negative prototypes of a support
+set are c_p and c_n, the means of the positives' and the negatives' embeddings, and a
+scene u scores (CURI eq. 1, Snell et al. 2017)
+
+    logit(u) = ||f(u) − c_n||² − ||f(u) − c_p||² = 2 f(u)·(c_p − c_n) + ||c_n||² − ||c_p||²,
+    p(y = 1 | u) = sigmoid(logit(u)).
+
+:class:`PrototypeLearner` implements the learner protocol and the fast batch path
+for any fixed embedding: ``evaluate(episodes)`` embeds each distinct support/query
+scene once and each test-bank scene once per embedding (kept until the weights
+change), then every episode is one matrix product against the test bank's
+embeddings.  Subclasses define :meth:`PrototypeLearner.embed_codes`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from .features import scene_codes
+from .protocol import LearnerError, check_labels
+from .scoring import ap_on_test_bank, query_metrics
+
+#: episodes per block of the test-bank score matrix (block × T float32 in memory)
+EPISODE_BLOCK = 256
+
+
+def prototypes(support: np.ndarray, labels: np.ndarray):
+    """Class means of support embeddings.
+
+    support: float32 (E, K, D); labels: 0/1 (E, K).  Returns (c_p, c_n), float32 (E, D) each.
+    Every episode needs at least one positive and one negative.
+    """
+    y = np.asarray(labels, np.float32)[..., None]
+    n_pos, n_neg = y.sum(axis=1), (1 - y).sum(axis=1)
+    if (n_pos == 0).any() or (n_neg == 0).any():
+        raise LearnerError("a prototype learner needs at least one positive and one negative support scene")
+    c_p = (support * y).sum(axis=1) / n_pos
+    c_n = (support * (1 - y)).sum(axis=1) / n_neg
+    return c_p.astype(np.float32), c_n.astype(np.float32)
+
+
+def logit_weights(c_p: np.ndarray, c_n: np.ndarray):
+    """(w, b) with logit(u) = f(u)·w + b: w = 2 (c_p − c_n) float32 (E, D), b = ||c_n||² − ||c_p||²
+    float32 (E,)."""
+    w = 2.0 * (c_p - c_n)
+    b = (np.einsum("ed,ed->e", c_n.astype(np.float64), c_n) - np.einsum("ed,ed->e", c_p.astype(np.float64), c_p))
+    return w.astype(np.float32), b.astype(np.float32)
+
+
+class PrototypeLearner:
+    """Base of the prototype learners of a space (see the module docstring).
+
+    Parameters
+    ----------
+    space : HypothesisSpace
+        The space whose scene ids the learner reads (scene dicts are accepted too).
+    name : str
+        The learner's name in results.
+    """
+
+    def __init__(self, space, name: str = "prototype"):
+        self.space = space
+        self.name = name
+        self._embedding_version = 0
+        self._bank = None
+        self._weights = None
+
+    # ------------------------------------------------------------ embedding
+    def embed_codes(self, codes: np.ndarray) -> np.ndarray:
+        """Embeddings of scenes given as codes int8 (n, S, A): float32 (n, D)."""
+        raise NotImplementedError
+
+    def embed(self, scenes) -> np.ndarray:
+        """Embeddings of scenes (bank ids or dicts): float32 (n, D)."""
+        return self.embed_codes(scene_codes(self.space, scenes))
+
+    def weights_changed(self):
+        """Forget cached embeddings (call after changing the embedding's parameters)."""
+        self._embedding_version += 1
+        self._bank = None
+
+    def bank_embedding(self) -> np.ndarray:
+        """Embeddings of the test bank, float32 (T, D), computed once per embedding version."""
+        if self._bank is None or self._bank[0] != self._embedding_version:
+            ids = np.asarray(self.space.test_bank.scene_ids, np.int64)
+            self._bank = (self._embedding_version, np.ascontiguousarray(self.embed_codes(self.space.scene_codes[ids])))
+        return self._bank[1]
+
+    # ------------------------------------------------------ learner protocol
+    def fit(self, scenes, labels) -> "PrototypeLearner":
+        """Prototypes of a support set: ``scenes`` (ids or dicts), 0/1 ``labels`` (n,)."""
+        emb = self.embed(scenes)
+        y = check_labels(labels, len(emb))
+        self._weights = self.weights(emb[None], y[None])
+        return self
+
+    def weights(self, support: np.ndarray, labels: np.ndarray) -> tuple:
+        """(w, b, scale) of support embeddings (E, K, D) and labels (E, K): logit(u) =
+        (f(u)·w + b) / scale, with w float (E, D), b and scale float (E,)."""
+        w, b = logit_weights(*prototypes(support, labels))
+        return w, b, np.ones(len(w), np.float32)
+
+    def logits(self, emb: np.ndarray, w: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """logit of every scene under every support set: float (E, n) from embeddings (n, D)."""
+        out = w @ emb.T
+        out += b[:, None]
+        out /= scale[:, None]
+        return out
+
+    def decision_function(self, scenes) -> np.ndarray:
+        """logit p(y = 1 | u, support) per scene: float64 (n,)."""
+        if self._weights is None:
+            raise LearnerError(f"learner {self.name!r}: call fit() before predicting")
+        w, b, scale = self._weights
+        return self.logits(self.embed(scenes), w, b, scale)[0].astype(np.float64)
+
+    def predict_proba(self, scenes) -> np.ndarray:
+        """p(y = 1 | u, support) per scene: float64 (n,)."""
+        return expit(self.decision_function(scenes))
+
+    # ---------------------------------------------------------------- batch
+    def evaluate(self, episodes) -> dict:
+        """Score a batch of episodes: each distinct support/query scene embedded once, the
+        test bank once per embedding version, then prototype distances only.  Returns
+        float arrays (E,) ``ap``, ``cba``, ``predictive_entropy``, NaN
+        ``posterior_entropy``, bool ``empty`` and ``query_pred`` float64 (E, K)."""
+        e_count, k = episodes.support_scenes.shape
+        kq = episodes.query_scenes.shape[1]
+        ids = np.concatenate([episodes.support_scenes.ravel(), episodes.query_scenes.ravel()])
+        unique, inverse = np.unique(ids, return_inverse=True)
+        emb = self.embed_codes(np.asarray(self.space.scene_codes[unique]))
+        support = emb[inverse[: e_count * k]].reshape(e_count, k, -1)
+        query = emb[inverse[e_count * k:]].reshape(e_count, kq, -1)
+        w, b, scale = self.weights(support, episodes.support_labels)
+        logits = np.concatenate([self.logits(query[e], w[e: e + 1], b[e: e + 1], scale[e: e + 1])
+                                 for e in range(e_count)]) if e_count else np.zeros((0, kq))
+        query_pred = expit(logits.astype(np.float64))
+        bank = self.bank_embedding()
+        ap = np.empty(e_count)
+        concepts = np.asarray(episodes.concept, np.int64)
+        for lo in range(0, e_count, EPISODE_BLOCK):
+            hi = min(lo + EPISODE_BLOCK, e_count)
+            ap[lo:hi] = ap_on_test_bank(self.space, self.logits(bank, w[lo:hi], b[lo:hi], scale[lo:hi]),
+                                        concepts[lo:hi])
+        cba, entropy = np.empty(e_count), np.empty(e_count)
+        query_metrics(query_pred, np.ascontiguousarray(episodes.query_labels), cba, entropy)
+        return {"ap": ap, "cba": cba, "predictive_entropy": entropy, "posterior_entropy": np.full(e_count, np.nan),
+                "empty": np.zeros(e_count, bool), "query_pred": query_pred}
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.name!r})"

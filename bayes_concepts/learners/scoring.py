@@ -1,0 +1,186 @@
+"""One scorer for every learner: the same episodes, the same metrics (DESIGN sections 9, 12).
+
+:func:`score_learners` scores a set of named learners on one
+:class:`~bayes_concepts.episodes.Episodes` batch.  Per episode and learner it
+records
+
+* ``ap``: average precision on the space's test bank against the true concept's
+  labels (scikit-learn's definition, ties as one threshold), ranking by the
+  learner's ``decision_function`` when it has one, else by ``predict_proba``;
+* ``cba``: class-balanced accuracy on the query set (positive iff p > 0.5);
+* ``predictive_entropy``: mean binary entropy of the query predictions (nats);
+* ``posterior_entropy``: entropy of a posterior over concepts (NaN for learners
+  without one), ``empty``: the learner had nothing to go on (oracles only);
+* ``query_pred``: the query predictions themselves, float64 (E, K).
+
+A learner with a batch method ``evaluate(episodes)`` (the oracles' numba path, the
+prototype learners' embed-once path) is scored by it; any other learner by
+``fit``/``predict_proba`` per episode (:func:`evaluate_by_protocol`).  Both give the
+same numbers: the tests compare them.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numba
+import numpy as np
+
+from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel
+from .protocol import LearnerError, is_learner
+
+RESULT_KEYS = ("ap", "cba", "posterior_entropy", "predictive_entropy", "empty", "query_pred")
+
+
+@numba.njit(parallel=True, cache=True)
+def ap_rows(scores, concepts, test_signatures, n_positive):
+    """AP of every row of ``scores`` (float (E, T): one score per test-bank scene) against
+    the test-bank labels of concept ``concepts[e]`` (packed uint64 rows of
+    ``test_signatures`` (n_concepts, ceil(T/64)), ``n_positive[c]`` set bits each).
+    Returns float64 (E,); NaN where a concept has no positive in the test bank."""
+    n_rows, n_items = scores.shape
+    out = np.empty(n_rows)
+    touched = np.arange(n_items)
+    for e in numba.prange(n_rows):
+        c = concepts[e]
+        out[e] = average_precision_sparse(touched, scores[e], test_signatures[c], n_items, n_positive[c])
+    return out
+
+
+@numba.njit(cache=True)
+def _binary_entropy(p):
+    if p <= 0.0 or p >= 1.0:
+        return 0.0
+    return -(p * np.log(p) + (1.0 - p) * np.log(1.0 - p))
+
+
+@numba.njit(cache=True)
+def query_metrics(query_pred, query_labels, out_cba, out_entropy):
+    """Per row: class-balanced accuracy (positive iff p > 0.5) and mean binary entropy (nats)."""
+    for e in range(query_pred.shape[0]):
+        out_cba[e] = class_balanced_accuracy_kernel(query_pred[e], query_labels[e])
+        h = 0.0
+        for j in range(query_pred.shape[1]):
+            h += _binary_entropy(query_pred[e, j])
+        out_entropy[e] = h / query_pred.shape[1]
+
+
+def positives_in_test_bank(space) -> np.ndarray:
+    """int64 (n_concepts,): test-bank scenes each concept is true on (cached on the space)."""
+    cached = getattr(space, "_positives_in_test_bank", None)
+    if cached is None:
+        cached = np.bitwise_count(np.asarray(space.test_bank.signatures)).sum(axis=1, dtype=np.int64)
+        space._positives_in_test_bank = cached
+    return cached
+
+
+def ap_on_test_bank(space, scores, concepts) -> np.ndarray:
+    """AP per row of ``scores`` float (E, T) (test-bank order) for the true ``concepts`` (E,)."""
+    scores = np.ascontiguousarray(scores)
+    if scores.ndim != 2 or scores.shape[1] != space.test_bank.n_scenes:
+        raise LearnerError(f"test-bank scores: expected shape (E, {space.test_bank.n_scenes}), got {scores.shape}")
+    return ap_rows(scores, np.asarray(concepts, np.int64), np.ascontiguousarray(space.test_bank.signatures),
+                   positives_in_test_bank(space))
+
+
+def _vector(x, n: int, what: str, name: str, e: int) -> np.ndarray:
+    try:
+        v = np.asarray(x, np.float64)
+    except (TypeError, ValueError):
+        raise LearnerError(f"learner {name!r}, episode {e}: {what} returned {type(x).__name__}, "
+                           f"not numbers") from None
+    if v.shape != (n,):
+        raise LearnerError(f"learner {name!r}, episode {e}: {what} returned shape {v.shape} for {n} scenes")
+    if not np.isfinite(v).all():
+        raise LearnerError(f"learner {name!r}, episode {e}: {what} returned a non-finite value")
+    return v
+
+
+def evaluate_by_protocol(learner, space, episodes, name: str = "learner", progress: bool = False) -> dict:
+    """Score ``learner`` with ``fit``/``predict_proba`` (and ``decision_function`` for the
+    ranking, when it has one) episode by episode; the slow, obvious path every learner
+    supports.  Returns the dict of :data:`RESULT_KEYS`."""
+    from tqdm.auto import tqdm
+    e_count, k = episodes.query_scenes.shape
+    bank_ids = np.asarray(space.test_bank.scene_ids, np.int64)
+    rank = getattr(learner, "decision_function", None)
+    rank = rank if callable(rank) else learner.predict_proba
+    query_pred = np.empty((e_count, k))
+    ap = np.empty(e_count)
+    concepts = np.asarray(episodes.concept, np.int64)
+    for e in tqdm(range(e_count), disable=not progress, desc=name, unit="episode", leave=False):
+        fitted = learner.fit(episodes.support_scenes[e], episodes.support_labels[e])
+        if fitted is not learner:
+            raise LearnerError(f"learner {name!r}: fit must return the learner itself (self)")
+        p = _vector(learner.predict_proba(episodes.query_scenes[e]), k, "predict_proba", name, e)
+        if (p < 0).any() or (p > 1).any():
+            raise LearnerError(f"learner {name!r}, episode {e}: predict_proba returned values outside [0, 1]")
+        query_pred[e] = p
+        scores = _vector(rank(bank_ids), len(bank_ids), "the test-bank ranking", name, e)
+        ap[e] = ap_on_test_bank(space, scores[None, :], concepts[e: e + 1])[0]
+    out = {"ap": ap, "query_pred": query_pred, "posterior_entropy": np.full(e_count, np.nan),
+           "empty": np.zeros(e_count, bool)}
+    out["cba"], out["predictive_entropy"] = np.empty(e_count), np.empty(e_count)
+    query_metrics(query_pred, np.ascontiguousarray(episodes.query_labels), out["cba"], out["predictive_entropy"])
+    return out
+
+
+def same_space(a, b) -> bool:
+    """Whether two spaces are the same (the same object, or saved spaces with one manifest)."""
+    if a is b:
+        return True
+    ha = a.manifest_sha256() if hasattr(a, "manifest_sha256") else None
+    hb = b.manifest_sha256() if hasattr(b, "manifest_sha256") else None
+    return ha is not None and ha == hb
+
+
+def _complete(result: dict, episodes, name: str) -> dict:
+    """A batch method's output checked and completed to :data:`RESULT_KEYS`."""
+    e_count, k = episodes.query_scenes.shape
+    if not isinstance(result, Mapping):
+        raise LearnerError(f"learner {name!r}: evaluate(episodes) must return a dict, got {type(result).__name__}")
+    missing = [key for key in ("ap", "cba") if key not in result]
+    if missing:
+        raise LearnerError(f"learner {name!r}: evaluate(episodes) returned no {', '.join(missing)}")
+    out = {}
+    for key in ("ap", "cba", "posterior_entropy", "predictive_entropy"):
+        v = np.asarray(result[key], np.float64) if key in result else np.full(e_count, np.nan)
+        if v.shape != (e_count,):
+            raise LearnerError(f"learner {name!r}: evaluate(episodes)[{key!r}] has shape {v.shape}, "
+                               f"expected ({e_count},)")
+        out[key] = v
+    out["empty"] = np.asarray(result.get("empty", np.zeros(e_count, bool)), bool)
+    if "query_pred" in result:
+        q = np.asarray(result["query_pred"], np.float64)
+        if q.shape != (e_count, k):
+            raise LearnerError(f"learner {name!r}: evaluate(episodes)['query_pred'] has shape {q.shape}, "
+                               f"expected ({e_count}, {k})")
+        out["query_pred"] = q
+    else:
+        out["query_pred"] = np.full((e_count, k), np.nan)
+    if "predictive_entropy" not in result and "query_pred" in result:
+        cba, ent = np.empty(e_count), np.empty(e_count)
+        query_metrics(out["query_pred"], np.ascontiguousarray(episodes.query_labels), cba, ent)
+        out["predictive_entropy"] = ent
+    return out
+
+
+def score_learner(learner, space, episodes, name: str | None = None, progress: bool = False) -> dict:
+    """Score one learner on ``episodes`` of ``space``: its batch ``evaluate`` when it has one
+    (and is bound to ``space``), else :func:`evaluate_by_protocol`.  Returns the dict of
+    :data:`RESULT_KEYS` (arrays (E,), ``query_pred`` (E, K))."""
+    name = name or getattr(learner, "name", None) or type(learner).__name__
+    if not is_learner(learner):
+        raise LearnerError(f"learner {name!r} ({type(learner).__name__}) has no fit/predict_proba methods")
+    batch = getattr(learner, "evaluate", None)
+    if callable(batch):
+        bound = getattr(learner, "space", None)
+        if bound is not None and not same_space(bound, space):
+            raise LearnerError(f"learner {name!r} is bound to another space than the one it is scored on")
+        return _complete(batch(episodes), episodes, name)
+    return evaluate_by_protocol(learner, space, episodes, name, progress)
+
+
+def score_learners(space, episodes, learners: Mapping, progress: bool = False) -> dict:
+    """Score every learner of ``learners`` (name -> learner) on the same ``episodes``.
+    Returns name -> the dict of :data:`RESULT_KEYS`."""
+    return {name: score_learner(learner, space, episodes, name, progress) for name, learner in learners.items()}

@@ -1,0 +1,425 @@
+"""Meta-training of the neural learners (CURI section 4.1, Appendix E).
+
+Episodes come from the split's *train* concepts through the same
+:class:`~bayes_concepts.episodes.EpisodeSampler` as the oracles' episodes (hard or
+easy negatives), in blocks of ``chunk_episodes`` whose seeds derive from the
+learner's seed and the block number, so a run is reproducible and resumes exactly
+where it stopped.  Every ``val_every`` steps the learner is scored on fixed
+validation episodes from the split's *val* concepts (train concepts if the split
+has none; the history says which) and the weights with the best validation mAP are
+kept (written to ``out`` as the model).  Training stops at ``max_steps``, when the
+time ``budget`` is spent (a final validation follows), or after ``patience``
+validations without improvement.
+
+Loss per episode: mean binary cross-entropy of the query labels under the prototype
+logits + alpha × the concept decoder's mean token cross-entropy.  Adam, CURI's
+learning rate 1e-3 and 64 episodes per step for schema models.
+
+Progress: a tqdm bar on a terminal; otherwise one plain line every
+``report_every_s`` seconds and at every validation (readable in a log file).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sys
+import time
+import zlib
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..episodes import EpisodeSampler
+from .protocol import LearnerError
+from .store import (WEIGHTS, read_tensors, save_model, sha256_file, write_json_atomic, write_tensors_atomic)
+
+CHECKPOINT = "checkpoint.safetensors"
+CHECKPOINT_STATE = "checkpoint.json"
+
+
+def parse_duration(text) -> float:
+    """Seconds of a duration: a number (seconds) or text like ``90s``, ``30m``, ``2h``, ``1h30m``."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        s = str(text).strip().lower()
+        m = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?:in)?)?\s*(?:(\d+(?:\.\d+)?)s?)?", s)
+        if not s or not m or not any(m.groups()):
+            raise LearnerError(f"budget {text!r}: expected seconds or a duration like 90s, 30m, 2h, 1h30m")
+        h, mi, sec = (float(g) if g else 0.0 for g in m.groups())
+        value = 3600 * h + 60 * mi + sec
+    if not (math.isfinite(value) and value > 0):
+        raise LearnerError(f"budget {text!r}: must be a positive duration")
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """How a learner is meta-trained.
+
+    negatives: ``hard`` or ``easy`` support (and query) negatives; hard_mode and
+    query_negatives: as in :meth:`EpisodeSampler.sample`; batch_episodes: episodes per Adam
+    step (CURI: 64); lr: Adam's learning rate (CURI: 1e-3 for schemas); max_steps: step limit
+    (None: none); budget_s: wall-clock limit in seconds (None: none; the default is 30
+    minutes when neither limit is given); val_every: steps between validations;
+    val_episodes: validation episodes (fixed); patience: validations without improvement
+    before stopping (0: never stop early); chunk_episodes: episodes drawn per sampler call;
+    threads: torch threads (None: every core available); report_every_s: seconds between
+    plain progress lines when output is not a terminal.
+    """
+
+    negatives: str = "hard"
+    hard_mode: str = "union"
+    query_negatives: str | None = None
+    batch_episodes: int = 64
+    lr: float = 1e-3
+    max_steps: int | None = None
+    budget_s: float | None = None
+    val_every: int = 500
+    val_episodes: int = 1000
+    patience: int = 10
+    chunk_episodes: int = 4096
+    threads: int | None = None
+    report_every_s: float = 30.0
+
+    def __post_init__(self):
+        if self.negatives not in ("hard", "easy"):
+            raise LearnerError(f"negatives must be 'hard' or 'easy', got {self.negatives!r}")
+        for name in ("batch_episodes", "val_every", "val_episodes", "chunk_episodes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise LearnerError(f"{name} must be a positive integer, got {v!r}")
+        if self.max_steps is not None and (not isinstance(self.max_steps, (int, np.integer)) or self.max_steps < 0):
+            raise LearnerError(f"max_steps must be an integer >= 0, got {self.max_steps!r}")
+        if self.budget_s is not None:
+            object.__setattr__(self, "budget_s", parse_duration(self.budget_s))
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
+            raise LearnerError(f"lr must be a positive number, got {self.lr!r}")
+        if not isinstance(self.patience, (int, np.integer)) or self.patience < 0:
+            raise LearnerError(f"patience must be an integer >= 0, got {self.patience!r}")
+
+    def limits(self) -> tuple:
+        """(max_steps, budget_s) with the default 30-minute budget when neither is set."""
+        if self.max_steps is None and self.budget_s is None:
+            return None, 1800.0
+        return self.max_steps, self.budget_s
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def stream_seed(seed: int, what: str, index: int = 0) -> int:
+    """Seed of one block of training episodes (``what`` = ``train``) or of the validation set."""
+    ss = np.random.SeedSequence([int(seed), zlib.crc32(what.encode()), int(index)])
+    return int(ss.generate_state(1, np.uint32)[0])
+
+
+@dataclass
+class _State:
+    step: int = 0
+    wall_s: float = 0.0
+    train_s: float = 0.0
+    curve: list = field(default_factory=list)
+    best_map: float = -math.inf
+    best_step: int = -1
+    bad_validations: int = 0
+    stopped: str | None = None
+
+
+class _Reporter:
+    """tqdm bar on a terminal, plain lines otherwise."""
+
+    def __init__(self, learner, split_name, progress, log, total, every_s):
+        self.tty = sys.stderr.isatty() if progress == "auto" else bool(progress)
+        self.enabled = progress is not False
+        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.every_s = every_s
+        self.last = time.perf_counter()
+        self.head = f"train {learner.name} on {split_name}"
+        self.bar = None
+        if self.enabled and self.tty:
+            from tqdm.auto import tqdm
+            self.bar = tqdm(total=total, desc=self.head, unit="step", leave=False, dynamic_ncols=True)
+
+    def update(self, state, loss, rate, budget, validated=False):
+        if not self.enabled:
+            return
+        last = state.curve[-1] if state.curve else None
+        if self.bar is not None:
+            self.bar.n = state.step
+            post = {"loss": f"{loss:.4f}", "ep/s": f"{rate:.0f}"}
+            if last:
+                post["val mAP"] = f"{100 * last['val_map']:.1f}"
+                post["best"] = f"{100 * state.best_map:.1f}"
+            if budget:
+                post["time"] = f"{format_duration(state.wall_s)}/{format_duration(budget)}"
+            self.bar.set_postfix(post, refresh=True)
+            return
+        now = time.perf_counter()
+        if not validated and now - self.last < self.every_s:
+            return
+        self.last = now
+        line = f"{self.head}: step {state.step:,} ({rate:.0f} episodes/s) loss {loss:.4f}"
+        if last:
+            line += (f" | val mAP {100 * last['val_map']:.1f} at step {last['step']:,} (best "
+                     f"{100 * state.best_map:.1f} at step {state.best_step:,})")
+        line += f" | {format_duration(state.wall_s)}" + (f" of {format_duration(budget)}" if budget else "")
+        self.log(line)
+
+    def close(self, message: str):
+        if self.bar is not None:
+            self.bar.close()
+        if self.enabled:
+            self.log(message)
+
+
+def _episode_block(sampler, train_ids, settings, seed, index, n_positive=5, n_negative=20):
+    return sampler.sample(train_ids, settings.chunk_episodes, settings.negatives,
+                          query_negatives=settings.query_negatives, seed=stream_seed(seed, "train", index),
+                          n_positive=n_positive, n_negative=n_negative, hard_mode=settings.hard_mode,
+                          meta={"side": "train"})
+
+
+def _optimizer_tensors(opt) -> tuple:
+    """Adam's state as named tensors plus its JSON-able hyperparameters."""
+    sd = opt.state_dict()
+    tensors = {}
+    for pid, st in sd["state"].items():
+        for key, value in st.items():
+            tensors[f"optim.{pid}.{key}"] = value if torch.is_tensor(value) else torch.tensor(value)
+    return tensors, sd["param_groups"]
+
+
+def _load_optimizer(opt, tensors: dict, groups: list):
+    state = {}
+    for name, value in tensors.items():
+        if name.startswith("optim."):
+            _, pid, key = name.split(".", 2)
+            state.setdefault(int(pid), {})[key] = value
+    opt.load_state_dict({"state": state, "param_groups": groups})
+
+
+def _identity(learner, split, settings) -> dict:
+    """What a checkpoint must match to be resumed."""
+    return {"architecture": learner.architecture(), "seed": learner.seed, "split": split.name,
+            "settings": {k: v for k, v in settings.as_dict().items()
+                         if k not in ("max_steps", "budget_s", "patience", "threads", "report_every_s")},
+            "space": learner.space.manifest_sha256() or "unsaved"}
+
+
+def _write_checkpoint(out: Path, learner, opt, state: _State, identity: dict):
+    tensors = {f"model.{k}": v for k, v in learner.model.state_dict().items()}
+    opt_tensors, groups = _optimizer_tensors(opt)
+    tensors.update(opt_tensors)
+    tensors["rng.torch"] = torch.get_rng_state()
+    digest = write_tensors_atomic(out / CHECKPOINT, tensors)
+    write_json_atomic(out / CHECKPOINT_STATE, {"state": asdict(state), "identity": identity, "param_groups": groups,
+                                               "sha256": digest})
+
+
+def _read_checkpoint(out: Path, learner, opt, identity: dict) -> _State:
+    path = out / CHECKPOINT_STATE
+    if not path.exists():
+        raise LearnerError(f"{out}: nothing to resume (no {CHECKPOINT_STATE})")
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise LearnerError(f"{path}: cannot read as JSON ({exc})") from None
+    if saved.get("identity") != json.loads(json.dumps(identity)):
+        diff = [k for k in identity if saved.get("identity", {}).get(k) != json.loads(json.dumps(identity[k]))]
+        raise LearnerError(f"{out}: the checkpoint was made with other {', '.join(diff)}; cannot resume it")
+    tensors = read_tensors(out / CHECKPOINT, saved.get("sha256"))
+    learner.model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
+    _load_optimizer(opt, tensors, saved["param_groups"])
+    torch.set_rng_state(tensors["rng.torch"])
+    learner.weights_changed()
+    return _State(**saved["state"])
+
+
+def train(learner, split, *, settings: TrainSettings | None = None, out=None, resume: bool = False,
+          progress="auto", log=None, **options) -> dict:
+    """Meta-train ``learner`` (a :class:`~bayes_concepts.learners.protonet.ProtoNetLearner`)
+    on ``split`` of its space.
+
+    Parameters
+    ----------
+    split : Split
+        Episodes from ``split.train``; validation on ``split.val`` (``split.train`` when empty).
+    settings : TrainSettings, optional
+        Overridden by keyword ``options`` (any field of :class:`TrainSettings`; ``budget``
+        is accepted for ``budget_s`` and may be text like ``"30m"``).
+    out : path, optional
+        Model directory: the best weights and card are written whenever validation
+        improves, a resumable checkpoint at every validation.
+    resume : bool
+        Continue the run saved in ``out`` (same architecture, seed, split and settings).
+    progress : ``"auto"`` | bool
+        ``auto``: a bar on a terminal, plain lines otherwise; False: silent.
+    log : callable(str), optional
+        Receives the plain progress lines (default: stderr).
+
+    Returns
+    -------
+    dict
+        The training history (also the card's ``training`` entry): settings, split,
+        seed, steps, episodes, wall time, episodes/s, validation curve (step, val mAP,
+        val CBA, mean training loss since the last validation, elapsed seconds), best
+        step and mAP, why training stopped.  The learner ends with the best weights.
+    """
+    if "budget" in options:
+        options["budget_s"] = options.pop("budget")
+    try:
+        settings = replace(settings or TrainSettings(), **options)
+    except TypeError as exc:
+        raise LearnerError(f"train: {exc}") from None
+    space = learner.space
+    if len(split.train) == 0:
+        raise LearnerError(f"split {split.name!r} has no train concepts")
+    max_steps, budget = settings.limits()
+    out = Path(out) if out is not None else None
+    identity = _identity(learner, split, settings)
+    if out is not None and not resume and (out / CHECKPOINT_STATE).exists():
+        raise LearnerError(f"{out} already holds a training run; resume it (--resume) or choose another directory")
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(settings.threads or available_cores())
+    sampler = EpisodeSampler(space)
+    val_side = "val" if len(split.val) else "train"
+    val_eps = sampler.sample(split.ids(val_side), settings.val_episodes, settings.negatives,
+                             query_negatives=settings.query_negatives, seed=stream_seed(learner.seed, "val"),
+                             hard_mode=settings.hard_mode, meta={"split": split.name, "side": val_side})
+    opt = torch.optim.Adam(learner.model.parameters(), lr=settings.lr)
+    state = _read_checkpoint(out, learner, opt, identity) if resume else _State()
+    if resume and out is not None and (out / WEIGHTS).exists():
+        from .store import read_card
+        best_card = read_card(out)
+        best_weights = read_tensors(out / WEIGHTS, best_card.get("weights_sha256"))
+    else:
+        best_weights = None
+    batch = settings.batch_episodes
+    per_block = max(1, settings.chunk_episodes // batch)
+    reporter = _Reporter(learner, split.name, progress, log, max_steps, settings.report_every_s)
+    block_index, block = -1, None
+    loss_sum, loss_n, last_loss = 0.0, 0, float("nan")
+    start = time.perf_counter() - state.wall_s
+
+    def validate():
+        nonlocal best_weights, loss_sum, loss_n
+        learner.weights_changed()
+        r = learner.evaluate(val_eps)
+        val_map, val_cba = float(np.nanmean(r["ap"])), float(np.nanmean(r["cba"]))
+        state.wall_s = time.perf_counter() - start
+        state.curve.append({"step": state.step, "val_map": val_map, "val_cba": val_cba,
+                            "train_loss": loss_sum / loss_n if loss_n else None, "elapsed_s": round(state.wall_s, 3)})
+        loss_sum, loss_n = 0.0, 0
+        if val_map > state.best_map:
+            state.best_map, state.best_step, state.bad_validations = val_map, state.step, 0
+            best_weights = {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
+            if out is not None:
+                learner.card = {"training": history()}
+                save_model(learner, out)
+        else:
+            state.bad_validations += 1
+        if out is not None:
+            _write_checkpoint(out, learner, opt, state, identity)
+        reporter.update(state, last_loss, rate(), budget, validated=True)
+
+    def rate():
+        return state.step * batch / state.train_s if state.train_s > 0 else 0.0
+
+    def history() -> dict:
+        return {"split": split.name, "split_sizes": split.sizes(), "validation_side": val_side,
+                "settings": settings.as_dict(), "seed": learner.seed, "steps": state.step,
+                "episodes": state.step * batch, "wall_s": round(state.wall_s, 3), "train_s": round(state.train_s, 3),
+                "episodes_per_s": round(rate(), 2), "threads": torch.get_num_threads(),
+                "device": str(learner.device), "precision": learner.precision, "val_curve": state.curve,
+                "best_step": state.best_step, "best_val_map": state.best_map, "stopped": state.stopped}
+
+    learner.model.train()
+    try:
+        if not state.curve:
+            validate()
+        while True:
+            state.wall_s = time.perf_counter() - start
+            if max_steps is not None and state.step >= max_steps:
+                state.stopped = "max_steps"
+                break
+            if budget is not None and state.wall_s >= budget:
+                state.stopped = "budget"
+                break
+            if settings.patience and state.bad_validations >= settings.patience:
+                state.stopped = "early_stopping"
+                break
+            t0 = time.perf_counter()
+            if state.step // per_block != block_index:
+                block_index = state.step // per_block
+                block = _episode_block(sampler, split.train, settings, learner.seed, block_index)
+            lo = (state.step % per_block) * batch
+            rows = slice(lo, lo + batch)
+            total, _, _ = learner.episode_loss(
+                np.asarray(space.scene_codes[block.support_scenes[rows]]), block.support_labels[rows],
+                np.asarray(space.scene_codes[block.query_scenes[rows]]), block.query_labels[rows], block.concept[rows])
+            opt.zero_grad(set_to_none=True)
+            total.backward()
+            opt.step()
+            last_loss = float(total.detach())
+            if not math.isfinite(last_loss):
+                raise LearnerError(f"training diverged at step {state.step} (loss {last_loss}); lower the "
+                                   f"learning rate")
+            loss_sum += last_loss
+            loss_n += 1
+            state.step += 1
+            state.train_s += time.perf_counter() - t0
+            state.wall_s = time.perf_counter() - start
+            if state.step % settings.val_every == 0:
+                validate()
+            else:
+                reporter.update(state, last_loss, rate(), budget)
+        if state.curve[-1]["step"] != state.step:
+            validate()
+    except KeyboardInterrupt:
+        state.stopped = "interrupted"
+        if out is not None:
+            _write_checkpoint(out, learner, opt, state, identity)
+        raise
+    finally:
+        torch.set_num_threads(threads_before)
+        learner.model.eval()
+    if best_weights is not None:
+        learner.model.load_state_dict(best_weights)
+    learner.weights_changed()
+    hist = history()
+    learner.card = {"training": hist}
+    if out is not None:
+        save_model(learner, out)
+        _write_checkpoint_state_only(out, state, identity)
+    reporter.close(f"{reporter.head}: stopped ({state.stopped}) after {state.step:,} steps "
+                   f"({state.step * batch:,} episodes, {format_duration(state.wall_s)}, {rate():.0f} episodes/s); "
+                   f"best val mAP {100 * state.best_map:.1f} at step {state.best_step:,}")
+    return hist
+
+
+def _write_checkpoint_state_only(out: Path, state: _State, identity: dict):
+    """Record the final state (why training stopped) next to the last checkpoint's tensors."""
+    path = out / CHECKPOINT_STATE
+    saved = json.loads(path.read_text())
+    saved["state"] = asdict(state)
+    if sha256_file(out / CHECKPOINT) == saved.get("sha256"):
+        write_json_atomic(path, saved)
