@@ -60,8 +60,7 @@ def first_occurrence_labels(keys) -> np.ndarray:
     """
     keys = np.ascontiguousarray(keys)
     label_of: dict = {}
-    return np.array([label_of.setdefault(row.tobytes(), len(label_of)) for row in keys.reshape(len(keys), -1)],
-                    np.int64)
+    return np.array([label_of.setdefault(row.tobytes(), len(label_of)) for row in keys], np.int64)
 
 
 @dataclass(frozen=True)
