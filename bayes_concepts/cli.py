@@ -9,6 +9,7 @@ Subcommands::
     bayes-concepts splits DIR                 train/val/test sizes and leakage of every split
     bayes-concepts episodes DIR --split S ... sample episodes; episodes show FILE INDEX
     bayes-concepts gap DIR                    the comp-gap table (strong vs weak oracle)
+    bayes-concepts train DIR --split S --learner schema-relnet --out MODEL_DIR   a neural baseline
     bayes-concepts posterior DIR --support F  the oracles' posterior for a support set
     bayes-concepts audit DIR --spec FILE      a one-page report on a new split
     bayes-concepts figures RESULTS.nc --space DIR --out paper_figs/
@@ -353,20 +354,42 @@ def cmd_gap(args) -> int:
     splits = _splits_for(space, [args.split] if args.split != "all" else None, args.spec)
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     t = time.perf_counter()
+    from .learners import learners_for_gap
+    learners = learners_for_gap(space, splits, args.learner, args.seed)
     ds = compute_gap(space, splits, negatives, args.episodes, _settings(args), args.seed,
                      query_negatives=args.query_negatives, hard_mode=args.hard_mode,
-                     progress=not args.json and sys.stderr.isatty())
+                     progress=not args.json and sys.stderr.isatty(), learners=learners)
     rows = summarise(ds, seed=args.seed)
     if args.out:
         save_results(ds, args.out)
     if args.json:
         keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
-                "posterior_entropy", "predictive_entropy")
+                "posterior_entropy", "predictive_entropy", "learners")
         print(json.dumps({"results": [{k: r[k] for k in keep} for r in rows]}))
         return 0
     print(format_table(rows))
     print(f"\n{args.episodes:,} test episodes per cell; oracle settings {ds.attrs['oracle_settings']}; "
           f"{time.perf_counter() - t:.1f} s" + (f"; results written to {args.out}" if args.out else ""))
+    return 0
+
+
+def cmd_train(args) -> int:
+    from .learners import ProtoNetLearner, parse_architecture
+    from .learners.training import format_duration, parse_duration
+    space = _load_space(args.dir)
+    split = _splits_for(space, [args.split], args.spec)[args.split]
+    encoder, pooling = parse_architecture(args.learner)
+    learner = ProtoNetLearner(space, encoder, pooling, alpha=args.alpha, seed=args.seed, precision=args.precision,
+                              name=args.name)
+    options = dict(negatives=args.negatives, query_negatives=args.query_negatives, hard_mode=args.hard_mode,
+                   batch_episodes=args.batch, lr=args.lr, val_every=args.val_every, val_episodes=args.val_episodes,
+                   patience=args.patience, threads=args.threads, max_steps=args.steps,
+                   budget_s=parse_duration(args.budget) if args.budget else None)
+    h = learner.train(split, out=args.out, resume=args.resume, **options)
+    print(f"{learner.name} on {split.name}: {h['steps']:,} steps ({h['episodes']:,} episodes, "
+          f"{format_duration(h['wall_s'])}, {h['episodes_per_s']:.0f} episodes/s, stopped: {h['stopped']}); "
+          f"best validation mAP {100 * h['best_val_map']:.1f} at step {h['best_step']:,} "
+          f"({h['validation_side']} concepts); model written to {args.out}")
     return 0
 
 
@@ -538,10 +561,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="negatives of the query set (default: as --negatives; random: CURI's released code)")
     _hard_mode_option(p)
     p.add_argument("--episodes", type=int, default=20_000)
+    p.add_argument("--learner", action="append", metavar="MODEL_DIR|NAME",
+                   help="also score a trained model (scored on its training split) or a reference learner "
+                        "(random, prototype) on the same episodes; repeatable")
     _oracle_options(p)
     p.add_argument("--out", metavar="results.nc")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gap)
+
+    p = sub.add_parser("train", help="meta-train a neural baseline (CURI's prototypical networks) on a split")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--split", required=True)
+    p.add_argument("--spec", nargs="+", metavar="FILE")
+    p.add_argument("--learner", required=True, metavar="ENCODER-POOLING",
+                   help="architecture: schema-average, schema-concat, schema-relnet or schema-transformer")
+    p.add_argument("--out", required=True, metavar="MODEL_DIR", help="directory for the weights and card")
+    p.add_argument("--negatives", choices=["hard", "easy"], default="hard")
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None)
+    _hard_mode_option(p)
+    p.add_argument("--budget", metavar="TIME", help="wall-clock budget, e.g. 90s, 30m, 2h (default 30m unless --steps)")
+    p.add_argument("--steps", type=int, help="most training steps")
+    p.add_argument("--alpha", type=float, default=0.0, help="weight of the concept loss (default 0)")
+    p.add_argument("--batch", type=int, default=64, help="episodes per step (default 64, CURI's)")
+    p.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default 1e-3, CURI's)")
+    p.add_argument("--val-every", type=int, default=500, help="steps between validations")
+    p.add_argument("--val-episodes", type=int, default=1000)
+    p.add_argument("--patience", type=int, default=10, help="validations without improvement before stopping (0: never)")
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
+    p.add_argument("--threads", type=int, help="torch threads (default: every core)")
+    p.add_argument("--name", help="the model's name in results (default ENCODER-POOLING)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--resume", action="store_true", help="continue the run saved in MODEL_DIR")
+    p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("posterior", help="posterior and predictive of the oracles for a support set")
     p.add_argument("dir", metavar="DIR")

@@ -36,7 +36,7 @@ __all__ = ["Learner", "MetaLearner", "LearnerError", "LearnerCheckError", "is_le
            "PrototypeLearner", "reference_learners", "ProtoNet", "ProtoNetLearner", "ObjectSet", "SceneEncoder",
            "SchemaEncoder", "SchemaLayout", "bag_of_values", "encoders", "poolings", "TrainSettings", "train",
            "parse_duration", "save_model", "load_model", "read_card", "is_model_dir", "make_learner",
-           "parse_architecture"]
+           "parse_architecture", "learners_for_gap"]
 
 
 def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **options):
@@ -56,3 +56,31 @@ def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **
         raise LearnerError(f"{spec}: not a model directory (no card.json)")
     encoder, pooling = parse_architecture(spec)
     return ProtoNetLearner(space, encoder, pooling, seed=seed, name=name, **options)
+
+
+def learners_for_gap(space, splits, specs, seed: int = 0) -> dict:
+    """The ``learners`` argument of :func:`bayes_concepts.gap.compute_gap` from command-line
+    specs: a saved model directory (scored on the split it was trained on, which must be
+    among ``splits``) or a reference learner name (scored on every split)."""
+    out = {}
+    for spec in specs or []:
+        if is_model_dir(spec):
+            card = read_card(spec)
+            trained_on = (card.get("training") or {}).get("split")
+            if trained_on not in splits:
+                raise LearnerError(f"{spec}: the model was trained on split {trained_on!r}, which is not among the "
+                                   f"splits scored ({', '.join(splits)}); pass --split {trained_on}")
+            name = card.get("name") or Path(spec).name
+            if name in out:
+                name = Path(spec).resolve().name
+            if name in out:
+                raise LearnerError(f"two learners named {name!r}; give the model directories distinct names")
+            out[name] = {trained_on: load_model(spec, space, name=name)}
+        elif spec in reference_learners:
+            if spec in out:
+                raise LearnerError(f"learner {spec!r} given twice")
+            out[spec] = make_learner(space, spec, seed=seed)
+        else:
+            raise LearnerError(f"--learner {spec}: neither a model directory (with card.json) nor a reference "
+                               f"learner ({', '.join(reference_learners)})")
+    return out
