@@ -60,7 +60,8 @@ def markdown(result: SynonymClassification, space, args, n_examples: int = 3) ->
              f"(seed {args.seed}).", "",
              C.markdown_table(summarise_statuses(classes), align=["left", "right", "right", "right", "right"]), "",
              "* **propositional**: every member provably equivalent with atoms as opaque, canonicalised "
-             "propositions (`a = b` is `b = a`; `c > t` is `¬(t > c−1)`) and sympy `Equivalent` + `satisfiable` "
+             "propositions (`a = b` is `b = a`; `c > t` is `¬(t > c−1)`), `body₁ ↔ body₂` checked valid with sympy's "
+             "SAT solver (`satisfiable`, DPLL) "
              "-- CURI's \"truly synonymous\";",
              "* **first-order**: provable once the quantifier over x is expanded (still pure logic);",
              "* **domain facts**: provable with facts true of every valid scene (one value per attribute, "
@@ -131,36 +132,51 @@ def markdown(result: SynonymClassification, space, args, n_examples: int = 3) ->
     return "\n".join(lines)
 
 
+#: class-size bins of the figure (inclusive bounds)
+SIZE_BINS = [(2, 2), (3, 3), (4, 4), (5, 5), (6, 10), (11, 20), (21, 10**9)]
+STATUS_COLORS = {STATUS["propositional"]: "#1a9641", STATUS["first-order"]: "#66bd63", STATUS["domain"]: "#a6d96a",
+                 STATUS["undecided"]: "#bdbdbd", STATUS["refuted"]: "#d7191c"}
+
+
+def status_by_size(classes: pd.DataFrame) -> pd.DataFrame:
+    """Number of classes per (class-size bin, status): one row per bin up to the largest
+    class, columns ``size`` (bin label), ``lo``, ``hi`` and one per status."""
+    largest = int(classes["size"].max()) if len(classes) else 0
+    rows = []
+    for lo, hi in [b for b in SIZE_BINS if b[0] <= largest]:
+        label = str(lo) if lo == hi else (f"{lo}–{hi}" if hi < 10**9 else f"> {lo - 1}")
+        inside = (classes["size"] >= lo) & (classes["size"] <= hi)
+        rows.append({"size": label, "lo": lo, "hi": hi,
+                     **{st: int((inside & (classes.status == st)).sum()) for st in STATUS_ORDER}})
+    return pd.DataFrame(rows, columns=["size", "lo", "hi", *STATUS_ORDER])
+
+
 def figure(classes: pd.DataFrame):
     """CURI Figure 13 split by status: number of classes per class size (binned), stacked by
-    status; right: share of classes per status."""
-    colors = {STATUS["propositional"]: "#1a9641", STATUS["first-order"]: "#66bd63", STATUS["domain"]: "#a6d96a",
-              STATUS["undecided"]: "#bdbdbd", STATUS["refuted"]: "#d7191c"}
+    status; right: share of classes per status.  Returns (fig, data), ``data`` =
+    :func:`status_by_size`."""
+    data = status_by_size(classes)
     with C.style():
         fig = Figure(figsize=(10, 5.2), layout="constrained")
         ax, ax2 = fig.subplots(1, 2, width_ratios=[3, 1.3])
         if len(classes):
-            edges = [(2, 2), (3, 3), (4, 4), (5, 5), (6, 10), (11, 20), (21, 10**9)]
-            edges = [e for e in edges if e[0] <= int(classes["size"].max())]
-            labels = [str(lo) if lo == hi else (f"{lo}–{hi}" if hi < 10**9 else f"> {lo - 1}") for lo, hi in edges]
-            x = np.arange(len(edges))
-            bottom = np.zeros(len(edges))
+            x = np.arange(len(data))
+            bottom = np.zeros(len(data))
             for st in STATUS_ORDER:
-                n = np.array([((classes["size"] >= lo) & (classes["size"] <= hi) & (classes.status == st)).sum()
-                              for lo, hi in edges], float)
-                ax.bar(x, n, bottom=bottom, color=colors[st], label=st, gid=f"status:{st}", width=0.8)
+                n = data[st].to_numpy(float)
+                ax.bar(x, n, bottom=bottom, color=STATUS_COLORS[st], label=st, gid=f"status:{st}", width=0.8)
                 bottom += n
-            ax.set_xticks(x, labels)
+            ax.set_xticks(x, data["size"])
             ax.set_xlabel("synonym class size (concepts with identical signatures)")
             ax.set_ylabel("number of classes")
             ax.legend(fontsize=9)
             summ = summarise_statuses(classes).iloc[:-1]
-            ax2.barh(np.arange(len(summ)), summ["share of classes %"], color=[colors[s] for s in summ.status])
+            ax2.barh(np.arange(len(summ)), summ["share of classes %"], color=[STATUS_COLORS[s] for s in summ.status])
             ax2.set_yticks(np.arange(len(summ)), summ.status)
             ax2.invert_yaxis()
             ax2.set_xlabel("share of classes (%)")
         fig.suptitle("Synonym classes: provably equivalent vs equal only on the scene bank")
-    return fig
+    return fig, data
 
 
 def main(argv=None) -> pd.DataFrame:
@@ -186,7 +202,7 @@ def main(argv=None) -> pd.DataFrame:
     C.write_table(result.members, args.out, "synonym_members")
     md = markdown(result, space, args, args.examples)
     C.write_markdown(md, args.out, NAME)
-    C.save_figure(figure(result.classes), args.out, "synonym_status")
+    C.save_figure(figure(result.classes)[0], args.out, "synonym_status")
     if not args.quiet:
         print(md)
         print(f"\n[{NAME}: {elapsed():.1f} s; outputs in {args.out}]")

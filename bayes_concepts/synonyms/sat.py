@@ -70,20 +70,33 @@ def iff(a, b):
     return ("iff", a, b)
 
 
+def fold(f, leaf, constant, negation, conjunction, disjunction, equivalence):
+    """Rebuild a formula bottom-up with other constructors.
+
+    ``leaf(name)`` replaces a variable, ``constant(bool)`` a constant, and
+    ``negation(x)``, ``conjunction(*xs)``, ``disjunction(*xs)``, ``equivalence(x, y)`` the
+    nodes, applied to the folded children.
+    """
+    def rebuild(g):
+        if g is True or g is False:
+            return constant(g)
+        op = g[0]
+        if op == "v":
+            return leaf(g[1])
+        if op == "not":
+            return negation(rebuild(g[1]))
+        if op == "iff":
+            return equivalence(rebuild(g[1]), rebuild(g[2]))
+        parts = [rebuild(h) for h in g[1]]
+        return conjunction(*parts) if op == "and" else disjunction(*parts)
+
+    return rebuild(f)
+
+
 def substitute(f, leaf):
     """``f`` with every variable ``("v", name)`` replaced by the formula ``leaf(name)``
     (which may be ``True``/``False``: the result is folded again)."""
-    if f is True or f is False:
-        return f
-    op = f[0]
-    if op == "v":
-        return leaf(f[1])
-    if op == "not":
-        return not_(substitute(f[1], leaf))
-    if op == "iff":
-        return iff(substitute(f[1], leaf), substitute(f[2], leaf))
-    parts = [substitute(g, leaf) for g in f[1]]
-    return and_(*parts) if op == "and" else or_(*parts)
+    return fold(f, leaf, bool, not_, and_, or_, iff)
 
 
 def variables(f):
@@ -107,17 +120,7 @@ def to_sympy(f, symbol=None):
     """``f`` as a sympy boolean expression; ``symbol(name)`` makes the symbol of a variable
     (default ``sympy.Symbol(str(name))``)."""
     symbol = symbol or (lambda name: sympy.Symbol(str(name)))
-    if f is True or f is False:
-        return sympy.true if f else sympy.false
-    op = f[0]
-    if op == "v":
-        return symbol(f[1])
-    if op == "not":
-        return Not(to_sympy(f[1], symbol))
-    if op == "iff":
-        return Equivalent(to_sympy(f[1], symbol), to_sympy(f[2], symbol))
-    parts = [to_sympy(g, symbol) for g in f[1]]
-    return And(*parts) if op == "and" else Or(*parts)
+    return fold(f, symbol, lambda c: sympy.true if c else sympy.false, Not, And, Or, Equivalent)
 
 
 def tseitin_clauses(f) -> tuple:
