@@ -210,26 +210,41 @@ def comp_gap_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
 
 def comp_gap_figure(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None):
     """CURI Figure 5 from a results Dataset: splits on x ordered by mAP gap (largest first),
-    mAP (%) on top and CBA (%) below, one series per learner with 95 % bootstrap intervals
-    of its mean over episodes, the comp gap (strong − weak) shaded and written at each
-    split.  Returns (fig, data) with ``data`` = :func:`comp_gap_data`."""
+    mAP (%) on top and CBA (%) below; the strong and weak oracles as horizontal lines at
+    each split, every other learner (models, reference learners) as a bar between them,
+    each with the 95 % bootstrap interval of its mean over episodes; the comp gap
+    (strong − weak) shaded and written at each split.  Returns (fig, data) with ``data`` =
+    :func:`comp_gap_data`."""
     order = _order(ds, negatives, order)
     data = comp_gap_data(ds, negatives, n_boot, seed, order)
     learners = _learners(ds)
     x = np.arange(len(order))
-    offsets = dict(zip(learners, _dodge(len(learners), min(0.4, 0.1 * (len(learners) - 1)))))
+    oracles = [lr for lr in learners if lr in LEARNER_COLORS]
+    models = [lr for lr in learners if lr not in LEARNER_COLORS]  # drawn as bars between the oracle lines
+    bar_width = 0.5 / max(1, len(models))
+    offsets = dict(zip(models, _dodge(len(models), 0.5 - bar_width)))
     with _style():
         fig = Figure(figsize=(max(8.0, 1.25 * len(order) + 2.5), 8.4), layout="constrained")
         axes = fig.subplots(2, 1, sharex=True)
         for ax, metric in zip(axes, ("ap", "cba")):
             d = data[data.metric == metric]
-            for lr in learners:
+            for lr in models:
                 s = d[d.learner == lr].sort_values("order")
                 y = s["mean"].to_numpy()
                 err = np.vstack([y - s["ci_lo"].to_numpy(), s["ci_hi"].to_numpy() - y])
-                ax.errorbar(x + offsets[lr], y, yerr=err, color=learner_color(lr, learners), marker="o",
-                            markersize=6, linewidth=1.6, capsize=3.5, elinewidth=1.3, label=learner_label(lr),
-                            gid=f"{metric}:{lr}", zorder=3)
+                color = learner_color(lr, learners)
+                ax.bar(x + offsets[lr], y, width=bar_width * 0.92, color=color, alpha=0.8, linewidth=0, zorder=2,
+                       gid=f"{metric}:bar:{lr}")
+                ax.errorbar(x + offsets[lr], y, yerr=err, color=color, marker="o", markersize=3.5, linestyle="none",
+                            ecolor="0.2", capsize=2.5, elinewidth=1.1, label=learner_label(lr),
+                            gid=f"{metric}:{lr}", zorder=3.5)
+            for lr in oracles:
+                s = d[d.learner == lr].sort_values("order")
+                y = s["mean"].to_numpy()
+                err = np.vstack([y - s["ci_lo"].to_numpy(), s["ci_hi"].to_numpy() - y])
+                ax.errorbar(x, y, yerr=err, color=learner_color(lr, learners), marker="_", markersize=34,
+                            markeredgewidth=2.4, linestyle="none", capsize=3.5, elinewidth=1.3,
+                            label=learner_label(lr), gid=f"{metric}:{lr}", zorder=3)
             if "strong" in learners and "weak" in learners:
                 g = d[d.learner == "strong"].sort_values("order")
                 w = d[d.learner == "weak"].set_index("split")["mean"]

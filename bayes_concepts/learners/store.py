@@ -55,6 +55,9 @@ def write_tensors_atomic(path: Path, tensors: dict, metadata: dict | None = None
     """Write ``tensors`` (name -> tensor) as safetensors atomically; returns the file's sha256."""
     tmp = path.with_name(path.name + ".partial")
     save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp), metadata=metadata)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # safetensors creates 0600 files; models are meant to be shared
     digest = sha256_file(tmp)
     os.replace(tmp, path)
     return digest
