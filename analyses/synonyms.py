@@ -55,13 +55,14 @@ def markdown(result: SynonymClassification, space, args, n_examples: int = 3) ->
     classes, members, prover = result.classes, result.members, result.prover
     lines = ["# Synonym classes: logical equivalence or coincidence on the scene bank? (CURI B.6)", "",
              C.space_note(space) + ".",
-             f"{len(classes):,} synonym classes have two or more members ({int(classes['size'].sum()) if len(classes) else 0:,} "
+             f"{len(classes):,} synonym classes have two or more members "
+             f"({int(classes['size'].sum()) if len(classes) else 0:,} "
              f"concepts); counterexample search on {result.check_scenes:,} fresh check scenes "
              f"(seed {args.seed}).", "",
              C.markdown_table(summarise_statuses(classes), align=["left", "right", "right", "right", "right"]), "",
              "* **propositional**: every member provably equivalent with atoms as opaque, canonicalised "
-             "propositions (`a = b` is `b = a`; `c > t` is `¬(t > c−1)`), `body₁ ↔ body₂` checked valid with sympy's "
-             "SAT solver (`satisfiable`, DPLL) "
+             "propositions (`a = b` is `b = a`; `c > t` is `¬(t > c−1)`), `body₁ ↔ body₂` checked valid with "
+             "sympy's SAT solver (`satisfiable`, DPLL) "
              "-- CURI's \"truly synonymous\";",
              "* **first-order**: provable once the quantifier over x is expanded (still pure logic);",
              "* **domain facts**: provable with facts true of every valid scene (one value per attribute, "

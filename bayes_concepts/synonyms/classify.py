@@ -236,7 +236,8 @@ def classify_synonym_classes(space, check_scenes: int = 200_000, seed: int = 0, 
             violations += truth[0] == truth[second]  # the executor and the reference interpreter disagree
             counterexample = json.dumps({
                 "scene": scene, "first": ids[0], "second": ids[second],
-                "true_for": [i for i, t in zip(ids, truth) if t], "false_for": [i for i, t in zip(ids, truth) if not t]})
+                "true_for": [i for i, t in zip(ids, truth) if t],
+                "false_for": [i for i, t in zip(ids, truth) if not t]})
         n_groups = {level: groups.n_groups(level) for level in LEVELS}
         class_rows.append({
             "class": int(c), "size": len(ids), "status": class_status(groups, n_check),
