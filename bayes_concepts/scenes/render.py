@@ -67,13 +67,14 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from ..errors import SceneError
+from ..errors import BayesConceptsError, SceneError
 from .camera import (CAMERA_LOCATION, FOCAL_LENGTH_MM, IMAGE_HEIGHT, IMAGE_WIDTH,
                      SENSOR_WIDTH_MM, camera_axes)
 from .codes import check_codes
 from .schema import CURI_SCHEMA, SceneSchema
 
 __all__ = [
+    "RenderError",
     "CLEVR_COLORS",
     "CUBE_TURN_DEG",
     "DEFAULT_HEIGHT",
@@ -85,6 +86,12 @@ __all__ = [
     "object_geometry",
     "render_scene_png",
 ]
+
+
+
+class RenderError(BayesConceptsError):
+    """Bad settings or arrays given to a renderer (image or sound)."""
+
 
 DEFAULT_HEIGHT = 80
 DEFAULT_WIDTH = 120
@@ -139,9 +146,9 @@ _NR = 8  # rect columns: object cols/rows, shadow cols/rows (inclusive bounds)
 def _check_resolution(height, width, supersample):
     for name, v, lo in (("height", height, 1), ("width", width, 1), ("supersample", supersample, 1)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"render: {name} must be an integer >= {lo}, got {v!r}")
+            raise RenderError(f"render: {name} must be an integer >= {lo}, got {v!r}")
     if supersample > 8:
-        raise ValueError(f"render: supersample must be at most 8, got {supersample}")
+        raise RenderError(f"render: supersample must be at most 8, got {supersample}")
     return int(height), int(width), int(supersample)
 
 
@@ -629,7 +636,7 @@ def _run(codes, schema, height, width, supersample, out, want_masks):
         out = np.empty((n, height, width, 3), dtype=np.uint8)
     elif (not isinstance(out, np.ndarray) or out.dtype != np.uint8 or out.shape != (n, height, width, 3)
           or not out.flags.c_contiguous):
-        raise ValueError(f"render: out must be a C-contiguous uint8 array of shape {(n, height, width, 3)}")
+        raise RenderError(f"render: out must be a C-contiguous uint8 array of shape {(n, height, width, 3)}")
     masks = np.zeros((n, S, height, width) if want_masks else (1, 1, 1, 1), dtype=np.bool_)
     background, rays, ground = _tables(height, width, ss)
     _render_kernel(params, rects, background, rays, ground, ss, _camera()[0], out, masks, want_masks)
