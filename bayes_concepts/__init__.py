@@ -50,6 +50,11 @@ _EXPORTS = {
     "audit": ".gap", "format_audit": ".gap",
     "save_results": ".results", "load_results": ".results",
     "write_figures": ".plots",
+    # synonyms: which synonym classes are provably one program
+    "prove_equivalent": ".synonyms.prover", "find_counterexample": ".synonyms.counterexamples",
+    "classify_synonym_classes": ".synonyms.classify",
+    # data files shipped with the package
+    "data_file": ".resources", "default_grammar_path": ".lot.grammar",
     # errors
     "BayesConceptsError": ".errors", "ProgramError": ".errors", "GrammarError": ".errors", "SceneError": ".errors",
 }

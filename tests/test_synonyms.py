@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bayes_concepts.engine import evaluate_programs
 from bayes_concepts.engine.interpreter import evaluate
-from bayes_concepts.engine.space import HypothesisSpace
 from bayes_concepts.errors import BayesConceptsError, ProgramError
 from bayes_concepts.lot import Program, curi_grammar, sample_programs
 from bayes_concepts.scenes import pack_bits
@@ -30,12 +29,8 @@ SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthChe
 
 
 @pytest.fixture(scope="module")
-def space(request):
-    """The session's shared small space when tests/conftest.py provides one, else the same build."""
-    try:
-        return request.getfixturevalue("small_space")
-    except pytest.FixtureLookupError:
-        return HypothesisSpace.build(samples=20_000, scenes=5_000, seed=0)
+def space(small_space):
+    return small_space
 
 
 @pytest.fixture(scope="module")
