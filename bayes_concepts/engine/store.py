@@ -17,6 +17,14 @@
 No pickle: ``.npy`` files are read with ``allow_pickle=False``.  A build is
 written to ``<dir>.partial`` and renamed into place only when complete, so an
 interrupted build never leaves a directory that loads.
+
+Kinds of space.  The manifest's ``kind`` says which container a directory holds:
+absent or ``"program"`` for a :class:`~bayes_concepts.engine.space.HypothesisSpace`
+(the layout above, unchanged), ``"extension"`` for an
+:class:`~bayes_concepts.engine.extension_space.ExtensionSpace` (concepts given as
+sets of items; its files are listed in that module).  :func:`load_space` reads
+either; :func:`read_manifest` with ``kind=`` refuses a directory of another kind with
+a message naming it.
 """
 from __future__ import annotations
 
@@ -73,13 +81,7 @@ def _save_npy(path: Path, array: np.ndarray):
 
 def save_space(space, path, overwrite: bool = False) -> Path:
     """Write ``space`` (a HypothesisSpace) to directory ``path`` atomically; returns the path."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists (pass overwrite=True / --force to replace it)")
-    partial = path.with_name(path.name + ".partial")
-    if partial.exists():  # left behind by an interrupted build
-        shutil.rmtree(partial)
-    partial.mkdir(parents=True)
+    path, partial = start_directory(path, overwrite)
     lines = []
     for i, prog in enumerate(space.programs):
         lines.append(json.dumps({"id": i, "program": prog, "length": int(space.lengths[i]),
@@ -101,22 +103,137 @@ def save_space(space, path, overwrite: bool = False) -> Path:
                    "test_bank": space.test_bank.n_scenes, "synonym_classes": space.n_synonym_classes,
                    "max_objects": int(space.scene_codes.shape[1])},
         "stages": space.stages,
-        "files": {name: {"sha256": _sha256_file(partial / name), "bytes": (partial / name).stat().st_size}
-                  for name in FILES},
+        "files": file_entries(partial, FILES),
     }
-    manifest["self_sha256"] = _manifest_digest(manifest)
-    _fsync_write(partial / "manifest.json", (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
-    if path.exists():
-        old = path.with_name(path.name + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        path.rename(old)
-        partial.rename(path)
-        shutil.rmtree(old)
-    else:
-        partial.rename(path)
+    commit_directory(partial, path, manifest)
     space.path = path
     return path
+
+
+#: A file the toolkit writes first into every directory it is filling or about to delete
+#: (``<dir>.partial`` while a space is written, the old space while it is replaced) and
+#: removes from the finished space last.  A directory holding it never loads, and a later
+#: save to the same path may delete it: it is the toolkit's own unfinished work.
+UNFINISHED = ".bayes_concepts_unfinished"
+_UNFINISHED_TEXT = b"bayes-concepts is writing or replacing this directory; if no save is running, it was interrupted\n"
+
+
+def _sidecars(path: Path) -> tuple:
+    """``(partial, old)``: where a space for ``path`` is written first, and where the space it
+    replaces is moved before it is deleted."""
+    return path.with_name(path.name + ".partial"), path.with_name(path.name + ".old")
+
+
+def _is_unfinished(d: Path) -> bool:
+    return d.is_dir() and not d.is_symlink() and (d / UNFINISHED).is_file()
+
+
+def _foreign_files(d: Path) -> list:
+    """Files and folders under directory ``d`` that are not part of the saved space there:
+    everything when its ``manifest.json`` is not a readable space manifest."""
+    found = sorted(str(f.relative_to(d)) for f in d.rglob("*") if not f.is_dir() or f.is_symlink())
+    try:
+        manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+        ok = (isinstance(manifest, dict) and manifest.get("format") == "bayes_concepts.hypothesis_space"
+              and isinstance(manifest.get("files"), dict))
+    except (OSError, ValueError, RecursionError):
+        ok = False
+    if not ok:
+        return found or sorted(str(f.relative_to(d)) for f in d.rglob("*"))
+    known = {*manifest["files"], "manifest.json", UNFINISHED}
+    return [f for f in found if f not in known]
+
+
+def check_save_target(path, overwrite: bool = False) -> Path:
+    """Check, before any work, that a space may be saved to directory ``path``; deletes nothing.
+
+    Allowed: a path that does not exist (its parent is created), an empty directory, a
+    directory this toolkit left unfinished (it holds the :data:`UNFINISHED` marker), and, with
+    ``overwrite``, a saved space holding only its own files.  Anything else -- a file, a
+    directory with other content, a space without ``overwrite``, an unwritable parent, a
+    ``<path>.partial`` or ``<path>.old`` the toolkit did not write -- raises
+    :class:`SpaceError` (:class:`FileExistsError` for an existing space without
+    ``overwrite``) naming it.  Returns ``path`` as a Path."""
+    path = Path(path)
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise SpaceError(f"{path} exists and is not a directory: refusing to replace it with a hypothesis space")
+    if path.is_dir() and not _is_unfinished(path) and any(path.iterdir()):
+        foreign = _foreign_files(path)
+        if foreign:
+            listed = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            kind = ("is not a hypothesis space" if not (path / "manifest.json").is_file()
+                    else "holds files that are not part of its hypothesis space")
+            raise SpaceError(f"{path} {kind} ({listed}): refusing to delete what bayes-concepts did not write; "
+                             "choose another directory, or move those files away")
+        if not overwrite:
+            raise FileExistsError(f"{path} already exists (pass overwrite=True / --force to replace it)")
+    for side in _sidecars(path):
+        if (side.exists() or side.is_symlink()) and not _is_unfinished(side):
+            raise SpaceError(f"{side} exists and was not left by an interrupted bayes-concepts save (no {UNFINISHED} "
+                             f"marker): refusing to delete it; move it away to save a space to {path}")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise SpaceError(f"{parent} is not a directory: cannot create {path}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SpaceError(f"{parent}: permission denied (cannot create {path.name if parent == path.parent else path})")
+    return path
+
+
+def _fsync_dir(d: Path):
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:  # platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def start_directory(path, overwrite: bool) -> tuple:
+    """``(path, partial)``: the directory a space will be written to (checked with
+    :func:`check_save_target`) and the ``.partial`` directory it is written into first
+    (created holding only the :data:`UNFINISHED` marker).  Leftovers of an interrupted save
+    to ``path`` (they hold the marker) are deleted; nothing else is."""
+    path = check_save_target(path, overwrite)
+    partial, old = _sidecars(path)
+    for leftover in (partial, old):
+        if _is_unfinished(leftover):
+            shutil.rmtree(leftover)
+    partial.mkdir(parents=True)
+    _fsync_write(partial / UNFINISHED, _UNFINISHED_TEXT)
+    return path, partial
+
+
+def file_entries(partial: Path, names) -> dict:
+    """The manifest's ``files`` table: sha256 and size of each of ``names`` in ``partial``."""
+    return {name: {"sha256": _sha256_file(partial / name), "bytes": (partial / name).stat().st_size}
+            for name in names}
+
+
+def commit_directory(partial: Path, path: Path, manifest: dict):
+    """Write ``manifest.json`` (with its ``self_sha256``) into ``partial`` and rename ``partial``
+    to ``path``, replacing an existing directory only once the new one is complete."""
+    manifest["self_sha256"] = _manifest_digest(manifest)
+    _fsync_write(partial / "manifest.json", (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+    _fsync_dir(partial)
+    _, old = _sidecars(path)
+    if path.exists():
+        # mark the old directory first: from here on it is unfinished work of ours, which
+        # never loads and which the next save to this path deletes if this one is killed
+        if not _is_unfinished(path):
+            _fsync_write(path / UNFINISHED, _UNFINISHED_TEXT)
+        path.rename(old)
+    partial.rename(path)
+    _fsync_dir(path.parent)
+    (path / UNFINISHED).unlink()  # the commit point: from now on the new space loads
+    _fsync_dir(path)
+    if old.exists():
+        shutil.rmtree(old)
 
 
 def _manifest_digest(manifest: dict) -> str:
@@ -125,18 +242,26 @@ def _manifest_digest(manifest: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
-def read_manifest(path) -> dict:
+def read_manifest(path, kind: str | None = "program") -> dict:
+    """The checked manifest of the space directory ``path``.  ``kind``: the kind of space
+    expected (``"program"``: a HypothesisSpace, ``"extension"``, ...; None: any kind, whose
+    own files are then checked by its loader)."""
     path = Path(path)
     mf = path / "manifest.json"
     if not path.is_dir():
         raise SpaceError(f"{path}: no such hypothesis-space directory")
     if not mf.exists():
-        partial = " (an unfinished build?)" if path.name.endswith(".partial") else ""
+        partial = " (an unfinished build?)" if path.name.endswith(".partial") or _is_unfinished(path) else ""
         raise SpaceError(f"{mf}: missing; {path} is not a saved hypothesis space{partial}")
+    if _is_unfinished(path):
+        raise SpaceError(f"{path}: an unfinished save (bayes-concepts was interrupted while writing or replacing it; "
+                         f"its {UNFINISHED} marker is still there): build the space again")
     try:
         manifest = json.loads(mf.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SpaceError(f"{mf}: not valid JSON ({exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise SpaceError(f"{mf}: not valid JSON ({str(exc)[:200]})") from None
+    except OSError as exc:
+        raise SpaceError(f"{mf}: cannot be read ({exc.strerror or exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != "bayes_concepts.hypothesis_space":
         raise SpaceError(f"{mf}: not a hypothesis-space manifest")
     if manifest.get("format_version") != FORMAT_VERSION:
@@ -145,17 +270,68 @@ def read_manifest(path) -> dict:
     if manifest.get("self_sha256") != _manifest_digest(manifest):
         raise SpaceError(f"{mf}: checksum mismatch (its content does not match its self_sha256); "
                          "the manifest is damaged")
+    found = space_kind(manifest)
+    if kind is not None and found != kind:
+        raise SpaceError(f"{mf}: a space of kind {found!r}, not a {kind!r} space; read it with "
+                         "bayes_concepts.load_space (any kind)")
     files = manifest.get("files")
-    if not isinstance(files, dict) or set(files) != set(FILES):
+    if found == "program" and (not isinstance(files, dict) or set(files) != set(FILES)):
         raise SpaceError(f"{mf}: the file list is damaged (expected {', '.join(FILES)})")
+    if not isinstance(files, dict):
+        raise SpaceError(f"{mf}: the file list is damaged (no 'files' table)")
+    for name, info in files.items():
+        rel = Path(name)
+        if (rel.is_absolute() or ".." in rel.parts or not rel.parts or not isinstance(info, dict)
+                or not isinstance(info.get("sha256"), str) or type(info.get("bytes")) is not int):
+            raise SpaceError(f"{mf}: the file list is damaged (entry {name!r})")
+    if found == "program":
+        counts = manifest.get("counts")
+        if (not isinstance(counts, dict) or not isinstance(manifest.get("params"), dict)
+                or not isinstance(manifest.get("stages"), dict)
+                or any(type(counts.get(k)) is not int or counts[k] < 0
+                       for k in ("concepts", "scenes", "test_bank", "synonym_classes", "max_objects"))):
+            raise SpaceError(f"{mf}: counts, params or stages are damaged")
     return manifest
 
 
-def load_space_fields(path, verify: bool = True) -> dict:
-    """Read a saved space: the keyword arguments of ``HypothesisSpace``.  ``verify`` checks
-    every file's sha256 against the manifest (sizes are always checked)."""
-    path = Path(path)
-    manifest = read_manifest(path)
+def manifest_sha256(path) -> str:
+    """The identity of a saved space: the sha256 (hex) of its ``manifest.json`` as written.
+
+    This is what results and episodes files record (``space_manifest_sha256``, ``space``)
+    and what :meth:`HypothesisSpace.manifest_sha256` returns.  (The manifest's own
+    ``self_sha256`` field is only an integrity check of the manifest's other fields.)"""
+    mf = Path(path) / "manifest.json"
+    try:
+        return hashlib.sha256(mf.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise SpaceError(f"{mf}: cannot be read ({exc.strerror or exc})") from None
+
+
+#: kind of space -> (module, class) that reads it
+SPACE_KINDS = {"program": ("bayes_concepts.engine.space", "HypothesisSpace"),
+               "extension": ("bayes_concepts.engine.extension_space", "ExtensionSpace")}
+
+
+def space_kind(manifest: dict) -> str:
+    """The kind of space a manifest describes: its ``kind`` field, ``"program"`` when absent."""
+    return manifest.get("kind", "program")
+
+
+def load_space(path, verify: bool = True):
+    """Read a saved space of any kind (a HypothesisSpace, an ExtensionSpace, ...), as the
+    manifest's ``kind`` says; ``verify`` checks every file's sha256."""
+    from importlib import import_module
+    manifest = read_manifest(path, kind=None)
+    kind = space_kind(manifest)
+    if kind not in SPACE_KINDS:
+        raise SpaceError(f"{Path(path) / 'manifest.json'}: unknown kind of space {kind!r} (this toolkit reads "
+                         f"{', '.join(SPACE_KINDS)})")
+    module, name = SPACE_KINDS[kind]
+    return getattr(import_module(module), name).load(path, verify=verify)
+
+
+def check_files(path: Path, manifest: dict, verify: bool = True):
+    """Every file the manifest lists exists with the listed size (and sha256 if ``verify``)."""
     for name, info in manifest["files"].items():
         f = path / name
         if not f.exists():
@@ -165,16 +341,29 @@ def load_space_fields(path, verify: bool = True) -> dict:
             raise SpaceError(f"{f}: {size:,} bytes, manifest.json says {info.get('bytes'):,} (truncated or changed)")
         if verify and _sha256_file(f) != info.get("sha256"):
             raise SpaceError(f"{f}: checksum mismatch (sha256 differs from manifest.json); the file is damaged")
-    arrays = {}
-    for name, (attr, dtype, ndim) in ARRAYS.items():
-        try:
-            a = np.load(path / name, mmap_mode="r" if name == "signatures.npy" else None, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as exc:
-            raise SpaceError(f"{path / name}: cannot be read as .npy ({exc})") from None
-        if a.dtype != dtype or a.ndim != ndim:
-            raise SpaceError(f"{path / name}: expected a {ndim}-d {np.dtype(dtype).name} array, "
-                             f"got {a.ndim}-d {a.dtype}")
-        arrays[attr] = a
+
+
+def read_array(file: Path, dtypes, ndim: int, mmap: bool = False) -> np.ndarray:
+    """A ``.npy`` file (no pickle) of one of ``dtypes`` and ``ndim`` dimensions, memory-mapped
+    if ``mmap``; anything else is a :class:`SpaceError` naming the file."""
+    try:
+        a = np.load(file, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise SpaceError(f"{file}: cannot be read as .npy ({exc})") from None
+    if a.dtype not in [np.dtype(d) for d in dtypes] or a.ndim != ndim:
+        names = " or ".join(np.dtype(d).name for d in dtypes)
+        raise SpaceError(f"{file}: expected a {ndim}-d {names} array, got {a.ndim}-d {a.dtype}")
+    return a
+
+
+def load_space_fields(path, verify: bool = True) -> dict:
+    """Read a saved space: the keyword arguments of ``HypothesisSpace``.  ``verify`` checks
+    every file's sha256 against the manifest (sizes are always checked)."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    check_files(path, manifest, verify)
+    arrays = {attr: read_array(path / name, (dtype,), ndim, mmap=name == "signatures.npy")
+              for name, (attr, dtype, ndim) in ARRAYS.items()}
     programs, lengths, log_pcfg, counts, classes = [], [], [], [], []
     cfile = path / "concepts.jsonl"
     for lineno, line in enumerate(cfile.read_text(encoding="utf-8").splitlines(), 1):

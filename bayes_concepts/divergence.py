@@ -1,0 +1,189 @@
+"""Atom and compound divergence of a split (Keysers et al. 2020; DESIGN section 14).
+
+"Measuring compositional generalization" (Keysers et al., ICLR 2020) describes a split
+by how differently its train and test sides distribute over *atoms* (the building blocks)
+and *compounds* (the ways blocks are put together):
+
+* atom divergence     D_A = 1 − C_0.5(P_train ‖ P_test) over atoms,
+* compound divergence D_C = 1 − C_0.1(P_train ‖ P_test) over compounds,
+
+with the Chernoff coefficient C_α(P ‖ Q) = Σ_k p_k^α q_k^(1−α) ∈ [0, 1].  α = 0.5 is
+symmetric (the Bhattacharyya coefficient); α = 0.1 weighs the test distribution, so D_C
+is near 1 as soon as test compounds are rare in train, whatever train holds beside them.
+Both are 0 for identical distributions and 1 for disjoint supports.  CURI calls these
+measures complementary to its comp gap: they read the split's *descriptions*, the comp
+gap what an ideal learner can infer from the *data*.
+
+What the atoms and compounds of a concept are:
+
+* a program (HypothesisSpace): atoms are the tokens of its canonical postfix form
+  (``space.programs``, x-free programs collapsed), counted with multiplicity; compounds
+  are its parent–child sub-trees, one per edge of the syntax tree, written
+  ``parent(k:child)`` with the child's argument slot k (``=(0:color?)`` in
+  ``x color? red =``), also with multiplicity;
+* a description of an :class:`~bayes_concepts.engine.extension_space.ExtensionSpace`
+  (duck-typed: any space with ``atoms_and_compounds(i)``): for an (attribute, object)
+  pair the atoms are the attribute and the object, the compound the pair; a primitive
+  concept has one atom and no compound.
+
+Each side's distribution is weighted by the *episode distribution*: the concepts of the
+side that can fill an episode (at least ``2 · n_positive`` positives), each with weight
+∝ exp(−β·l(h)) (β = 0.2), contribute their atom (compound) counts:
+P_side(a) ∝ Σ_{h ∈ side} w(h) · count_h(a).  A side with no weight on compounds (all its
+concepts primitives) has no compound distribution: its divergence is NaN.
+
+>>> d = split_divergence(space, splits["counting"])              # doctest: +SKIP
+>>> d["atom_divergence"], d["compound_divergence"]                 # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["ConceptStructure", "concept_structure", "program_atoms_and_compounds", "episode_weights",
+           "side_distribution", "chernoff_coefficient", "split_divergence", "divergence_table",
+           "ATOM_ALPHA", "COMPOUND_ALPHA"]
+
+#: Chernoff α of the atom and the compound divergence (Keysers et al. 2020)
+ATOM_ALPHA = 0.5
+COMPOUND_ALPHA = 0.1
+
+
+@dataclass
+class ConceptStructure:
+    """Atom and compound counts of every concept of a space.
+
+    atoms : scipy.sparse.csr_matrix float64 (n_concepts, n_atom_types)
+    compounds : scipy.sparse.csr_matrix float64 (n_concepts, n_compound_types)
+    atom_names, compound_names : lists of str (the column labels)
+    """
+
+    atoms: sp.csr_matrix
+    compounds: sp.csr_matrix
+    atom_names: list
+    compound_names: list
+
+
+def program_atoms_and_compounds(program) -> tuple:
+    """(atoms, compounds) of a parsed program: its postfix tokens, and one
+    ``parent(k:child)`` per edge of its syntax tree (both lists, with repeats)."""
+    atoms = list(program.tokens)
+    compounds = [f"{node.op}({k}:{child.op})" for node in program.root.walk()
+                 for k, child in enumerate(node.children)]
+    return atoms, compounds
+
+
+def _sparse(rows: list, n: int) -> tuple:
+    names, index, ptr, idx = [], {}, [0], []
+    for items in rows:
+        for it in items:
+            j = index.get(it)
+            if j is None:
+                j = index[it] = len(names)
+                names.append(it)
+            idx.append(j)
+        ptr.append(len(idx))
+    m = sp.csr_matrix((np.ones(len(idx)), np.array(idx, np.int64), np.array(ptr, np.int64)),
+                      shape=(n, len(names)))
+    m.sum_duplicates()
+    return m, names
+
+
+def concept_structure(space) -> ConceptStructure:
+    """Atom and compound counts of every concept of ``space``: from the space's
+    ``atoms_and_compounds(i)`` when it has one (extension spaces), else from the parsed
+    programs (:func:`program_atoms_and_compounds`)."""
+    own = getattr(space, "atoms_and_compounds", None)
+    atoms, comps = [], []
+    for i in range(space.n_concepts):
+        a, c = own(i) if own is not None else program_atoms_and_compounds(space.program(i))
+        atoms.append(a)
+        comps.append(c)
+    am, an = _sparse(atoms, space.n_concepts)
+    cm, cn = _sparse(comps, space.n_concepts)
+    return ConceptStructure(am, cm, an, cn)
+
+
+def episode_weights(space, concepts, beta: float = 0.2, n_positive: int = 5) -> np.ndarray:
+    """float64 (len(concepts),): the probability that an episode of a side made of
+    ``concepts`` is about each of them -- ∝ exp(−beta·l(h)) over the concepts with at least
+    ``2·n_positive`` positives, 0 for the others (as :mod:`bayes_concepts.episodes` draws).
+    All zeros when no concept can fill an episode."""
+    concepts = np.asarray(concepts, np.int64)
+    w = np.exp(-float(beta) * np.asarray(space.lengths)[concepts].astype(np.float64))
+    w[np.asarray(space.counts)[concepts] < 2 * int(n_positive)] = 0.0
+    total = w.sum()
+    return w / total if total > 0 else w
+
+
+def side_distribution(counts: sp.csr_matrix, concepts, weights) -> np.ndarray:
+    """float64 (n_types,): Σ_h weights[h]·counts[h] over ``concepts``, normalised to sum 1;
+    all NaN when that sum is 0."""
+    concepts = np.asarray(concepts, np.int64)
+    mass = np.asarray(counts[concepts].T @ np.asarray(weights, np.float64)).ravel()
+    total = mass.sum()
+    return mass / total if total > 0 else np.full(counts.shape[1], np.nan)
+
+
+def chernoff_coefficient(p, q, alpha: float) -> float:
+    """C_α(P ‖ Q) = Σ_k p_k^α q_k^(1−α) of two distributions over the same types (float
+    arrays of equal shape, each summing to 1); NaN when either is NaN."""
+    p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
+    if p.shape != q.shape:
+        raise ValueError(f"distributions of different shapes {p.shape} and {q.shape}")
+    if np.isnan(p).any() or np.isnan(q).any():
+        return float("nan")
+    both = (p > 0) & (q > 0)  # 0^α = 0 for 0 < α < 1
+    return float(np.sum(p[both] ** alpha * q[both] ** (1.0 - alpha)))
+
+
+def split_divergence(space, split, *, beta: float = 0.2, n_positive: int = 5, structure=None,
+                     train: str = "train", test: str = "test", top: int = 5) -> dict:
+    """Atom and compound divergence of ``split`` (train side against test side).
+
+    Returns a dict: ``atom_divergence``, ``compound_divergence`` (floats in [0, 1], NaN
+    where a side has no atoms / compounds with weight), ``atom_alpha``, ``compound_alpha``,
+    ``beta``, the number of atom and compound types on each side (``n_atoms``,
+    ``n_compounds``: ``{"train": .., "test": .., "shared": ..}``), ``test_compounds_unseen``
+    (the test side's compound mass on compounds absent from train, in [0, 1]) and
+    ``top_atoms`` / ``top_compounds``: the ``top`` types of the test side with the largest
+    excess of test over train probability (``[(name, p_train, p_test), ...]``).
+    ``structure``: a :func:`concept_structure` of the space, to reuse across splits.
+    """
+    st = structure if structure is not None else concept_structure(space)
+    ids = {s: np.asarray(split.ids(s), np.int64) for s in (train, test)}
+    w = {s: episode_weights(space, ids[s], beta, n_positive) for s in ids}
+    out = {"atom_alpha": ATOM_ALPHA, "compound_alpha": COMPOUND_ALPHA, "beta": float(beta)}
+    for kind, counts, names, alpha in (("atom", st.atoms, st.atom_names, ATOM_ALPHA),
+                                       ("compound", st.compounds, st.compound_names, COMPOUND_ALPHA)):
+        p = side_distribution(counts, ids[train], w[train])
+        q = side_distribution(counts, ids[test], w[test])
+        out[f"{kind}_divergence"] = 1.0 - chernoff_coefficient(p, q, alpha)
+        on_p, on_q = np.nan_to_num(p) > 0, np.nan_to_num(q) > 0
+        out[f"n_{kind}s"] = {"train": int(on_p.sum()), "test": int(on_q.sum()), "shared": int((on_p & on_q).sum())}
+        excess = np.nan_to_num(q) - np.nan_to_num(p)
+        order = np.argsort(-excess, kind="stable")[:top]
+        out[f"top_{kind}s"] = [(names[j], float(np.nan_to_num(p[j])), float(np.nan_to_num(q[j])))
+                               for j in order if excess[j] > 0]
+        if kind == "compound":
+            out["test_compounds_unseen"] = float(np.nan_to_num(q)[~on_p].sum()) if on_q.any() else float("nan")
+    return out
+
+
+def divergence_table(space, splits, **kw):
+    """A pandas DataFrame: one row per split with its atom and compound divergence and the
+    shared atom and compound types (:func:`split_divergence`; the structure is computed once)."""
+    import pandas as pd
+    st = kw.pop("structure", None) or concept_structure(space)
+    rows = []
+    for name, split in (splits.items() if isinstance(splits, dict) else ((s.name, s) for s in splits)):
+        d = split_divergence(space, split, structure=st, **kw)
+        rows.append({"split": name, "atom_divergence": d["atom_divergence"],
+                     "compound_divergence": d["compound_divergence"],
+                     "test_compounds_unseen": d["test_compounds_unseen"],
+                     "atoms_train": d["n_atoms"]["train"], "atoms_test": d["n_atoms"]["test"],
+                     "atoms_shared": d["n_atoms"]["shared"], "compounds_train": d["n_compounds"]["train"],
+                     "compounds_test": d["n_compounds"]["test"], "compounds_shared": d["n_compounds"]["shared"]})
+    return pd.DataFrame(rows)

@@ -1,0 +1,593 @@
+"""Concept spaces given by extensions: a concept is a set of items (DESIGN section 14).
+
+A :class:`~bayes_concepts.engine.space.HypothesisSpace` gets its concepts from programs
+run over a scene bank.  Many benchmarks have no programs: compositional zero-shot
+learning and RLCL label each *item* (an image) with an (attribute, object) pair, and a
+concept is the set of items carrying a label.  An :class:`ExtensionSpace` holds such a
+space with the same attributes and methods the rest of the toolkit reads, so splits,
+episodes, oracles, metrics, the comp gap, the audit, the learners' schema features and
+the store do not care which kind of space they get:
+
+=====================  =================================================================
+``programs``           one *description* per concept, a token string (``"wet dog"``);
+                       split rules match its tokens as they match a program's
+``lengths``            description length l(h) (tokens, or given): the ``length`` prior
+``log_pcfg``           description log-probability (nats; given, or 0): the ``pcfg`` prior
+``counts``             |ext h| in items
+``synonym_classes``    concepts with identical extensions share a class
+``signatures``         uint64 (n, ceil(N/64)) packed membership of the N items
+``scene_codes``        int8/int16 (N, 1, A): each item is a one-object "scene" whose A
+                       attributes are its labels (``attribute``, ``object`` for pairs);
+                       the learners' schema features are their one-hot codes
+``test_bank``          3 positive items per concept, as for program spaces
+``grammar``            a :class:`Vocabulary`: the description tokens and their roles,
+                       what a split spec's tokens are checked against
+``program(i)``         a :class:`Description` (``.readable``, ``.tokens``, ``.length``, ...)
+=====================  =================================================================
+
+Items play the role of scenes everywhere (episodes draw item ids; ``space.scene(j)`` is
+``{"objects": [{"attribute": "wet", "object": "dog"}]}`` for a pair item).  Oracles take
+item ids; a scene dict cannot be evaluated, since an extension says nothing about items
+outside the bank.
+
+Build one with :meth:`ExtensionSpace.from_extensions` (any sets of items) or
+:func:`bayes_concepts.pairs.pair_space` (an attribute-object benchmark); save and load
+it like a HypothesisSpace; :func:`bayes_concepts.engine.store.load_space` reads either.
+
+On disk (``manifest.json`` has ``"kind": "extension"``):
+
+=======================  ===============================================================
+``concepts.jsonl``       ``id``, ``description``, ``parts`` ([[role, value], ...]),
+                         ``length``, ``log_prob``, ``count``, ``synonym_class``
+``items.json``           item names (list of N strings), in item order
+``vocabulary.json``      the item schema (attributes, values) and the description roles
+``signatures.npy``       uint64 (n, ceil(N/64)), memory-mapped on load
+``scenes.npy``           int8 or int16 (N, 1, A) item label codes
+``test_*.npy``           the test bank (as for a HypothesisSpace)
+``splits/*.toml``        split specs that came with the space (optional)
+=======================  ===============================================================
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..bits import pack_bits
+from ..errors import BayesConceptsError
+from ..scenes.codes import codes_to_scene
+from ..scenes.schema import Attribute, SceneSchema
+from . import store as _store
+from .build import synonym_classes as _synonym_classes
+from .space import HypothesisSpace
+from .test_bank import TestBank, draw_test_bank
+
+__all__ = ["ExtensionSpace", "Description", "Vocabulary", "ExtensionSpaceError", "KIND"]
+
+KIND = "extension"
+KIND_VERSION = 1
+ARRAYS = {
+    "signatures.npy": ("signatures", (np.uint64,), 2),
+    "scenes.npy": ("scene_codes", (np.int8, np.int16), 3),
+    "test_scene_ids.npy": ("test_scene_ids", (np.int64,), 1),
+    "test_drawn_for.npy": ("test_drawn_for", (np.int32,), 1),
+    "test_signatures.npy": ("test_signatures", (np.uint64,), 2),
+}
+FILES = ("concepts.jsonl", "items.json", "vocabulary.json", *ARRAYS)
+_TOKEN = re.compile(r"^\S+$")
+
+
+class ExtensionSpaceError(BayesConceptsError):
+    """Extensions, descriptions or item labels that cannot make a space; names what and where."""
+
+
+# ============================================================================ descriptions
+@dataclass(frozen=True)
+class Description:
+    """A concept's description: what ``space.program(i)`` returns for an extension space.
+
+    Attributes
+    ----------
+    text : str
+        Tokens separated by single spaces (``"wet dog"``); also ``postfix`` and ``prefix``.
+    parts : tuple of (role, value) pairs
+        The structured description (``(("attribute", "wet"), ("object", "dog"))``); for a
+        description without roles every token is a part of role ``"token"``.
+    length : int
+        l(h) as the space gives it (default: the number of tokens).
+    """
+
+    text: str
+    parts: tuple
+    length: int
+
+    @property
+    def tokens(self) -> tuple:
+        return tuple(self.text.split())
+
+    @property
+    def postfix(self) -> str:
+        return self.text
+
+    @property
+    def prefix(self) -> str:
+        return self.text
+
+    @property
+    def readable(self) -> str:
+        if len(self.parts) > 1 and all(role != "token" for role, _ in self.parts):
+            return "(" + ", ".join(str(v) for _, v in self.parts) + ")"
+        return self.text
+
+    @property
+    def latex(self) -> str:
+        return r"\text{" + self.readable.replace("_", r"\_") + "}"
+
+    uses_x = False
+    quantifier = None
+
+    def collapsed(self) -> "Description":
+        return self
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The description tokens of an extension space and their roles: the stand-in for a
+    grammar where downstream code checks tokens (split specs) or names the domain.
+
+    token_kinds : dict token -> role (``"attribute"``, ``"object"``, ``"token"``, ...)
+    roles : tuple of role names, in description order
+    source : str, how the vocabulary is named in messages
+    """
+
+    token_kinds: dict
+    roles: tuple = ()
+    source: str = "<extension space vocabulary>"
+
+    @property
+    def token_hint(self) -> str:
+        """What a valid token looks like, for error messages."""
+        examples = []
+        for role in self.roles or ("token",):
+            tok = next((t for t, r in self.token_kinds.items() if r == role), None)
+            if tok is not None:
+                examples.append(f"{'an' if role[:1] in 'aeiou' else 'a'} {role} such as {tok!r}")
+        return " or ".join(examples) or "a token of a concept description"
+
+    def as_dict(self) -> dict:
+        return {"roles": list(self.roles), "token_kinds": dict(sorted(self.token_kinds.items())),
+                "source": self.source}
+
+
+def _schema_to_dict(schema: SceneSchema) -> dict:
+    return {"attributes": [{"name": a.name, "values": list(a.values), "ordered": a.ordered}
+                           for a in schema.attributes]}
+
+
+def _schema_from_dict(d: dict) -> SceneSchema:
+    attrs = tuple(Attribute(a["name"], tuple(a["values"]), bool(a.get("ordered", False))) for a in d["attributes"])
+    return SceneSchema(attrs, max_objects=1, min_objects=1, sample_min_objects=1)
+
+
+def item_schema(labels: dict) -> tuple:
+    """(schema, codes) of per-item labels ``{attribute: sequence of N values}``: one
+    categorical attribute per key (values sorted), codes int8 (N, 1, A) -- int16 when an
+    attribute has more than 127 values."""
+    names = list(labels)
+    if not names:
+        raise ExtensionSpaceError("item labels: need at least one attribute")
+    n = {len(v) for v in labels.values()}
+    if len(n) != 1:
+        raise ExtensionSpaceError(f"item labels: the attributes label different numbers of items ({sorted(n)})")
+    attrs, cols = [], []
+    for name in names:
+        values = [str(v) for v in labels[name]]
+        uniq = tuple(sorted(set(values)))
+        attrs.append(Attribute(str(name), uniq))
+        index = {v: i for i, v in enumerate(uniq)}
+        cols.append(np.fromiter((index[v] for v in values), np.int64, len(values)))
+    dtype = np.int8 if max(a.n_values for a in attrs) <= 127 else np.int16
+    if max(a.n_values for a in attrs) > np.iinfo(np.int16).max:
+        raise ExtensionSpaceError("item labels: an attribute has more than 32,767 values")
+    codes = np.stack(cols, axis=1).astype(dtype)[:, None, :] if cols[0].size else np.zeros((0, 1, len(attrs)), dtype)
+    return SceneSchema(tuple(attrs), max_objects=1, min_objects=1, sample_min_objects=1), codes
+
+
+# ============================================================================== the space
+@dataclass(eq=False)
+class ExtensionSpace:
+    """Concepts given as sets of items (ids 0..n-1 in the order given) and their data.
+
+    Attributes
+    ----------
+    descriptions : list of str, (n,)
+        One token string per concept (also :attr:`programs`); unique.
+    parts : list of tuples, (n,)
+        Structured descriptions: ((role, value), ...) per concept.
+    lengths : int16 ndarray, (n,)
+        Description length l(h) (tokens unless given).
+    log_pcfg : float64 ndarray, (n,)
+        Description log-probability in nats (0 when none was given).
+    counts : int64 ndarray, (n,)
+        |ext h|: items the concept holds.
+    synonym_classes : int32 ndarray, (n,)
+        Concepts with identical extensions share a class, numbered by first member.
+    signatures : uint64 ndarray, (n, ceil(N/64))
+        Packed membership (bit j of word w: item 64·w + j).
+    scene_codes : int8 or int16 ndarray, (N, 1, A)
+        Item labels as codes of :attr:`schema` (each item a one-object scene).
+    item_names : list of str, (N,)
+    schema : SceneSchema
+        The item labels' attributes (max_objects 1).
+    vocabulary : Vocabulary
+        Description tokens and their roles (also :attr:`grammar`).
+    test_bank : TestBank
+    params, stages : dict
+        How the space was made; concepts after each stage.
+    path : Path or None
+    """
+
+    descriptions: list
+    parts: list
+    lengths: np.ndarray
+    log_pcfg: np.ndarray
+    counts: np.ndarray
+    synonym_classes: np.ndarray
+    signatures: np.ndarray
+    scene_codes: np.ndarray
+    item_names: list
+    schema: SceneSchema
+    vocabulary: Vocabulary
+    test_bank: TestBank
+    params: dict
+    stages: dict
+    spec_files: dict = field(default_factory=dict)
+    path: Path | None = None
+    build_seconds: dict = field(default_factory=dict)
+
+    kind = KIND
+
+    # ------------------------------------------------------------------ access
+    @property
+    def programs(self) -> list:
+        """The descriptions: what split rules and reports read where a program space has programs."""
+        return self.descriptions
+
+    @property
+    def grammar(self) -> Vocabulary:
+        """The vocabulary: split specs check their tokens against ``grammar.token_kinds``."""
+        return self.vocabulary
+
+    @property
+    def n_concepts(self) -> int:
+        return len(self.descriptions)
+
+    @property
+    def n_scenes(self) -> int:
+        return int(self.scene_codes.shape[0])
+
+    n_items = n_scenes
+
+    @property
+    def n_synonym_classes(self) -> int:
+        return int(np.max(self.synonym_classes)) + 1 if self.n_concepts else 0
+
+    def program(self, i: int) -> Description:
+        return Description(self.descriptions[i], tuple(self.parts[i]), int(self.lengths[i]))
+
+    def length(self, i: int) -> int:
+        return int(self.lengths[i])
+
+    def count(self, i: int) -> int:
+        return int(self.counts[i])
+
+    def synonym_class(self, i: int) -> int:
+        return int(self.synonym_classes[i])
+
+    def scene(self, j: int) -> dict:
+        """Item ``j`` as a one-object scene dict; ``"item"`` holds its name."""
+        out = codes_to_scene(np.asarray(self.scene_codes[j]), self.schema)
+        out["item"] = self.item_names[j]
+        return out
+
+    def items(self, i: int) -> np.ndarray:
+        """int64: the item ids of concept ``i``'s extension."""
+        return np.flatnonzero(self.signature(i))
+
+    def find(self, description) -> int | None:
+        """Id of a description (string, tokens or a :class:`Description`), or None."""
+        if getattr(self, "_index", None) is None:
+            self._index = {d: i for i, d in enumerate(self.descriptions)}
+        text = description.text if isinstance(description, Description) else (
+            " ".join(description.split()) if isinstance(description, str) else " ".join(description))
+        return self._index.get(text)
+
+    def atoms_and_compounds(self, i: int) -> tuple:
+        """(atoms, compounds) of concept ``i`` for the divergence measures: the atoms are its
+        parts ("role=value"); the compounds every ordered pair of parts -- for an
+        (attribute, object) pair the pair itself; a one-part concept has none."""
+        parts = [f"{r}={v}" for r, v in self.parts[i]]
+        comps = [f"{parts[a]} & {parts[b]}" for a in range(len(parts)) for b in range(a + 1, len(parts))]
+        return parts, comps
+
+    # The cached per-scene index, class representatives and test-bank index, signature(),
+    # synonyms() and log_prior() read only fields both kinds share: one definition.
+    signature = HypothesisSpace.signature
+    synonyms = HypothesisSpace.synonyms
+    scene_concepts = HypothesisSpace.scene_concepts
+    class_representatives = HypothesisSpace.class_representatives
+    test_bank_index = HypothesisSpace.test_bank_index
+    manifest_sha256 = HypothesisSpace.manifest_sha256
+    log_prior = HypothesisSpace.log_prior
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, ExtensionSpace):
+            return NotImplemented
+        same = (self.descriptions == other.descriptions and [tuple(p) for p in self.parts]
+                == [tuple(p) for p in other.parts] and self.item_names == other.item_names
+                and self.schema == other.schema and self.vocabulary == other.vocabulary
+                and self.params == other.params and self.stages == other.stages
+                and self.spec_files == other.spec_files)
+        return same and all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in [
+            (self.lengths, other.lengths), (self.log_pcfg, other.log_pcfg), (self.counts, other.counts),
+            (self.synonym_classes, other.synonym_classes), (self.signatures, other.signatures),
+            (self.scene_codes, other.scene_codes), (self.test_bank.scene_ids, other.test_bank.scene_ids),
+            (self.test_bank.drawn_for, other.test_bank.drawn_for),
+            (self.test_bank.signatures, other.test_bank.signatures)])
+
+    def __repr__(self):
+        where = f", path={str(self.path)!r}" if self.path else ""
+        return (f"ExtensionSpace({self.n_concepts:,} concepts, {self.n_synonym_classes:,} synonym classes, "
+                f"{self.n_scenes:,} items, test bank {self.test_bank.n_scenes:,}{where})")
+
+    # ------------------------------------------------------------------ making
+    @classmethod
+    def from_extensions(cls, extensions, descriptions=None, *, n_items: int | None = None, item_names=None,
+                        item_labels: dict | None = None, parts=None, lengths=None, log_probs=None,
+                        min_count: int = 1, test_positives: int = 3, seed: int = 0, params: dict | None = None,
+                        spec_files: dict | None = None) -> "ExtensionSpace":
+        """A space whose concept ``i`` is the set of items ``extensions[i]``.
+
+        Parameters
+        ----------
+        extensions : sequence of int arrays, or bool array (n, N)
+            Item ids of each concept (ids in 0..N-1), or a membership matrix.
+        descriptions : sequence of str, optional
+            One unique token string per concept (default ``"c0"``, ``"c1"``, ...).
+        n_items : int, optional
+            N (default: from ``item_names``, ``item_labels``, or the largest id + 1).
+        item_names : sequence of str, optional
+            Names of the N items (default ``"0"``, ``"1"``, ...).
+        item_labels : dict attribute -> sequence of N values, optional
+            Item labels (the learners' schema features: one-hot per attribute); default one
+            attribute ``item`` whose value is the item's name.
+        parts : sequence of ((role, value), ...), optional
+            Structured descriptions (default: each token a part of role ``"token"``).
+        lengths : int array (n,), optional
+            Description lengths for the ``length`` prior (default: number of tokens).
+        log_probs : float array (n,), optional
+            Description log-probabilities (nats) for the ``pcfg`` prior (default 0).
+        min_count : int
+            Concepts with fewer items are dropped (recorded in ``stages``).
+        test_positives : int
+            Positives per concept in the test bank (CURI: 3).
+        seed : int
+            Seed of the test bank.
+        """
+        t0 = time.perf_counter()
+        member, n_items = _membership(extensions, n_items, item_names, item_labels)
+        n = member.shape[0]
+        if descriptions is None:
+            descriptions = [f"c{i}" for i in range(n)]
+        descriptions = [_normalise_description(d, i) for i, d in enumerate(descriptions)]
+        if len(descriptions) != n:
+            raise ExtensionSpaceError(f"descriptions: {len(descriptions)} given for {n} concepts")
+        seen = {}
+        for i, d in enumerate(descriptions):
+            if d in seen:
+                raise ExtensionSpaceError(f"descriptions: concept {i} repeats the description {d!r} of concept "
+                                          f"{seen[d]} (descriptions must be unique)")
+            seen[d] = i
+        if parts is None:
+            parts = [tuple(("token", t) for t in d.split()) for d in descriptions]
+        parts = [tuple((str(r), str(v)) for r, v in p) for p in parts]
+        if len(parts) != n:
+            raise ExtensionSpaceError(f"parts: {len(parts)} given for {n} concepts")
+        lengths = (np.array([len(d.split()) for d in descriptions], np.int64) if lengths is None
+                   else np.asarray(lengths))
+        log_probs = np.zeros(n) if log_probs is None else np.asarray(log_probs, np.float64)
+        for name, arr in (("lengths", lengths), ("log_probs", log_probs)):
+            if arr.shape != (n,):
+                raise ExtensionSpaceError(f"{name}: shape {arr.shape}, expected ({n},)")
+        if not np.issubdtype(lengths.dtype, np.integer) or (n and (lengths.min() < 0 or lengths.max() > 32767)):
+            raise ExtensionSpaceError("lengths: expected integers in 0..32767")
+        if np.isnan(log_probs).any() or np.isposinf(log_probs).any():
+            raise ExtensionSpaceError("log_probs: NaN or +inf")
+        if item_names is None:
+            item_names = [str(j) for j in range(n_items)]
+        item_names = [str(s) for s in item_names]
+        if len(item_names) != n_items:
+            raise ExtensionSpaceError(f"item_names: {len(item_names)} names for {n_items} items")
+        schema, codes = item_schema(item_labels if item_labels is not None else {"item": item_names})
+        if codes.shape[0] != n_items:
+            raise ExtensionSpaceError(f"item_labels: label {codes.shape[0]} items, expected {n_items}")
+
+        counts = member.sum(axis=1, dtype=np.int64)
+        keep = counts >= int(min_count)
+        stages = {"given": int(n), "after_min_count": int(keep.sum())}
+        idx = np.flatnonzero(keep)
+        signatures = pack_bits(member[idx])
+        counts = counts[idx]
+        descriptions = [descriptions[i] for i in idx]
+        parts = [parts[i] for i in idx]
+        classes = _synonym_classes(signatures)
+        stages["synonym_classes"] = int(classes.max()) + 1 if len(classes) else 0
+        test_bank = draw_test_bank(signatures, counts, int(test_positives), int(seed))
+        stages["test_bank"] = test_bank.n_scenes
+        token_kinds = {}
+        for p, d in zip(parts, descriptions):
+            toks = d.split()
+            roles = [r for r, _ in p]
+            for t, r in zip(toks, roles if len(roles) == len(toks) else ["token"] * len(toks)):
+                if token_kinds.setdefault(t, r) != r:
+                    raise ExtensionSpaceError(f"descriptions: token {t!r} has two roles, {token_kinds[t]!r} and "
+                                              f"{r!r} (spell the two differently)")
+        roles = tuple(dict.fromkeys(r for p in parts for r, _ in p))
+        p = {"min_count": int(min_count), "test_positives": int(test_positives), "seed": int(seed)}
+        p.update(params or {})
+        return cls(descriptions=descriptions, parts=parts, lengths=lengths[idx].astype(np.int16),
+                   log_pcfg=log_probs[idx], counts=counts, synonym_classes=classes, signatures=signatures,
+                   scene_codes=codes, item_names=item_names, schema=schema,
+                   vocabulary=Vocabulary(token_kinds, roles), test_bank=test_bank, params=p, stages=stages,
+                   spec_files=dict(spec_files or {}), build_seconds={"total": time.perf_counter() - t0})
+
+    # ------------------------------------------------------------------ store
+    def save(self, path, overwrite: bool = False) -> Path:
+        """Write the space to directory ``path`` atomically; returns the path."""
+        path, partial = _store.start_directory(path, overwrite)
+        lines = [json.dumps({"id": i, "description": d, "parts": [list(x) for x in self.parts[i]],
+                             "length": int(self.lengths[i]), "log_prob": float(self.log_pcfg[i]),
+                             "count": int(self.counts[i]), "synonym_class": int(self.synonym_classes[i])})
+                 for i, d in enumerate(self.descriptions)]
+        _store._fsync_write(partial / "concepts.jsonl", ("\n".join(lines) + "\n" if lines else "").encode())
+        _store._fsync_write(partial / "items.json", json.dumps(self.item_names, ensure_ascii=False).encode())
+        vocab = {"schema": _schema_to_dict(self.schema), "vocabulary": self.vocabulary.as_dict()}
+        _store._fsync_write(partial / "vocabulary.json", json.dumps(vocab, indent=1, ensure_ascii=False).encode())
+        values = {"signatures": self.signatures, "scene_codes": self.scene_codes,
+                  "test_scene_ids": self.test_bank.scene_ids, "test_drawn_for": self.test_bank.drawn_for,
+                  "test_signatures": self.test_bank.signatures}
+        for name, (attr, dtypes, _) in ARRAYS.items():
+            a = np.asarray(values[attr])
+            _store._save_npy(partial / name, a if a.dtype in [np.dtype(d) for d in dtypes] else a.astype(dtypes[0]))
+        names = list(FILES)
+        if self.spec_files:
+            (partial / "splits").mkdir()
+            for fname, text in sorted(self.spec_files.items()):
+                _store._fsync_write(partial / "splits" / fname, text.encode("utf-8"))
+                names.append(f"splits/{fname}")
+        manifest = {
+            "format": "bayes_concepts.hypothesis_space",
+            "format_version": _store.FORMAT_VERSION,
+            "kind": KIND, "kind_version": KIND_VERSION,
+            "params": self.params, "seed": self.params.get("seed"),
+            "counts": {"concepts": self.n_concepts, "scenes": self.n_scenes, "test_bank": self.test_bank.n_scenes,
+                       "synonym_classes": self.n_synonym_classes},
+            "stages": self.stages,
+            "files": _store.file_entries(partial, names),
+        }
+        _store.commit_directory(partial, path, manifest)
+        self.path = path
+        return path
+
+    @classmethod
+    def load(cls, path, verify: bool = True) -> "ExtensionSpace":
+        """Read a saved extension space; ``verify`` checks every file's sha256."""
+        path = Path(path)
+        mf = path / "manifest.json"
+        manifest = _store.read_manifest(path, kind=KIND)
+        if manifest.get("kind_version") != KIND_VERSION:
+            raise _store.SpaceError(f"{mf}: extension-space version {manifest.get('kind_version')!r}, this toolkit "
+                                    f"reads version {KIND_VERSION}; rebuild the space")
+        missing = [f for f in FILES if f not in manifest["files"]]
+        if missing:
+            raise _store.SpaceError(f"{mf}: the file list is damaged (missing {', '.join(missing)})")
+        _store.check_files(path, manifest, verify)
+        arrays = {attr: _store.read_array(path / name, dtypes, ndim, mmap=name == "signatures.npy")
+                  for name, (attr, dtypes, ndim) in ARRAYS.items()}
+        rows = {k: [] for k in ("description", "parts", "length", "log_prob", "count", "synonym_class")}
+        cfile = path / "concepts.jsonl"
+        for lineno, line in enumerate(cfile.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                row = json.loads(line)
+                if row["id"] != lineno - 1:
+                    raise ValueError(f"id {row['id']} out of order")
+                for k in rows:
+                    rows[k].append(row[k])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise _store.SpaceError(f"{cfile} line {lineno}: {exc}") from None
+        try:
+            item_names = json.loads((path / "items.json").read_text(encoding="utf-8"))
+            vocab = json.loads((path / "vocabulary.json").read_text(encoding="utf-8"))
+            schema = _schema_from_dict(vocab["schema"])
+            v = vocab["vocabulary"]
+            vocabulary = Vocabulary(dict(v["token_kinds"]), tuple(v["roles"]), v.get("source", Vocabulary.source))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise _store.SpaceError(f"{path}: items.json or vocabulary.json is damaged ({exc})") from None
+        n = len(rows["description"])
+        c = manifest["counts"]
+        if (n != c["concepts"] or arrays["signatures"].shape[0] != n or arrays["test_signatures"].shape[0] != n
+                or arrays["scene_codes"].shape[0] != c["scenes"] or len(item_names) != c["scenes"]
+                or arrays["scene_codes"].shape[2] != schema.n_attributes
+                or len(arrays["test_scene_ids"]) != c["test_bank"]
+                or (n and int(np.max(rows["synonym_class"])) + 1 != c["synonym_classes"])):
+            raise _store.SpaceError(f"{path}: file sizes disagree with manifest.json counts")
+        specs = {name.split("/", 1)[1]: (path / name).read_text(encoding="utf-8")
+                 for name in manifest["files"] if name.startswith("splits/")}
+        return cls(descriptions=rows["description"], parts=[tuple(tuple(x) for x in p) for p in rows["parts"]],
+                   lengths=np.array(rows["length"], np.int16), log_pcfg=np.array(rows["log_prob"], np.float64),
+                   counts=np.array(rows["count"], np.int64), synonym_classes=np.array(rows["synonym_class"], np.int32),
+                   signatures=arrays["signatures"], scene_codes=arrays["scene_codes"], item_names=item_names,
+                   schema=schema, vocabulary=vocabulary,
+                   test_bank=TestBank(arrays["test_scene_ids"], arrays["test_drawn_for"], arrays["test_signatures"]),
+                   params=manifest["params"], stages=manifest["stages"], spec_files=specs, path=path)
+
+    def spec_paths(self) -> dict:
+        """``{name: path}`` of the split specs saved with the space (empty if unsaved)."""
+        if self.path is None:
+            return {}
+        return {Path(f).stem: Path(self.path) / "splits" / f for f in sorted(self.spec_files)}
+
+
+def _normalise_description(d, i) -> str:
+    if not isinstance(d, str):
+        d = " ".join(str(t) for t in d)
+    text = " ".join(d.split())
+    if not text:
+        raise ExtensionSpaceError(f"descriptions: concept {i} has an empty description")
+    return text
+
+
+def _membership(extensions, n_items, item_names, item_labels) -> tuple:
+    """(bool (n, N) membership, N) of extensions given as id lists or a bool matrix."""
+    if n_items is None and item_names is not None:
+        n_items = len(item_names)
+    if n_items is None and item_labels:
+        n_items = len(next(iter(item_labels.values())))
+    if isinstance(extensions, np.ndarray) and extensions.ndim == 2 and extensions.dtype == np.bool_:
+        if n_items is not None and extensions.shape[1] != n_items:
+            raise ExtensionSpaceError(f"extensions: membership matrix has {extensions.shape[1]} columns, "
+                                      f"{n_items} items")
+        return extensions, extensions.shape[1]
+    ids = []
+    for i, ext in enumerate(extensions):
+        a = np.asarray(list(ext) if not isinstance(ext, np.ndarray) else ext)
+        if a.size and not np.issubdtype(a.dtype, np.integer):
+            raise ExtensionSpaceError(f"extensions: concept {i} holds non-integer item ids ({a.dtype})")
+        ids.append(a.astype(np.int64).ravel())
+    top = max((int(a.max()) + 1 for a in ids if a.size), default=0)
+    if n_items is None:
+        n_items = top
+    for i, a in enumerate(ids):
+        if a.size and (a.min() < 0 or a.max() >= n_items):
+            bad = int(a[(a < 0) | (a >= n_items)][0])
+            raise ExtensionSpaceError(f"extensions: concept {i} holds item {bad}, outside 0..{n_items - 1}")
+    member = np.zeros((len(ids), int(n_items)), bool)
+    for i, a in enumerate(ids):
+        member[i, a] = True
+    return member, int(n_items)
+
+
+def description_log_prob(parts, n_values: dict) -> float:
+    """log p of a description whose parts are drawn uniformly from their roles' values:
+    Σ_parts −log(number of values of the part's role) (nats)."""
+    return -sum(math.log(n_values[r]) for r, _ in parts)
+
+
+# The pair benchmarks' split rule (seen_pairs_per_attribute) is registered by bayes_concepts.pairs;
+# importing it here makes the rule known wherever an extension space is made or loaded.
+from .. import pairs as _pairs  # noqa: E402,F401
