@@ -227,10 +227,14 @@ def format_models(rows: list, models: list) -> str:
 
 
 def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None = None, seed: int = 0,
-          n_worst: int = 10) -> dict:
+          n_worst: int = 10, structure=None) -> dict:
     """A one-page audit of a split: sizes, leakage, comp gap (both metrics, hard and easy
-    negatives), weak coverage, entropies, and the held-out concepts the weak oracle gets most
-    wrong (lowest mean AP over the test episodes in which they were the true concept)."""
+    negatives), weak coverage, entropies, atom and compound divergence (``"divergence"``:
+    :func:`bayes_concepts.divergence.split_divergence`; ``structure`` reuses a
+    :func:`~bayes_concepts.divergence.concept_structure`), and the held-out concepts the weak
+    oracle gets most wrong (lowest mean AP over the test episodes in which they were the true
+    concept)."""
+    from .divergence import split_divergence
     from .splits import split_stats
     ds = compute_gap(space, {split.name: split}, ("hard", "easy"), n_episodes, settings, seed)
     rows = summarise(ds)
@@ -244,6 +248,7 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
         worst.append((float(np.mean(weak_ap[sel])), float(np.mean(strong_ap[sel])), int(sel.sum()), int(c)))
     worst.sort()
     return {"split": split.name, "stats": split_stats(space, split), "gap": rows, "results": ds,
+            "divergence": split_divergence(space, split, structure=structure),
             "worst": [{"id": c, "program": space.programs[c], "readable": space.program(c).readable,
                        "weak_map": 100 * w, "strong_map": 100 * s, "episodes": n}
                       for w, s, n, c in worst[:n_worst]]}
@@ -255,6 +260,9 @@ def format_audit(report: dict) -> str:
              f"sizes: train {st['train']:,}, val {st['val']:,}, test {st['test']:,}; synonym leakage "
              f"{st['leakage']:,} held-out concepts have a synonym in train",
              f"mean length: " + ", ".join(f"{s} {v:.2f}" for s, v in st["mean_length"].items() if v is not None),
+             *([] if "divergence" not in report else [
+                 f"divergence (Keysers et al. 2020; train vs test, weighted by the episode distribution): atom "
+                 f"{report['divergence']['atom_divergence']:.3f}, compound {report['divergence']['compound_divergence']:.3f}"]),
              "", format_table(report["gap"]), "",
              "weak coverage: share of test episodes in which some training concept fits the support: " +
              ", ".join(f"{r['negatives']} {100 * (1 - r['weak_empty_share']):.1f}%" for r in report["gap"]),

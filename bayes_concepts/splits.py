@@ -714,13 +714,15 @@ def _check_tokens(spec: dict, grammar, where: _Where):
         return
     kinds = grammar.token_kinds
     gname = Path(str(grammar.source)).name
+    hint = getattr(grammar, "token_hint", None)  # a space of descriptions (ExtensionSpace) names its own tokens
+    expected = (f"not a token of the space's concept descriptions: expected {hint}" if hint else
+                f"not a token of the grammar {gname}: expected a value such as 'red', a property such as 'color?', "
+                "an operator, x, S, non-x-S or an integer")
 
     def known(tok, key):
         if tok in kinds or _INT_TOKEN.match(tok):
             return
-        raise where.error(f"unknown token {tok!r} in held_out.{key} (not a token of the grammar {gname}: expected "
-                          "a value such as 'red', a property such as 'color?', an operator, x, S, non-x-S or "
-                          "an integer)", ("held_out", key), tok)
+        raise where.error(f"unknown token {tok!r} in held_out.{key} ({expected})", ("held_out", key), tok)
 
     for name, rule in split_rules.items():
         if name in h and rule.tokens:
