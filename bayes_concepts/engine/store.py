@@ -254,8 +254,8 @@ def read_manifest(path, kind: str | None = "program") -> dict:
         partial = " (an unfinished build?)" if path.name.endswith(".partial") or _is_unfinished(path) else ""
         raise SpaceError(f"{mf}: missing; {path} is not a saved hypothesis space{partial}")
     if _is_unfinished(path):
-        raise SpaceError(f"{path}: an unfinished save (bayes-concepts was interrupted while writing or replacing it; "
-                         f"its {UNFINISHED} marker is still there): build the space again")
+        raise SpaceError(f"{mf}: part of an unfinished save (bayes-concepts was interrupted while writing or "
+                         f"replacing {path}; its {UNFINISHED} marker is still there): build the space again")
     try:
         manifest = json.loads(mf.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
@@ -334,7 +334,7 @@ def check_files(path: Path, manifest: dict, verify: bool = True):
     """Every file the manifest lists exists with the listed size (and sha256 if ``verify``)."""
     for name, info in manifest["files"].items():
         f = path / name
-        if not f.exists():
+        if not f.is_file():
             raise SpaceError(f"{f}: missing (listed in manifest.json)")
         size = f.stat().st_size
         if size != info.get("bytes"):
@@ -345,15 +345,48 @@ def check_files(path: Path, manifest: dict, verify: bool = True):
 
 def read_array(file: Path, dtypes, ndim: int, mmap: bool = False) -> np.ndarray:
     """A ``.npy`` file (no pickle) of one of ``dtypes`` and ``ndim`` dimensions, memory-mapped
-    if ``mmap``; anything else is a :class:`SpaceError` naming the file."""
+    if ``mmap``; anything else is a :class:`SpaceError` naming the file.  The header is
+    checked against the file's size before any data is read, so a damaged header never
+    makes numpy allocate what the file does not hold."""
+    fmt = np.lib.format
     try:
+        with open(file, "rb") as f:
+            version = fmt.read_magic(f)
+            if version not in ((1, 0), (2, 0)):
+                raise ValueError(f"unsupported .npy format version {version}")
+            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _, dtype = read_header(f)
+            offset = f.tell()
+        if dtype.hasobject:
+            raise ValueError("object arrays are not read (no pickle)")
+        expected = offset + int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if expected != file.stat().st_size:
+            raise ValueError(f"the header describes {expected:,} bytes, the file holds {file.stat().st_size:,}")
         a = np.load(file, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise SpaceError(f"{file}: cannot be read as .npy ({exc})") from None
+    except (ValueError, SyntaxError, TypeError, OSError, EOFError, RecursionError, MemoryError) as exc:
+        raise SpaceError(f"{file}: cannot be read as .npy ({str(exc)[:200]})") from None
     if a.dtype not in [np.dtype(d) for d in dtypes] or a.ndim != ndim:
         names = " or ".join(np.dtype(d).name for d in dtypes)
         raise SpaceError(f"{file}: expected a {ndim}-d {names} array, got {a.ndim}-d {a.dtype}")
     return a
+
+
+def _read_text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpaceError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise SpaceError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _check_field(row: dict, key: str, types, lo=None, hi=None):
+    """``row[key]`` is of ``types`` (never a bool) and, for numbers, within [lo, hi]."""
+    v = row[key]
+    if isinstance(v, bool) or not isinstance(v, types):
+        raise ValueError(f"{key}: expected {getattr(types, '__name__', 'a number')}, got {v!r}"[:200])
+    if lo is not None and not lo <= v <= hi:
+        raise ValueError(f"{key}: {v!r} outside [{lo}, {hi}]")
 
 
 def load_space_fields(path, verify: bool = True) -> dict:
@@ -366,27 +399,50 @@ def load_space_fields(path, verify: bool = True) -> dict:
               for name, (attr, dtype, ndim) in ARRAYS.items()}
     programs, lengths, log_pcfg, counts, classes = [], [], [], [], []
     cfile = path / "concepts.jsonl"
-    for lineno, line in enumerate(cfile.read_text(encoding="utf-8").splitlines(), 1):
+    c = manifest["counts"]
+    for lineno, line in enumerate(_read_text(cfile).splitlines(), 1):
         try:
             row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
             if row["id"] != lineno - 1:
-                raise ValueError(f"id {row['id']} out of order")
+                raise ValueError(f"id {row['id']!r} out of order")
+            _check_field(row, "program", str)
+            _check_field(row, "length", int, 1, 32767)
+            _check_field(row, "log_pcfg", (int, float), -np.inf, 0.0)
+            _check_field(row, "count", int, 0, c["scenes"])
+            _check_field(row, "synonym_class", int, 0, max(c["synonym_classes"] - 1, 0))
             programs.append(row["program"])
             lengths.append(row["length"])
             log_pcfg.append(row["log_pcfg"])
             counts.append(row["count"])
             classes.append(row["synonym_class"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise SpaceError(f"{cfile} line {lineno}: {exc}") from None
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise SpaceError(f"{cfile} line {lineno}: {str(exc)[:200]}") from None
     n = len(programs)
-    c = manifest["counts"]
-    if (n != c["concepts"] or arrays["signatures"].shape[0] != n or arrays["test_signatures"].shape[0] != n
+    n_words, t_words = -(-c["scenes"] // 64), -(-c["test_bank"] // 64)
+    if (n != c["concepts"] or arrays["signatures"].shape != (n, n_words)
+            or arrays["test_signatures"].shape != (n, t_words)
             or arrays["scene_codes"].shape[0] != c["scenes"] or arrays["scene_codes"].shape[1] != c["max_objects"]
-            or len(arrays["test_scene_ids"]) != c["test_bank"]
+            or len(arrays["test_scene_ids"]) != c["test_bank"] or len(arrays["test_drawn_for"]) != c["test_bank"]
             or (n and int(np.max(classes)) + 1 != c["synonym_classes"])):
         raise SpaceError(f"{path}: file sizes disagree with manifest.json counts")
-    grammar_text = (path / "grammar.pcfg").read_text(encoding="utf-8")
+    ids, drawn = arrays["test_scene_ids"], arrays["test_drawn_for"]
+    if len(ids) and (ids.min() < 0 or ids.max() >= c["scenes"] or drawn.min() < 0 or drawn.max() >= n):
+        raise SpaceError(f"{path / 'test_scene_ids.npy'} or test_drawn_for.npy: ids out of range")
+    grammar_text = _read_text(path / "grammar.pcfg")
     grammar = Grammar.from_text(grammar_text, source=str(path / "grammar.pcfg"))
+    schema = grammar.schema
+    codes = arrays["scene_codes"]
+    if codes.shape[2] != len(schema.attributes):
+        raise SpaceError(f"{path / 'scenes.npy'}: {codes.shape[2]} attributes per object, the grammar's scene schema "
+                         f"has {len(schema.attributes)}")
+    if codes.size:
+        lo, hi = codes.min(axis=(0, 1)), codes.max(axis=(0, 1))
+        for k, attr in enumerate(schema.attributes):
+            if lo[k] < -1 or hi[k] >= len(attr.values):
+                raise SpaceError(f"{path / 'scenes.npy'}: attribute {attr.name!r} has value codes outside "
+                                 f"-1..{len(attr.values) - 1}")
     return dict(
         programs=programs, lengths=np.array(lengths, np.int16), log_pcfg=np.array(log_pcfg, np.float64),
         counts=np.array(counts, np.int64), synonym_classes=np.array(classes, np.int32),

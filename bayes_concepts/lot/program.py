@@ -19,6 +19,19 @@ from .grammar import IGNORED, NUM, Grammar, curi_grammar
 BOOL, OBJ, SET, INT = "BOOL", "OBJ", "SET", "INT"
 QUANTIFIERS = {"exists=": "exists", "for-all=": "forall"}
 
+#: The most tokens a program may have (``lambda``/``S.`` not counted).  CURI's grammar
+#: yields at most 64 at its default depth 6 and 256 at depth 8.  The limit keeps every
+#: recursive walk over a syntax tree (rendering, log-probability, compilation) within
+#: Python's recursion limit and the cubic-time log-probability parse within seconds; a
+#: longer program is a :class:`ProgramError`, never a RecursionError.
+MAX_PROGRAM_TOKENS = 256
+#: The deepest nesting of operators a program may have (its syntax tree's height, the
+#: leaves at height 1).  Sampled CURI programs nest about 10 levels; the limit keeps the
+#: recursive tree walks of other modules within Python's recursion limit.
+MAX_PROGRAM_NESTING = 128
+#: Programs longer than this many characters are abbreviated in error messages.
+_SHOWN_CHARS = 160
+
 
 def list_of(t: str) -> str:
     return f"LIST[{t}]"
@@ -49,26 +62,25 @@ class Node:
     position: int
 
     def postfix(self) -> list:
-        out = []
-        for c in self.children:
-            out.extend(c.postfix())
-        out.append(self.op)
-        return out
+        """The subtree's tokens in postfix order."""
+        return _postorder_ops(self)
 
     def prefix(self) -> list:
-        out = [self.op]
-        for c in self.children:
-            out.extend(c.prefix())
-        return out
+        """The subtree's tokens in prefix (Polish) order."""
+        return [n.op for n in self.walk()]
 
     def walk(self):
-        yield self
-        for c in self.children:
-            yield from c.walk()
+        """The subtree's nodes in prefix order (this node first), without recursion."""
+        todo = [self]
+        while todo:
+            node = todo.pop()
+            yield node
+            todo.extend(reversed(node.children))
 
     @property
     def size(self) -> int:
-        return 1 + sum(c.size for c in self.children)
+        """Number of nodes of the subtree."""
+        return sum(1 for _ in self.walk())
 
 
 class Program:
@@ -93,8 +105,11 @@ class Program:
         dropped and the grammar's aliases (CURI's ``0.7``/``0.35`` for large/small) replaced."""
         grammar = grammar or curi_grammar()
         given = text.split() if isinstance(text, str) else list(text)
-        shown = " ".join(given)
+        shown = _abbreviate(given)
         positions = [i for i, t in enumerate(given) if t not in IGNORED]
+        if len(positions) > MAX_PROGRAM_TOKENS:
+            raise ProgramError(f"{len(positions):,} tokens: programs may have at most {MAX_PROGRAM_TOKENS} "
+                               "(bayes_concepts.lot.program.MAX_PROGRAM_TOKENS)", shown, None)
         aliases = grammar.aliases
         tokens = tuple(aliases.get(given[i], given[i]) for i in positions)
         root = _parse_postfix(tokens, positions, grammar, shown)
@@ -107,10 +122,13 @@ class Program:
         given = text.split() if isinstance(text, str) else list(text)
         if not given:
             raise ProgramError("empty program", "", None)
+        if len(given) > MAX_PROGRAM_TOKENS:
+            raise ProgramError(f"{len(given):,} tokens: programs may have at most {MAX_PROGRAM_TOKENS} "
+                               "(bayes_concepts.lot.program.MAX_PROGRAM_TOKENS)", _abbreviate(given), None)
         # The mirror image of a prefix string is a postfix string of the mirrored tree,
         # except that a leading quantifier stays a quantifier.
         tokens = [t for t in given if t not in IGNORED]
-        postfix = _prefix_to_postfix(tokens, grammar, " ".join(given))
+        postfix = _prefix_to_postfix(tokens, grammar, _abbreviate(given))
         return cls.parse(postfix, grammar)
 
     # ------------------------------------------------------------ serialising
@@ -190,7 +208,39 @@ class Program:
         return f"Program({self.postfix!r})"
 
 
+def _postorder_ops(root: Node) -> list:
+    """Tokens of ``root``'s subtree in postfix order, without recursion."""
+    out, todo = [], [(root, False)]
+    while todo:
+        node, expanded = todo.pop()
+        if expanded or not node.children:
+            out.append(node.op)
+            continue
+        todo.append((node, True))
+        todo.extend((c, False) for c in reversed(node.children))
+    return out
+
+
+def _height(root: Node) -> int:
+    """Height of the syntax tree (a leaf: 1), without recursion."""
+    best, todo = 0, [(root, 1)]
+    while todo:
+        node, h = todo.pop()
+        best = max(best, h)
+        todo.extend((c, h + 1) for c in node.children)
+    return best
+
+
 # --------------------------------------------------------------------- parser
+def _abbreviate(tokens: list) -> str:
+    """The program as given, for error messages: whole, or its start and end with the
+    number of tokens when it is longer than ``_SHOWN_CHARS`` characters."""
+    text = " ".join(tokens)
+    if len(text) <= _SHOWN_CHARS:
+        return text
+    return f"{text[:_SHOWN_CHARS // 2].rstrip()} … {text[-_SHOWN_CHARS // 4:].lstrip()} ({len(tokens):,} tokens)"
+
+
 def _describe(t: str) -> str:
     if t == INT:
         return "an integer"
@@ -233,7 +283,8 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
     n = len(tokens)
 
     def fail(msg, i):
-        raise ProgramError(f"{tokens[i]!r}: {msg}", shown, positions[i])
+        tok = tokens[i] if len(tokens[i]) <= 40 else tokens[i][:40] + "…"
+        raise ProgramError(f"{tok!r}: {msg}", shown, positions[i])
 
     def pop(i, how_many, what):
         if len(stack) < how_many:
@@ -315,6 +366,12 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
         else:  # pragma: no cover - every kind is handled above
             fail("unsupported token", i)
 
+    for node in stack:
+        height = _height(node)
+        if height > MAX_PROGRAM_NESTING:
+            raise ProgramError(f"{tokens[node.position]!r}: operators nested {height} levels deep; programs may nest "
+                               f"at most {MAX_PROGRAM_NESTING} (bayes_concepts.lot.program.MAX_PROGRAM_NESTING)",
+                               shown, positions[node.position])
     if len(stack) > 1:
         extra = stack[1]
         first = min(node.position for node in extra.walk())
