@@ -270,13 +270,18 @@ def cmd_space_show(args) -> int:
 
 
 def _load_space(path):
-    from .engine.space import HypothesisSpace
-    return HypothesisSpace.load(path)
+    from .engine.store import load_space
+    return load_space(path)  # any kind: a HypothesisSpace, or an ExtensionSpace (pair benchmarks)
 
 
 def _splits_for(space, names=None, specs=None):
+    from pathlib import Path
     from .splits import load_splits
-    return load_splits(space, names, specs or ())
+    specs = list(specs or ())
+    given = {Path(s).resolve() for s in specs if not isinstance(s, dict)}
+    # the split specs a space was saved with (space from-pairs writes DIR/splits/*.toml)
+    specs += [str(p) for p in getattr(space, "spec_paths", dict)().values() if p.resolve() not in given]
+    return load_splits(space, names, specs)
 
 
 def cmd_splits(args) -> int:
@@ -438,11 +443,31 @@ def cmd_posterior(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from .gap import audit, format_audit
-    from .splits import make_split
+    from .gap import format_audit
+    from .report import audit_frame, audit_splits, format_audit_table, write_report
+    from .splits import load_spec
     space = _load_space(args.dir)
-    split = make_split(space, args.spec)
-    print(format_audit(audit(space, split, args.episodes, _settings(args), args.seed)))
+    if args.split:
+        names = None if args.split == "all" else [args.split]
+    else:  # the --spec files' splits, else every split the space offers (CURI's nine, or its saved specs)
+        names = [load_spec(s)["name"] for s in args.spec] if args.spec else None
+    splits = _splits_for(space, names, args.spec)
+    t = time.perf_counter()
+    reports = audit_splits(space, splits, args.episodes, _settings(args), args.seed)
+    print(format_audit(reports[0]) if len(reports) == 1 else format_audit_table(audit_frame(reports)))
+    if args.report:
+        paths = write_report(space, reports, args.report, settings=_settings(args), seed=args.seed)
+        print(f"\nreport: {paths[0]}" + (f" (+ {len(paths) - 1} figures)" if len(paths) > 1 else ""))
+    print(f"\n{len(reports)} split(s), {args.episodes:,} test episodes per split and negatives; "
+          f"{time.perf_counter() - t:.1f} s")
+    return 0
+
+
+def cmd_space_from_pairs(args) -> int:
+    from .pairs import build_pair_space
+    for line in build_pair_space(args.out, args.items, args.pairs_dir, primitives=not args.no_primitives,
+                                 ks=args.k or (), seed=args.seed, overwrite=args.force):
+        print(line)
     return 0
 
 
@@ -521,6 +546,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_space_build)
+    p = sp.add_parser("from-pairs", help="the pair space of an attribute-object benchmark (CZSL layout) into OUT")
+    p.add_argument("out", metavar="OUT")
+    p.add_argument("--items", required=True, metavar="FILE",
+                   help="items: TSV with a header (item|image, attribute|attr, object|obj[, set]), or JSON Lines / "
+                        "a JSON list of objects with those keys")
+    p.add_argument("--pairs-dir", required=True, metavar="DIR", help="holds train_pairs.txt, val_pairs.txt, test_pairs.txt")
+    p.add_argument("--no-primitives", action="store_true",
+                   help="only the pairs are concepts (default: also every attribute and every object alone)")
+    p.add_argument("--k", type=int, nargs="+", metavar="K",
+                   help="also save reference-limited splits seen_kK: K seen pairs per attribute (RLCL)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the test bank and the seen_kK splits (default 0)")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.set_defaults(func=cmd_space_from_pairs)
     p = sp.add_parser("info", help="summarise a space")
     p.add_argument("dir", metavar="DIR")
     p.add_argument("--json", action="store_true")
@@ -606,10 +644,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_posterior)
 
-    p = sub.add_parser("audit", help="a one-page report on a new split")
+    p = sub.add_parser("audit", help="audit splits: sizes, leakage, comp gap, coverage, entropies, divergences")
     p.add_argument("dir", metavar="DIR")
-    p.add_argument("--spec", required=True, metavar="FILE")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (default: the space's own splits)")
+    p.add_argument("--split", help="audit only this split (or 'all'); default: the --spec splits, else all")
     p.add_argument("--episodes", type=int, default=2000)
+    p.add_argument("--report", metavar="OUT.md|OUT.html",
+                   help="also write a one-page difficulty report (Markdown with PNGs, or one HTML file)")
     _oracle_options(p)
     p.set_defaults(func=cmd_audit)
 

@@ -143,8 +143,8 @@ def split_divergence(space, split, *, beta: float = 0.2, n_positive: int = 5, st
                      train: str = "train", test: str = "test", top: int = 5) -> dict:
     """Atom and compound divergence of ``split`` (train side against test side).
 
-    Returns a dict: ``atom_divergence``, ``compound_divergence`` (floats in [0, 1], NaN
-    where a side has no atoms / compounds with weight), ``atom_alpha``, ``compound_alpha``,
+    Returns a dict: ``atom_divergence``, ``compound_divergence`` (floats in [0, 1], rounding
+    below 0 or above 1 clipped; NaN where a side has no atoms / compounds with weight), ``atom_alpha``, ``compound_alpha``,
     ``beta``, the number of atom and compound types on each side (``n_atoms``,
     ``n_compounds``: ``{"train": .., "test": .., "shared": ..}``), ``test_compounds_unseen``
     (the test side's compound mass on compounds absent from train, in [0, 1]) and
@@ -160,7 +160,8 @@ def split_divergence(space, split, *, beta: float = 0.2, n_positive: int = 5, st
                                        ("compound", st.compounds, st.compound_names, COMPOUND_ALPHA)):
         p = side_distribution(counts, ids[train], w[train])
         q = side_distribution(counts, ids[test], w[test])
-        out[f"{kind}_divergence"] = 1.0 - chernoff_coefficient(p, q, alpha)
+        c = chernoff_coefficient(p, q, alpha)
+        out[f"{kind}_divergence"] = float(np.clip(1.0 - c, 0.0, 1.0)) if np.isfinite(c) else float("nan")
         on_p, on_q = np.nan_to_num(p) > 0, np.nan_to_num(q) > 0
         out[f"n_{kind}s"] = {"train": int(on_p.sum()), "test": int(on_q.sum()), "shared": int((on_p & on_q).sum())}
         excess = np.nan_to_num(q) - np.nan_to_num(p)

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,7 +71,7 @@ from .errors import BayesConceptsError
 from .splits import SplitRuleError, split_rules
 
 __all__ = ["PairsLayout", "PairsLayoutError", "read_pairs_layout", "pair_space", "unseen_pairs_spec",
-           "reference_limited_spec", "spec_to_toml", "PAIR_FILES"]
+           "reference_limited_spec", "seen_pairs_per_attribute", "spec_to_toml", "build_pair_space", "PAIR_FILES"]
 
 PAIR_FILES = ("train_pairs.txt", "val_pairs.txt", "test_pairs.txt")
 ROLES = ("attribute", "object")
@@ -395,3 +396,37 @@ def spec_to_toml(spec: dict) -> str:
     if "held_out" in spec:
         lines += ["", "[held_out]"] + [f"{k} = {_toml_value(v)}" for k, v in spec["held_out"].items()]
     return "\n".join(lines) + "\n"
+
+
+def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed: int = 0,
+                     overwrite: bool = False) -> list:
+    """``bayes-concepts space from-pairs``: read the layout, build the pair space with its
+    ``unseen_pairs`` split spec (and a ``seen_k<K>`` spec per ``ks``), save it to ``out``
+    (atomically; the specs in ``out/splits/``).  Returns the summary lines to print."""
+    import time
+    from .splits import make_split
+    if Path(out).exists() and not overwrite:
+        raise FileExistsError(f"{out} already exists (pass --force to replace it)")
+    t = time.perf_counter()
+    layout = read_pairs_layout(items, pairs_dir)
+    space = pair_space(layout, primitives=primitives, seed=seed)
+    for k in ks:
+        spec = reference_limited_spec(space, k, seed)
+        space.spec_files[f"{spec['name']}.toml"] = spec_to_toml(spec)
+    splits = {}
+    for fname, text in sorted(space.spec_files.items()):  # every spec must make a split before anything is saved
+        splits[fname] = make_split(space, tomllib.loads(text))
+    space.save(out, overwrite=overwrite)
+    n_pairs = sum(1 for p in space.parts if len(p) == 2)
+    lines = [f"built {out} in {time.perf_counter() - t:.1f} s: {space.n_concepts:,} concepts ({n_pairs:,} pairs"
+             + (f", {space.n_concepts - n_pairs:,} attributes and objects alone" if primitives else "")
+             + f") over {space.n_scenes:,} items; {space.n_synonym_classes:,} synonym classes",
+             f"pair files: train {len(layout.pairs['train']):,}, val {len(layout.pairs['val']):,}, "
+             f"test {len(layout.pairs['test']):,} pairs ({len(set(layout.attributes)):,} attributes, "
+             f"{len(set(layout.objects)):,} objects)"]
+    for fname, split in splits.items():
+        sz = split.sizes()
+        lines.append(f"split {split.name}: train {sz['train']:,}, test {sz['test']:,} concepts "
+                     f"({Path(out) / 'splits' / fname})")
+    lines.append(f"next: bayes-concepts audit {out} --report {Path(out).name}_audit.md")
+    return lines

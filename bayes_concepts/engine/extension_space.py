@@ -307,12 +307,42 @@ class ExtensionSpace:
             " ".join(description.split()) if isinstance(description, str) else " ".join(description))
         return self._index.get(text)
 
+    def info(self) -> dict:
+        """Counts and histograms (``bayes-concepts space info --json``)."""
+        lengths = {int(k): int(c) for k, c in zip(*np.unique(self.lengths, return_counts=True))}
+        sizes = np.bincount(self.synonym_classes) if self.n_concepts else np.zeros(0, np.int64)
+        return {"kind": KIND, "concepts": self.n_concepts, "items": self.n_scenes,
+                "test_bank": self.test_bank.n_scenes, "synonym_classes": self.n_synonym_classes,
+                "roles": list(self.vocabulary.roles),
+                "item_attributes": {a.name: a.n_values for a in self.schema.attributes},
+                "params": self.params, "stages": self.stages, "length_histogram": lengths,
+                "items_per_concept": {"min": int(self.counts.min()) if self.n_concepts else 0,
+                                      "median": float(np.median(self.counts)) if self.n_concepts else 0.0,
+                                      "max": int(self.counts.max()) if self.n_concepts else 0},
+                "synonym_class_size_histogram": {int(k): int(c) for k, c in zip(*np.unique(sizes, return_counts=True))},
+                "splits": sorted(Path(f).stem for f in self.spec_files)}
+
+    def summary_lines(self) -> list:
+        """A few lines describing the space (``bayes-concepts space info``)."""
+        d = self.info()
+        where = f"{self.path}: " if self.path else ""
+        attrs = ", ".join(f"{k} ({v:,} values)" for k, v in d["item_attributes"].items())
+        ipc = d["items_per_concept"]
+        return [f"{where}extension space: {d['concepts']:,} concepts in {d['synonym_classes']:,} synonym classes, "
+                f"{d['items']:,} items, test bank {d['test_bank']:,} items",
+                f"item labels: {attrs}; description roles: {', '.join(d['roles']) or 'none'}",
+                f"items per concept: min {ipc['min']:,}, median {ipc['median']:,.0f}, max {ipc['max']:,}",
+                "description length: " + ", ".join(f"{k}: {c:,}" for k, c in d["length_histogram"].items()),
+                f"splits saved with it: {', '.join(d['splits']) or 'none'}"]
+
     def atoms_and_compounds(self, i: int) -> tuple:
         """(atoms, compounds) of concept ``i`` for the divergence measures: the atoms are its
-        parts ("role=value"); the compounds every ordered pair of parts -- for an
-        (attribute, object) pair the pair itself; a one-part concept has none."""
-        parts = [f"{r}={v}" for r, v in self.parts[i]]
-        comps = [f"{parts[a]} & {parts[b]}" for a in range(len(parts)) for b in range(a + 1, len(parts))]
+        parts, named by their description tokens (``"wet"``, ``"dog"``; a token has one role);
+        the compounds every pair of parts in description order, named by their tokens -- for an
+        (attribute, object) pair the pair itself (``"wet dog"``); a one-part concept has none."""
+        toks = self.descriptions[i].split()
+        parts = toks if len(toks) == len(self.parts[i]) else [f"{r}={v}" for r, v in self.parts[i]]
+        comps = [f"{parts[a]} {parts[b]}" for a in range(len(parts)) for b in range(a + 1, len(parts))]
         return parts, comps
 
     # The cached per-scene index, class representatives and test-bank index, signature(),
