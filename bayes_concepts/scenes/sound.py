@@ -39,7 +39,8 @@ material value is a :class:`SceneError`; sizes other than small/large of an orde
 size attribute get gains evenly spaced from 0.5 to 1.
 
 Front end for learners: :func:`log_mel_spectrogram` turns clips ``(n, T)`` into
-``float32`` ``(n, n_mels, n_frames)`` (numpy/scipy only).
+``float32`` ``(n, n_mels, n_frames)`` (scipy's FFT and a numba kernel for the
+sparse mel filters; :func:`log_mel_spectrogram_reference` is its explicit-DFT twin).
 
 Everything is deterministic: a clip depends only on the scene's codes and the
 settings.  The tones and envelopes are tabulated once per (settings, schema); a
@@ -502,19 +503,55 @@ def log_mel_spectrogram(clips, rate: int = 8000, *, n_fft: int = 256, hop: int =
         natural log of power.
     """
     arr = _check_spec_args(clips, n_fft, hop, n_mels)
-    fb = mel_filterbank(rate, n_fft, n_mels, fmin, fmax).astype(np.float32)
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise SoundError(f"sound: chunk must be a positive integer, got {chunk!r}")
+    fb = mel_filterbank(rate, n_fft, n_mels, fmin, fmax)
     window = (0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(n_fft) / n_fft)).astype(np.float32)
     n, T = arr.shape
     F = n_frames_for(T, n_fft, hop)
+    filters, weights = _sparse_filters(fb)
     out = np.empty((n, n_mels, F), dtype=np.float32)
     for lo in range(0, n, chunk):
         part = np.ascontiguousarray(arr[lo:lo + chunk], dtype=np.float32)
         frames = np.lib.stride_tricks.sliding_window_view(part, n_fft, axis=1)[:, ::hop][:, :F]
-        spec = scipy.fft.rfft(frames * window, axis=-1)
-        power = spec.real ** 2 + spec.imag ** 2                  # (m, F, n_fft//2+1)
-        mel = power @ fb.T                                        # (m, F, n_mels)
-        out[lo:lo + chunk] = np.log(mel + np.float32(floor)).transpose(0, 2, 1)
+        spec = scipy.fft.rfft(frames * window, axis=-1, workers=-1)       # (m, F, n_fft//2+1)
+        _log_mel_kernel(spec, filters, weights, np.float32(floor), out[lo:lo + chunk])
     return out
+
+
+def _sparse_filters(fb):
+    """Triangular filters as, per FFT bin, the (at most 2) filters it feeds and its weights:
+    int64 (n_bins, 2) (-1 for none) and float32 (n_bins, 2)."""
+    n_bins = fb.shape[1]
+    filters = np.full((n_bins, 2), -1, dtype=np.int64)
+    weights = np.zeros((n_bins, 2), dtype=np.float32)
+    for b in range(n_bins):
+        nz = np.flatnonzero(fb[:, b])
+        if nz.size > 2:
+            raise SoundError(f"sound: FFT bin {b} falls in {nz.size} mel filters (expected at most 2)")
+        filters[b, :nz.size] = nz
+        weights[b, :nz.size] = fb[nz, b]
+    return filters, weights
+
+
+@numba.njit(parallel=True)
+def _log_mel_kernel(spec, filters, weights, floor, out):  # pragma: no cover - compiled
+    """out (m, n_mels, F) = log(sum over bins of weight · |spec|² + floor); spec (m, F, n_bins)."""
+    m, F, n_bins = spec.shape
+    n_mels = out.shape[1]
+    for i in numba.prange(m):
+        acc = np.empty(n_mels, dtype=np.float32)
+        for f in range(F):
+            acc[:] = 0.0
+            for b in range(n_bins):
+                z = spec[i, f, b]
+                pw = z.real * z.real + z.imag * z.imag
+                for q in range(2):
+                    j = filters[b, q]
+                    if j >= 0:
+                        acc[j] += weights[b, q] * pw
+            for j in range(n_mels):
+                out[i, j, f] = math.log(acc[j] + floor)
 
 
 def log_mel_spectrogram_reference(clips, rate: int = 8000, *, n_fft: int = 256, hop: int = 128,
