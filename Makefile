@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# figures go to demo_figs/ (git-ignored), so `make demo` leaves `git status` clean;
+# `make figures` regenerates the committed paper_figs/ on purpose
 demo: $(STAMP)
-	$(BIN)/bayes-concepts demo
+	$(BIN)/bayes-concepts demo --space spaces/demo --out results.nc --figures demo_figs
 
 figures: $(STAMP)
 	$(BIN)/bayes-concepts demo --figures paper_figs

@@ -149,17 +149,51 @@ class Episodes:
 
     @classmethod
     def load(cls, path) -> "Episodes":
+        """Read a file written by :meth:`save`; anything else (a damaged or foreign file,
+        arrays of the wrong shapes or types) is an :class:`EpisodeError` naming the file."""
+        import zipfile
         path = Path(path)
+        if not path.is_file():
+            raise EpisodeError(f"{path}: no such episodes file")
         try:
             with np.load(path, allow_pickle=False) as data:
+                if not hasattr(data, "files"):
+                    raise ValueError("a single array, not an episodes .npz")
                 missing = [f for f in (*ARRAY_FIELDS, "meta") if f not in data.files]
                 if missing:
                     raise EpisodeError(f"{path}: not an episodes file (missing {', '.join(missing)})")
                 arrays = {f: data[f] for f in ARRAY_FIELDS}
                 meta = json.loads(str(data["meta"]))
-        except (OSError, ValueError) as exc:
-            raise EpisodeError(f"{path}: cannot read episodes ({exc})") from None
+        except (OSError, ValueError, EOFError, KeyError, RecursionError, MemoryError, zipfile.BadZipFile) as exc:
+            raise EpisodeError(f"{path}: cannot read episodes ({str(exc)[:200]})") from None
+        if not isinstance(meta, dict):
+            raise EpisodeError(f"{path}: meta is not a JSON object")
+        e = arrays["concept"].shape[0] if arrays["concept"].ndim == 1 else -1
+        k = arrays["support_scenes"].shape[1] if arrays["support_scenes"].ndim == 2 else -1
+        for f, a in arrays.items():
+            kind = "b" if f.endswith(("topup", "relabelled")) else "i"
+            shape = (e,) if f == "concept" else (e, k)
+            if a.dtype.kind != kind or a.shape != shape or e < 0 or k < 0:
+                raise EpisodeError(f"{path}: {f} is a {a.dtype} array of shape {a.shape}, expected "
+                                   f"{'bool' if kind == 'b' else 'integer'} of shape {shape} (a damaged file?)")
         return cls(**arrays, meta=meta)
+
+    def check_space(self, space, where: str = "episodes"):
+        """Raise :class:`EpisodeError` unless these episodes can belong to ``space``: the space
+        manifest hash they record (``meta["space"]``) is ``space``'s, and every concept and
+        scene id is in range.  ``where`` names the episodes in the message (a file name)."""
+        recorded = self.meta.get("space")
+        own = space.manifest_sha256() if hasattr(space, "manifest_sha256") else None
+        if isinstance(recorded, str) and own and recorded != own:
+            raise EpisodeError(f"{where} were drawn from another space than {getattr(space, 'path', None) or 'this one'} "
+                               f"(space manifest sha256 {recorded[:12]}…, this space's {own[:12]}…)")
+        scenes = [getattr(self, f) for f in ARRAY_FIELDS if f.endswith("_scenes")]
+        sources = [getattr(self, f) for f in ARRAY_FIELDS if f.endswith("_source")]
+        if len(self) and (self.concept.min() < 0 or self.concept.max() >= space.n_concepts
+                          or any(a.size and (a.min() < 0 or a.max() >= space.n_scenes) for a in scenes)
+                          or any(a.size and (a.min() < -1 or a.max() >= space.n_concepts) for a in sources)):
+            raise EpisodeError(f"{where}: concept or scene ids outside the space ({space.n_concepts:,} concepts, "
+                               f"{space.n_scenes:,} scenes): drawn from another space?")
 
 
 @numba.njit(inline="always")

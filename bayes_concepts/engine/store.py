@@ -128,6 +128,10 @@ def _is_unfinished(d: Path) -> bool:
     return d.is_dir() and not d.is_symlink() and (d / UNFINISHED).is_file()
 
 
+def _is_empty_dir(d: Path) -> bool:
+    return d.is_dir() and not d.is_symlink() and not any(d.iterdir())
+
+
 def _foreign_files(d: Path) -> list:
     """Files and folders under directory ``d`` that are not part of the saved space there:
     everything when its ``manifest.json`` is not a readable space manifest."""
@@ -168,7 +172,7 @@ def check_save_target(path, overwrite: bool = False) -> Path:
         if not overwrite:
             raise FileExistsError(f"{path} already exists (pass overwrite=True / --force to replace it)")
     for side in _sidecars(path):
-        if (side.exists() or side.is_symlink()) and not _is_unfinished(side):
+        if (side.exists() or side.is_symlink()) and not _is_unfinished(side) and not _is_empty_dir(side):
             raise SpaceError(f"{side} exists and was not left by an interrupted bayes-concepts save (no {UNFINISHED} "
                              f"marker): refusing to delete it; move it away to save a space to {path}")
     parent = path.parent
@@ -194,6 +198,20 @@ def _fsync_dir(d: Path):
         os.close(fd)
 
 
+def _remove_unfinished(d: Path):
+    """Delete directory ``d``, which holds the :data:`UNFINISHED` marker, removing the marker
+    last: a deletion cut short leaves a directory that is still recognisably ours."""
+    for child in d.iterdir():
+        if child.name == UNFINISHED:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    (d / UNFINISHED).unlink()
+    d.rmdir()
+
+
 def start_directory(path, overwrite: bool) -> tuple:
     """``(path, partial)``: the directory a space will be written to (checked with
     :func:`check_save_target`) and the ``.partial`` directory it is written into first
@@ -203,7 +221,9 @@ def start_directory(path, overwrite: bool) -> tuple:
     partial, old = _sidecars(path)
     for leftover in (partial, old):
         if _is_unfinished(leftover):
-            shutil.rmtree(leftover)
+            _remove_unfinished(leftover)
+        elif _is_empty_dir(leftover):  # a save killed between creating it and marking it
+            leftover.rmdir()
     partial.mkdir(parents=True)
     _fsync_write(partial / UNFINISHED, _UNFINISHED_TEXT)
     return path, partial
@@ -233,7 +253,7 @@ def commit_directory(partial: Path, path: Path, manifest: dict):
     (path / UNFINISHED).unlink()  # the commit point: from now on the new space loads
     _fsync_dir(path)
     if old.exists():
-        shutil.rmtree(old)
+        _remove_unfinished(old)
 
 
 def _manifest_digest(manifest: dict) -> str:
