@@ -34,18 +34,43 @@ PRESETS = _build.PRESETS
 
 @dataclass
 class HypothesisSpace:
-    """Concepts (ids 0..n-1, ordered by length then postfix string) and their data.
+    """A hypothesis space: concepts (ids 0..n-1, ordered by length then postfix string),
+    their truth values on a scene bank of N scenes, synonym classes and the test bank.
 
-    programs:       list of canonical postfix strings (x-free programs collapsed).
-    lengths:        int16 (n,) tokens of the postfix form.
-    log_pcfg:       float64 (n,) PCFG log-probability (collapsed programs: both quantifiers).
-    counts:         int64 (n,) scenes of the scene bank the concept is true on.
-    synonym_classes: int32 (n,) class id; a class is the set of concepts with identical
-                    signatures, numbered in order of their first member.
-    signatures:     uint64 (n, ceil(N/64)) packed truth values on the scene bank.
-    scene_codes:    int8 (N, max_objects, n_attributes) the scene bank (see scenes.codes).
-    test_bank:      :class:`TestBank`.
-    params:         build parameters; ``stages``: survivors after each stage.
+    Make one with :meth:`build` (sampled programs), :meth:`from_programs` (given programs)
+    or :meth:`load` (a saved directory).
+
+    Attributes
+    ----------
+    programs : list of str, (n,)
+        Canonical postfix strings (x-free programs collapsed).
+    lengths : int16 ndarray, (n,)
+        l(h): tokens of the postfix form.
+    log_pcfg : float64 ndarray, (n,)
+        PCFG log-probability (nats; collapsed programs: both quantifiers).
+    counts : int64 ndarray, (n,)
+        |ext h|: scenes of the bank the concept is true on.
+    synonym_classes : int32 ndarray, (n,)
+        Class id; a class is the set of concepts with identical signatures, numbered in
+        order of their first member.
+    signatures : uint64 ndarray, (n, ceil(N/64))
+        Packed truth values on the scene bank (bit j of word w: scene 64·w + j);
+        memory-mapped when loaded.
+    scene_codes : int8 ndarray, (N, max_objects, n_attributes)
+        The scene bank (value codes, -1 for absent objects; see ``bayes_concepts.scenes.codes``).
+    test_bank : TestBank
+        The scenes AP is computed on, with every concept's labels there.
+    params, stages : dict
+        Build parameters; survivors after each build stage.
+    grammar : Grammar
+        The domain: value types, properties, object limits, rejection rules.
+    path : Path or None
+        Where the space was saved or loaded from.
+
+    Examples
+    --------
+    >>> space = HypothesisSpace.build("demo")                   # doctest: +SKIP
+    >>> space.program(0).readable, space.count(0), space.synonyms(0)   # doctest: +SKIP
     """
 
     programs: list
@@ -138,6 +163,15 @@ class HypothesisSpace:
                 idx[ptr[lo]: ptr[min(lo + 1024, len(first))]] = np.nonzero(bits)[1]
             self._test_index = (ptr, idx)
         return self._test_index
+
+    def test_bank_class_rows(self) -> np.ndarray:
+        """The synonym classes each test-bank scene belongs to: uint64 (T, ceil(n_classes/64));
+        bit c of row t says class c is true on test scene t.  Computed on first use and kept."""
+        if getattr(self, "_test_class_rows", None) is None:
+            reps = self.class_representatives()
+            self._test_class_rows = transpose_bits(np.asarray(self.test_bank.signatures)[reps],
+                                                   self.test_bank.n_scenes)
+        return self._test_class_rows
 
     def manifest_sha256(self) -> str | None:
         """sha256 of the saved ``manifest.json`` (identifies the space), None if not saved."""

@@ -214,10 +214,81 @@ def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_si
     return ap
 
 
+@numba.njit(cache=True)
+def _class_row_score(row, class_w):
+    """Σ class_w[c] over the classes c whose bit is set in ``row``, in ascending class order."""
+    sc = 0.0
+    for w in range(row.shape[0]):
+        word = row[w]
+        while word:
+            b, word = pop_lowest_bit(word)
+            sc += class_w[w * 64 + b]
+    return sc
+
+
+@numba.njit(cache=True)
+def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, class_rows, truth, n_pos, n_test, scores, mark,
+                      touched):
+    """AP on the test bank of the predictive Σ_c w_c·c(t), for posteriors spread over many
+    classes (the ``noisy`` likelihood).  Exact, with the work bounded by what can matter.
+
+    ``class_w`` is the weight of every class (dense, by class id; 0 off ``cls_list``);
+    ``class_rows`` (T, ceil(n_classes/64)) the classes of each test scene.  A scene's score
+    is always summed from its class row in ascending class order (so it is the float a full
+    computation in that order gives, and equal cover sets give equal floats).  Let u be the
+    smallest score of a positive.  Choose a weight threshold tau such that the classes below
+    it weigh R < u in all: a scene covered only by such classes scores at most R < u, lies
+    below every positive and counts at no threshold where a positive sits, so only scenes a
+    class of weight >= tau covers are scored.
+    """
+    if n_pos == 0:
+        return np.nan
+    u = np.inf
+    for w in range(truth.shape[0]):
+        word = truth[w]
+        while word:
+            b, word = pop_lowest_bit(word)
+            sc = _class_row_score(class_rows[w * 64 + b], class_w)
+            if sc < u:
+                u = sc
+    n_cls = cls_list.shape[0]
+    tau = 0.0  # with u == 0 no class may be left out: every covered scene is scored
+    if u > 0.0:
+        tau = u
+        while tau > 0.0:
+            light = 0.0
+            for q in range(n_cls):
+                wq = class_w[cls_list[q]]
+                if wq < tau:
+                    light += wq
+            if light < u * (1.0 - 1e-9):
+                break
+            tau *= 0.01
+    m = 0
+    for q in range(n_cls):
+        c = cls_list[q]
+        if class_w[c] < tau:
+            continue
+        for r in range(cls_ptr[c], cls_ptr[c + 1]):
+            t = cls_idx[r]
+            if not mark[t]:
+                mark[t] = True
+                touched[m] = t
+                m += 1
+    for i in range(m):
+        t = touched[i]
+        scores[t] = _class_row_score(class_rows[t], class_w)
+    ap = average_precision_sparse(touched[:m], scores, truth, n_test, n_pos)
+    for i in range(m):
+        scores[touched[i]] = 0.0
+        mark[touched[i]] = False
+    return ap
+
+
 @numba.njit(parallel=True, cache=True)
 def evaluate_episodes(support, support_labels, query, query_labels, true_concept, scene_concepts, omega, log_prior,
                       first, second, consistent_only, test_sig, n_test, classes, cls_ptr, cls_idx, class_rep,
-                      refit, refit_first, refit_second, refit_consistent_only, fixed_scene_scores, fixed_test_scores,
+                      class_rows, allow_wide, refit, refit_first, refit_second, refit_consistent_only, fixed_scene_scores, fixed_test_scores,
                       fixed_entropy, out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates,
                       out_query_pred):
     """Score every episode with one oracle; see the module docstring.
@@ -227,7 +298,9 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
     first/second/consistent_only: the likelihood's tables (:mod:`.likelihoods`).
     test_sig: uint64 (H, Tw) test-bank labels; classes: int (H,) synonym class of each concept;
     cls_ptr/cls_idx: the test-bank scenes each class is true on (CSR); class_rep: a concept of
-    each class.  When no concept fits the support (``out_empty``): if ``refit``, condition again
+    each class; class_rows: the classes of each test-bank scene (used when the posterior
+    spreads over many concepts, i.e. for likelihoods that are not consistent-only, see
+    :func:`test_bank_ap_wide`; ``allow_wide`` False forces the narrow path, for benchmarks).  When no concept fits the support (``out_empty``): if ``refit``, condition again
     with the refit_* likelihood tables; otherwise use the fixed predictive
     ``fixed_scene_scores`` (per scene of the bank), ``fixed_test_scores`` (per test-bank scene)
     with posterior entropy ``fixed_entropy``.  Outputs are (E,) arrays, ``out_query_pred`` (E, Kq).
@@ -246,6 +319,8 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
         scores = np.zeros(n_test)
         mark = np.zeros(n_test, np.bool_)
         touched = np.empty(n_test, np.int64)
+        dense_p = np.zeros(n_concepts)
+        cand = np.zeros(omega.shape[0], np.uint64)
         for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
             n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, first, second,
                                    consistent_only, ids, logw)
@@ -281,13 +356,31 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                 out_ap[e] = n_pos / n_test if n_pos else np.nan
             else:
                 out_post_ent[e] = normalise(logw, n, probs)
-                for j in range(kq):
-                    row = scene_concepts[query[e, j]]
-                    s = 0.0
+                wide = allow_wide and not (refit_consistent_only if empty and refit else consistent_only)
+                if wide:  # many candidates: walk each query scene's concepts instead
                     for i in range(n):
-                        if has_bit(row, ids[i]):
-                            s += probs[i]
-                    qpred[j] = min(s, 1.0)
+                        dense_p[ids[i]] = probs[i]
+                        cand[ids[i] >> 6] |= np.uint64(1) << np.uint64(ids[i] & 63)
+                    for j in range(kq):
+                        row = scene_concepts[query[e, j]]
+                        s = 0.0
+                        for w in range(cand.shape[0]):
+                            word = row[w] & cand[w]
+                            while word:
+                                b, word = pop_lowest_bit(word)
+                                s += dense_p[w * 64 + b]
+                        qpred[j] = min(s, 1.0)
+                    for i in range(n):
+                        dense_p[ids[i]] = 0.0
+                        cand[ids[i] >> 6] = 0
+                else:
+                    for j in range(kq):
+                        row = scene_concepts[query[e, j]]
+                        s = 0.0
+                        for i in range(n):
+                            if has_bit(row, ids[i]):
+                                s += probs[i]
+                        qpred[j] = min(s, 1.0)
                 # synonyms share their test-bank labels: add up each class's weight, then spread it
                 n_cls = 0
                 for i in range(n):
@@ -298,11 +391,17 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                         class_list[n_cls] = c
                         n_cls += 1
                     class_w[c] += probs[i]
-                for q in range(n_cls):
-                    cls_weight[q] = class_w[class_list[q]]
-                    class_w[class_list[q]] = 0.0
-                out_ap[e] = test_bank_ap(class_list[:n_cls], cls_weight[:n_cls], cls_ptr, cls_idx, class_rep, test_sig,
-                                         truth, n_pos, n_test, scores, mark, touched)
+                if wide:
+                    out_ap[e] = test_bank_ap_wide(class_list[:n_cls], class_w, cls_ptr, cls_idx, class_rows, truth,
+                                                  n_pos, n_test, scores, mark, touched)
+                    for q in range(n_cls):
+                        class_w[class_list[q]] = 0.0
+                else:
+                    for q in range(n_cls):
+                        cls_weight[q] = class_w[class_list[q]]
+                        class_w[class_list[q]] = 0.0
+                    out_ap[e] = test_bank_ap(class_list[:n_cls], cls_weight[:n_cls], cls_ptr, cls_idx, class_rep,
+                                             test_sig, truth, n_pos, n_test, scores, mark, touched)
             out_cba[e] = class_balanced_accuracy_kernel(qpred, query_labels[e])
             ent = 0.0
             for j in range(kq):

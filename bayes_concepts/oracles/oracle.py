@@ -141,10 +141,15 @@ class Oracle:
                                  hard, self.settings)
 
     # ------------------------------------------------------------- episodes
-    def evaluate(self, episodes, hard_support: bool | None = None) -> dict:
-        """Score a batch of episodes.  Returns float/bool arrays (E,): ``ap`` (test bank),
-        ``cba`` (query), ``posterior_entropy``, ``predictive_entropy`` (nats), ``empty`` (no
-        concept fits the support), ``n_candidates``; and ``query_pred`` (E, K)."""
+    def evaluate(self, episodes, hard_support: bool | None = None, wide: bool = True) -> dict:
+        """Score a batch of episodes.
+
+        Returns float/bool arrays (E,): ``ap`` (test bank), ``cba`` (query),
+        ``posterior_entropy``, ``predictive_entropy`` (nats), ``empty`` (no concept fits the
+        support), ``n_candidates``; and ``query_pred`` (E, K).  ``wide=False`` scores
+        spread-out (noisy) posteriors with the path made for a few candidates (the same
+        numbers up to float summation order; for benchmarks).
+        """
         space, st = self.space, self.settings
         if hard_support is None:
             hard_support = episodes.meta.get("negatives", "hard") == "hard"
@@ -157,6 +162,9 @@ class Oracle:
         out["query_pred"] = np.zeros(episodes.query_scenes.shape)
         first, second, consistent_only = self._tables(st.likelihood, n_drawn, k, bool(hard_support))
         fb, fixed_bank, fixed_test = self._fallback()
+        wide = wide and (not consistent_only or (fb.likelihood is not None
+                                                 and not likelihoods.get(fb.likelihood).consistent_only))
+        class_rows = space.test_bank_class_rows() if wide else np.zeros((1, 1), np.uint64)
         if fb.likelihood is not None:
             refit = self._tables(fb.likelihood, n_drawn, k, bool(hard_support))
             fixed_bank = fixed_test = np.zeros(1)
@@ -169,7 +177,7 @@ class Oracle:
             first, second, consistent_only,
             np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
             np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(), space.class_representatives(),
-            fb.likelihood is not None, *refit, fixed_bank, fixed_test, fb.entropy,
+            class_rows, bool(wide), fb.likelihood is not None, *refit, fixed_bank, fixed_test, fb.entropy,
             out["ap"], out["cba"], out["posterior_entropy"], out["predictive_entropy"],
             out["empty"], out["n_candidates"], out["query_pred"])
         return out
@@ -240,8 +248,14 @@ class Oracle:
 
 
 def strong_and_weak(space, split, settings: OracleSettings | None = None):
-    """The strong (H_train ∪ H_test) and weak (H_train) oracles of ``split``."""
+    """The strong (H_train ∪ H_test) and weak (H_train) oracles of ``split``.
+
+    A split with a ``strong_concepts`` attribute (int ids; set by a protocol, e.g. CURI's
+    release, whose strong oracle knew every concept: :mod:`bayes_concepts.protocols`) gives
+    the strong oracle those concepts instead."""
     settings = settings or OracleSettings()
-    strong = Oracle(space, np.union1d(split.train, split.test), settings, "strong")
+    strong_ids = getattr(split, "strong_concepts", None)
+    strong_ids = np.union1d(split.train, split.test) if strong_ids is None else strong_ids
+    strong = Oracle(space, strong_ids, settings, "strong")
     weak = Oracle(space, split.train, settings, "weak")
     return strong, weak
