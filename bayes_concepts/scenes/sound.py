@@ -231,7 +231,7 @@ def _tone(inst: Instrument, f0: float, metal: bool, settings: SoundSettings) -> 
         gain = a * (_lowpass_gain(f, cutoff) if metal else 1.0)
         rise = inst.attack * (1.0 + inst.attack_spread * (k - 1))
         attack = 0.5 - 0.5 * np.cos(math.pi * np.minimum(t / rise, 1.0))
-        decay = np.exp(-(inst.decay + inst.decay_per_harmonic * k) * t) if (inst.decay or inst.decay_per_harmonic) else 1.0
+        decay = np.exp(-(inst.decay + inst.decay_per_harmonic * k) * t)
         out += gain * attack * decay * np.sin(2.0 * math.pi * f * phase_time)
     return out
 
