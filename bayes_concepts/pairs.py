@@ -298,7 +298,7 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
 def _pair_ids(space) -> dict:
     """``{(attribute, object): concept id}`` of the two-part concepts of a pair space."""
     out = {}
-    for i, parts in enumerate(space.parts):
+    for i, parts in enumerate(getattr(space, "parts", ())):  # a program space has no parts: no pairs
         roles = [r for r, _ in parts]
         if roles == ["attribute", "object"]:
             out[(parts[0][1], parts[1][1])] = i

@@ -79,7 +79,7 @@ ARRAYS = {
     "test_signatures.npy": ("test_signatures", (np.uint64,), 2),
 }
 FILES = ("concepts.jsonl", "items.json", "vocabulary.json", *ARRAYS)
-_TOKEN = re.compile(r"^\S+$")
+_SPEC_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*\.toml$")
 
 
 class ExtensionSpaceError(BayesConceptsError):
@@ -345,8 +345,10 @@ class ExtensionSpace:
         comps = [f"{parts[a]} {parts[b]}" for a in range(len(parts)) for b in range(a + 1, len(parts))]
         return parts, comps
 
-    # The cached per-scene index, class representatives and test-bank index, signature(),
-    # synonyms() and log_prior() read only fields both kinds share: one definition.
+    # The cached per-scene index, class representatives and test-bank indexes, signature(),
+    # synonyms() and log_prior() read only fields both kinds share: one definition, in
+    # HypothesisSpace.  Those named here are bound explicitly; any other public method that
+    # HypothesisSpace defines (a newer index the oracles read, say) is found by __getattr__.
     signature = HypothesisSpace.signature
     synonyms = HypothesisSpace.synonyms
     scene_concepts = HypothesisSpace.scene_concepts
@@ -354,6 +356,12 @@ class ExtensionSpace:
     test_bank_index = HypothesisSpace.test_bank_index
     manifest_sha256 = HypothesisSpace.manifest_sha256
     log_prior = HypothesisSpace.log_prior
+
+    def __getattr__(self, name):
+        fn = HypothesisSpace.__dict__.get(name) if not name.startswith("_") else None
+        if callable(fn) and not isinstance(fn, (classmethod, staticmethod)):
+            return fn.__get__(self, type(self))
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, ExtensionSpace):
@@ -479,6 +487,9 @@ class ExtensionSpace:
     # ------------------------------------------------------------------ store
     def save(self, path, overwrite: bool = False) -> Path:
         """Write the space to directory ``path`` atomically; returns the path."""
+        bad = [f for f in self.spec_files if not _SPEC_FILE.match(f)]
+        if bad:
+            raise ExtensionSpaceError(f"spec_files: {bad[0]!r} is not a plain file name ending in .toml")
         path, partial = _store.start_directory(path, overwrite)
         lines = [json.dumps({"id": i, "description": d, "parts": [list(x) for x in self.parts[i]],
                              "length": int(self.lengths[i]), "log_prob": float(self.log_pcfg[i]),
@@ -531,32 +542,57 @@ class ExtensionSpace:
                   for name, (attr, dtypes, ndim) in ARRAYS.items()}
         rows = {k: [] for k in ("description", "parts", "length", "log_prob", "count", "synonym_class")}
         cfile = path / "concepts.jsonl"
-        for lineno, line in enumerate(cfile.read_text(encoding="utf-8").splitlines(), 1):
+        c = manifest["counts"]
+        check = _store._check_field
+        for lineno, line in enumerate(_store._read_text(cfile).splitlines(), 1):
             try:
                 row = json.loads(line)
+                if not isinstance(row, dict):
+                    raise ValueError("not a JSON object")
                 if row["id"] != lineno - 1:
-                    raise ValueError(f"id {row['id']} out of order")
+                    raise ValueError(f"id {row['id']!r} out of order")
+                check(row, "description", str)
+                check(row, "parts", list)
+                check(row, "length", int, 0, 32767)
+                check(row, "log_prob", (int, float), -np.inf, np.inf)
+                check(row, "count", int, 0, c["scenes"])
+                check(row, "synonym_class", int, 0, max(c["synonym_classes"] - 1, 0))
+                if not all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x)
+                           for x in row["parts"]):
+                    raise ValueError("parts: expected a list of [role, value] string pairs")
                 for k in rows:
                     rows[k].append(row[k])
-            except (ValueError, KeyError, TypeError) as exc:
-                raise _store.SpaceError(f"{cfile} line {lineno}: {exc}") from None
+            except (ValueError, KeyError, TypeError, RecursionError) as exc:
+                raise _store.SpaceError(f"{cfile} line {lineno}: {str(exc)[:200]}") from None
         try:
-            item_names = json.loads((path / "items.json").read_text(encoding="utf-8"))
-            vocab = json.loads((path / "vocabulary.json").read_text(encoding="utf-8"))
+            item_names = json.loads(_store._read_text(path / "items.json"))
+            vocab = json.loads(_store._read_text(path / "vocabulary.json"))
+            if not isinstance(item_names, list) or not all(isinstance(x, str) for x in item_names):
+                raise ValueError("items.json: expected a list of item names")
             schema = _schema_from_dict(vocab["schema"])
             v = vocab["vocabulary"]
             vocabulary = Vocabulary(dict(v["token_kinds"]), tuple(v["roles"]), v.get("source", Vocabulary.source))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise _store.SpaceError(f"{path}: items.json or vocabulary.json is damaged ({exc})") from None
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            raise _store.SpaceError(f"{path}: items.json or vocabulary.json is damaged ({str(exc)[:200]})") from None
         n = len(rows["description"])
-        c = manifest["counts"]
-        if (n != c["concepts"] or arrays["signatures"].shape[0] != n or arrays["test_signatures"].shape[0] != n
-                or arrays["scene_codes"].shape[0] != c["scenes"] or len(item_names) != c["scenes"]
-                or arrays["scene_codes"].shape[2] != schema.n_attributes
-                or len(arrays["test_scene_ids"]) != c["test_bank"]
+        codes = arrays["scene_codes"]
+        if (n != c["concepts"] or arrays["signatures"].shape != (n, -(-c["scenes"] // 64))
+                or arrays["test_signatures"].shape != (n, -(-c["test_bank"] // 64))
+                or codes.shape[0] != c["scenes"] or len(item_names) != c["scenes"] or codes.shape[1] != 1
+                or codes.shape[2] != schema.n_attributes
+                or len(arrays["test_scene_ids"]) != c["test_bank"] or len(arrays["test_drawn_for"]) != c["test_bank"]
                 or (n and int(np.max(rows["synonym_class"])) + 1 != c["synonym_classes"])):
             raise _store.SpaceError(f"{path}: file sizes disagree with manifest.json counts")
-        specs = {name.split("/", 1)[1]: (path / name).read_text(encoding="utf-8")
+        if codes.size:
+            lo, hi = codes.min(axis=(0, 1)), codes.max(axis=(0, 1))
+            for k, attr in enumerate(schema.attributes):
+                if lo[k] < 0 or hi[k] >= attr.n_values:
+                    raise _store.SpaceError(f"{path / 'scenes.npy'}: item label {attr.name!r} has codes outside "
+                                            f"0..{attr.n_values - 1}")
+        ids, drawn = arrays["test_scene_ids"], arrays["test_drawn_for"]
+        if len(ids) and (ids.min() < 0 or ids.max() >= c["scenes"] or drawn.min() < 0 or drawn.max() >= n):
+            raise _store.SpaceError(f"{path / 'test_scene_ids.npy'} or test_drawn_for.npy: ids out of range")
+        specs = {name.split("/", 1)[1]: _store._read_text(path / name)
                  for name in manifest["files"] if name.startswith("splits/")}
         return cls(descriptions=rows["description"], parts=[tuple(tuple(x) for x in p) for p in rows["parts"]],
                    lengths=np.array(rows["length"], np.int16), log_pcfg=np.array(rows["log_prob"], np.float64),
