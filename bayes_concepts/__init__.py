@@ -34,6 +34,10 @@ _EXPORTS = {
     "SceneBank": ".scenes.bank", "SceneSchema": ".scenes.schema", "sample_scenes": ".scenes.samplers",
     "read_scenes_jsonl": ".scenes.io", "write_scenes_jsonl": ".scenes.io", "load_clevr_scenes": ".scenes.io",
     "evaluate_programs": ".engine.executor", "evaluate": ".engine.interpreter",
+    # modalities: scenes as pictures and sounds
+    "render_scenes": ".scenes.render", "object_masks": ".scenes.render", "render_scene_png": ".scenes.render",
+    "synthesize_scenes": ".scenes.sound", "SoundSettings": ".scenes.sound", "log_mel_spectrogram": ".scenes.sound",
+    "write_wav": ".scenes.sound",
     # splits and episodes
     "Split": ".splits", "load_splits": ".splits", "curi_splits": ".splits", "make_split": ".splits",
     "make_splits": ".splits", "load_spec": ".splits", "split_from_predicate": ".splits",
