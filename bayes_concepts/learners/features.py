@@ -103,8 +103,15 @@ def scene_codes(space, scenes, schema: SceneSchema | None = None) -> np.ndarray:
     from .protocol import LearnerError, split_scene_input
     kind, items = split_scene_input(scenes)
     if kind == "ids":
-        if items.size and (items.min() < 0 or items.max() >= space.n_scenes):
-            bad = int(items[(items < 0) | (items >= space.n_scenes)][0])
-            raise LearnerError(f"scenes: scene id {bad} is not in the scene bank (0..{space.n_scenes - 1})")
-        return np.asarray(space.scene_codes[items])
+        return np.asarray(space.scene_codes[scene_ids(space, items)])
     return scenes_to_codes(items, schema or space.schema)[0]
+
+
+def scene_ids(space, ids) -> np.ndarray:
+    """``ids`` as int64 (n,), checked to be scene-bank ids of ``space``."""
+    from .protocol import LearnerError
+    ids = np.asarray(ids, np.int64).reshape(-1)
+    if ids.size and (ids.min() < 0 or ids.max() >= space.n_scenes):
+        bad = int(ids[(ids < 0) | (ids >= space.n_scenes)][0])
+        raise LearnerError(f"scenes: scene id {bad} is not in the scene bank (0..{space.n_scenes - 1})")
+    return ids

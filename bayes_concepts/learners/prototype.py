@@ -15,6 +15,7 @@ embeddings.  Subclasses define :meth:`PrototypeLearner.embed_codes`.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 from scipy.special import expit
 
@@ -24,6 +25,68 @@ from .scoring import ap_on_test_bank, query_metrics
 
 #: episodes per block of the test-bank score matrix (block × T float32 in memory)
 EPISODE_BLOCK = 256
+_TILE = 1024  # scenes per tile of the logit kernel (its accumulators stay in L1/L2)
+_ROWS = 8  # support sets per work item of the logit kernel
+
+
+@numba.njit(parallel=True, cache=True)
+def _logits_kernel(emb_t, w, b, scale, out):
+    """out[e, t] = (Σ_d w[e, d]·emb_t[d, t] + b[e]) / scale[e], the sum taken in order d = 0, 1, ...
+    for every element (vectorised across t only), so a scene's logit does not depend on
+    which other scenes or support sets share the call."""
+    n_dim, n = emb_t.shape
+    n_rows = w.shape[0]
+    n_tiles = (n + _TILE - 1) // _TILE
+    n_groups = (n_rows + _ROWS - 1) // _ROWS
+    for job in numba.prange(n_tiles * n_groups):
+        t0 = (job % n_tiles) * _TILE
+        m = min(n, t0 + _TILE) - t0
+        e0 = (job // n_tiles) * _ROWS
+        k = min(n_rows, e0 + _ROWS) - e0
+        acc = np.zeros((_ROWS, _TILE), out.dtype)  # a private buffer: no aliasing, so the t loop vectorises
+        for d in range(n_dim):
+            src = emb_t[d, t0: t0 + m]
+            for i in range(k):
+                wd = w[e0 + i, d]
+                a = acc[i]
+                for t in range(m):
+                    a[t] += wd * src[t]
+        for i in range(k):
+            for t in range(m):
+                out[e0 + i, t0 + t] = (acc[i, t] + b[e0 + i]) / scale[e0 + i]
+
+
+@numba.njit(parallel=True, cache=True)
+def _episode_logits_kernel(query, w, b, scale, out):
+    """out[e, j] = (Σ_d w[e, d]·query[e, j, d] + b[e]) / scale[e], summed in the same order as
+    :func:`_logits_kernel` (so both give identical values for identical inputs)."""
+    for e in numba.prange(query.shape[0]):
+        for j in range(query.shape[1]):
+            out[e, j] = 0.0  # accumulate in out's dtype, as the other kernel does
+            for d in range(query.shape[2]):
+                out[e, j] += w[e, d] * query[e, j, d]
+            out[e, j] = (out[e, j] + b[e]) / scale[e]
+
+
+def prototype_logits(emb: np.ndarray, w: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Logits of scenes with embeddings ``emb`` (n, D) under support sets (w (E, D), b, scale (E,)):
+    (E, n) in the dtype of ``w``, each a sum in a fixed order (batch-independent)."""
+    dtype = w.dtype
+    out = np.empty((len(w), len(emb)), dtype)
+    if len(w) and len(emb):
+        _logits_kernel(np.ascontiguousarray(emb.T, dtype), np.ascontiguousarray(w), b.astype(dtype),
+                       scale.astype(dtype), out)
+    return out
+
+
+def episode_logits(query: np.ndarray, w: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Logits of each episode's own scenes: query (E, Q, D) -> (E, Q), as :func:`prototype_logits`."""
+    dtype = w.dtype
+    out = np.empty(query.shape[:2], dtype)
+    if out.size:
+        _episode_logits_kernel(np.ascontiguousarray(query, dtype), np.ascontiguousarray(w), b.astype(dtype),
+                               scale.astype(dtype), out)
+    return out
 
 
 def prototypes(support: np.ndarray, labels: np.ndarray):
@@ -104,10 +167,7 @@ class PrototypeLearner:
 
     def logits(self, emb: np.ndarray, w: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
         """logit of every scene under every support set: float (E, n) from embeddings (n, D)."""
-        out = w @ emb.T
-        out += b[:, None]
-        out /= scale[:, None]
-        return out
+        return prototype_logits(emb, w, b, scale)
 
     def decision_function(self, scenes) -> np.ndarray:
         """logit p(y = 1 | u, support) per scene: float64 (n,)."""
@@ -134,9 +194,7 @@ class PrototypeLearner:
         support = emb[inverse[: e_count * k]].reshape(e_count, k, -1)
         query = emb[inverse[e_count * k:]].reshape(e_count, kq, -1)
         w, b, scale = self.weights(support, episodes.support_labels)
-        logits = np.concatenate([self.logits(query[e], w[e: e + 1], b[e: e + 1], scale[e: e + 1])
-                                 for e in range(e_count)]) if e_count else np.zeros((0, kq))
-        query_pred = expit(logits.astype(np.float64))
+        query_pred = expit(episode_logits(query, w, b, scale).astype(np.float64))
         bank = self.bank_embedding()
         ap = np.empty(e_count)
         concepts = np.asarray(episodes.concept, np.int64)

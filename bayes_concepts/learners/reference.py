@@ -19,8 +19,8 @@ import zlib
 import numpy as np
 
 from ..registry import Registry
-from .features import bag_of_values, scene_codes
-from .protocol import LearnerError, check_labels
+from .features import bag_of_values, scene_codes, scene_ids
+from .protocol import LearnerError, check_labels, split_scene_input
 from .prototype import PrototypeLearner
 
 #: Learners that need no training, by name: ``factory(space, seed=0) -> learner``.
@@ -65,11 +65,20 @@ class RandomLearner:
         self.seed = int(seed)
         self.name = name
         self._key = None
+        self._bank_hashes = None
+
+    def _hashes(self, scenes) -> np.ndarray:
+        kind, items = split_scene_input(scenes)
+        if kind == "dicts":
+            return scene_hashes(scene_codes(self.space, items))
+        if self._bank_hashes is None:  # every bank scene hashed once
+            self._bank_hashes = scene_hashes(np.asarray(self.space.scene_codes))
+        return self._bank_hashes[scene_ids(self.space, items)]
 
     def fit(self, scenes, labels) -> "RandomLearner":
-        codes = scene_codes(self.space, scenes)
-        y = check_labels(labels, len(codes))
-        support = np.sort(scene_hashes(codes) ^ (y.astype(np.uint64) * _GOLDEN))
+        hashes = self._hashes(scenes)
+        y = check_labels(labels, len(hashes))
+        support = np.sort(hashes ^ (y.astype(np.uint64) * _GOLDEN))
         crc = zlib.crc32(support.tobytes())
         self._key = np.random.SeedSequence([self.seed, crc]).generate_state(1, np.uint64)[0]
         return self
@@ -79,7 +88,7 @@ class RandomLearner:
         if self._key is None:
             raise LearnerError(f"learner {self.name!r}: call fit() before predicting")
         with np.errstate(over="ignore"):
-            z = _mix(scene_hashes(scene_codes(self.space, scenes)) ^ self._key)
+            z = _mix(self._hashes(scenes) ^ self._key)
         return (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
     def __repr__(self):

@@ -107,6 +107,8 @@ def evaluate_by_protocol(learner, space, episodes, name: str = "learner", progre
     query_pred = np.empty((e_count, k))
     ap = np.empty(e_count)
     concepts = np.asarray(episodes.concept, np.int64)
+    block = max(1, min(256, (1 << 25) // max(1, len(bank_ids))))  # episodes whose bank scores are held at once
+    scores = np.empty((block, len(bank_ids)))
     for e in tqdm(range(e_count), disable=not progress, desc=name, unit="episode", leave=False):
         fitted = learner.fit(episodes.support_scenes[e], episodes.support_labels[e])
         if fitted is not learner:
@@ -115,8 +117,10 @@ def evaluate_by_protocol(learner, space, episodes, name: str = "learner", progre
         if (p < 0).any() or (p > 1).any():
             raise LearnerError(f"learner {name!r}, episode {e}: predict_proba returned values outside [0, 1]")
         query_pred[e] = p
-        scores = _vector(rank(bank_ids), len(bank_ids), "the test-bank ranking", name, e)
-        ap[e] = ap_on_test_bank(space, scores[None, :], concepts[e: e + 1])[0]
+        scores[e % block] = _vector(rank(bank_ids), len(bank_ids), "the test-bank ranking", name, e)
+        if e % block == block - 1 or e == e_count - 1:
+            lo = e - e % block
+            ap[lo: e + 1] = ap_on_test_bank(space, scores[: e + 1 - lo], concepts[lo: e + 1])
     out = {"ap": ap, "query_pred": query_pred, "posterior_entropy": np.full(e_count, np.nan),
            "empty": np.zeros(e_count, bool)}
     out["cba"], out["predictive_entropy"] = np.empty(e_count), np.empty(e_count)
