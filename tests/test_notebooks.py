@@ -10,8 +10,8 @@ from nbclient import NotebookClient
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_three_notebooks():
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_"]
+def test_there_are_four_notebooks():
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
