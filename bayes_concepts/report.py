@@ -155,10 +155,11 @@ def _axes(ax, size=(5.5, 4.0)):
 
 
 def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compound_divergence",
-                           gap: str = "map_gap_hard", hue: str | None = None) -> pd.DataFrame:
+                           gap: str = "map_gap_hard", hue: str | None = None, xlim=(-0.03, 1.08)) -> pd.DataFrame:
     """Scatter of the comp gap (``gap``, with its 95 % interval as error bars when the frame
     has ``<gap>_lo``/``_hi``) against a divergence, one labelled point per split; ``hue``: a
-    column whose values colour the points (e.g. the benchmark).  Returns the drawn points."""
+    column whose values colour the points (e.g. the benchmark); ``xlim``: the divergence axis
+    (default the whole [0, 1]).  Returns the drawn points."""
     import seaborn as sns
     from .plots import _style, split_label
     data = df.copy()
@@ -174,23 +175,56 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
                 err = np.vstack([d[gap] - d[f"{gap}_lo"], d[f"{gap}_hi"] - d[gap]])
             ax.errorbar(d[divergence], d[gap], yerr=err, fmt="o", color=palette[g], ecolor=palette[g],
                         elinewidth=1, capsize=2, markersize=6, label=None if g is None else str(g))
-        span = max(1e-9, float(np.nanmax(data[gap]) - np.nanmin(data[gap])) if len(data) else 1.0)
-        stacked = {}  # points that (nearly) coincide get their labels stacked instead of overprinted
-        for x, y, t in zip(data[divergence], data[gap], data["label"]):
-            key = (round(float(x) / 0.03), round(float(y) / (0.04 * span)))
-            k = stacked.get(key, 0)
-            stacked[key] = k + 1
-            right = float(x) > 0.75  # labels of points near the right edge go to their left
-            ax.annotate(t, (x, y), xytext=(-5 if right else 5, 3 - 10 * k), textcoords="offset points", fontsize=8,
-                        ha="right" if right else "left")
+        ax.set_xlim(*xlim)
+        ax.set_ylim(min(-4.0, float(np.nanmin(data[gap])) - 4), max(100.0, float(np.nanmax(data[gap])) + 4))
+        _place_labels(ax, data[divergence].to_numpy(float), data[gap].to_numpy(float), list(data["label"]),
+                      right_of=xlim[0] + 0.75 * (xlim[1] - xlim[0]))
         ax.set_xlabel({"compound_divergence": "compound divergence", "atom_divergence": "atom divergence"}
                       .get(divergence, divergence))
         ax.set_ylabel(_gap_label(gap))
-        ax.set_xlim(-0.03, 1.08)
         if hue:
             ax.legend(fontsize=8, loc="best")
     return data[["split", "label", divergence, gap] + ([hue] if hue else [])
                 + [c for c in (f"{gap}_lo", f"{gap}_hi") if c in data]].reset_index(drop=True)
+
+
+def _place_labels(ax, xs, ys, labels, right_of: float, fontsize: float = 8.0):
+    """Label each point so that no label overprints another label or a point: candidate
+    places right/left and above/below the point are tried, then places further down, and
+    the first free one is taken (boxes estimated from the font size, in points).  Points
+    right of ``right_of`` try their left side first."""
+    scale = 72.0 / ax.figure.dpi  # display pixels -> points
+    pts = ax.transData.transform(np.column_stack([xs, ys])) * scale
+    h = fontsize * 1.2
+    markers = [(px - 4, py - 4, px + 4, py + 4) for px, py in pts]
+    placed = []
+
+    frame = ax.get_window_extent().get_points() * scale  # the axes, in points: labels stay inside
+
+    def free(box):
+        inside = box[0] >= frame[0, 0] and box[2] <= frame[1, 0] and box[1] >= frame[0, 1] and box[3] <= frame[1, 1]
+        return inside and all(box[2] <= b[0] or box[0] >= b[2] or box[3] <= b[1] or box[1] >= b[3]
+                              for b in placed + markers)
+
+    done = set()
+    for j in np.argsort(-np.asarray(ys), kind="stable"):
+        px, py = pts[j]
+        key = (labels[j], round(px), round(py))
+        if key in done:  # the same label at the same place (e.g. Instance IID of two benchmarks): once
+            continue
+        done.add(key)
+        w = 0.55 * fontsize * len(labels[j])
+        sides = (-1, 1) if xs[j] > right_of else (1, -1)
+        tries = [(side, dy) for dy in (2, -h - 2) for side in sides]
+        tries += [(side, -h - 2 - k * h) for k in range(1, 8) for side in sides]
+        for side, dy in tries + [(sides[0], 2)]:
+            x_left = px + 5 if side > 0 else px - 5 - w
+            box = (x_left, py + dy, x_left + w, py + dy + h)
+            if free(box):
+                break
+        placed.append(box)
+        ax.annotate(labels[j], (xs[j], ys[j]), xytext=(5 if side > 0 else -5, dy), textcoords="offset points",
+                    fontsize=fontsize, ha="left" if side > 0 else "right", va="bottom")
 
 
 def _gap_label(gap: str) -> str:
