@@ -128,6 +128,8 @@ class Program:
         # The mirror image of a prefix string is a postfix string of the mirrored tree,
         # except that a leading quantifier stays a quantifier.
         tokens = [t for t in given if t not in IGNORED]
+        if not tokens:
+            raise ProgramError("empty program (only 'lambda'/'S.')", _abbreviate(given), None)
         postfix = _prefix_to_postfix(tokens, grammar, _abbreviate(given))
         return cls.parse(postfix, grammar)
 
@@ -238,7 +240,19 @@ def _abbreviate(tokens: list) -> str:
     text = " ".join(tokens)
     if len(text) <= _SHOWN_CHARS:
         return text
-    return f"{text[:_SHOWN_CHARS // 2].rstrip()} … {text[-_SHOWN_CHARS // 4:].lstrip()} ({len(tokens):,} tokens)"
+    head, tail, used = [], [], 0
+    for t in tokens:
+        if used + len(t) > _SHOWN_CHARS // 2 and head:
+            break
+        head.append(t[:_SHOWN_CHARS // 2])
+        used += len(t) + 1
+    used = 0
+    for t in reversed(tokens[len(head):]):
+        if used + len(t) > _SHOWN_CHARS // 4 and tail:
+            break
+        tail.append(t[-(_SHOWN_CHARS // 4):])
+        used += len(t) + 1
+    return f"{' '.join(head)} … {' '.join(reversed(tail))} ({len(tokens):,} tokens)"
 
 
 def _describe(t: str) -> str:
