@@ -155,11 +155,13 @@ def _axes(ax, size=(5.5, 4.0)):
 
 
 def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compound_divergence",
-                           gap: str = "map_gap_hard", hue: str | None = None, xlim=(-0.03, 1.08)) -> pd.DataFrame:
+                           gap: str = "map_gap_hard", hue: str | None = None, xlim=(-0.03, 1.08),
+                           labelled=None) -> pd.DataFrame:
     """Scatter of the comp gap (``gap``, with its 95 % interval as error bars when the frame
     has ``<gap>_lo``/``_hi``) against a divergence, one labelled point per split; ``hue``: a
     column whose values colour the points (e.g. the benchmark); ``xlim``: the divergence axis
-    (default the whole [0, 1]).  Returns the drawn points."""
+    (default the whole [0, 1]); ``labelled``: bool per row, which points get a label (default
+    all).  Returns the drawn points."""
     import seaborn as sns
     from .plots import _style, split_label
     data = df.copy()
@@ -177,8 +179,9 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
                         elinewidth=1, capsize=2, markersize=6, label=None if g is None else str(g))
         ax.set_xlim(*xlim)
         ax.set_ylim(min(-4.0, float(np.nanmin(data[gap])) - 4), max(100.0, float(np.nanmax(data[gap])) + 4))
-        _place_labels(ax, data[divergence].to_numpy(float), data[gap].to_numpy(float), list(data["label"]),
-                      right_of=xlim[0] + 0.75 * (xlim[1] - xlim[0]))
+        keep = np.ones(len(data), bool) if labelled is None else np.asarray(labelled, bool)
+        _place_labels(ax, data[divergence].to_numpy(float)[keep], data[gap].to_numpy(float)[keep],
+                      list(data["label"][keep]), right_of=xlim[0] + 0.75 * (xlim[1] - xlim[0]))
         ax.set_xlabel({"compound_divergence": "compound divergence", "atom_divergence": "atom divergence"}
                       .get(divergence, divergence))
         ax.set_ylabel(_gap_label(gap))

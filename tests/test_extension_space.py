@@ -348,3 +348,20 @@ def test_items_as_json_lines(tmp_path, layout):
     assert again.items == layout.items and again.attributes == layout.attributes
     a, b = pair_space(again), pair_space(layout)
     assert a.descriptions == b.descriptions and np.array_equal(a.signatures, b.signatures)
+
+
+def test_scene_rows_of_ids_names_and_labelled_objects(space, layout):
+    from bayes_concepts.bits import unpack_bits
+    ids = [0, 5, 17]
+    by_id = space.scene_rows(ids)
+    assert np.array_equal(by_id, space.scene_concepts()[ids])
+    by_name = space.scene_rows([{"item": layout.items[j]} for j in ids])
+    by_labels = space.scene_rows([{"objects": [{"attribute": layout.attributes[j], "object": layout.objects[j]}]}
+                                  for j in ids])
+    assert np.array_equal(by_name, by_id) and np.array_equal(by_labels, by_id)
+    # an unseen combination of known labels: true for its attribute and its object alone
+    row = unpack_bits(space.scene_rows([{"objects": [{"attribute": "wet", "object": "car"}]}])[0], space.n_concepts)
+    assert {space.descriptions[i] for i in np.flatnonzero(row)} == {"wet", "car"} - {None} | (
+        {"wet car"} if space.find("wet car") is not None else set())
+    with pytest.raises(ExtensionSpaceError, match="scene 0: not an item of this space"):
+        space.scene_rows([{"item": "no such image"}])

@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bits import pack_bits
+from ..bits import pack_bits, unpack_bits
 from ..errors import BayesConceptsError
 from ..scenes.codes import codes_to_scene
 from ..scenes.schema import Attribute, SceneSchema
@@ -298,6 +298,34 @@ class ExtensionSpace:
     def items(self, i: int) -> np.ndarray:
         """int64: the item ids of concept ``i``'s extension."""
         return np.flatnonzero(self.signature(i))
+
+    def scene_rows(self, scenes) -> np.ndarray:
+        """Per-scene concept bitsets uint64 (n, ceil(n_concepts/64)) of scenes given as item ids,
+        or as dicts: ``{"item": name}`` (an item of the bank), or -- when the descriptions' roles
+        are the item labels, as in a pair space -- a one-object scene such as ``{"objects":
+        [{"attribute": "wet", "object": "dog"}]}``, on which a concept is true when every part
+        of its description matches the object's label.  A dict that is neither is an
+        :class:`ExtensionSpaceError` naming it."""
+        scenes = list(scenes)
+        if all(isinstance(x, (int, np.integer)) for x in scenes):
+            return self.scene_concepts()[np.asarray(scenes, np.int64)]
+        if getattr(self, "_item_index", None) is None:
+            self._item_index = {name: j for j, name in enumerate(self.item_names)}
+        labels = set(self.schema.names)
+        by_parts = all(r in labels for p in self.parts for r, _ in p)
+        rows = np.zeros((len(scenes), self.n_concepts), bool)
+        for k, sc in enumerate(scenes):
+            if isinstance(sc, (int, np.integer)):
+                rows[k] = unpack_bits(self.scene_concepts()[int(sc)], self.n_concepts)
+            elif isinstance(sc, dict) and sc.get("item") in self._item_index:
+                rows[k] = unpack_bits(self.scene_concepts()[self._item_index[sc["item"]]], self.n_concepts)
+            elif isinstance(sc, dict) and by_parts and isinstance(sc.get("objects"), list) and len(sc["objects"]) == 1:
+                obj = sc["objects"][0]
+                rows[k] = [all(str(obj.get(r)) == v for r, v in p) for p in self.parts]
+            else:
+                raise ExtensionSpaceError(f"scene {k}: not an item of this space (give an item id, {{'item': name}}"
+                                          + (", or one object with its labels" if by_parts else "") + ")")
+        return pack_bits(rows)
 
     def find(self, description) -> int | None:
         """Id of a description (string, tokens or a :class:`Description`), or None."""
