@@ -15,15 +15,22 @@ Subcommands::
     bayes-concepts figures RESULTS.nc --space DIR --out paper_figs/
     bayes-concepts demo                       the main job on the built-in demo space
 
-Bad input (a malformed program, a bad scene file) prints one line on stderr and
-exits with status 2.
+Bad input (a malformed program, a bad scene file, an option out of range, an output
+path that cannot be written) prints one line on stderr and exits with status 2, before
+any long computation; nothing is left half-written and nothing the toolkit did not write
+is deleted.  Output piped into ``head`` ends quietly.  Progress of long work goes to
+stderr: bars on a terminal, a line every 15 s when stderr is a file.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
+import os
 import sys
 import time
+from pathlib import Path
 
 from . import __version__
 from .errors import BayesConceptsError
@@ -32,6 +39,128 @@ from .errors import BayesConceptsError
 def _grammar(args):
     from .lot import curi_grammar, load_grammar
     return load_grammar(args.grammar) if args.grammar else curi_grammar()
+
+
+# ------------------------------------------------------------------ checking input early
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (as the toolkit's other errors)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _whole(minimum: int):
+    """argparse type: a whole number >= ``minimum``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+    parse.__name__ = "whole number"
+    return parse
+
+
+def _finite(text):
+    """argparse type: a finite float (no nan, inf or overflow)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _check_output_file(path, option: str):
+    """Raise unless a file can be written at ``path`` (checked before any computation)."""
+    p = Path(path)
+    if p.is_dir():
+        raise BayesConceptsError(f"{option} {path}: is a directory; give a file name")
+    parent = p.parent
+    if not parent.is_dir():
+        raise BayesConceptsError(f"{option} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BayesConceptsError(f"{option} {path}: cannot write into {parent} (permission denied)")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise BayesConceptsError(f"{option} {path}: the file exists and is not writable")
+
+
+def _check_output_dir(path, option: str):
+    """Raise unless directory ``path`` exists or can be created, and files can be written in it."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise BayesConceptsError(f"{option} {path}: exists and is not a directory")
+    first = p
+    while not first.exists():
+        first = first.parent
+    if not first.is_dir():
+        raise BayesConceptsError(f"{option} {path}: {first} is not a directory")
+    if not os.access(first, os.W_OK | os.X_OK):
+        raise BayesConceptsError(f"{option} {path}: cannot write into {first} (permission denied)")
+
+
+def _json_safe(value):
+    """``value`` with NaN and infinities as None and numpy scalars as Python numbers, so the
+    printed JSON is valid (the standard has no NaN)."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _print_json(value):
+    print(json.dumps(_json_safe(value), allow_nan=False, ensure_ascii=False))
+
+
+class _LogProgress:
+    """Stands in for stderr while a progress bar runs and stderr is not a terminal: the
+    bar's redraws (text starting with a carriage return) become one line every ``every``
+    seconds (the first at once); all other text passes through."""
+
+    def __init__(self, stream, every: float = 15.0):
+        self.stream, self.every, self.last = stream, every, -math.inf
+
+    def write(self, text):
+        if not text.startswith("\r"):
+            return self.stream.write(text)
+        line = text.strip("\r\n ")
+        now = time.monotonic()
+        if line and now - self.last >= self.every:
+            self.last = now
+            self.stream.write(line + "\n")
+            self.stream.flush()
+        return len(text)
+
+    def flush(self):
+        self.stream.flush()
+
+
+def _progress_output():
+    """A context manager to run work with progress bars in: on a terminal, nothing; else
+    stderr with the bars' redraws throttled into log lines."""
+    if sys.stderr.isatty():
+        return contextlib.nullcontext()
+    return contextlib.redirect_stderr(_LogProgress(sys.stderr))
+
+
+def _check_depth_option(grammar, max_depth):
+    from .lot.sampler import check_max_depth
+    try:
+        check_max_depth(grammar, max_depth)
+    except BayesConceptsError as exc:
+        raise BayesConceptsError(f"--max-depth {max_depth}: {exc}") from None
+
+
+def _log(msg):
+    print(msg, file=sys.stderr, flush=True)
 
 
 def cmd_explain(args) -> int:
@@ -90,6 +219,8 @@ def cmd_eval(args) -> int:
 def cmd_sample(args) -> int:
     from .lot import sample_programs
     g = _grammar(args)
+    if args.max_depth is not None:
+        _check_depth_option(g, args.max_depth)
     sample = sample_programs(args.n, g, seed=args.seed, max_depth=args.max_depth)
     for s, lp in zip(sample.strings(), sample.log_prob):
         print(f"{lp:.4f}\t{s}" if args.log_prob else s)
@@ -99,21 +230,29 @@ def cmd_sample(args) -> int:
 def cmd_demo(args) -> int:
     """The main job on the built-in default: build the demo space if missing, print the
     comp-gap table of all CURI splits (hard and easy negatives), write results and figures."""
-    from pathlib import Path
     from .engine.space import HypothesisSpace
+    from .engine.store import check_save_target
     from .gap import compute_gap, format_table, summarise
     from .oracles import OracleSettings
     from .results import save_results
     from .splits import curi_splits
     t0 = time.perf_counter()
     space_dir = Path(args.space)
-    if not (space_dir / "manifest.json").exists():
+    build = not (space_dir / "manifest.json").exists()
+    if build:  # an empty or missing directory, or an unfinished build of ours; never anything else
+        check_save_target(space_dir)
+    _check_output_file(args.out, "--out")
+    if args.figures:
+        _check_output_dir(args.figures, "--figures")
+    if build:
         print(f"building the demo space in {space_dir} (200,000 programs x 100,000 clevr scenes) ...", flush=True)
-        HypothesisSpace.build("demo", progress=sys.stderr.isatty()).save(space_dir, overwrite=space_dir.exists())
+        with _progress_output():
+            HypothesisSpace.build("demo", progress=True, log=_log).save(space_dir)
     space = HypothesisSpace.load(space_dir)
     print(f"{space}\n", flush=True)
-    ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, OracleSettings(), args.seed,
-                     progress=sys.stderr.isatty())
+    with _progress_output():
+        ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, OracleSettings(), args.seed,
+                         progress=True)
     print(format_table(summarise(ds, seed=args.seed)))
     save_results(ds, args.out)
     print(f"\nresults: {args.out}")
@@ -140,12 +279,13 @@ def _write_figures(ds, space, out, episode_split: str, seed: int = 0):
 
 def cmd_figures(args) -> int:
     from .results import load_results
+    _check_output_dir(args.out, "--out")
     ds = load_results(args.results)
     space = _load_space(args.space)
     sha = ds.attrs.get("space_manifest_sha256")
     if sha not in (None, "unsaved") and sha != space.manifest_sha256():
-        raise ValueError(f"{args.results} was computed on another space than {args.space} "
-                         "(space manifest hashes differ)")
+        raise BayesConceptsError(f"{args.results} was computed on another space than {args.space} "
+                                 "(space manifest hashes differ)")
     paths = _write_figures(ds, space, args.out, args.episode_split, args.seed)
     print(f"wrote {len(paths)} files to {args.out}:")
     for p in paths:
@@ -154,30 +294,38 @@ def cmd_figures(args) -> int:
 
 
 def cmd_space_build(args) -> int:
-    from pathlib import Path
     from .engine.space import HypothesisSpace
-    if Path(args.out).exists() and not args.force:
-        raise FileExistsError(f"{args.out} already exists (pass --force to replace it)")
-    t = time.perf_counter()
-    lines = []
-
-    def log(msg):
-        lines.append(msg)
-        print(msg, file=sys.stderr, flush=True)
-
-    progress = not args.quiet and sys.stderr.isatty()
+    from .engine.store import check_save_target
+    check_save_target(args.out, args.force)  # before the build: never delete what the toolkit did not write
     if args.programs:
         if args.samples is not None or args.max_depth is not None:
-            raise ValueError("--programs takes the programs from the file: --samples and --max-depth do not apply")
-        preset = _build_params(args.preset)
-        space = HypothesisSpace.from_programs(
-            args.programs, grammar=args.grammar, scenes=args.scenes or preset.get("scenes"),
-            scene_sampler=args.scene_sampler, scenes_from=args.scenes_from, seed=args.seed,
-            reject=not args.no_rejection, progress=progress, log=log)
-    else:
-        space = HypothesisSpace.build(args.preset, grammar=args.grammar, samples=args.samples, scenes=args.scenes,
-                                      scene_sampler=args.scene_sampler, scenes_from=args.scenes_from,
-                                      max_depth=args.max_depth, seed=args.seed, progress=progress, log=log)
+            raise BayesConceptsError("--programs takes the programs from the file: --samples and --max-depth do "
+                                     "not apply")
+        if not Path(args.programs).is_file():
+            raise BayesConceptsError(f"--programs {args.programs}: no such file")
+    elif args.max_depth is not None:
+        _check_depth_option(_grammar(args), args.max_depth)
+    for f in args.scenes_from or ():
+        if not Path(f).is_file():
+            raise BayesConceptsError(f"--scenes-from {f}: no such file")
+    t = time.perf_counter()
+    log = _log  # stage summaries: also with --quiet, which only turns the progress bars off
+    with (contextlib.nullcontext() if args.quiet else _progress_output()):
+        if args.programs:
+            preset = _build_params(args.preset)
+            space = HypothesisSpace.from_programs(
+                args.programs, grammar=args.grammar, scenes=args.scenes or preset.get("scenes"),
+                scene_sampler=args.scene_sampler, scenes_from=args.scenes_from, seed=args.seed,
+                reject=not args.no_rejection, progress=not args.quiet, log=log)
+        else:
+            space = HypothesisSpace.build(args.preset, grammar=args.grammar, samples=args.samples,
+                                          scenes=args.scenes, scene_sampler=args.scene_sampler,
+                                          scenes_from=args.scenes_from, max_depth=args.max_depth, seed=args.seed,
+                                          progress=not args.quiet, log=log)
+    if space.n_concepts == 0:
+        stages = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in space.stages.items())
+        raise BayesConceptsError(f"no concept survives the build ({stages}): nothing written to {args.out}; "
+                                 "sample more programs or use more scenes")
     space.save(args.out, overwrite=args.force)
     st = space.stages
     print(f"built {args.out} in {time.perf_counter() - t:.1f} s")
@@ -204,10 +352,13 @@ def _histogram(values, edges):
 
 def cmd_space_info(args) -> int:
     import numpy as np
-    from .engine.space import HypothesisSpace
-    space = HypothesisSpace.load(args.dir, verify=not args.no_verify)
+    from .engine.store import load_space
+    space = load_space(args.dir, verify=not args.no_verify)
+    if getattr(space, "kind", "program") != "program":  # an extension space describes itself
+        print(json.dumps(space.info()) if args.json else "\n".join(space.summary_lines()))
+        return 0
     sizes = np.bincount(space.synonym_classes)
-    rate = space.counts / space.n_scenes
+    rate = space.counts / max(space.n_scenes, 1)
     length_hist = {int(l): int(c) for l, c in zip(*np.unique(space.lengths, return_counts=True))}
     rate_edges = [0, 1e-4, 1e-3, 1e-2, 0.05, 0.1000001]
     rate_hist = _histogram(rate, rate_edges)
@@ -217,19 +368,26 @@ def cmd_space_info(args) -> int:
             "length_histogram": length_hist,
             "firing_rate_histogram": {f"({rate_edges[i]:g}, {min(rate_edges[i + 1], 0.1):g}]": int(c)
                                       for i, c in enumerate(rate_hist)},
-            "synonym_class_size_histogram": size_hist}
+            "synonym_class_size_histogram": size_hist,
+            "manifest_sha256": space.manifest_sha256(), "checksums_verified": not args.no_verify}
     if args.json:
-        print(json.dumps(info))
+        _print_json(info)
         return 0
     print(f"{args.dir}: {space.n_concepts:,} concepts in {space.n_synonym_classes:,} synonym classes, "
           f"{space.n_scenes:,} scenes, test bank {space.test_bank.n_scenes:,} scenes")
     p = space.params
-    src = p.get("scene_sampler") or ", ".join(s["file"] for s in p.get("scenes_from", []))
-    print(f"built from {p['samples']:,} samples (seed {p['seed']}, depth <= {p['max_depth']}), scenes: {src}")
+    src = p.get("scene_sampler") or ", ".join(str(s.get("file")) for s in p.get("scenes_from") or [])
+    given = p.get("programs_from")
+    origin = (f"{given.get('programs', 0):,} given programs ({given.get('source')})" if isinstance(given, dict)
+              else f"{p.get('samples') or 0:,} samples")
+    depth = f", depth <= {p['max_depth']}" if p.get("max_depth") is not None else ""
+    print(f"built from {origin} (seed {p.get('seed')}{depth}), scenes: {src}")
+    print(f"manifest sha256 {info['manifest_sha256']} (recorded by results and episodes files)"
+          + ("" if not args.no_verify else "; file checksums NOT verified (--no-verify)"))
 
     def bars(title, hist):
         print(f"\n{title}")
-        top = max(hist.values()) if hist else 1
+        top = max(max(hist.values(), default=0), 1)
         for k, c in hist.items():
             print(f"  {str(k):>16}  {c:>7,}  {'#' * max(1 if c else 0, round(40 * c / top))}")
     bars("length (tokens)", length_hist)
@@ -241,12 +399,15 @@ def cmd_space_info(args) -> int:
 def cmd_space_show(args) -> int:
     from .engine.space import HypothesisSpace
     from .lot import Program
-    space = HypothesisSpace.load(args.dir, verify=False)
+    space = HypothesisSpace.load(args.dir, verify=not args.no_verify)
+    if args.no_verify:
+        print(f"(file checksums of {args.dir} not verified: --no-verify)", file=sys.stderr)
     what = " ".join(args.concept)
-    if what.isdigit():
+    if what.lstrip("-").isdigit():
         i = int(what)
         if not 0 <= i < space.n_concepts:
-            raise ValueError(f"concept id {i} out of range (the space has {space.n_concepts:,} concepts)")
+            raise BayesConceptsError(f"concept id {i} out of range (the space has {space.n_concepts:,} concepts, "
+                                     f"ids 0..{space.n_concepts - 1})")
     else:
         i = space.find(what)
         if i is None:
@@ -297,6 +458,7 @@ def cmd_splits(args) -> int:
 
 def cmd_episodes(args) -> int:
     from .episodes import sample_episodes
+    _check_output_file(args.out, "--out")
     space = _load_space(args.dir)
     split = _splits_for(space, [args.split], args.spec)[args.split]
     eps = sample_episodes(space, split, side=args.side, negatives=args.negatives, n=args.n, seed=args.seed,
@@ -320,8 +482,10 @@ def cmd_episodes_show(args) -> int:
     from .episodes import Episodes
     eps = Episodes.load(args.file)
     if not 0 <= args.index < len(eps):
-        raise ValueError(f"episode index {args.index} out of range ({len(eps)} episodes in {args.file})")
+        raise BayesConceptsError(f"episode index {args.index} out of range ({len(eps)} episodes in {args.file})")
     space = _load_space(args.space) if args.space else None
+    if space is not None:
+        eps.check_space(space, args.file)
     e, c = args.index, int(eps.concept[args.index])
     meta = eps.meta
     print(f"episode {e} of {args.file}: split {meta.get('split')}/{meta.get('side')}, {meta.get('negatives')} "
@@ -348,29 +512,52 @@ def cmd_episodes_show(args) -> int:
 
 def _settings(args):
     from .oracles import OracleSettings
-    return OracleSettings(prior=args.prior, beta=args.beta, likelihood=args.likelihood, epsilon=args.epsilon,
-                          weak_empty=args.weak_empty)
+    try:
+        return OracleSettings(prior=args.prior, beta=args.beta, likelihood=args.likelihood, epsilon=args.epsilon,
+                              weak_empty=args.weak_empty)
+    except BayesConceptsError:
+        raise
+    except ValueError as exc:  # "beta must be in [0, 1e6], got ..." names the field: name the option
+        raise BayesConceptsError(f"--{exc}") from None
+
+
+def _run_info(ds) -> dict:
+    """The run's settings from a results Dataset's attributes, for --json output: the oracle
+    settings as an object, the seed, episodes per cell, negatives and the space's hash."""
+    info = {}
+    for key, value in ds.attrs.items():
+        if isinstance(value, str) and value.startswith(("{", "[")):  # attributes holding JSON (settings, ...)
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        info["settings" if key == "oracle_settings" else key] = value
+    return info
 
 
 def cmd_gap(args) -> int:
     from .gap import compute_gap, format_table, summarise
     from .results import save_results
+    _settings(args)  # a bad --beta or --epsilon is an error before any work
+    if args.out:
+        _check_output_file(args.out, "--out")
     space = _load_space(args.dir)
     splits = _splits_for(space, [args.split] if args.split != "all" else None, args.spec)
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     t = time.perf_counter()
     from .learners import learners_for_gap
     learners = learners_for_gap(space, splits, args.learner, args.seed)
-    ds = compute_gap(space, splits, negatives, args.episodes, _settings(args), args.seed,
-                     query_negatives=args.query_negatives, hard_mode=args.hard_mode,
-                     progress=not args.json and sys.stderr.isatty(), learners=learners)
+    with _progress_output():
+        ds = compute_gap(space, splits, negatives, args.episodes, _settings(args), args.seed,
+                         query_negatives=args.query_negatives, hard_mode=args.hard_mode,
+                         progress=not args.json, learners=learners)
     rows = summarise(ds, seed=args.seed)
     if args.out:
         save_results(ds, args.out)
     if args.json:
         keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
                 "posterior_entropy", "predictive_entropy", "learners")
-        print(json.dumps({"results": [{k: r[k] for k in keep} for r in rows]}))
+        _print_json({**_run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
         return 0
     print(format_table(rows))
     print(f"\n{args.episodes:,} test episodes per cell; oracle settings {ds.attrs['oracle_settings']}; "
@@ -398,21 +585,40 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _check_consistent_labels(scenes, labels, where, settings):
+    """The same scene (the same objects, in any order) labelled both 1 and 0 fits no concept:
+    an error, unless the likelihood allows wrong labels (``noisy``) or the weak-empty policy
+    is not ``zero`` -- then a note on stderr."""
+    seen = {}
+    for i, (scene, label) in enumerate(zip(scenes, labels), 1):
+        key = tuple(sorted(json.dumps(o, sort_keys=True) for o in scene["objects"]))
+        j, other = seen.setdefault(key, (i, label))
+        if other != label:
+            text = (f"{where} lines {j} and {i}: the same scene is labelled {other} and {label}, so no concept fits "
+                    "the support")
+            if settings.likelihood == "noisy" or settings.weak_empty != "zero":
+                print(f"bayes-concepts: note: {text}", file=sys.stderr)
+                return
+            raise BayesConceptsError(f"{text} (every posterior probability would be 0); fix the labels, or model "
+                                     "label noise with --likelihood noisy")
+
+
 def cmd_posterior(args) -> int:
     from .oracles import strong_and_weak, Oracle
     from .scenes import read_scenes_jsonl
+    settings = _settings(args)
     space = _load_space(args.dir)
     schema = space.schema.with_max_objects(max(space.schema.max_objects, 10))
     support = read_scenes_jsonl(args.support, schema)
     if not support:
-        raise ValueError(f"{args.support}: no support scenes")
+        raise BayesConceptsError(f"{args.support}: no support scenes")
     labels = []
     for i, s in enumerate(support, 1):
-        if s.get("label") not in (0, 1):
-            raise ValueError(f"{args.support} line {i}: label: expected 0 or 1, got {s.get('label')!r}")
+        if s.get("label") not in (0, 1) or isinstance(s.get("label"), bool):
+            raise BayesConceptsError(f"{args.support} line {i}: label: expected 0 or 1, got {s.get('label')!r}")
         labels.append(s["label"])
+    _check_consistent_labels(support, labels, args.support, settings)
     query = read_scenes_jsonl(args.query, schema) if args.query else []
-    settings = _settings(args)
     hard = args.negatives == "hard"
     if args.split:
         split = _splits_for(space, [args.split], args.spec)[args.split]
@@ -430,7 +636,7 @@ def cmd_posterior(args) -> int:
                      "predictive": [float(v) for v in oracle.predict_proba(query)] if query else [],
                      "empty": bool(oracle.empty_), "n_concepts": int(len(ids))}
     if args.json:
-        print(json.dumps(out))
+        _print_json(out)
         return 0
     for name, r in out.items():
         print(f"{name} oracle: {r['n_concepts']:,} concepts fit the support" +
@@ -446,6 +652,7 @@ def cmd_audit(args) -> int:
     from .gap import format_audit
     from .report import audit_frame, audit_splits, format_audit_table, write_report
     from .splits import load_spec
+    _settings(args)  # a bad --beta or --epsilon is an error before any work
     space = _load_space(args.dir)
     if args.split:
         names = None if args.split == "all" else [args.split]
@@ -486,17 +693,18 @@ def _oracle_options(p):
     from .oracles import empty_policies, likelihoods, priors
     p.add_argument("--prior", choices=priors.names(), default="length",
                    help=f"prior over concepts ({_choices(priors)})")
-    p.add_argument("--beta", type=float, default=0.2, help="rate of the length prior per token (default 0.2)")
+    p.add_argument("--beta", type=_finite, default=0.2, help="rate of the length prior per token (default 0.2)")
     p.add_argument("--likelihood", choices=likelihoods.names(), default="size",
                    help=f"likelihood of the support labels ({_choices(likelihoods)})")
-    p.add_argument("--epsilon", type=float, default=0.05, help="label-noise rate of the noisy likelihood (default 0.05)")
+    p.add_argument("--epsilon", type=_finite, default=0.05,
+                   help="label-noise rate of the noisy likelihood, in (0, 0.5) (default 0.05)")
     p.add_argument("--weak-empty", choices=empty_policies.names(), default="zero",
                    help=f"what an oracle does when no concept fits the support ({_choices(empty_policies)})")
     p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="bayes-concepts", description="Bayesian oracles for compositional concept learning")
+    ap = _Parser(prog="bayes-concepts", description="Bayesian oracles for compositional concept learning")
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     ap.add_argument("--plugin", metavar="MODULE", action="append",
                     help="import MODULE first, so the priors, likelihoods, split rules, ... it registers are "
@@ -512,42 +720,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="evaluate programs on the scenes of a JSON Lines file")
     p.add_argument("program", nargs="+", help="one or more postfix programs, each quoted")
-    p.add_argument("--scenes", required=True, metavar="FILE.jsonl")
-    p.add_argument("--max-objects", type=int, default=5, help="most objects a scene may have (default 5; CLEVR: 10)")
+    p.add_argument("--scenes", required=True, metavar="FILE.jsonl", help="scenes, one JSON object per line")
+    p.add_argument("--max-objects", type=_whole(1), default=5,
+                   help="most objects a scene may have (default 5; CLEVR: 10)")
     p.add_argument("--json", action="store_true",
                    help='print {"<program>": [0, 1, ...]}; default: one line per scene, one label per program')
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("sample", help="draw programs from the grammar")
-    p.add_argument("--n", type=int, default=10)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-depth", type=int, default=None)
+    p.add_argument("--n", type=_whole(0), default=10, help="programs to draw (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    p.add_argument("--max-depth", type=_whole(1), default=None,
+                   help="maximum derivation depth, the start symbol at depth 0 (default: the grammar's, 6)")
     p.add_argument("--log-prob", action="store_true", help="print the PCFG log-probability before each program")
     p.set_defaults(func=cmd_sample)
 
     sp = sub.add_parser("space", help="build, inspect and browse hypothesis spaces").add_subparsers(
         dest="space_command", required=True)
     p = sp.add_parser("build", help="build a hypothesis space into directory OUT")
-    p.add_argument("out", metavar="OUT")
+    p.add_argument("out", metavar="OUT", help="directory to write: new, empty, or (with --force) a saved space")
     p.add_argument("--preset", choices=["demo", "paper"], default=None,
                    help="demo: 200,000 samples x 100,000 scenes; paper: CURI's 2,000,000 x 990,000 (default)")
-    p.add_argument("--samples", type=int, help="programs to sample from the grammar (default: the preset's)")
+    p.add_argument("--samples", type=_whole(1), help="programs to sample from the grammar (default: the preset's)")
     p.add_argument("--programs", metavar="FILE",
                    help="build from the programs in FILE (one per line; CURI's released strings accepted) "
                         "instead of sampling")
     p.add_argument("--no-rejection", action="store_true",
                    help="with --programs: keep programs the grammar's rejection rules would drop")
-    p.add_argument("--scenes", type=int, help="scenes in the sampled scene bank (default: the preset's)")
+    p.add_argument("--scenes", type=_whole(1), help="scenes in the sampled scene bank (default: the preset's)")
     p.add_argument("--scene-sampler", choices=["clevr", "uniform"],
                    help="how scenes are sampled (default clevr: CLEVR's ground plane and camera)")
     p.add_argument("--scenes-from", nargs="+", metavar="FILE", help="JSON Lines (.jsonl) or CLEVR (.json) scene files")
-    p.add_argument("--max-depth", type=int, help="maximum derivation depth (default: the grammar's)")
+    p.add_argument("--max-depth", type=_whole(1), help="maximum derivation depth (default: the grammar's)")
     p.add_argument("--seed", type=int, help="master seed of the build (default 0)")
-    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument("--force", action="store_true",
+                   help="replace OUT if it is a saved space (a directory holding anything else is never deleted)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_space_build)
     p = sp.add_parser("from-pairs", help="the pair space of an attribute-object benchmark (CZSL layout) into OUT")
-    p.add_argument("out", metavar="OUT")
+    p.add_argument("out", metavar="OUT", help="directory to write the pair space to")
     p.add_argument("--items", required=True, metavar="FILE",
                    help="items: TSV with a header (item|image, attribute|attr, object|obj[, set]), or JSON Lines / "
                         "a JSON list of objects with those keys")
@@ -559,52 +770,57 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the test bank and the seen_kK splits (default 0)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.set_defaults(func=cmd_space_from_pairs)
-    p = sp.add_parser("info", help="summarise a space")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--no-verify", action="store_true", help="skip the checksum check")
+    p = sp.add_parser("info", help="summarise a space: counts, histograms, manifest sha256")
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-verify", action="store_true", help="skip the file checksum check (and say so)")
     p.set_defaults(func=cmd_space_info)
     p = sp.add_parser("show", help="show one concept by id or program")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("concept", nargs="+", metavar="ID|PROGRAM")
-    p.add_argument("--max-synonyms", type=int, default=20)
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    p.add_argument("concept", nargs="+", metavar="ID|PROGRAM", help="a concept id, or a program (quoted or as tokens)")
+    p.add_argument("--max-synonyms", type=_whole(0), default=20, help="synonyms to list (default 20)")
+    p.add_argument("--no-verify", action="store_true", help="skip the file checksum check (and say so)")
     p.set_defaults(func=cmd_space_show)
 
     p = sub.add_parser("splits", help="train/val/test sizes and synonym leakage of every split")
-    p.add_argument("dir", metavar="DIR")
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
     p.add_argument("--spec", nargs="+", metavar="FILE", help="extra split spec files (TOML)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the concept ids of every side as JSON")
     p.set_defaults(func=cmd_splits)
 
     p = sub.add_parser("episodes", help="sample episodes (or: episodes show FILE INDEX)")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("--split", required=True)
-    p.add_argument("--spec", nargs="+", metavar="FILE")
-    p.add_argument("--negatives", choices=["hard", "easy"], required=True)
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    p.add_argument("--split", required=True, help="the split whose concepts the episodes are drawn for")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
+    p.add_argument("--negatives", choices=["hard", "easy"], required=True,
+                   help="negatives of the support set: hard (true under a consistent alternative) or easy (random)")
     p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
                    help="negatives of the query set (default: as --negatives; random: CURI's released code)")
     _hard_mode_option(p)
-    p.add_argument("--n", type=int, required=True)
-    p.add_argument("--side", choices=["train", "val", "test"], default="test")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, metavar="FILE.npz")
+    p.add_argument("--n", type=_whole(1), required=True, help="episodes to draw")
+    p.add_argument("--side", choices=["train", "val", "test"], default="test",
+                   help="which concepts of the split (default test)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    p.add_argument("--out", required=True, metavar="FILE.npz", help="the episodes file to write")
     p.set_defaults(func=cmd_episodes)
 
     p = sub.add_parser("gap", help="the compositionality gap of splits: strong vs weak oracle")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("--split", default="all")
-    p.add_argument("--spec", nargs="+", metavar="FILE")
-    p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both")
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    p.add_argument("--split", default="all", help="one split, or 'all' (default)")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
+    p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both",
+                   help="support negatives: hard, easy or both (default)")
     p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
                    help="negatives of the query set (default: as --negatives; random: CURI's released code)")
     _hard_mode_option(p)
-    p.add_argument("--episodes", type=int, default=20_000)
+    p.add_argument("--episodes", type=_whole(1), default=20_000,
+                   help="test episodes per split and negatives (default 20,000)")
     p.add_argument("--learner", action="append", metavar="MODEL_DIR|NAME",
                    help="also score a trained model (scored on its training split) or a reference learner "
                         "(random, prototype) on the same episodes; repeatable")
     _oracle_options(p)
-    p.add_argument("--out", metavar="results.nc")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
+    p.add_argument("--json", action="store_true", help="print the table, the settings and the seed as JSON")
     p.set_defaults(func=cmd_gap)
 
     p = sub.add_parser("train", help="meta-train a neural baseline (CURI's prototypical networks) on a split")
@@ -633,41 +849,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("posterior", help="posterior and predictive of the oracles for a support set")
-    p.add_argument("dir", metavar="DIR")
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
     p.add_argument("--support", required=True, metavar="FILE.jsonl", help='scenes with a "label": 0|1 field')
-    p.add_argument("--query", metavar="FILE.jsonl")
-    p.add_argument("--split")
-    p.add_argument("--spec", nargs="+", metavar="FILE")
-    p.add_argument("--negatives", choices=["hard", "easy"], default="hard")
-    p.add_argument("--top", type=int, default=10, help="concepts to list (0: every concept with p > 0)")
+    p.add_argument("--query", metavar="FILE.jsonl", help="scenes to predict p(y = 1) for")
+    p.add_argument("--split", help="also the weak oracle of this split (default: the strong oracle over all concepts)")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
+    p.add_argument("--negatives", choices=["hard", "easy"], default="hard",
+                   help="how the support negatives were drawn (the size likelihood depends on it; default hard)")
+    p.add_argument("--top", type=_whole(0), default=10, help="concepts to list (0: every concept with p > 0)")
     _oracle_options(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_posterior)
 
     p = sub.add_parser("audit", help="audit splits: sizes, leakage, comp gap, coverage, entropies, divergences")
-    p.add_argument("dir", metavar="DIR")
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
     p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (default: the space's own splits)")
     p.add_argument("--split", help="audit only this split (or 'all'); default: the --spec splits, else all")
-    p.add_argument("--episodes", type=int, default=2000)
+    p.add_argument("--episodes", type=_whole(1), default=2000,
+                   help="test episodes per split and negatives (default 2000)")
     p.add_argument("--report", metavar="OUT.md|OUT.html",
                    help="also write a one-page difficulty report (Markdown with PNGs, or one HTML file)")
     _oracle_options(p)
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("figures", help="write the figures of a results file (PNG and PDF)")
-    p.add_argument("results", metavar="RESULTS.nc")
-    p.add_argument("--space", required=True, metavar="DIR")
-    p.add_argument("--out", default="paper_figs", metavar="DIR")
+    p.add_argument("results", metavar="RESULTS.nc", help="a results file written by gap --out or demo")
+    p.add_argument("--space", required=True, metavar="DIR", help="the space the results were computed on")
+    p.add_argument("--out", default="paper_figs", metavar="DIR", help="directory for the figures (default paper_figs)")
     p.add_argument("--episode-split", default="concept_iid", help="split of the episode view")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the episode view and bootstrap (default 0)")
     p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("demo", help="build the demo space if missing, print the comp-gap table, write results")
-    p.add_argument("--space", default="spaces/demo", metavar="DIR")
-    p.add_argument("--episodes", type=int, default=2000, help="test episodes per split and negatives")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="results.nc")
-    p.add_argument("--figures", default="paper_figs", metavar="DIR", help="'' to skip figures")
+    p.add_argument("--space", default="spaces/demo", metavar="DIR",
+                   help="the demo space; built here if it has no manifest.json and is missing or empty "
+                        "(default spaces/demo)")
+    p.add_argument("--episodes", type=_whole(1), default=2000,
+                   help="test episodes per split and negatives (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    p.add_argument("--out", default="results.nc", metavar="FILE.nc", help="results file to write (default results.nc)")
+    p.add_argument("--figures", default="demo_figs", metavar="DIR",
+                   help="directory for the figures (default demo_figs; '' to skip figures; "
+                        "'make figures' writes the committed paper_figs)")
     p.set_defaults(func=cmd_demo)
     return ap
 
@@ -701,6 +924,17 @@ def load_plugins(argv) -> list:
     return rest
 
 
+def _silence_stdout():
+    """After a broken pipe: point stdout at /dev/null, so that the interpreter's final flush
+    of what is still buffered does not fail a second time (with a message on stderr)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (tests capture it)
+        pass
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -709,19 +943,24 @@ def main(argv=None) -> int:
         print(f"bayes-concepts: error: {exc}", file=sys.stderr)
         return 2
     if argv[:2] == ["episodes", "show"]:  # 'episodes show FILE INDEX' next to 'episodes DIR ...'
-        p = argparse.ArgumentParser(prog="bayes-concepts episodes show")
-        p.add_argument("file", metavar="FILE.npz")
-        p.add_argument("index", type=int)
+        p = _Parser(prog="bayes-concepts episodes show", description="one episode of an episodes file")
+        p.add_argument("file", metavar="FILE.npz", help="an episodes file written by 'bayes-concepts episodes'")
+        p.add_argument("index", type=_whole(0), help="the episode's index (0-based)")
         p.add_argument("--space", metavar="DIR", help="the space the episodes came from (default: from --space)")
         args = p.parse_args(argv[2:])
         args.func = cmd_episodes_show
     else:
         args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return status
     except BayesConceptsError as exc:
         print(f"bayes-concepts: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into head & co.: stop quietly
+        _silence_stdout()
+        return 0
     except (FileExistsError, ValueError) as exc:
         print(f"bayes-concepts: error: {exc}", file=sys.stderr)
         return 2
@@ -729,9 +968,6 @@ def main(argv=None) -> int:
         name = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"bayes-concepts: error:{name}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # output piped into head & co.
-        sys.stderr.close()
-        return 0
     except KeyboardInterrupt:
         print("bayes-concepts: interrupted", file=sys.stderr)
         return 130
