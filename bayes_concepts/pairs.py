@@ -270,17 +270,20 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
     ``primitives``), then the pairs of train and test (sorted).  The space carries the
     seen-vs-unseen split spec as ``spec_files["unseen_pairs.toml"]``.
     """
-    attrs = np.array(layout.attributes, dtype=object)
-    objs = np.array(layout.objects, dtype=object)
-    attr_values = sorted(set(layout.attributes))
-    obj_values = sorted(set(layout.objects))
+    attr_values, attr_code = np.unique(np.array(layout.attributes, dtype=str), return_inverse=True)
+    obj_values, obj_code = np.unique(np.array(layout.objects, dtype=str), return_inverse=True)
+    attr_values, obj_values = attr_values.tolist(), obj_values.tolist()
+    a_index = {a: k for k, a in enumerate(attr_values)}
+    o_index = {o: k for k, o in enumerate(obj_values)}
     token = _tokens_of(attr_values, obj_values)
     pairs = sorted(set(layout.pairs["train"]) | set(layout.pairs["test"]))
     concepts = []  # (parts, mask)
     if primitives:
-        concepts += [(((("attribute", a),)), attrs == a) for a in attr_values]
-        concepts += [(((("object", o),)), objs == o) for o in obj_values]
-    concepts += [((("attribute", a), ("object", o)), (attrs == a) & (objs == o)) for a, o in pairs]
+        concepts += [(((("attribute", a),)), attr_code == k) for k, a in enumerate(attr_values)]
+        concepts += [(((("object", o),)), obj_code == k) for k, o in enumerate(obj_values)]
+    pair_code = attr_code * len(obj_values) + obj_code  # one integer per (attribute, object)
+    concepts += [((("attribute", a), ("object", o)), pair_code == a_index[a] * len(obj_values) + o_index[o])
+                 for a, o in pairs]
     n_values = {"attribute": len(attr_values), "object": len(obj_values)}
     params = {"kind": "pairs", "primitives": bool(primitives), "sources": layout.sources,
               "pairs": {k: len(v) for k, v in layout.pairs.items()}}
