@@ -448,7 +448,9 @@ def _splits_for(space, names=None, specs=None):
 def cmd_splits(args) -> int:
     from .splits import splits_json, splits_table
     space = _load_space(args.dir)
-    splits = _splits_for(space, specs=args.spec)
+    protocol = _protocol(args)
+    splits = (_protocol_splits(space, protocol, None, args.spec) if protocol is not None
+              else _splits_for(space, specs=args.spec))
     if args.json:
         print(json.dumps(splits_json(space, splits)))
     else:
@@ -542,15 +544,24 @@ def cmd_gap(args) -> int:
     if args.out:
         _check_output_file(args.out, "--out")
     space = _load_space(args.dir)
-    splits = _splits_for(space, [args.split] if args.split != "all" else None, args.spec)
+    protocol = _protocol(args)
+    names = [args.split] if args.split != "all" else None
+    splits = (_protocol_splits(space, protocol, names, args.spec) if protocol is not None
+              else _splits_for(space, names, args.spec))
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     t = time.perf_counter()
     from .learners import learners_for_gap
     learners = learners_for_gap(space, splits, args.learner, args.seed)
+    settings, query_negatives, hard_mode = (
+        (_settings(args), args.query_negatives, args.hard_mode) if protocol is None
+        else (protocol.settings, protocol.query_negatives, protocol.hard_mode))
     with _progress_output():
-        ds = compute_gap(space, splits, negatives, args.episodes, _settings(args), args.seed,
-                         query_negatives=args.query_negatives, hard_mode=args.hard_mode,
+        ds = compute_gap(space, splits, negatives, args.episodes, settings, args.seed,
+                         query_negatives=query_negatives, hard_mode=hard_mode,
                          progress=not args.json, learners=learners)
+    if protocol is not None:
+        ds.attrs["protocol"] = protocol.name
+        ds.attrs["protocol_info"] = json.dumps(protocol.info(), sort_keys=True)
     rows = summarise(ds, seed=args.seed)
     if args.out:
         save_results(ds, args.out)
@@ -560,7 +571,9 @@ def cmd_gap(args) -> int:
         _print_json({**_run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
         return 0
     print(format_table(rows))
-    print(f"\n{args.episodes:,} test episodes per cell; oracle settings {ds.attrs['oracle_settings']}; "
+    print(f"\n{args.episodes:,} test episodes per cell; "
+          + (f"protocol {protocol.name}; " if protocol is not None else "")
+          + f"oracle settings {ds.attrs['oracle_settings']}; "
           f"{time.perf_counter() - t:.1f} s" + (f"; results written to {args.out}" if args.out else ""))
     return 0
 
@@ -678,6 +691,44 @@ def cmd_space_from_pairs(args) -> int:
     return 0
 
 
+#: Oracle and episode options that a protocol fixes, with the parser's defaults.
+_PROTOCOL_FIXES = {"prior": "length", "beta": 0.2, "likelihood": "size", "epsilon": 0.05, "weak_empty": "zero",
+                   "query_negatives": None, "hard_mode": "union"}
+
+
+def _protocol_option(p):
+    from .protocols import protocols
+    p.add_argument("--protocol", choices=protocols.names(), default=None,
+                   help="compute as a named protocol: its nine splits, oracle settings and query negatives ("
+                        + _choices(protocols) + ")")
+
+
+def _protocol(args):
+    """The protocol named by --protocol (None without it); the options it fixes must be left alone."""
+    name = getattr(args, "protocol", None)
+    if name is None:
+        return None
+    from .protocols import protocols
+    given = [k for k, v in _PROTOCOL_FIXES.items() if hasattr(args, k) and getattr(args, k) != v]
+    if given:
+        raise ValueError(f"--protocol {name} fixes the oracle settings and negatives; drop "
+                         + ", ".join("--" + k.replace("_", "-") for k in given))
+    return protocols.get(name)
+
+
+def _protocol_splits(space, protocol, names=None, specs=None) -> dict:
+    """The protocol's splits (``names``, default all) plus any --spec files, treated by the protocol."""
+    from .splits import SplitSpecError, make_splits
+    own = {n: protocol.adapt(space, s) for n, s in make_splits(space, specs or ()).items()}
+    if names is None:
+        splits = protocol.splits(space)
+        clash = sorted(set(splits) & set(own))
+        if clash:
+            raise SplitSpecError(f"split name {clash[0]!r} is a split of protocol {protocol.name}; rename your split")
+        return {**splits, **own}
+    return {n: own[n] if n in own else protocol.splits(space, [n])[n] for n in names}
+
+
 def _choices(registry) -> str:
     from .registry import describe
     return "; ".join(f"{name}: {describe(obj)}" for name, obj in registry.items())
@@ -739,8 +790,10 @@ def build_parser() -> argparse.ArgumentParser:
         dest="space_command", required=True)
     p = sp.add_parser("build", help="build a hypothesis space into directory OUT")
     p.add_argument("out", metavar="OUT", help="directory to write: new, empty, or (with --force) a saved space")
-    p.add_argument("--preset", choices=["demo", "paper"], default=None,
-                   help="demo: 200,000 samples x 100,000 scenes; paper: CURI's 2,000,000 x 990,000 (default)")
+    p.add_argument("--preset", choices=["demo", "paper", "curi"], default=None,
+                   help="demo: 200,000 samples x 100,000 scenes; paper: CURI's 2,000,000 x 990,000 as the paper "
+                        "describes it (default); curi: the space of CURI's release (its grammar file, local "
+                        "retries at its depth, location bins 0..7, filter > 10 and < 10%%)")
     p.add_argument("--samples", type=_whole(1), help="programs to sample from the grammar (default: the preset's)")
     p.add_argument("--programs", metavar="FILE",
                    help="build from the programs in FILE (one per line; CURI's released strings accepted) "
@@ -785,6 +838,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("splits", help="train/val/test sizes and synonym leakage of every split")
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
     p.add_argument("--spec", nargs="+", metavar="FILE", help="extra split spec files (TOML)")
+    _protocol_option(p)
     p.add_argument("--json", action="store_true", help="print the concept ids of every side as JSON")
     p.set_defaults(func=cmd_splits)
 
@@ -815,6 +869,7 @@ def build_parser() -> argparse.ArgumentParser:
     _hard_mode_option(p)
     p.add_argument("--episodes", type=_whole(1), default=20_000,
                    help="test episodes per split and negatives (default 20,000)")
+    _protocol_option(p)
     p.add_argument("--learner", action="append", metavar="MODEL_DIR|NAME",
                    help="also score a trained model (scored on its training split) or a reference learner "
                         "(random, prototype) on the same episodes; repeatable")

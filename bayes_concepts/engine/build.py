@@ -26,20 +26,44 @@ from ..lot.grammar import Grammar, curi_grammar, load_grammar
 from ..lot.program import Program
 from ..lot.rejection import rejection_reason
 from ..lot.sampler import sample_programs
+from ..resources import data_file
 from ..scenes import SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_scenes, scenes_to_codes
 from .executor import compile_for, count, run
 from .plan import BankLayout
 from .test_bank import draw_test_bank
 
 #: Named build settings.  ``demo`` builds in seconds here and is what ``make demo`` and the
-#: tests use; ``paper`` is CURI's scale (2,000,000 samples, 990,000 scenes).
+#: tests use; ``paper`` is CURI's scale (2,000,000 samples, 990,000 scenes) read from the
+#: paper's text; ``curi`` reproduces the space of CURI's public release (DESIGN section 15):
+#: its grammar file (location values 0..8, a fourth rejection rule), its sampler (local
+#: retries, release depth 5, i.e. no nonterminal deeper than 4), location bins 0..7 and the
+#: open filter boundaries (> 10 scenes, < 10 %).
 PRESETS = {
     "demo": dict(samples=200_000, scenes=100_000, scene_sampler="clevr"),
     "paper": dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr"),
+    "curi": dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr", grammar_file="curi_release.pcfg",
+                 retries="local", max_depth=5, location_bins=(0, 7), filter_bounds="open"),
 }
 
+#: Build options beside the sizes and seeds:
+#:
+#: * ``retries``: ``"whole"`` redraws a failed derivation from the start symbol (the PCFG
+#:   conditioned on depth and on no constant-vs-constant comparison); ``"local"`` is the
+#:   release's sampler (:mod:`bayes_concepts.lot.local_retries`), whose ``max_depth`` counts
+#:   as the release counts it (a nonterminal *at* max_depth fails);
+#: * ``location_bins``: None (bins 1..8, the grammar's constants) or ``(first, last)`` for
+#:   the ``clevr`` scene sampler (the release's ``(0, 7)``, with a grammar whose location
+#:   values include 0);
+#: * ``filter_bounds``: ``"closed"`` keeps concepts true on >= ``min_count`` scenes and
+#:   <= ``max_rate`` of them; ``"open"`` (the release's) on > ``min_count`` and < ``max_rate``;
+#: * ``grammar_file``: a grammar of ``hypotheses/`` used when no grammar is given.
 DEFAULTS = dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr", max_depth=None, seed=0,
-                min_count=10, max_rate=0.10, test_positives=3)
+                min_count=10, max_rate=0.10, test_positives=3, retries="whole", location_bins=None,
+                filter_bounds="closed", grammar_file=None)
+#: Options recorded in a space's manifest only when they differ from DEFAULTS (so spaces built
+#: before they existed keep their manifests).
+_OPTIONAL_PARAMS = ("retries", "location_bins", "filter_bounds")
+FILTER_BOUNDS = ("closed", "open")
 
 
 def resolve_params(preset=None, **given) -> dict:
@@ -60,11 +84,11 @@ def _tqdm(progress):
     return bar
 
 
-def sample_stage(grammar, n, seed, max_depth, bar, log, stages) -> tuple:
+def sample_stage(grammar, n, seed, max_depth, bar, log, stages, retries="whole") -> tuple:
     """Sample ``n`` programs, dedupe, parse and apply the grammar's rejection rules.
 
     Returns (programs: list of Program, log_probs: list of float), in order of first draw."""
-    sample = sample_programs(int(n), grammar, seed=int(seed), max_depth=max_depth)
+    sample = sample_programs(int(n), grammar, seed=int(seed), max_depth=max_depth, retries=retries)
     rows = np.ascontiguousarray(sample.tokens)
     _, first = np.unique(rows.view(f"V{rows.shape[1]}").ravel(), return_index=True)
     first.sort()
@@ -112,7 +136,10 @@ def scene_bank_codes(p, scenes_from, schema, seed):
     if not scenes_from:
         if p["scene_sampler"] not in ("clevr", "uniform"):
             raise ValueError(f"unknown scene sampler {p['scene_sampler']!r} (expected 'clevr' or 'uniform')")
-        return sample_scenes(int(p["scenes"]), p["scene_sampler"], schema, seed=seed), None
+        return sample_scenes(int(p["scenes"]), p["scene_sampler"], schema, seed=seed,
+                             location_bins=p.get("location_bins")), None
+    if p.get("location_bins") is not None:
+        raise ValueError("location_bins applies to sampled scene banks, not to scenes read from files")
     codes, sources = [], []
     for f in scenes_from:
         f = Path(f)
@@ -138,9 +165,15 @@ def scene_bank_stage(p, scenes_from, grammar, seed) -> tuple:
     return SceneBank.from_codes(codes, schema), sources
 
 
-def firing_filter(counts, n_scenes, min_count, max_rate) -> np.ndarray:
-    """bool (n,): concepts true on at least ``min_count`` and at most ``max_rate`` of the scenes."""
-    return (counts >= int(min_count)) & (counts <= float(max_rate) * n_scenes)
+def firing_filter(counts, n_scenes, min_count, max_rate, bounds="closed") -> np.ndarray:
+    """bool (n,): concepts true on at least ``min_count`` and at most ``max_rate`` of the scenes
+    (``bounds="closed"``), or on more than ``min_count`` and less than ``max_rate``
+    (``"open"``, CURI's release: ``count > 10`` and ``count / N < 0.1``)."""
+    if bounds == "closed":
+        return (counts >= int(min_count)) & (counts <= float(max_rate) * n_scenes)
+    if bounds == "open":
+        return (counts > int(min_count)) & (counts / n_scenes < float(max_rate))
+    raise ValueError(f"filter_bounds must be one of {', '.join(map(repr, FILTER_BOUNDS))}, got {bounds!r}")
 
 
 def collapse_and_dedupe(programs, logp, counts, keep) -> tuple:
@@ -171,7 +204,7 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     times, stages = {}, {}
     t0 = time.perf_counter()
     if grammar is None:
-        grammar = curi_grammar()
+        grammar = load_grammar(data_file(p["grammar_file"])) if p.get("grammar_file") else curi_grammar()
     elif not isinstance(grammar, Grammar):
         grammar = load_grammar(grammar)
     grammar_text = Path(grammar.source).read_text(encoding="utf-8")
@@ -180,7 +213,8 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
 
     t = time.perf_counter()
     if programs is None:
-        programs, logp = sample_stage(grammar, p["samples"], seeds[0], p["max_depth"], bar, log, stages)
+        programs, logp = sample_stage(grammar, p["samples"], seeds[0], p["max_depth"], bar, log, stages,
+                                      p.get("retries", "whole"))
     else:
         texts = list(programs)
         programs, logp = given_programs_stage(texts, grammar, reject, programs_source or "<programs>", bar, log,
@@ -195,11 +229,13 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     plan = compile_for(programs, bank, grammar)
     counts = count(plan, bank, bank_rows=bank_rows)
     del plan
-    keep = firing_filter(counts, bank.n_scenes, p["min_count"], p["max_rate"])
+    bounds = p.get("filter_bounds", "closed")
+    keep = firing_filter(counts, bank.n_scenes, p["min_count"], p["max_rate"], bounds)
     stages["after_firing_filter"] = int(keep.sum())
     times["execute"] = time.perf_counter() - t
-    log(f"executed on {bank.n_scenes:,} scenes: {int(keep.sum()):,} true on >= {p['min_count']} and "
-        f"<= {p['max_rate']:.0%} of scenes")
+    lo, hi = (">=", "<=") if bounds == "closed" else (">", "<")
+    log(f"executed on {bank.n_scenes:,} scenes: {int(keep.sum()):,} true on {lo} {p['min_count']} and "
+        f"{hi} {p['max_rate']:.0%} of scenes")
 
     concepts, log_pcfg, kept_counts = collapse_and_dedupe(programs, logp, counts, keep)
     stages["after_collapse_dedupe"] = len(concepts)
@@ -225,6 +261,9 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
 
     params = {k: p[k] for k in ("samples", "scenes", "scene_sampler", "max_depth", "seed", "min_count",
                                 "max_rate", "test_positives")}
+    for k in _OPTIONAL_PARAMS:
+        if p.get(k, DEFAULTS[k]) != DEFAULTS[k]:
+            params[k] = list(p[k]) if k == "location_bins" else p[k]
     if sources is not None:
         params["scene_sampler"] = None
         params["scenes_from"] = sources

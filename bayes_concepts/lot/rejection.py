@@ -17,6 +17,10 @@ CURI's grammar names its three rules, in this order:
    and ``P(x)`` for the same property P (``S color? x color? exists=`` is trivially true
    for ∃).
 
+CURI's released hypotheses also lack every program of a fourth kind, registered as
+``non_x_set_quantifier_over_own_property`` (``non-x-S P? x P? exists=``/``for-all=``) and
+named by the release's grammar ``hypotheses/curi_release.pcfg``.
+
 A new rule is one registered function (register it before loading a grammar file
 that names it)::
 
@@ -72,6 +76,20 @@ def set_quantifier_over_own_property(program: Program) -> bool:
         if node.kind == "set_quantifier":
             lst, v = node.children
             if lst.children[0].op == "S" and _is_x_property(v, lst.op):
+                return True
+    return False
+
+
+@rejection_rules.register("non_x_set_quantifier_over_own_property")
+def non_x_set_quantifier_over_own_property(program: Program) -> bool:
+    """exists=/for-all= of P(S-x) against P(x), for the same property P (``non-x-S color? x
+    color? exists=``: some other object shares x's colour).  Not among the paper's rules, but
+    no such program occurs in CURI's released hypotheses (DESIGN section 15); named by
+    ``hypotheses/curi_release.pcfg``."""
+    for node in program.root.walk():
+        if node.kind == "set_quantifier":
+            lst, v = node.children
+            if lst.children[0].op == "non-x-S" and _is_x_property(v, lst.op):
                 return True
     return False
 

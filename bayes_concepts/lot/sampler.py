@@ -21,9 +21,12 @@ import numpy as np
 from ..errors import GrammarError
 from ..rng import next_uniform
 from .grammar import Grammar, GrammarTables, curi_grammar
+from .local_retries import RELEASE_RETRIES, sample_local_blocks, single_constant_productions
 from .program import MAX_PROGRAM_TOKENS
 
 PAD = 255
+#: Values of ``sample_programs(retries=...)``: redraw the whole program, or CURI's local retries.
+RETRIES = ("whole", "local")
 _BLOCK = 8192
 
 
@@ -332,11 +335,17 @@ def check_max_depth(grammar: Grammar, max_depth: int, max_len: int | None = None
 
 
 def sample_programs(n: int, grammar: Grammar | None = None, seed: int = 0, max_depth: int | None = None,
-                    max_len: int | None = None) -> ProgramSample:
+                    max_len: int | None = None, retries: str = "whole") -> ProgramSample:
     """Draw ``n`` programs (with repetitions) from ``grammar``'s PCFG.
 
     n: number of programs; seed: int seed; max_depth: maximum nonterminal depth
     (default the grammar's, 6 for CURI).  Returns a :class:`ProgramSample`.
+    retries: ``"whole"`` (default): a derivation deeper than ``max_depth`` or comparing two
+    constants is redrawn from the start symbol (the PCFG conditioned on both);
+    ``"local"``: CURI's released sampler (:mod:`bayes_concepts.lot.local_retries`): a failing
+    sub-derivation is re-expanded alone, up to 11 times, and ``max_depth`` counts as the
+    release counts it (a nonterminal *at* ``max_depth`` fails, so the release's "depth 6"
+    is ``retries="whole", max_depth=5``); ``attempts`` then counts start-symbol expansions.
     Raises :class:`~bayes_concepts.errors.GrammarError` at once when no program of the
     grammar can be drawn within ``max_depth`` (see :func:`check_max_depth`).
     """
@@ -344,12 +353,25 @@ def sample_programs(n: int, grammar: Grammar | None = None, seed: int = 0, max_d
     max_depth = grammar.max_depth if max_depth is None else max_depth
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a whole number >= 0, got {n!r}")
-    bound = check_max_depth(grammar, max_depth, max_len)
+    if retries not in RETRIES:
+        raise ValueError(f"retries must be one of {', '.join(map(repr, RETRIES))}, got {retries!r}")
+    if retries == "local" and not (isinstance(max_depth, (int, np.integer)) and max_depth >= 2):
+        raise ValueError(f"retries='local' needs max_depth >= 2 (the release's counting), got {max_depth!r}")
+    # the local sampler's deepest nonterminal sits at max_depth - 1 in the whole sampler's counting
+    try:
+        bound = check_max_depth(grammar, max_depth - (retries == "local"), max_len)
+    except GrammarError as exc:
+        if retries != "local":
+            raise
+        raise GrammarError(f"retries='local', max_depth {max_depth} counts one level more than the whole-program "
+                           f"sampler, whose terms follow: {exc}") from None
     max_depth = int(max_depth)
     max_len = bound if max_len is None else max_len
     t: GrammarTables = grammar.tables
     if len(t.tokens) >= PAD:
         raise ValueError(f"grammar has {len(t.tokens)} tokens; the sampler stores at most {PAD - 1}")
+    if retries == "local":
+        return _sample_local(n, grammar, seed, max_depth, max_len)
     n_blocks = max(1, -(-n // _BLOCK))
     sizes = np.full(n_blocks, _BLOCK, np.int64)
     sizes[-1] = n - _BLOCK * (n_blocks - 1)
@@ -363,3 +385,19 @@ def sample_programs(n: int, grammar: Grammar | None = None, seed: int = 0, max_d
                               t.token_is_comparison, max_depth, max_len, tokens, lengths, logp, depth)
     return ProgramSample(tokens, lengths, logp, depth, int(attempts), t.tokens)
 
+
+def _sample_local(n, grammar, seed, max_depth, max_len) -> ProgramSample:
+    """``sample_programs(..., retries="local")``: same blocks and seeds, the release's kernel."""
+    t: GrammarTables = grammar.tables
+    n_blocks = max(1, -(-n // _BLOCK))
+    sizes = np.full(n_blocks, _BLOCK, np.int64)
+    sizes[-1] = n - _BLOCK * (n_blocks - 1)
+    seeds = np.random.SeedSequence(seed).generate_state(n_blocks, np.uint64)
+    tokens = np.empty((n, max_len), np.uint8)
+    lengths = np.empty(n, np.int16)
+    logp = np.empty(n, np.float64)
+    depth = np.empty(n, np.int8)
+    attempts = sample_local_blocks(sizes, seeds, t.prod_start, t.prod_cumprob, t.prod_logp, t.rhs_start, t.rhs,
+                                   t.n_nonterminals, t.start_symbol, single_constant_productions(t), max_depth,
+                                   RELEASE_RETRIES, max_len, tokens, lengths, logp, depth)
+    return ProgramSample(tokens, lengths, logp, depth, int(attempts), t.tokens)

@@ -84,19 +84,21 @@ def project_points(xyz, *, location=CAMERA_LOCATION, width=IMAGE_WIDTH,
 
 
 def pixels_to_bins(px, py, n_x_bins: int = 8, n_y_bins: int = 8, *,
-                   width=IMAGE_WIDTH, height=IMAGE_HEIGHT):
+                   width=IMAGE_WIDTH, height=IMAGE_HEIGHT, first: int = 1):
     """Location bins of pixel coordinates.
 
     ``px``, ``py``: float or int arrays of the same shape (``py`` from the top).
     Returns ``(x_bin, y_bin)``, ``int64`` arrays of that shape with values in
-    ``1..n_x_bins`` and ``1..n_y_bins``:
-    ``floor(px * n_x_bins / width) + 1`` clipped, likewise for y.
+    ``first..first+n_x_bins-1`` and ``first..first+n_y_bins-1``:
+    ``floor(px * n_x_bins / width) + first`` clipped, likewise for y.  ``first=1``
+    (default) numbers the bins like the grammar's location constants 1..8; CURI's
+    release numbered them from 0 (``first=0``, DESIGN section 15).
     Non-finite coordinates raise ``ValueError``.
     """
     px = np.asarray(px, dtype=np.float64)
     py = np.asarray(py, dtype=np.float64)
     if not (np.isfinite(px).all() and np.isfinite(py).all()):
         raise ValueError("pixel coordinates must be finite")
-    bx = np.clip(np.floor(px * n_x_bins / width), 0, n_x_bins - 1).astype(np.int64) + 1
-    by = np.clip(np.floor(py * n_y_bins / height), 0, n_y_bins - 1).astype(np.int64) + 1
+    bx = np.clip(np.floor(px * n_x_bins / width), 0, n_x_bins - 1).astype(np.int64) + first
+    by = np.clip(np.floor(py * n_y_bins / height), 0, n_y_bins - 1).astype(np.int64) + first
     return bx, by

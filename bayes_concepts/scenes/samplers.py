@@ -159,11 +159,12 @@ def _check_n(n) -> int:
     return int(n)
 
 
-def clevr_schema_problems(schema: SceneSchema) -> list:
+def clevr_schema_problems(schema: SceneSchema, location_bins=None) -> list:
     """What keeps the ``clevr`` sampler from sampling ``schema``'s scenes (empty list: nothing).
 
     It needs an attribute ``size`` whose values all have a CLEVR radius
-    (:data:`CLEVR_RADII`) and attributes ``x`` and ``y`` with values ``1..n``.
+    (:data:`CLEVR_RADII`) and attributes ``x`` and ``y`` with values ``1..n`` (with
+    ``location_bins=(first, last)``: values that include ``first..last``).
     """
     names = schema.names
     missing = [a for a in ("size", "x", "y") if a not in names]
@@ -179,13 +180,29 @@ def clevr_schema_problems(schema: SceneSchema) -> list:
     for a in ("x", "y"):
         if a in names:
             values = list(schema.attribute(a).values)
-            if values != list(range(1, len(values) + 1)):
+            if location_bins is not None:
+                missing = [b for b in range(location_bins[0], location_bins[1] + 1) if b not in values]
+                if missing:
+                    problems.append(f"{a} values {values} lack the location bins {missing}")
+            elif values != list(range(1, len(values) + 1)):
                 problems.append(f"{a} values must be the bins 1..n, got {values}")
     return problems
 
 
+def _location_bins(location_bins) -> tuple | None:
+    if location_bins is None:
+        return None
+    try:
+        first, last = (int(b) for b in location_bins)
+    except (TypeError, ValueError):
+        raise ValueError(f"location_bins must be (first, last), e.g. (0, 7), got {location_bins!r}") from None
+    if not 0 <= first <= last:
+        raise ValueError(f"location_bins must satisfy 0 <= first <= last, got {location_bins!r}")
+    return first, last
+
+
 def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = None,
-                  seed=0) -> np.ndarray:
+                  seed=0, *, location_bins=None) -> np.ndarray:
     """Sample ``n`` scenes.
 
     Parameters
@@ -199,6 +216,12 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = N
         schema; ``clevr`` needs attributes ``size`` (values small/large), ``x`` and
         ``y`` (see :func:`clevr_schema_problems`).
     seed : int, SeedSequence or Generator
+    location_bins : (first, last), optional
+        ``clevr`` only: bin the image into ``last - first + 1`` columns and rows numbered
+        ``first..last`` (values of the ``x``/``y`` attributes; the default numbers them
+        ``1..n`` over all ``n`` values).  ``(0, 7)`` is CURI's release, whose bins run 0..7
+        while its grammar's location constants run 1..8 (``hypotheses/curi_release.pcfg``
+        declares the values 0..8 for that).
 
     Returns
     -------
@@ -209,8 +232,11 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = N
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r} (expected one of {', '.join(SAMPLERS)})")
     schema = default_schema() if schema is None else schema
+    location_bins = _location_bins(location_bins)
+    if location_bins is not None and sampler != "clevr":
+        raise ValueError(f"location_bins applies to the clevr sampler only, not {sampler!r}")
     if sampler == "clevr":
-        problems = clevr_schema_problems(schema)
+        problems = clevr_schema_problems(schema, location_bins)
         if problems:
             raise SceneError("the clevr sampler cannot sample this domain: " + "; ".join(problems)
                              + " (the uniform sampler samples any schema)")
@@ -227,16 +253,19 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = N
         codes[:, :, a] = rng.integers(0, attr.n_values, size=(n, S), dtype=np.int8)
 
     if sampler == "clevr":
-        _clevr_locations(codes, n_objects, schema, rng)
+        _clevr_locations(codes, n_objects, schema, rng, location_bins)
     codes[empty] = -1
     return codes
 
 
-def _clevr_locations(codes, n_objects, schema, rng) -> None:
+def _clevr_locations(codes, n_objects, schema, rng, location_bins=None) -> None:
     """Fill the x/y codes of ``codes`` in place (chunks of ``_CHUNK`` scenes)."""
     a_size = schema.attribute_index("size")
     a_x, a_y = schema.attribute_index("x"), schema.attribute_index("y")
     x_attr, y_attr = schema.attribute("x"), schema.attribute("y")
+    if location_bins is not None:
+        _binned_locations(codes, n_objects, schema, rng, location_bins)
+        return
     radius_of_code = np.array([CLEVR_RADII[v] for v in schema.attribute("size").values])
     n = codes.shape[0]
     for lo in range(0, n, _CHUNK):
@@ -249,3 +278,23 @@ def _clevr_locations(codes, n_objects, schema, rng) -> None:
         bx, by = pixels_to_bins(px, py, x_attr.n_values, y_attr.n_values)
         codes[lo:hi, :, a_x] = bx - 1
         codes[lo:hi, :, a_y] = by - 1
+
+
+def _binned_locations(codes, n_objects, schema, rng, location_bins) -> None:
+    """:func:`_clevr_locations` with bins numbered ``first..last`` (values, stored as their
+    codes in the x/y attributes)."""
+    a_size = schema.attribute_index("size")
+    a_x, a_y = schema.attribute_index("x"), schema.attribute_index("y")
+    first, last = location_bins
+    code_of = {a: np.array([schema.attribute(a).values.index(b) for b in range(first, last + 1)], np.int8)
+               for a in ("x", "y")}
+    radius_of_code = np.array([CLEVR_RADII[v] for v in schema.attribute("size").values])
+    for lo in range(0, codes.shape[0], _CHUNK):
+        hi = min(codes.shape[0], lo + _CHUNK)
+        radii = radius_of_code[codes[lo:hi, :, a_size]]
+        xy = sample_clevr_positions(radii, n_objects[lo:hi], rng)
+        xyz = np.nan_to_num(np.concatenate([xy, radii[:, :, None]], axis=2))
+        px, py, _ = project_points(xyz)
+        bx, by = pixels_to_bins(px, py, last - first + 1, last - first + 1, first=first)
+        codes[lo:hi, :, a_x] = code_of["x"][bx - first]
+        codes[lo:hi, :, a_y] = code_of["y"][by - first]

@@ -1,0 +1,327 @@
+"""Protocols: which splits, oracles and episodes a comp-gap table is computed with.
+
+CURI's numbers come from its public release, which differs from the paper's text in its
+splits and oracles (DESIGN section 15).  A :class:`Protocol` names one complete recipe, so a
+table says how it was made and two tables can be told apart:
+
+``paper``
+    the paper's text: the nine splits of ``hypotheses/splits/`` (held-out val carved from
+    the held-out concepts), the length prior w = exp(-0.2·l(h)), the deterministic
+    (``consistent``) likelihood, hard negatives in support *and* query, the strong oracle
+    over H_train ∪ H_test.
+``curi-release``
+    what the release computed: the nine splits of ``hypotheses/splits_curi_release/``
+    (the release's held-out pairs and token rules, Binding dropping programs that mix
+    held-out and training values, Complexity counted on the release's strings, val = test),
+    the sampler's log-probability as prior (``pcfg_release``), the size-principle likelihood,
+    random query negatives, the weak posterior = the strong one restricted to H_train and
+    renormalised (all zeros when nothing fits: ``weak_empty="zero"``), the strong oracle over
+    every concept.
+
+Both score AP on the space's test bank (3 positives per concept) and CBA on the query set.
+
+>>> proto = protocols.get("curi-release")                       # doctest: +SKIP
+>>> ds = proto.compute_gap(space, n_episodes=20_000)             # doctest: +SKIP
+>>> ds.attrs["protocol"]                                         # doctest: +SKIP
+'curi-release'
+
+This module also registers what the release's protocol needs in the toolkit's registries:
+the split rules ``release_values`` (Binding) and ``min_release_tokens`` (Complexity) and the
+prior ``pcfg_release``; :func:`release_string` writes a program as the release printed it.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .oracles import OracleSettings
+from .oracles.priors import priors
+from .registry import Registry
+from .splits import SplitSpecError, split_rules
+
+#: Tokens the release's strings carry and our canonical form drops.
+RELEASE_BINDER = ("lambda", "S.")
+
+
+# ------------------------------------------------------------------- released strings
+def release_string(program) -> str:
+    """``program`` (a :class:`~bayes_concepts.lot.Program`) written as CURI's release printed
+    its hypotheses: sizes by the grammar's aliases (``0.7``/``0.35``), ``lambda S.`` before the
+    final quantifier, or at the end of an x-free program whose quantifier was dropped
+    (``x color? red = lambda S. exists=``, ``S color? brown count= 3 = lambda S.``).
+    :meth:`Program.parse` reads it back."""
+    spelled = {}
+    for alias, value in program.grammar.aliases.items():
+        spelled.setdefault(value, alias)
+    tokens = [spelled.get(t, t) for t in program.tokens]
+    if program.quantifier is not None:
+        return " ".join(tokens[:-1] + list(RELEASE_BINDER) + tokens[-1:])
+    return " ".join(tokens + list(RELEASE_BINDER))
+
+
+def release_token_counts(space) -> np.ndarray:
+    """int64 (n_concepts,): tokens of each concept's released string (``lambda`` and ``S.``
+    included), the release's hypothesis length."""
+    return np.fromiter((len(release_string(space.program(i)).split()) for i in range(space.n_concepts)),
+                       np.int64, space.n_concepts)
+
+
+# ---------------------------------------------------------------- registered split rules
+def _token_list(v, where, keys, what):
+    if not isinstance(v, list) or not v or not all(isinstance(t, str) and t and " " not in t for t in v):
+        raise where.error(f"{what} must be a non-empty array of tokens, got {v!r}", keys)
+    return list(v)
+
+
+def _validate_release_values(v, where, key):
+    keys = ("held_out", key)
+    if not isinstance(v, dict) or set(v) != {"held_out", "train"}:
+        raise where.error(f"held_out.{key} must be a table {{held_out = [...], train = [...]}}, got {v!r}", keys)
+    out = {side: _token_list(v[side], where, keys, f"held_out.{key}.{side}") for side in ("held_out", "train")}
+    both = set(out["held_out"]) & set(out["train"])
+    if both:
+        raise where.error(f"held_out.{key}: {', '.join(sorted(both))} cannot be both held out and trained on",
+                          keys, sorted(both)[0])
+    return out
+
+
+def _token_sets(space) -> list:
+    return [frozenset(p.split()) for p in space.programs]
+
+
+def release_values_mixed(space, value) -> np.ndarray:
+    """bool (n_concepts,): programs that use a held-out value *and* a training value of a
+    ``release_values`` rule (the release dropped them)."""
+    held, train = frozenset(value["held_out"]), frozenset(value["train"])
+    return np.fromiter((not held.isdisjoint(t) and not train.isdisjoint(t) for t in _token_sets(space)), bool,
+                       space.n_concepts)
+
+
+@split_rules.register("release_values", validate=_validate_release_values,
+                      tokens=lambda v: [*v["held_out"], *v["train"]])
+def _release_values_rule(space, value, table):
+    """the program uses a held-out value (the release's Binding; the curi-release protocol drops those that also
+    use a training value)"""
+    held = frozenset(value["held_out"])
+    return np.fromiter((not held.isdisjoint(t) for t in _token_sets(space)), bool, space.n_concepts)
+
+
+def _validate_min_release_tokens(v, where, key):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise where.error(f"held_out.{key} must be an integer >= 1, got {v!r}", ("held_out", key))
+    return v
+
+
+@split_rules.register("min_release_tokens", validate=_validate_min_release_tokens)
+def _min_release_tokens_rule(space, value, table):
+    """the program's released string (with lambda S. and its quantifier) has at least this many tokens"""
+    return release_token_counts(space) >= value
+
+
+# -------------------------------------------------------------------------- the prior
+@priors.register("pcfg_release")
+def pcfg_release_prior(space, concepts, settings):
+    """The release's prior: the sampler's log-probability of one derivation; an x-free concept
+    keeps that of one of its two quantifiers (``pcfg`` sums both)."""
+    lp = np.asarray(space.log_pcfg)[concepts].astype(np.float64)
+    x_free = np.fromiter((not ({"x", "non-x-S"} & set(space.programs[i].split())) for i in concepts), bool,
+                         len(concepts))
+    return lp - math.log(2.0) * x_free
+
+
+# ------------------------------------------------------------- the release's oracle scores
+def release_pool(space, per_concept: int = 3, seed: int = 0) -> np.ndarray:
+    """The release's AP pool: ``per_concept`` scenes drawn *with replacement* from every
+    concept's extension (so a scene may appear several times): int64 (n_concepts * per_concept,)
+    scene-bank ids, concept by concept."""
+    from .bits import nth_set_bits
+    counts = np.asarray(space.counts, np.int64)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3303]))
+    ranks = (rng.random((len(counts), per_concept)) * counts[:, None]).astype(np.int64)
+    ids = nth_set_bits(np.asarray(space.signatures), ranks, np.full(len(counts), per_concept, np.int64))
+    return ids.ravel()
+
+
+def release_oracle_scores(space, split, settings, episodes, n=None, masked32: bool = True, pool=None) -> dict:
+    """AP and CBA per episode of the strong and the weak oracle, computed as CURI's release
+    computed them: the weak posterior is the strong oracle's posterior (over
+    ``split.strong_concepts``, else H_train ∪ H_test) restricted to H_train and renormalised.
+
+    masked32: True -- in float32 with 1e-12 added to the normaliser, as the release's data
+    loader did (a weak posterior whose training mass is tiny then predicts almost 0
+    everywhere, and exactly 0 where that mass underflows); False -- in float64 without the
+    guard, which is our weak oracle exactly (the tests compare it with ``Oracle.evaluate``).
+    pool: scene-bank ids AP is computed on (e.g. :func:`release_pool`); default the space's
+    test bank.  A slow per-episode path (``n``: only the first n episodes).
+
+    Returns float64 (n,) arrays ``strong_ap``, ``strong_cba``, ``weak_ap``, ``weak_cba`` and
+    ``train_mass`` (the strong posterior's mass on H_train, float64)."""
+    from .bits import gather_bits, unpack_bits
+    from .metrics import average_precision, class_balanced_accuracy
+    from .oracles import Oracle
+    n = len(episodes) if n is None else min(int(n), len(episodes))
+    strong_ids = getattr(split, "strong_concepts", None)
+    strong_ids = np.union1d(split.train, split.test) if strong_ids is None else strong_ids
+    strong = Oracle(space, strong_ids, settings, "strong")
+    in_train = np.zeros(space.n_concepts, bool)
+    in_train[split.train] = True
+    hard = episodes.meta.get("negatives", "hard") == "hard"
+    drawn = int(episodes.meta.get("n_positive", 5))
+    if pool is None:
+        pool_sig, n_pool = np.asarray(space.test_bank.signatures), space.test_bank.n_scenes
+    else:
+        pool = np.asarray(pool, np.int64)
+        pool_sig, n_pool = gather_bits(np.asarray(space.signatures), pool), len(pool)
+    query_rows = space.scene_concepts()
+    dtype = np.float32 if masked32 else np.float64
+    out = {k: np.empty(n) for k in ("strong_ap", "strong_cba", "weak_ap", "weak_cba", "train_mass")}
+
+    def scores(ids, p, e):
+        pred = np.zeros(n_pool, dtype)
+        for lo in range(0, len(ids), 256):  # a block of candidates' labels at a time
+            rows = unpack_bits(pool_sig[ids[lo:lo + 256]], n_pool).astype(dtype)
+            pred += p[lo:lo + 256].astype(dtype) @ rows
+        ap = average_precision(pred.astype(np.float64), unpack_bits(pool_sig[int(episodes.concept[e])], n_pool))
+        q = episodes.query_scenes[e]
+        if len(ids):
+            bits = (query_rows[q][:, ids >> 6] >> (ids & 63).astype(np.uint64)) & np.uint64(1)
+            q_pred = (bits.astype(dtype) * p[None, :]).sum(axis=1, dtype=dtype)
+        else:
+            q_pred = np.zeros(len(q))
+        return ap, class_balanced_accuracy(np.asarray(q_pred, np.float64), episodes.query_labels[e])
+
+    for e in range(n):
+        strong.fit(episodes.support_scenes[e], episodes.support_labels[e], hard=hard, positives_drawn=drawn)
+        ids, probs = strong.posterior()
+        out["strong_ap"][e], out["strong_cba"][e] = scores(ids, probs.astype(dtype), e)
+        keep = in_train[ids]
+        w_ids, p = ids[keep], probs[keep].astype(dtype)
+        out["train_mass"][e] = float(probs[keep].sum())
+        if masked32:
+            p = p / (p.sum(dtype=dtype) + dtype(1e-12))
+        elif len(p):
+            p = p / p.sum()
+        out["weak_ap"][e], out["weak_cba"][e] = scores(w_ids, p, e)
+    return out
+
+
+# ---------------------------------------------------------------------------- protocols
+@dataclass(frozen=True)
+class Protocol:
+    """A named recipe for the comp-gap table.
+
+    name, description: as shown in tables and stored in results (``ds.attrs["protocol"]``).
+    splits_dir: folder of ``hypotheses/`` holding the nine split specs.
+    settings: the oracles' prior, likelihood and weak-empty policy.
+    query_negatives: None (the query's negatives are like the support's) or ``"random"``.
+    hard_mode: how hard negatives are drawn (:data:`~bayes_concepts.episodes.hard_negative_modes`).
+    strong_knows_all: the strong oracle knows every concept of the space (else H_train ∪ H_test).
+    drop_mixed: drop from test the held-out concepts that a ``release_values`` rule calls mixed
+        (they go to val, which no episode uses).
+    """
+
+    name: str
+    description: str
+    splits_dir: str
+    settings: OracleSettings = field(default_factory=OracleSettings)
+    query_negatives: str | None = None
+    hard_mode: str = "union"
+    strong_knows_all: bool = False
+    drop_mixed: bool = False
+
+    @property
+    def summary(self) -> str:
+        return self.description
+
+    def spec_files(self) -> list:
+        """The protocol's split spec files, sorted by name."""
+        from .resources import data_file
+        from .splits import spec_files
+        return spec_files(data_file(self.splits_dir))
+
+    def splits(self, space, names=None) -> dict:
+        """``{name: Split}`` of the protocol's specs (all, or ``names`` in that order); only the
+        specs asked for are read.  Splits made by this protocol carry ``strong_concepts`` (when
+        the strong oracle knows every concept), ``protocol`` (its name) and, where mixed
+        programs were dropped, ``dropped`` (how many)."""
+        from .splits import make_split
+        files = {p.stem: p for p in self.spec_files()}
+        wanted = list(files) if names is None or list(names) == ["all"] else list(names)
+        unknown = [n for n in wanted if n not in files]
+        if unknown:
+            raise SplitSpecError(f"protocol {self.name!r} has no split {', '.join(map(repr, unknown))} "
+                                 f"(its splits: {', '.join(files)})")
+        return {n: self.adapt(space, make_split(space, files[n])) for n in dict.fromkeys(wanted)}
+
+    def adapt(self, space, split):
+        """Apply the protocol's treatment to a split made from a spec: drop mixed programs,
+        let the strong oracle know every concept."""
+        if self.drop_mixed and split.spec.get("kind") == "held_out" and "release_values" in split.spec["held_out"]:
+            mixed = release_values_mixed(space, split.spec["held_out"]["release_values"])
+            dropped = split.test[mixed[split.test]]
+            if len(dropped) == len(split.test):
+                raise SplitSpecError(f"split {split.name!r}: every held-out concept mixes held-out and training "
+                                     "values; nothing is left to test")
+            split = replace(split, val=np.union1d(split.val, dropped), test=np.setdiff1d(split.test, dropped))
+            split.dropped = int(len(dropped))
+        if self.strong_knows_all:
+            split.strong_concepts = np.arange(space.n_concepts, dtype=np.int64)
+        split.protocol = self.name
+        return split
+
+    def settings_with(self, **changes) -> OracleSettings:
+        return replace(self.settings, **changes)
+
+    def info(self) -> dict:
+        """The protocol as a JSON-able dict (what results record)."""
+        return {"name": self.name, "splits_dir": self.splits_dir, "settings": self.settings.as_dict(),
+                "query_negatives": self.query_negatives or "same as support", "hard_mode": self.hard_mode,
+                "strong_knows_all": self.strong_knows_all, "drop_mixed": self.drop_mixed}
+
+    def compute_gap(self, space, names=None, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0,
+                    progress: bool = False, splits=None, **overrides):
+        """The comp-gap results Dataset of the protocol's splits (or ``splits``, a dict of splits
+        already made); ``overrides`` replace ``settings``, ``query_negatives`` or ``hard_mode``
+        for one run (recorded in ``attrs["protocol_overrides"]``)."""
+        from .gap import compute_gap
+        known = {"settings", "query_negatives", "hard_mode"}
+        bad = set(overrides) - known
+        if bad:
+            raise TypeError(f"unknown override {', '.join(sorted(bad))} (expected {', '.join(sorted(known))})")
+        splits = self.splits(space, names) if splits is None else splits
+        ds = compute_gap(space, splits, negatives, n_episodes, overrides.get("settings", self.settings), seed,
+                         query_negatives=overrides.get("query_negatives", self.query_negatives),
+                         hard_mode=overrides.get("hard_mode", self.hard_mode), progress=progress)
+        ds.attrs["protocol"] = self.name
+        ds.attrs["protocol_info"] = json.dumps(self.info(), sort_keys=True)
+        if overrides:
+            ds.attrs["protocol_overrides"] = json.dumps(
+                {k: (v.as_dict() if isinstance(v, OracleSettings) else v) for k, v in overrides.items()},
+                sort_keys=True)
+        return ds
+
+
+#: The named protocols.
+protocols = Registry("protocol")
+
+protocols.register("paper", Protocol(
+    "paper", "the paper's text: its nine splits, length prior (beta 0.2), deterministic likelihood, hard query "
+    "negatives", "splits", OracleSettings(prior="length", beta=0.2, likelihood="consistent", weak_empty="zero")))
+protocols.register("curi-release", Protocol(
+    "curi-release", "CURI's public release: its splits, the sampler's prior, size-principle likelihood, random "
+    "query negatives, strong oracle over every concept", "splits_curi_release",
+    OracleSettings(prior="pcfg_release", likelihood="size", weak_empty="zero"), query_negatives="random",
+    strong_knows_all=True, drop_mixed=True))
+
+
+def get_protocol(name) -> Protocol:
+    """The registered protocol ``name`` (a :class:`Protocol` passes through)."""
+    return name if isinstance(name, Protocol) else protocols.get(name)
+
+
+__all__ = ["Protocol", "protocols", "get_protocol", "release_string", "release_token_counts",
+           "release_values_mixed", "pcfg_release_prior", "release_pool", "release_oracle_scores",
+           "RELEASE_BINDER"]
