@@ -76,7 +76,7 @@ def _rows(space, splits, benchmark, args, extra=None) -> pd.DataFrame:
 
 def pair_splits(space, ks, seed: int = 0) -> tuple:
     """The pair benchmark's splits: Instance IID, Concept IID, unseen pairs and ``seen_k<k>``."""
-    from bayes_concepts.pairs import reference_limited_spec
+    from bayes_concepts.pairs import PairsLayoutError, reference_limited_spec
     from bayes_concepts.splits import make_split
     splits = {"instance_iid": make_split(space, {"name": "instance_iid", "kind": "all"}),
               "concept_iid": make_split(space, {"name": "concept_iid", "kind": "random", "seed": seed,
@@ -87,7 +87,7 @@ def pair_splits(space, ks, seed: int = 0) -> tuple:
         try:
             splits[f"seen_k{k}"] = make_split(space, reference_limited_spec(space, k, seed))
             extra[f"seen_k{k}"] = {"k": k}
-        except Exception as exc:  # a k that keeps every pair of every attribute holds nothing out
+        except PairsLayoutError as exc:  # a k that keeps every pair of every attribute holds nothing out
             print(f"[{NAME}: k = {k} skipped: {exc}]", file=sys.stderr)
     return splits, extra
 

@@ -39,14 +39,9 @@ Reference-limited splits (RLCL)
 
 :func:`reference_limited_spec` keeps only ``k`` seen pairs per attribute (drawn with a
 seed from the attribute's pairs in the space) and holds out every other pair; primitives
-follow the same rule as above.  It is the registered split rule
-``seen_pairs_per_attribute``, so a spec file can say::
-
-    name = "seen_k2"
-    kind = "held_out"
-    val_fraction = 0
-    [held_out]
-    seen_pairs_per_attribute = {k = 2, seed = 0}
+follow the same rule as above.  The spec it returns lists the held-out concepts
+(``[held_out] programs = [...]``) and names ``k`` and the seed in its description, so a
+saved spec file (:func:`spec_to_toml`) says exactly which pairs are unseen.
 
 Items file
 ==========
@@ -68,7 +63,6 @@ import numpy as np
 
 from .engine.extension_space import ExtensionSpace, description_log_prob
 from .errors import BayesConceptsError
-from .splits import SplitRuleError, split_rules
 
 __all__ = ["PairsLayout", "PairsLayoutError", "read_pairs_layout", "pair_space", "unseen_pairs_spec",
            "reference_limited_spec", "seen_pairs_per_attribute", "spec_to_toml", "build_pair_space", "PAIR_FILES"]
@@ -348,33 +342,19 @@ def seen_pairs_per_attribute(space, k: int, seed: int = 0) -> list:
 
 def reference_limited_spec(space, k: int, seed: int = 0, name: str | None = None) -> dict:
     """An RLCL-style split spec: ``k`` seen pairs per attribute (:func:`seen_pairs_per_attribute`),
-    every other pair (and primitive in no seen pair) held out as test, no val."""
-    return {"name": name or f"seen_k{k}", "kind": "held_out", "synonym_aware": False, "val_fraction": 0.0,
-            "description": f"reference-limited: {k} seen pair(s) per attribute (seed {seed})",
-            "held_out": {"seen_pairs_per_attribute": {"k": int(k), "seed": int(seed)}}}
-
-
-def _validate_k(value, where, key):
-    keys = ("held_out", key)
-    if not isinstance(value, dict) or set(value) - {"k", "seed"} or "k" not in value:
-        raise where.error(f"held_out.{key} must be a table {{k = ..., seed = ...}} (seed optional), got {value!r}",
-                          keys)
-    out = {"k": value["k"], "seed": value.get("seed", 0)}
-    for name in ("k", "seed"):
-        v = out[name]
-        if not isinstance(v, int) or isinstance(v, bool) or v < (1 if name == "k" else 0):
-            raise where.error(f"held_out.{key}.{name} must be an integer >= {1 if name == 'k' else 0}, got {v!r}",
-                              keys)
-    return out
-
-
-@split_rules.register("seen_pairs_per_attribute", validate=_validate_k)
-def _seen_pairs_rule(space, value, table):
-    """RLCL: k seen pairs per attribute; every other pair (and primitive in no seen pair) held out"""
+    every other pair (and every primitive in no seen pair) held out as test, no val.  The held-out
+    concepts are listed in the spec (``held_out.programs``)."""
     if not _pair_ids(space):
-        raise SplitRuleError("held_out.seen_pairs_per_attribute needs a space of (attribute, object) pairs "
-                             "(bayes-concepts space from-pairs)")
-    return _held_out_given_seen(space, seen_pairs_per_attribute(space, value["k"], value.get("seed", 0)))
+        raise PairsLayoutError("reference-limited splits need a space of (attribute, object) pairs "
+                               "(bayes_concepts.pairs.pair_space, or bayes-concepts space from-pairs)")
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+        raise PairsLayoutError(f"k (seen pairs per attribute) must be an integer >= 1, got {k!r}")
+    held = _held_out_given_seen(space, seen_pairs_per_attribute(space, int(k), int(seed)))
+    if not held.any():
+        raise PairsLayoutError(f"k = {k} keeps every pair of every attribute: nothing would be held out")
+    return {"name": name or f"seen_k{k}", "kind": "held_out", "synonym_aware": False, "val_fraction": 0.0,
+            "description": f"reference-limited (RLCL): {k} seen pair(s) per attribute, drawn with seed {seed}",
+            "held_out": {"programs": [space.descriptions[i] for i in np.flatnonzero(held)]}}
 
 
 def _toml_value(v) -> str:

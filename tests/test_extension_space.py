@@ -223,9 +223,11 @@ def test_reference_limited_spec_file_round_trip(space, tmp_path):
     assert all(np.array_equal(getattr(a, s), getattr(b, s)) for s in ("train", "val", "test"))
 
 
-def test_reference_limited_rule_needs_a_pair_space(small_space):
-    with pytest.raises(SplitSpecError, match="seen_pairs_per_attribute needs a space of"):
-        make_split(small_space, reference_limited_spec(small_space, 1))
+def test_reference_limited_splits_need_a_pair_space(small_space, space):
+    with pytest.raises(PairsLayoutError, match="need a space of \\(attribute, object\\) pairs"):
+        reference_limited_spec(small_space, 1)
+    with pytest.raises(PairsLayoutError, match="k \\(seen pairs per attribute\\) must be an integer >= 1"):
+        reference_limited_spec(space, 0)
 
 
 def test_split_tokens_are_checked_against_the_descriptions(space):

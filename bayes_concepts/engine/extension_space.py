@@ -681,7 +681,3 @@ def description_log_prob(parts, n_values: dict) -> float:
     Σ_parts −log(number of values of the part's role) (nats)."""
     return -sum(math.log(n_values[r]) for r, _ in parts)
 
-
-# The pair benchmarks' split rule (seen_pairs_per_attribute) is registered by bayes_concepts.pairs;
-# importing it here makes the rule known wherever an extension space is made or loaded.
-from .. import pairs as _pairs  # noqa: E402,F401
