@@ -339,6 +339,14 @@ def _html_table(head, rows) -> str:
     return "\n".join(out + ["</tbody></table>"])
 
 
+def _settings_text(settings) -> str:
+    from .oracles import OracleSettings
+    st = settings if settings is not None else OracleSettings()
+    prior = f"{st.prior} prior" + (f" (beta {st.beta:g})" if st.prior == "length" else "")
+    lik = f"{st.likelihood} likelihood" + (f" (epsilon {st.epsilon:g})" if st.likelihood == "noisy" else "")
+    return f"{prior}, {lik}, weak-empty policy {st.weak_empty}"
+
+
 def _hard_map_gap(report) -> float:
     """The hard-negative mAP gap of an audit report; -inf when it has none."""
     gaps = [g["gap"]["map"] for g in report["gap"] if g["negatives"] == "hard"]
@@ -357,7 +365,7 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
          ("p", f"Space: {kind} space{f' `{space.path}`' if space.path else ''} with {space.n_concepts:,} concepts "
                f"({space.n_synonym_classes:,} synonym classes) over {space.n_scenes:,} {what}"
                f"{f', manifest sha256 `{sha[:12]}`' if sha else ''}. Oracle settings: "
-               f"{(settings.as_dict() if settings is not None else 'defaults (length prior, beta 0.2, size likelihood, weak-empty zero)')}; "
+               f"{_settings_text(settings)}; "
                f"{int(df['episodes'].iloc[0]):,} test episodes per split and negatives, seed {seed}."),
          ("h2", "Splits at a glance")]
     head, rows = _cells(df)
