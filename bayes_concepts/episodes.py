@@ -142,9 +142,12 @@ class Episodes:
         tmp = path.with_name(path.name + ".partial.npz")
         arrays = {f: getattr(self, f) for f in ARRAY_FIELDS}
         arrays["meta"] = np.array(json.dumps(self.meta, sort_keys=True))
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, **arrays)
-        tmp.replace(path)
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, **arrays)
+            tmp.replace(path)
+        finally:
+            tmp.unlink(missing_ok=True)  # only left over when the write failed
         return path
 
     @classmethod

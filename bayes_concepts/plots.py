@@ -804,7 +804,9 @@ def write_figures(results, space, out_dir, formats=("png", "pdf"), episodes=None
         fig, data = make()
         for fmt in formats:
             p = out / f"{name}.{fmt}"
-            fig.savefig(p, dpi=dpi if fmt == "png" else None, format=fmt)
+            # no creation date or version stamp: the same figure is the same bytes
+            fig.savefig(p, dpi=dpi if fmt == "png" else None, format=fmt,
+                        metadata={"CreationDate": None} if fmt == "pdf" else {"Software": None})
             paths.append(p)
         p = out / f"{name}.csv"
         data.to_csv(p, index=False)

@@ -57,8 +57,11 @@ def save_results(ds: xr.Dataset, path) -> Path:
     validate(ds)
     tmp = path.with_name(path.name + ".partial")
     enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars}
-    ds.to_netcdf(tmp, engine="netcdf4", encoding=enc)
-    os.replace(tmp, path)
+    try:
+        ds.to_netcdf(tmp, engine="netcdf4", encoding=enc)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # only left over when the write failed
     return path
 
 

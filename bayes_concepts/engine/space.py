@@ -11,7 +11,6 @@ oracles, learners).  It is made by :meth:`HypothesisSpace.build` (sampled progra
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,9 +174,7 @@ class HypothesisSpace:
 
     def manifest_sha256(self) -> str | None:
         """sha256 of the saved ``manifest.json`` (identifies the space), None if not saved."""
-        if self.path is None:
-            return None
-        return hashlib.sha256((Path(self.path) / "manifest.json").read_bytes()).hexdigest()
+        return None if self.path is None else _store.manifest_sha256(self.path)
 
     def find(self, program) -> int | None:
         """Id of a program (string or Program; an uncollapsed x-free form is collapsed), or None."""
