@@ -25,9 +25,10 @@ Both score AP on the space's test bank (3 positives per concept) and CBA on the 
 >>> ds.attrs["protocol"]                                         # doctest: +SKIP
 'curi-release'
 
-This module also registers what the release's protocol needs in the toolkit's registries:
-the split rules ``release_values`` (Binding) and ``min_release_tokens`` (Complexity) and the
-prior ``pcfg_release``; :func:`release_string` writes a program as the release printed it.
+This module registers the prior the release's protocol needs, ``pcfg_release``;
+:func:`release_string` writes a program as the release printed it, :func:`mixed_values` finds
+the programs the release's Binding splits dropped, and :func:`release_oracle_scores` scores
+episodes with the release's float32 weak posterior and its AP pool.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ import numpy as np
 from .oracles import OracleSettings
 from .oracles.priors import priors
 from .registry import Registry
-from .splits import SplitSpecError, split_rules
+from .splits import SplitSpecError
 
 #: Tokens the release's strings carry and our canonical form drops.
 RELEASE_BINDER = ("lambda", "S.")
@@ -69,56 +70,16 @@ def release_token_counts(space) -> np.ndarray:
                        np.int64, space.n_concepts)
 
 
-# ---------------------------------------------------------------- registered split rules
-def _token_list(v, where, keys, what):
-    if not isinstance(v, list) or not v or not all(isinstance(t, str) and t and " " not in t for t in v):
-        raise where.error(f"{what} must be a non-empty array of tokens, got {v!r}", keys)
-    return list(v)
-
-
-def _validate_release_values(v, where, key):
-    keys = ("held_out", key)
-    if not isinstance(v, dict) or set(v) != {"held_out", "train"}:
-        raise where.error(f"held_out.{key} must be a table {{held_out = [...], train = [...]}}, got {v!r}", keys)
-    out = {side: _token_list(v[side], where, keys, f"held_out.{key}.{side}") for side in ("held_out", "train")}
-    both = set(out["held_out"]) & set(out["train"])
-    if both:
-        raise where.error(f"held_out.{key}: {', '.join(sorted(both))} cannot be both held out and trained on",
-                          keys, sorted(both)[0])
-    return out
-
-
-def _token_sets(space) -> list:
-    return [frozenset(p.split()) for p in space.programs]
-
-
-def release_values_mixed(space, value) -> np.ndarray:
-    """bool (n_concepts,): programs that use a held-out value *and* a training value of a
-    ``release_values`` rule (the release dropped them)."""
-    held, train = frozenset(value["held_out"]), frozenset(value["train"])
-    return np.fromiter((not held.isdisjoint(t) and not train.isdisjoint(t) for t in _token_sets(space)), bool,
-                       space.n_concepts)
-
-
-@split_rules.register("release_values", validate=_validate_release_values,
-                      tokens=lambda v: [*v["held_out"], *v["train"]])
-def _release_values_rule(space, value, table):
-    """the program uses a held-out value (the release's Binding; the curi-release protocol drops those that also
-    use a training value)"""
-    held = frozenset(value["held_out"])
-    return np.fromiter((not held.isdisjoint(t) for t in _token_sets(space)), bool, space.n_concepts)
-
-
-def _validate_min_release_tokens(v, where, key):
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise where.error(f"held_out.{key} must be an integer >= 1, got {v!r}", ("held_out", key))
-    return v
-
-
-@split_rules.register("min_release_tokens", validate=_validate_min_release_tokens)
-def _min_release_tokens_rule(space, value, table):
-    """the program's released string (with lambda S. and its quantifier) has at least this many tokens"""
-    return release_token_counts(space) >= value
+# --------------------------------------------------------------- the release's Binding rule
+def mixed_values(space, held_out) -> np.ndarray:
+    """bool (n_concepts,): programs that use one of the ``held_out`` values *and* another
+    value of the same type (another colour, another shape); CURI's release dropped them from
+    its Binding splits (neither trained on nor tested)."""
+    value_of = space.grammar.value_of
+    held = frozenset(held_out)
+    others = frozenset(v for v, t in value_of.items() if t in {value_of.get(h) for h in held} and v not in held)
+    return np.fromiter((not held.isdisjoint(t) and not others.isdisjoint(t)
+                        for t in (frozenset(p.split()) for p in space.programs)), bool, space.n_concepts)
 
 
 # -------------------------------------------------------------------------- the prior
@@ -219,8 +180,9 @@ class Protocol:
     query_negatives: None (the query's negatives are like the support's) or ``"random"``.
     hard_mode: how hard negatives are drawn (:data:`~bayes_concepts.episodes.hard_negative_modes`).
     strong_knows_all: the strong oracle knows every concept of the space (else H_train ∪ H_test).
-    drop_mixed: drop from test the held-out concepts that a ``release_values`` rule calls mixed
-        (they go to val, which no episode uses).
+    drop_mixed: names of splits held out by ``tokens`` (values) from whose test side the
+        programs that also use another value of the same type are dropped (moved to val,
+        which no episode uses): CURI's release did so in its Binding splits.
     """
 
     name: str
@@ -230,7 +192,7 @@ class Protocol:
     query_negatives: str | None = None
     hard_mode: str = "union"
     strong_knows_all: bool = False
-    drop_mixed: bool = False
+    drop_mixed: tuple = ()
 
     @property
     def summary(self) -> str:
@@ -259,8 +221,9 @@ class Protocol:
     def adapt(self, space, split):
         """Apply the protocol's treatment to a split made from a spec: drop mixed programs,
         let the strong oracle know every concept."""
-        if self.drop_mixed and split.spec.get("kind") == "held_out" and "release_values" in split.spec["held_out"]:
-            mixed = release_values_mixed(space, split.spec["held_out"]["release_values"])
+        if split.name in self.drop_mixed and split.spec.get("kind") == "held_out" and \
+                "tokens" in split.spec["held_out"]:
+            mixed = mixed_values(space, split.spec["held_out"]["tokens"])
             dropped = split.test[mixed[split.test]]
             if len(dropped) == len(split.test):
                 raise SplitSpecError(f"split {split.name!r}: every held-out concept mixes held-out and training "
@@ -279,7 +242,7 @@ class Protocol:
         """The protocol as a JSON-able dict (what results record)."""
         return {"name": self.name, "splits_dir": self.splits_dir, "settings": self.settings.as_dict(),
                 "query_negatives": self.query_negatives or "same as support", "hard_mode": self.hard_mode,
-                "strong_knows_all": self.strong_knows_all, "drop_mixed": self.drop_mixed}
+                "strong_knows_all": self.strong_knows_all, "drop_mixed": list(self.drop_mixed)}
 
     def compute_gap(self, space, names=None, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0,
                     progress: bool = False, splits=None, **overrides):
@@ -314,7 +277,7 @@ protocols.register("curi-release", Protocol(
     "curi-release", "CURI's public release: its splits, the sampler's prior, size-principle likelihood, random "
     "query negatives, strong oracle over every concept", "splits_curi_release",
     OracleSettings(prior="pcfg_release", likelihood="size", weak_empty="zero"), query_negatives="random",
-    strong_knows_all=True, drop_mixed=True))
+    strong_knows_all=True, drop_mixed=("binding_color", "binding_shape")))
 
 
 def get_protocol(name) -> Protocol:
@@ -323,5 +286,5 @@ def get_protocol(name) -> Protocol:
 
 
 __all__ = ["Protocol", "protocols", "get_protocol", "release_string", "release_token_counts",
-           "release_values_mixed", "pcfg_release_prior", "release_pool", "release_oracle_scores",
+           "mixed_values", "pcfg_release_prior", "release_pool", "release_oracle_scores",
            "RELEASE_BINDER"]

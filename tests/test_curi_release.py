@@ -19,7 +19,7 @@ from bayes_concepts.lot.local_retries import RELEASE_RETRIES, sample_local_slow
 from bayes_concepts.lot.program import Program
 from bayes_concepts.lot.rejection import rejection_reason, rejection_rules
 from bayes_concepts.lot.sampler import sample_programs
-from bayes_concepts.protocols import get_protocol, protocols, release_string, release_token_counts
+from bayes_concepts.protocols import get_protocol, mixed_values, protocols, release_string, release_token_counts
 from bayes_concepts.resources import data_file
 from bayes_concepts.scenes.camera import pixels_to_bins
 from bayes_concepts.scenes.samplers import sample_scenes
@@ -261,6 +261,14 @@ def test_binding_drops_mixed_programs():
     assert split.strong_concepts.tolist() == [0, 1, 2, 3, 4]
     plain = make_split(space, data_file("splits_curi_release", "binding_color.toml"))
     assert plain.test.tolist() == [1, 2, 3]  # without the protocol nothing mixed is trained on
+    assert mixed_values(space, ["cylinder"]).tolist() == [False] * 5
+
+
+def test_binding_shape_drops_cylinder_with_cube_or_sphere():
+    progs = ["x shape? cylinder = exists=", "x shape? cylinder = S shape? cube exists= and exists=",
+             "x shape? sphere = exists=", "x shape? cylinder = x color? red = and exists="]
+    _, split = release_split("binding_shape", progs)
+    assert split.test.tolist() == [0, 3] and split.val.tolist() == [1] and split.train.tolist() == [2]
 
 
 def test_counting_pairs_anywhere_in_counting_programs():
@@ -285,11 +293,21 @@ def test_extrinsic_pairs_need_a_location():
 def test_complexity_counts_release_tokens():
     progs = ["x color? red = exists=",                                   # 5 tokens + lambda S. = 7: train
              "S color? brown count= 3 =",                                # collapsed: 6 + 2 = 8: train
-             "x color? red = x shape? cube = and exists=",               # 10 + 2 = 12: test
+             "2 non-x-S color? cyan count= = exists=",                   # 7 + 2 = 9: train
+             "2 non-x-S color? cyan count= > not exists=",               # 8 + 2 = 10: test
              "x color? red = S shape? cube exists= and exists="]         # 10 + 2 = 12: test
     space, split = release_split("complexity", progs)
-    assert release_token_counts(space).tolist() == [7, 8, 12, 12]
-    assert split.train.tolist() == [0, 1] and split.test.tolist() == [2, 3]
+    assert release_token_counts(space).tolist() == [7, 8, 9, 10, 12]
+    assert split.train.tolist() == [0, 1, 2] and split.test.tolist() == [3, 4]
+
+
+def test_complexity_spec_is_the_release_token_count(small_space):
+    """min_length = 8 of the release's spec holds out exactly the concepts whose released
+    string has at least 10 tokens."""
+    split = protocols.get("curi-release").splits(small_space, ["complexity"])["complexity"]
+    held = np.zeros(small_space.n_concepts, bool)
+    held[split.test] = True
+    assert np.array_equal(held, release_token_counts(small_space) >= 10)
 
 
 def test_boolean_and_intrinsic_pairs():
@@ -300,12 +318,15 @@ def test_boolean_and_intrinsic_pairs():
     assert boolean.test.tolist() == [0] and intrinsic.test.tolist() == [2]
 
 
-def test_release_values_spec_errors(tmp_path):
-    bad = tmp_path / "bad.toml"
-    bad.write_text('name = "bad"\nkind = "held_out"\n[held_out]\nrelease_values = {held_out = ["red"], '
-                   'train = ["red"]}\n')
-    with pytest.raises(SplitSpecError, match="line 4.*both held out and trained"):
-        make_split(StubSpace(["x color? red = exists="]), bad)
+def test_dropping_every_test_concept_is_an_error():
+    with pytest.raises(SplitSpecError, match="every held-out concept mixes"):
+        release_split("binding_color", ["x color? red = exists=", "x color? cyan = x color? red = and exists="])
+
+
+def test_the_release_registers_no_split_rule():
+    from bayes_concepts.splits import split_rules
+    assert set(split_rules.names()) >= {"tokens", "pairs", "min_length"}
+    assert not {"release_values", "min_release_tokens"} & set(split_rules.names())
 
 
 # ------------------------------------------------------------------------ protocols
@@ -328,3 +349,32 @@ def test_pcfg_release_prior(small_space):
     d = priors.get("pcfg_release")(small_space, ids, None) - priors.get("pcfg")(small_space, ids, None)
     x_free = np.array([not small_space.program(i).uses_x for i in ids])
     assert np.allclose(d[x_free], -math.log(2)) and np.allclose(d[~x_free], 0)
+
+
+def test_release_oracle_scores_exact_path_is_our_oracles(small_space):
+    """The slow release-style path without float32 and the 1e-12 guard scores every episode
+    as the oracles' numba kernels do; the release's arithmetic changes only tiny-mass weak
+    posteriors; the pool draws 3 scenes per concept with replacement."""
+    from bayes_concepts.episodes import sample_episodes
+    from bayes_concepts.oracles import strong_and_weak
+    from bayes_concepts.protocols import release_oracle_scores, release_pool
+    rel = protocols.get("curi-release")
+    for name in ("binding_color", "counting"):
+        split = rel.splits(small_space, [name])[name]
+        for neg in ("hard", "easy"):
+            eps = sample_episodes(small_space, split, "test", neg, 60, seed=1, query_negatives="random")
+            strong, weak = strong_and_weak(small_space, split, rel.settings)
+            ours = {"strong": strong.evaluate(eps), "weak": weak.evaluate(eps)}
+            exact = release_oracle_scores(small_space, split, rel.settings, eps, masked32=False)
+            release = release_oracle_scores(small_space, split, rel.settings, eps, masked32=True)
+            for lr in ("strong", "weak"):
+                np.testing.assert_allclose(exact[f"{lr}_ap"], ours[lr]["ap"], atol=1e-3)
+                np.testing.assert_array_equal(exact[f"{lr}_cba"], ours[lr]["cba"])
+            big = release["train_mass"] > 1e-6
+            np.testing.assert_array_equal(release["weak_cba"][big], exact["weak_cba"][big])
+            tiny = (release["train_mass"] > 0) & (release["train_mass"] < 1e-13)
+            assert (release["weak_cba"][tiny] == 0.5).all()  # the guard swamps the mass: nothing predicted positive
+    pool = release_pool(small_space, seed=0)
+    assert len(pool) == 3 * small_space.n_concepts
+    owner = np.repeat(np.arange(small_space.n_concepts), 3)
+    assert all(small_space.signature(c)[s] for c, s in zip(owner[::7], pool[::7]))
