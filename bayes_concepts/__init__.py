@@ -54,6 +54,11 @@ _EXPORTS = {
     "audit": ".gap", "format_audit": ".gap",
     "save_results": ".results", "load_results": ".results",
     "write_figures": ".plots",
+    # any benchmark: concept spaces from extensions, attribute-object pairs, divergence, reports
+    "ExtensionSpace": ".engine.extension_space", "load_space": ".engine.store",
+    "build_pair_space": ".pairs", "read_pairs_layout": ".pairs", "unseen_pairs_spec": ".pairs",
+    "reference_limited_spec": ".pairs", "split_divergence": ".divergence", "divergence_table": ".divergence",
+    "audit_splits": ".report", "write_report": ".report",
     # synonyms: which synonym classes are provably one program
     "prove_equivalent": ".synonyms.prover", "find_counterexample": ".synonyms.counterexamples",
     "classify_synonym_classes": ".synonyms.classify",
@@ -65,7 +70,8 @@ _EXPORTS = {
 
 #: subpackages and modules reachable as attributes (``bc.plots``, ``bc.learners``, ...)
 _MODULES = ("lot", "scenes", "engine", "splits", "episodes", "oracles", "metrics", "gap", "results", "plots",
-            "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli")
+            "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli", "pairs", "divergence", "report",
+            "resources")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -163,6 +163,17 @@ class HypothesisSpace:
             self._test_index = (ptr, idx)
         return self._test_index
 
+    def scene_rows(self, scenes) -> np.ndarray:
+        """Per-scene concept bitsets uint64 (n, ceil(n_concepts/64)) of scenes given as bank ids
+        (rows of :meth:`scene_concepts`) or as scene dicts (every concept evaluated on them)."""
+        scenes = list(scenes)
+        if all(isinstance(s, (int, np.integer)) for s in scenes):
+            return self.scene_concepts()[np.asarray(scenes, np.int64)]
+        from .executor import evaluate_programs
+        bank = SceneBank.from_scenes(scenes, self.schema.with_max_objects(
+            max(self.schema.max_objects, max(len(s["objects"]) for s in scenes))))
+        return transpose_bits(evaluate_programs(self.programs, bank, self.grammar), bank.n_scenes)
+
     def test_bank_class_rows(self) -> np.ndarray:
         """The synonym classes each test-bank scene belongs to: uint64 (T, ceil(n_classes/64));
         bit c of row t says class c is true on test scene t.  Computed on first use and kept."""

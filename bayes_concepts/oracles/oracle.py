@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 import numba
 import numpy as np
 
-from ..bits import pack_bits, pop_lowest_bit, transpose_bits
+from ..bits import pack_bits, pop_lowest_bit
 from . import kernels as K
 from .empty_policies import empty_policies
 from .likelihoods import likelihood_tables, likelihoods
@@ -184,16 +184,9 @@ class Oracle:
 
     # ------------------------------------------------------ learner protocol
     def _scene_rows(self, scenes) -> np.ndarray:
-        """Per-scene concept bitsets (n, Hw) for scene ids or scene dicts."""
-        scenes = list(scenes)
-        if all(isinstance(s, (int, np.integer)) for s in scenes):
-            return self.space.scene_concepts()[np.asarray(scenes, np.int64)]
-        from ..engine import evaluate_programs
-        from ..scenes import SceneBank
-        bank = SceneBank.from_scenes(scenes, self.space.schema.with_max_objects(
-            max(self.space.schema.max_objects, max(len(s["objects"]) for s in scenes))))
-        sig = evaluate_programs(self.space.programs, bank, self.space.grammar)
-        return transpose_bits(sig, bank.n_scenes)
+        """Per-scene concept bitsets (n, Hw) for scene ids or scene dicts (the space decides
+        how its kind of scene is read)."""
+        return self.space.scene_rows(scenes)
 
     def fit(self, scenes, labels, hard: bool = True, positives_drawn: int | None = None) -> "Oracle":
         """Condition on a support set: ``scenes`` (ids or dicts) with 0/1 ``labels``.
