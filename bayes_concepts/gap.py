@@ -170,14 +170,16 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
                                                 100 * cell[metric].sel(learner="weak").values, n_boot, seed)
                 gap[key], gap[f"{key}_ci"] = mean, [lo, hi]
             r["gap"] = gap
-            r["learners"] = {}
+            models = {}
             for learner in (str(x) for x in ds.learner.values.tolist()):
                 ap = cell["ap"].sel(learner=learner).values
                 if learner in ORACLES or not np.isfinite(ap).any():
                     continue
-                r["learners"][learner] = {"map": 100 * float(np.nanmean(ap)),
-                                          "cba": 100 * float(np.nanmean(cell["cba"].sel(learner=learner).values)),
-                                          "episodes": int(np.isfinite(ap).sum())}
+                models[learner] = {"map": 100 * float(np.nanmean(ap)),
+                                   "cba": 100 * float(np.nanmean(cell["cba"].sel(learner=learner).values)),
+                                   "episodes": int(np.isfinite(ap).sum())}
+            if models:  # other learners scored in this cell: mean mAP and CBA (percent)
+                r["learners"] = models
             r["weak_empty_share"] = float(cell["weak_empty"].mean())
             r["posterior_entropy"] = r["strong"]["posterior_entropy"]
             r["predictive_entropy"] = r["strong"]["predictive_entropy"]

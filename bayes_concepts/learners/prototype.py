@@ -25,6 +25,8 @@ from .scoring import ap_on_test_bank, query_metrics
 
 #: episodes per block of the test-bank score matrix (block × T float32 in memory)
 EPISODE_BLOCK = 256
+#: episodes whose support and query scenes are embedded together (distinct scenes once)
+EPISODE_CHUNK = 4096
 _TILE = 1024  # scenes per tile of the logit kernel (its accumulators stay in L1/L2)
 _ROWS = 8  # support sets per work item of the logit kernel
 
@@ -188,20 +190,28 @@ class PrototypeLearner:
         ``posterior_entropy``, bool ``empty`` and ``query_pred`` float64 (E, K)."""
         e_count, k = episodes.support_scenes.shape
         kq = episodes.query_scenes.shape[1]
-        ids = np.concatenate([episodes.support_scenes.ravel(), episodes.query_scenes.ravel()])
-        unique, inverse = np.unique(ids, return_inverse=True)
-        emb = self.embed_codes(np.asarray(self.space.scene_codes[unique]))
-        support = emb[inverse[: e_count * k]].reshape(e_count, k, -1)
-        query = emb[inverse[e_count * k:]].reshape(e_count, kq, -1)
-        w, b, scale = self.weights(support, episodes.support_labels)
-        query_pred = expit(episode_logits(query, w, b, scale).astype(np.float64))
-        bank = self.bank_embedding()
+        bank_t = None
+        w = np.empty(0)
+        query_pred = np.empty((e_count, kq))
         ap = np.empty(e_count)
         concepts = np.asarray(episodes.concept, np.int64)
-        for lo in range(0, e_count, EPISODE_BLOCK):
-            hi = min(lo + EPISODE_BLOCK, e_count)
-            ap[lo:hi] = ap_on_test_bank(self.space, self.logits(bank, w[lo:hi], b[lo:hi], scale[lo:hi]),
-                                        concepts[lo:hi])
+        for lo in range(0, e_count, EPISODE_CHUNK):  # bounds the memory of the scenes' embeddings
+            hi = min(lo + EPISODE_CHUNK, e_count)
+            ids = np.concatenate([episodes.support_scenes[lo:hi].ravel(), episodes.query_scenes[lo:hi].ravel()])
+            unique, inverse = np.unique(ids, return_inverse=True)
+            emb = self.embed_codes(np.asarray(self.space.scene_codes[unique]))
+            support = emb[inverse[: (hi - lo) * k]].reshape(hi - lo, k, -1)
+            query = emb[inverse[(hi - lo) * k:]].reshape(hi - lo, kq, -1)
+            w, b, scale = self.weights(support, episodes.support_labels[lo:hi])
+            query_pred[lo:hi] = expit(episode_logits(query, w, b, scale).astype(np.float64))
+            if bank_t is None:
+                bank_t = np.ascontiguousarray(self.bank_embedding().T, w.dtype)
+            for a in range(0, hi - lo, EPISODE_BLOCK):
+                z = min(a + EPISODE_BLOCK, hi - lo)
+                scores = np.empty((z - a, bank_t.shape[1]), w.dtype)
+                _logits_kernel(bank_t, np.ascontiguousarray(w[a:z]), b[a:z].astype(w.dtype),
+                               scale[a:z].astype(w.dtype), scores)
+                ap[lo + a: lo + z] = ap_on_test_bank(self.space, scores, concepts[lo + a: lo + z])
         cba, entropy = np.empty(e_count), np.empty(e_count)
         query_metrics(query_pred, np.ascontiguousarray(episodes.query_labels), cba, entropy)
         return {"ap": ap, "cba": cba, "predictive_entropy": entropy, "posterior_entropy": np.full(e_count, np.nan),
