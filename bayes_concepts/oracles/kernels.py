@@ -127,6 +127,19 @@ def _binary_entropy(p):
     return -(p * np.log(p) + (1.0 - p) * np.log(1.0 - p))
 
 
+@numba.njit(inline="always")
+def _touch(c, cls_ptr, cls_idx, mark, touched, m):
+    """Append the test scenes class ``c`` covers to ``touched[:m]`` (once each, via ``mark``);
+    returns the new m."""
+    for r in range(cls_ptr[c], cls_ptr[c + 1]):
+        t = cls_idx[r]
+        if not mark[t]:
+            mark[t] = True
+            touched[m] = t
+            m += 1
+    return m
+
+
 @numba.njit(cache=True)
 def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test, scores, mark,
                  touched):
@@ -186,15 +199,8 @@ def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_si
     n_cls = cls_list.shape[0]
     m = 0
     for q in range(n_cls):
-        if light[q]:
-            continue
-        c = cls_list[q]
-        for r in range(cls_ptr[c], cls_ptr[c + 1]):
-            t = cls_idx[r]
-            if not mark[t]:
-                mark[t] = True
-                touched[m] = t
-                m += 1
+        if not light[q]:
+            m = _touch(cls_list[q], cls_ptr, cls_idx, mark, touched, m)
     for q in range(n_cls):
         wq = cls_weight[q]
         if light[q]:
@@ -266,15 +272,8 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, class_rows, truth, n_
             tau *= 0.01
     m = 0
     for q in range(n_cls):
-        c = cls_list[q]
-        if class_w[c] < tau:
-            continue
-        for r in range(cls_ptr[c], cls_ptr[c + 1]):
-            t = cls_idx[r]
-            if not mark[t]:
-                mark[t] = True
-                touched[m] = t
-                m += 1
+        if class_w[cls_list[q]] >= tau:
+            m = _touch(cls_list[q], cls_ptr, cls_idx, mark, touched, m)
     for i in range(m):
         t = touched[i]
         scores[t] = _class_row_score(class_rows[t], class_w)
