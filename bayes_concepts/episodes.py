@@ -349,15 +349,20 @@ class EpisodeSampler:
     block counts) so that many batches reuse them."""
 
     def __init__(self, space):
+        from .engine.index import signature_block_counts
         self.space = space
         self.signatures = np.ascontiguousarray(space.signatures)
-        self.cum = block_counts(self.signatures, BLOCK)
+        self.cum = signature_block_counts(space) if BLOCK == 64 else block_counts(self.signatures, BLOCK)
         self.scene_concepts = space.scene_concepts()
 
     def sample(self, concept_ids, n: int, negatives: str = "hard", *, query_negatives: str | None = None,
                seed: int = 0, n_positive: int = 5, n_negative: int = 20, beta: float = 0.2,
-               hard_mode: str = "union", meta: dict | None = None) -> Episodes:
+               hard_mode: str = "union", meta: dict | None = None, part: tuple | None = None) -> Episodes:
         """Draw ``n`` episodes whose concepts come from ``concept_ids`` (weights exp(-beta·l)).
+
+        part: ``(lo, hi)`` draws only episodes ``lo:hi`` of the ``n``, exactly as the whole draw
+        would (each episode has its own random stream), so that chunks of one batch can be drawn
+        apart -- in other processes -- and concatenated.
 
         hard_mode: ``union`` (default: each hard negative uniformly from the scenes outside ext(h)
         on which some consistent alternative is true) or ``alternative`` (an alternative
@@ -382,6 +387,10 @@ class EpisodeSampler:
         w = np.exp(-beta * space.lengths[usable].astype(np.float64))
         concepts = rng.choice(usable, size=n, p=w / w.sum()).astype(np.int32)
         seeds = block_seeds(seed, n)
+        lo, hi = (0, n) if part is None else (int(part[0]), int(part[1]))
+        if not 0 <= lo <= hi <= n:
+            raise ValueError(f"part must be a range (lo, hi) within 0..{n}, got {part!r}")
+        concepts, seeds, n_all, n = concepts[lo:hi], seeds[lo:hi], n, hi - lo
         k = n_positive + n_negative
         arrays = {}
         for side in ("support", "query"):
@@ -402,7 +411,7 @@ class EpisodeSampler:
                               (negatives == "hard", qn == "hard"), sets)
         info = dict(meta or {})
         info.update({"negatives": negatives, "query_negatives": qn, "hard_mode": hard_mode, "seed": int(seed),
-                     "n": int(n),
+                     "n": int(n_all), **({} if part is None else {"part": [lo, hi]}),
                      "n_positive": n_positive, "n_negative": n_negative, "beta": beta,
                      "space": space.manifest_sha256() if hasattr(space, "manifest_sha256") else None,
                      "support_topup": int(arrays["support_topup"].sum()),
@@ -454,6 +463,15 @@ class EpisodeSampler:
                     neg.append(s)
                     used.add(s)
                 scenes[e, n_positive:] = neg
+
+
+def sampler_for(space) -> EpisodeSampler:
+    """The :class:`EpisodeSampler` of ``space``, made on first use and kept on the space."""
+    sampler = getattr(space, "_episode_sampler", None)
+    if sampler is None or sampler.space is not space:
+        sampler = EpisodeSampler(space)
+        space._episode_sampler = sampler
+    return sampler
 
 
 def sample_episodes(space, split, side: str = "test", negatives: str = "hard", n: int = 1000, *, seed: int = 0,

@@ -19,6 +19,7 @@ from . import __version__
 from .episodes import EpisodeSampler
 from .oracles import OracleSettings, strong_and_weak
 from .results import empty_dataset
+from .scale import gap_cells, scheduler_scope
 
 LEARNERS = ("strong", "weak")
 ORACLES = LEARNERS
@@ -80,7 +81,7 @@ def _learner_info(table: dict) -> dict:
 
 def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
-                progress: bool = False, hard_mode: str = "union", learners=None) -> xr.Dataset:
+                progress: bool = False, hard_mode: str = "union", learners=None, scheduler=None) -> xr.Dataset:
     """Score the strong and weak oracles of every split, and any other ``learners``, on the
     same ``n_episodes`` test episodes per (split, negatives) with the same metrics.  Returns
     the results Dataset (see :mod:`bayes_concepts.results`), the query predictions of every
@@ -90,31 +91,37 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     learner} (e.g. a model trained on that split; NaN elsewhere); or a sequence of learners
     named by their ``name``.  A learner is anything with ``fit``/``predict_proba``
     (:mod:`bayes_concepts.learners.protocol`); ones with a batch ``evaluate(episodes)`` are
-    scored by it.  The oracles' numbers do not depend on which other learners are scored."""
+    scored by it.  The oracles' numbers do not depend on which other learners are scored.
+
+    scheduler: where the oracles' episode chunks run (:class:`bayes_concepts.scale.Scheduler`:
+    None, this process; ``"local:N"``, a LocalCluster; a Dask scheduler address, for a saved
+    space every worker can read); the results are the same, value for value.  Other learners
+    are scored in this process on the same episodes."""
     from tqdm.auto import tqdm
     from .learners.scoring import score_learners
     settings = settings or OracleSettings()
     names = list(splits)
     table = _learner_table(learners, names)
     all_learners = (*ORACLES, *table)
-    sampler = EpisodeSampler(space)
     cells = [(s, neg) for s in names for neg in negatives]
     ds = None
-    for name, neg in tqdm(cells, disable=not progress, desc="comp gap", unit="cell", leave=False):
-        split = splits[name]
-        eps = sampler.sample(split.test, n_episodes, neg, seed=cell_seed(seed, name, neg),
-                             query_negatives=query_negatives, hard_mode=hard_mode,
-                             meta={"split": name, "side": "test"})
-        if ds is None:
-            ds = empty_dataset(names, negatives, all_learners, n_episodes, n_query=eps.query_scenes.shape[1])
-        strong, weak = strong_and_weak(space, split, settings)
-        here = {"strong": strong, "weak": weak}
-        here.update({lr: per_split[name] for lr, per_split in table.items() if name in per_split})
-        sel = {"split": name, "negatives": neg}
-        ds["concept"].loc[sel] = eps.concept
-        for learner, r in score_learners(space, eps, here).items():
-            for m in ("ap", "cba", "posterior_entropy", "predictive_entropy", "empty", "query_pred"):
-                ds[m].loc[dict(sel, learner=learner)] = r[m]
+    with scheduler_scope(scheduler) as sched:
+        oracle_cells = gap_cells(space, splits, cells, n_episodes, settings,
+                                 lambda name, neg: cell_seed(seed, name, neg), query_negatives, hard_mode,
+                                 bool(table), sched)
+        for name, neg, concept, scored, eps in tqdm(oracle_cells, total=len(cells), disable=not progress,
+                                                    desc="comp gap", unit="cell", leave=False):
+            if ds is None:
+                ds = empty_dataset(names, negatives, all_learners, n_episodes,
+                                   n_query=scored["strong"]["query_pred"].shape[1])
+            here = {lr: per_split[name] for lr, per_split in table.items() if name in per_split}
+            if here:
+                scored.update(score_learners(space, eps, here))
+            sel = {"split": name, "negatives": neg}
+            ds["concept"].loc[sel] = concept
+            for learner, r in scored.items():
+                for m in ("ap", "cba", "posterior_entropy", "predictive_entropy", "empty", "query_pred"):
+                    ds[m].loc[dict(sel, learner=learner)] = r[m]
     if ds is None:
         ds = empty_dataset(names, negatives, all_learners, n_episodes, n_query=0)
     ds["weak_empty"] = ds["empty"].sel(learner="weak", drop=True)

@@ -28,7 +28,9 @@ from ..lot.rejection import rejection_reason
 from ..lot.sampler import sample_programs
 from ..resources import data_file
 from ..scenes import SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_scenes, scenes_to_codes
-from .executor import compile_for, count, run
+from ..scale import Scheduler
+from .chunked import count_programs, signatures_stage
+from .executor import compile_for
 from .plan import BankLayout
 from .test_bank import draw_test_bank
 
@@ -191,15 +193,18 @@ def collapse_and_dedupe(programs, logp, counts, keep) -> tuple:
 
 
 def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_source=None, reject=True,
-                 progress=False, log=None) -> dict:
+                 progress=False, log=None, scheduler=None, spill=None) -> dict:
     """Run the build; returns the keyword arguments of ``HypothesisSpace``.
 
     p: resolved parameters (:func:`resolve_params`); grammar: a Grammar, a grammar file or
     None (CURI's); programs: program strings to use instead of sampling (then ``samples`` is
     ignored), ``programs_source`` names them in errors and the manifest; reject: apply the
-    grammar's rejection rules to given programs.
+    grammar's rejection rules to given programs.  scheduler: a started
+    :class:`bayes_concepts.scale.Scheduler` the execute stages map their scene chunks on (None:
+    this process); spill: where the signatures go (:func:`.chunked.signatures_stage`).
     """
     log = log or (lambda s: None)
+    sched = scheduler or Scheduler()
     bar = _tqdm(progress)
     times, stages = {}, {}
     t0 = time.perf_counter()
@@ -227,7 +232,7 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     t = time.perf_counter()
     bank_rows = BankLayout.rows_of(bank)
     plan = compile_for(programs, bank, grammar)
-    counts = count(plan, bank, bank_rows=bank_rows)
+    counts = count_programs(plan, bank_rows, bank.n_scenes, sched)
     del plan
     bounds = p.get("filter_bounds", "closed")
     keep = firing_filter(counts, bank.n_scenes, p["min_count"], p["max_rate"], bounds)
@@ -243,19 +248,17 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
 
     t = time.perf_counter()
     plan = compile_for(concepts, bank, grammar)
-    signatures = run(plan, bank, bank_rows=bank_rows)
+    streamed = signatures_stage(plan, bank_rows, bank.n_scenes, kept_counts, int(p["test_positives"]),
+                                int(seeds[2]), sched, spill=spill)  # also the synonym classes and test bank
     del plan, bank_rows
-    final_counts = np.bitwise_count(signatures).sum(axis=1, dtype=np.int64)
-    assert np.array_equal(final_counts, kept_counts)
-    classes = synonym_classes(signatures)
+    signatures, final_counts, classes = streamed["signatures"], streamed["counts"], streamed["classes"]
     stages["synonym_classes"] = int(classes.max()) + 1 if len(classes) else 0
-    times["signatures"] = time.perf_counter() - t
+    times["signatures"] = time.perf_counter() - t - streamed["test_bank_seconds"]
     log(f"synonym classes: {stages['synonym_classes']:,}")
 
-    t = time.perf_counter()
-    test_bank = draw_test_bank(signatures, final_counts, int(p["test_positives"]), int(seeds[2]))
+    test_bank = streamed["test_bank"]
     stages["test_bank"] = test_bank.n_scenes
-    times["test_bank"] = time.perf_counter() - t
+    times["test_bank"] = streamed["test_bank_seconds"]
     times["total"] = time.perf_counter() - t0
     log(f"test bank: {test_bank.n_scenes:,} scenes")
 

@@ -20,6 +20,7 @@ from ..bits import transpose_bits, unpack_bits
 from ..lot.grammar import Grammar
 from ..lot.program import Program
 from ..scenes import SceneBank
+from ..scale import scheduler_scope
 from ..scenes.codes import codes_to_scene
 from . import build as _build
 from . import store as _store
@@ -137,9 +138,11 @@ class HypothesisSpace:
     def scene_concepts(self) -> np.ndarray:
         """Per-scene concept bitsets (the transposed signatures): uint64 (n_scenes,
         ceil(n_concepts/64)); bit h of row s says concept h is true on scene s.
-        Computed on first use and kept."""
+        Computed on first use and kept: in memory for small spaces, else a memory-mapped file
+        written chunk by chunk (:mod:`.index`)."""
         if getattr(self, "_scene_concepts", None) is None:
-            self._scene_concepts = transpose_bits(np.asarray(self.signatures), self.n_scenes)
+            from .index import scene_concepts
+            self._scene_concepts = scene_concepts(self)
         return self._scene_concepts
 
     def class_representatives(self) -> np.ndarray:
@@ -238,7 +241,7 @@ class HypothesisSpace:
               scenes: int | None = None, scene_sampler: str | None = None, scenes_from=None,
               max_depth: int | None = None, seed: int | None = None, min_count: int | None = None,
               max_rate: float | None = None, test_positives: int | None = None,
-              progress: bool = False, log=None) -> "HypothesisSpace":
+              progress: bool = False, log=None, scheduler=None, spill=None) -> "HypothesisSpace":
         """Build a space from sampled programs.  Arguments left as None come from ``preset``
         (``demo``/``paper``), else from :data:`~bayes_concepts.engine.build.DEFAULTS`.
 
@@ -248,18 +251,25 @@ class HypothesisSpace:
         as the scene bank instead; max_depth: derivation depth (grammar's default 6);
         seed: master seed; min_count / max_rate: the firing filter (scenes, fraction);
         test_positives: positives per concept in the test bank.  ``log(str)`` receives stage
-        summaries.
+        summaries.  scheduler: where the executor's scene chunks run (None: this process;
+        ``"local:N"``: a LocalCluster of N processes; a Dask scheduler address; a
+        :class:`~bayes_concepts.scale.Scheduler`): the space is the same wherever it ran.
+        spill: where the signatures are kept while building (None: in memory up to 1 GiB, else
+        a temporary file, memory-mapped; False: in memory; True: a temporary file; a directory).
         """
         p = _build.resolve_params(preset, samples=samples, scenes=scenes, scene_sampler=scene_sampler,
                                   max_depth=max_depth, seed=seed, min_count=min_count, max_rate=max_rate,
                                   test_positives=test_positives)
-        return cls(**_build.build_fields(p, grammar, scenes_from, progress=progress, log=log))
+        with scheduler_scope(scheduler) as sched:
+            return cls(**_build.build_fields(p, grammar, scenes_from, progress=progress, log=log, scheduler=sched,
+                                             spill=spill))
 
     @classmethod
     def from_programs(cls, programs, *, grammar=None, scenes: int | None = None, scene_sampler: str | None = None,
                       scenes_from=None, seed: int | None = None, min_count: int | None = None,
                       max_rate: float | None = None, test_positives: int | None = None, reject: bool = True,
-                      source: str | None = None, progress: bool = False, log=None) -> "HypothesisSpace":
+                      source: str | None = None, progress: bool = False, log=None, scheduler=None,
+                      spill=None) -> "HypothesisSpace":
         """Build a space from given programs instead of sampled ones.
 
         programs: program strings (postfix; CURI's released form with ``lambda``, ``S.`` and
@@ -267,7 +277,8 @@ class HypothesisSpace:
         line.  The same stages as :meth:`build` run on them: dedupe, the grammar's rejection
         rules (``reject``), execution, the firing filter, collapse, dedupe, synonym classes,
         test bank; log-probabilities come from the grammar.  Other arguments as in
-        :meth:`build` (defaults: CURI's 990,000 clevr scenes, seed 0).
+        :meth:`build` (defaults: CURI's 990,000 clevr scenes, seed 0; ``scheduler`` and ``spill``
+        as there).
         """
         if isinstance(programs, (str, Path)) and Path(programs).is_file():
             source = source or str(programs)
@@ -279,5 +290,7 @@ class HypothesisSpace:
             raise ValueError(f"{programs}: no such file of programs (pass a list of program strings or a file)")
         p = _build.resolve_params(None, scenes=scenes, scene_sampler=scene_sampler, seed=seed, min_count=min_count,
                                   max_rate=max_rate, test_positives=test_positives)
-        return cls(**_build.build_fields(p, grammar, scenes_from, programs=list(programs), programs_source=source,
-                                         reject=reject, progress=progress, log=log))
+        with scheduler_scope(scheduler) as sched:
+            return cls(**_build.build_fields(p, grammar, scenes_from, programs=list(programs),
+                                             programs_source=source, reject=reject, progress=progress, log=log,
+                                             scheduler=sched, spill=spill))

@@ -42,6 +42,10 @@ from .test_bank import TestBank
 
 #: Version of the on-disk layout; a space of another version must be rebuilt.
 FORMAT_VERSION = 2
+#: Folder of a saved space for indexes derived from its files (the per-scene concept index of
+#: large spaces, :mod:`.index`): not listed in the manifest, rebuilt when missing or stale,
+#: and deleted with the space.
+INDEX_DIR = "index"
 
 ARRAYS = {
     "signatures.npy": ("signatures", np.uint64, 2),
@@ -72,9 +76,25 @@ def _fsync_write(path: Path, data: bytes):
         os.fsync(f.fileno())
 
 
+#: ``_save_npy`` writes arrays in blocks of rows of about this many bytes.
+SAVE_BLOCK_BYTES = 64 << 20
+
+
 def _save_npy(path: Path, array: np.ndarray):
+    """Write ``array`` as ``.npy`` (the bytes ``np.save`` writes) in blocks of rows, so that a
+    memory-mapped array larger than memory is copied without being read in whole."""
+    from ..scale import release_pages
+    array = np.asanyarray(array)
     with open(path, "wb") as f:
-        np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+        if array.ndim == 0 or array.dtype.hasobject:
+            np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+        else:
+            np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(
+                np.ascontiguousarray(array[:0])) | {"shape": array.shape})
+            rows = max(1, SAVE_BLOCK_BYTES // max(1, array[:1].nbytes))
+            for lo in range(0, len(array), rows):
+                f.write(np.ascontiguousarray(array[lo: lo + rows]).data)
+                release_pages(array)
         f.flush()
         os.fsync(f.fileno())
 
@@ -145,7 +165,7 @@ def _foreign_files(d: Path) -> list:
     if not ok:
         return found or sorted(str(f.relative_to(d)) for f in d.rglob("*"))
     known = {*manifest["files"], "manifest.json", UNFINISHED}
-    return [f for f in found if f not in known]
+    return [f for f in found if f not in known and Path(f).parts[0] != INDEX_DIR]
 
 
 def check_save_target(path, overwrite: bool = False) -> Path:
