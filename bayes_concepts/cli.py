@@ -297,6 +297,8 @@ def cmd_space_build(args) -> int:
     from .engine.space import HypothesisSpace
     from .engine.store import check_save_target
     check_save_target(args.out, args.force)  # before the build: never delete what the toolkit did not write
+    from .scale import parse_scheduler
+    parse_scheduler(args.scheduler)
     if args.programs:
         if args.samples is not None or args.max_depth is not None:
             raise BayesConceptsError("--programs takes the programs from the file: --samples and --max-depth do "
@@ -316,12 +318,12 @@ def cmd_space_build(args) -> int:
             space = HypothesisSpace.from_programs(
                 args.programs, grammar=args.grammar, scenes=args.scenes or preset.get("scenes"),
                 scene_sampler=args.scene_sampler, scenes_from=args.scenes_from, seed=args.seed,
-                reject=not args.no_rejection, progress=not args.quiet, log=log)
+                reject=not args.no_rejection, progress=not args.quiet, log=log, scheduler=args.scheduler)
         else:
             space = HypothesisSpace.build(args.preset, grammar=args.grammar, samples=args.samples,
                                           scenes=args.scenes, scene_sampler=args.scene_sampler,
                                           scenes_from=args.scenes_from, max_depth=args.max_depth, seed=args.seed,
-                                          progress=not args.quiet, log=log)
+                                          progress=not args.quiet, log=log, scheduler=args.scheduler)
     if space.n_concepts == 0:
         stages = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in space.stages.items())
         raise BayesConceptsError(f"no concept survives the build ({stages}): nothing written to {args.out}; "
@@ -541,6 +543,8 @@ def cmd_gap(args) -> int:
     from .gap import compute_gap, format_table, summarise
     from .results import save_results
     _settings(args)  # a bad --beta or --epsilon is an error before any work
+    from .scale import parse_scheduler
+    parse_scheduler(args.scheduler)
     if args.out:
         _check_output_file(args.out, "--out")
     space = _load_space(args.dir)
@@ -558,7 +562,7 @@ def cmd_gap(args) -> int:
     with _progress_output():
         ds = compute_gap(space, splits, negatives, args.episodes, settings, args.seed,
                          query_negatives=query_negatives, hard_mode=hard_mode,
-                         progress=not args.json, learners=learners)
+                         progress=not args.json, learners=learners, scheduler=args.scheduler)
     if protocol is not None:
         ds.attrs["protocol"] = protocol.name
         ds.attrs["protocol_info"] = json.dumps(protocol.info(), sort_keys=True)
@@ -754,6 +758,12 @@ def _oracle_options(p):
     p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
 
 
+def _scheduler_option(p, what: str):
+    p.add_argument("--scheduler", metavar="local:N|ADDRESS", default=None,
+                   help=f"run {what} on Dask: local:N starts a LocalCluster of N processes, ADDRESS "
+                        "(tcp://host:8786) joins a running cluster; default: this process.  Results are the same")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="bayes-concepts", description="Bayesian oracles for compositional concept learning")
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -809,6 +819,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="replace OUT if it is a saved space (a directory holding anything else is never deleted)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _scheduler_option(p, "the executor's scene chunks")
     p.set_defaults(func=cmd_space_build)
     p = sp.add_parser("from-pairs", help="the pair space of an attribute-object benchmark (CZSL layout) into OUT")
     p.add_argument("out", metavar="OUT", help="directory to write the pair space to")
@@ -876,6 +887,7 @@ def build_parser() -> argparse.ArgumentParser:
     _oracle_options(p)
     p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
     p.add_argument("--json", action="store_true", help="print the table, the settings and the seed as JSON")
+    _scheduler_option(p, "the oracles' episode chunks")
     p.set_defaults(func=cmd_gap)
 
     p = sub.add_parser("train", help="meta-train a neural baseline (CURI's prototypical networks) on a split")

@@ -193,3 +193,26 @@ def test_gap_in_process_and_on_a_cluster_are_identical(small_space_dir, cluster,
     remote = compute_gap(space, splits, ("hard", "easy"), 120, seed=5, scheduler=cluster)
     for ds in (chunks, remote):
         assert ds.identical(one_chunk)
+
+
+# ------------------------------------------------------------------------------ the command line
+@pytest.mark.parametrize("argv", [["gap", "{space}", "--scheduler", "local:0", "--episodes", "5"],
+                                  ["space", "build", "{out}", "--samples", "100", "--scheduler", "nohost"]])
+def test_bad_scheduler_option_exits_2_with_one_line(argv, small_space_dir, tmp_path, capsys):
+    from bayes_concepts.cli import main
+    argv = [a.format(space=small_space_dir, out=tmp_path / "new") for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "scheduler" in err and "\n" not in err
+    assert not (tmp_path / "new").exists()
+
+
+def test_cli_gap_scheduler_option(small_space_dir, capsys):
+    from bayes_concepts.cli import main
+    import json
+    outs = []
+    for extra in ([], ["--scheduler", "local:1"]):
+        assert main(["gap", str(small_space_dir), "--split", "counting", "--negatives", "hard", "--episodes", "40",
+                     "--json", *extra]) == 0
+        outs.append(json.loads(capsys.readouterr().out)["results"])
+    assert outs[0] == outs[1]
