@@ -216,3 +216,19 @@ def test_cli_gap_scheduler_option(small_space_dir, capsys):
                      "--json", *extra]) == 0
         outs.append(json.loads(capsys.readouterr().out)["results"])
     assert outs[0] == outs[1]
+
+
+def test_spilled_signatures_are_saved_by_a_link_not_a_copy(tmp_path):
+    import os
+    space = HypothesisSpace.build(samples=5_000, scenes=2_000, seed=1, spill=True)
+    space.save(tmp_path / "a")
+    saved = tmp_path / "a" / "signatures.npy"
+    assert os.stat(saved).st_ino == os.stat(space.signatures.filename).st_ino
+    again = HypothesisSpace.load(tmp_path / "a")
+    again.save(tmp_path / "b")  # a loaded space's file is never linked: the spaces stay independent
+    assert os.stat(tmp_path / "b" / "signatures.npy").st_ino != os.stat(saved).st_ino
+    spill_dir = os.path.dirname(space.signatures.filename)
+    del space
+    import gc
+    gc.collect()
+    assert not os.path.exists(spill_dir) and HypothesisSpace.load(tmp_path / "a") == again

@@ -136,6 +136,11 @@ class SignatureSink:
             self._fd = None
 
 
+#: Signature files this process spilled into temporary directories and will never change:
+#: a save may hard-link them instead of copying them (:func:`.store._save_npy`).
+SPILLED_FILES: set = set()
+
+
 def spill_directory(where=None) -> Path:
     """A new directory for spilled signatures (under ``where``, default the temp directory)."""
     return Path(tempfile.mkdtemp(prefix="bayes_concepts_build_", dir=where))
@@ -324,6 +329,7 @@ def signatures_stage(plan, bank_rows, n_scenes, counts, test_positives, seed, sc
             shutil.rmtree(spill_dir, ignore_errors=True)
         raise
     if spill is True:  # the temporary directory goes when the signatures do
+        SPILLED_FILES.add(str(Path(signatures.filename).resolve()))
         weakref.finalize(signatures, shutil.rmtree, str(spill_dir), True)
     release_pages(signatures)
     return dict(signatures=signatures, counts=seen, classes=refiner.classes(),

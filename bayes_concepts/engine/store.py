@@ -85,6 +85,8 @@ def _save_npy(path: Path, array: np.ndarray):
     memory-mapped array larger than memory is copied without being read in whole."""
     from ..scale import release_pages
     array = np.asanyarray(array)
+    if _link_spilled(path, array):
+        return
     with open(path, "wb") as f:
         if array.ndim == 0 or array.dtype.hasobject:
             np.save(f, np.ascontiguousarray(array), allow_pickle=False)
@@ -97,6 +99,27 @@ def _save_npy(path: Path, array: np.ndarray):
                 release_pages(array)
         f.flush()
         os.fsync(f.fileno())
+
+
+def _link_spilled(path: Path, array: np.ndarray) -> bool:
+    """Hard-link ``path`` to the file ``array`` is memory-mapped from when that is a whole
+    ``.npy`` the build spilled (:data:`.chunked.SPILLED_FILES`: written once, never changed):
+    a large space is saved without a second copy.  False when that is not the case or the
+    file system cannot link (then the caller writes the array)."""
+    from .chunked import SPILLED_FILES
+    base = array
+    while base is not None and not isinstance(base, np.memmap):
+        base = getattr(base, "base", None)
+    name = getattr(base, "filename", None)
+    if (not name or str(Path(name).resolve()) not in SPILLED_FILES
+            or array.shape != base.shape or array.dtype != base.dtype or not array.flags.c_contiguous
+            or array.__array_interface__["data"][0] != base.__array_interface__["data"][0]):
+        return False
+    try:
+        os.link(name, path)
+    except OSError:
+        return False
+    return True
 
 
 def save_space(space, path, overwrite: bool = False) -> Path:
