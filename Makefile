@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test figures bench clean
+.PHONY: venv demo test figures bench bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,13 @@ bench: $(STAMP) $(BENCH_SPACE)/manifest.json
 	$(BIN)/python benchmarks/space_build.py
 	$(BIN)/python benchmarks/episodes.py $(BENCH_SPACE)
 	$(BIN)/python benchmarks/gap.py $(BENCH_SPACE)
+
+# The "Scaling out" figures (benchmarks/scale.py): the comp-gap table's peak memory on
+# $(BENCH_SPACE), the 990,000-scene build in-process vs a 2-process LocalCluster, and a
+# 5,000,000-scene space built and scored on local:2 (about 35 GB of disk in spaces/curi5m).
+# One job at a time; hours on this 2-core machine.
+bench-scale: $(STAMP) $(BENCH_SPACE)/manifest.json
+	$(BIN)/python benchmarks/scale.py all --space $(BENCH_SPACE)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

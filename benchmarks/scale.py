@@ -1,0 +1,197 @@
+"""Scale-out benchmark (the "Scale" issue): wall time and peak RSS of every process.
+
+Each job runs the ``bayes-concepts`` command in a child process; a monitor thread reads
+``/proc/<pid>/status`` of the child and of all its descendants (Dask workers) every 0.25 s
+and keeps, per process, the peak resident set (``VmHWM``: anonymous *and* file-backed pages,
+so memory-mapped signatures a process has touched count) and the largest anonymous part
+seen (``RssAnon``: memory the process itself holds).  Jobs:
+
+* ``gap SPACE``: the full comp-gap table (9 splits x hard/easy x 20,000 episodes, size
+  likelihood) with ``bayes-concepts gap``; ``--scheduler`` as the command's;
+* ``build OUT --scenes N``: ``bayes-concepts space build OUT --preset paper --scenes N``
+  (CURI's grammar, 2,000,000 samples) with ``--scheduler``;
+* ``overhead``: the 990,000-scene build in-process and with ``--scheduler local:2``: the
+  ratio of the wall times is the cluster's overhead (or gain);
+* ``all``: what the issue asks for, one job after the other (never two at once): the gap
+  table on ``--space`` (default spaces/paper), the overhead pair, the 5,000,000-scene build
+  with local:2 and its gap table with local:2.
+
+Results go to ``benchmarks/out/scale.json`` (one entry per job, appended) and a table on
+stdout.  Usage::
+
+    python benchmarks/scale.py gap spaces/paper [--scheduler local:2] [--episodes 20000]
+    python benchmarks/scale.py build spaces/curi5m --scenes 5000000 --scheduler local:2
+    python benchmarks/scale.py overhead [--keep]
+    python benchmarks/scale.py all
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+OUT = Path("benchmarks/out")
+BIN = Path(sys.executable).parent / "bayes-concepts"
+
+
+def _status(pid: int) -> dict:
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
+                    out[key] = int(value.split()[0]) / 1024  # MiB
+    except OSError:
+        pass
+    return out
+
+
+def _children(pid: int) -> list:
+    try:
+        import psutil
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except Exception:  # noqa: BLE001 - the process may be gone
+        return []
+
+
+def _role(pid: int, root: int) -> str:
+    if pid == root:
+        return "main"
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "child"
+    if "resource_tracker" in cmd:
+        return "resource tracker"
+    return "dask worker" if "spawn_main" in cmd or "multiprocessing" in cmd else "child"
+
+
+def run_job(name: str, argv: list, env=None) -> dict:
+    """Run ``argv``, watching the memory of it and its descendants; returns the job's figures."""
+    peaks: dict = {}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            for pid in [proc.pid, *_children(proc.pid)]:
+                st = _status(pid)
+                if not st:
+                    continue
+                p = peaks.setdefault(pid, {"role": _role(pid, proc.pid), "peak_rss_mb": 0.0, "peak_anon_mb": 0.0})
+                p["peak_rss_mb"] = max(p["peak_rss_mb"], st.get("VmHWM", 0.0))
+                p["peak_anon_mb"] = max(p["peak_anon_mb"], st.get("RssAnon", 0.0))
+            done.wait(0.25)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    lines = []
+    for line in proc.stdout:
+        lines.append(line.rstrip("\n"))
+        print(f"  | {line}", end="", flush=True)
+    rc = proc.wait()
+    done.set()
+    thread.join()
+    wall = time.perf_counter() - t0
+    procs = sorted(peaks.values(), key=lambda p: -p["peak_rss_mb"])
+    procs = [p for p in procs if p["role"] != "resource tracker"]
+    result = {"job": name, "argv": [str(a) for a in argv], "rc": rc, "wall_s": round(wall, 1),
+              "processes": procs, "max_peak_rss_mb": round(max((p["peak_rss_mb"] for p in procs), default=0), 1),
+              "max_peak_anon_mb": round(max((p["peak_anon_mb"] for p in procs), default=0), 1),
+              "tail": lines[-25:]}
+    if rc != 0:
+        print(f"{name}: exit status {rc}", file=sys.stderr)
+    return result
+
+
+def gap_job(space, scheduler=None, episodes=20_000, tag="") -> dict:
+    OUT.mkdir(parents=True, exist_ok=True)
+    argv = [BIN, "gap", space, "--episodes", str(episodes), "--out",
+            OUT / f"scale_gap{tag}.nc"] + (["--scheduler", scheduler] if scheduler else [])
+    r = run_job(f"gap {space} ({scheduler or 'in-process'})", argv)
+    r.update(space=str(space), scheduler=scheduler or "in-process", episodes_per_cell=episodes)
+    return r
+
+
+def build_job(out, scenes, scheduler=None, samples=None) -> dict:
+    argv = [BIN, "space", "build", out, "--preset", "paper", "--scenes", str(scenes), "--quiet", "--force"]
+    argv += ["--samples", str(samples)] if samples else []
+    argv += ["--scheduler", scheduler] if scheduler else []
+    r = run_job(f"build {scenes:,} scenes ({scheduler or 'in-process'})", argv)
+    r.update(scenes=scenes, scheduler=scheduler or "in-process", out=str(out))
+    if r["rc"] == 0:
+        manifest = json.loads((Path(out) / "manifest.json").read_text())
+        r["counts"] = manifest["counts"]
+        import hashlib
+        r["manifest_sha256"] = hashlib.sha256((Path(out) / "manifest.json").read_bytes()).hexdigest()
+        r["disk_gb"] = round(sum(f.stat().st_size for f in Path(out).rglob("*") if f.is_file()) / 1e9, 2)
+    return r
+
+
+def record(result: dict):
+    OUT.mkdir(parents=True, exist_ok=True)
+    f = OUT / "scale.json"
+    runs = json.loads(f.read_text()) if f.exists() else []
+    runs.append({**result, "when": time.strftime("%Y-%m-%d %H:%M:%S")})
+    f.write_text(json.dumps(runs, indent=2))
+    print(summary_line(result), flush=True)
+
+
+def summary_line(r: dict) -> str:
+    procs = ", ".join(f"{p['role']} {p['peak_rss_mb']:,.0f} MB (anon {p['peak_anon_mb']:,.0f})"
+                      for p in r["processes"])
+    return f"{r['job']}: wall {r['wall_s']:,.0f} s; peak RSS per process: {procs}; exit {r['rc']}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="job", required=True)
+    g = sub.add_parser("gap")
+    g.add_argument("space")
+    g.add_argument("--scheduler")
+    g.add_argument("--episodes", type=int, default=20_000)
+    b = sub.add_parser("build")
+    b.add_argument("out")
+    b.add_argument("--scenes", type=int, default=990_000)
+    b.add_argument("--samples", type=int)
+    b.add_argument("--scheduler")
+    o = sub.add_parser("overhead")
+    o.add_argument("--keep", action="store_true", help="keep the two spaces (default: deleted)")
+    a = sub.add_parser("all")
+    a.add_argument("--space", default="spaces/paper")
+    a.add_argument("--big", default="spaces/curi5m")
+    args = ap.parse_args()
+    if args.job == "gap":
+        record(gap_job(args.space, args.scheduler, args.episodes))
+    elif args.job == "build":
+        record(build_job(args.out, args.scenes, args.scheduler, args.samples))
+    elif args.job in ("overhead", "all"):
+        if args.job == "all":
+            record(gap_job(args.space))
+        pair = [build_job("spaces/_scale_inproc", 990_000), build_job("spaces/_scale_local2", 990_000, "local:2")]
+        for r in pair:
+            record(r)
+        ratio = pair[0]["wall_s"] / pair[1]["wall_s"]
+        same = pair[0].get("manifest_sha256") == pair[1].get("manifest_sha256")
+        record({"job": "overhead: 990,000-scene build, in-process / local:2 wall time", "rc": 0,
+                "wall_s": 0, "processes": [], "ratio_inprocess_over_dask": round(ratio, 3), "same_manifest": same})
+        print(f"in-process / local:2 = {ratio:.2f}; same manifest: {same}")
+        if not getattr(args, "keep", False):
+            for d in ("spaces/_scale_inproc", "spaces/_scale_local2"):
+                shutil.rmtree(d, ignore_errors=True)
+        if args.job == "all":
+            record(build_job(args.big, 5_000_000, "local:2"))
+            record(gap_job(args.big, "local:2", tag="_5m"))
+
+
+if __name__ == "__main__":
+    main()
