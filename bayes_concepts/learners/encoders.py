@@ -153,3 +153,6 @@ class SchemaEncoder(SceneEncoder):
 
     def forward(self, codes: torch.Tensor) -> ObjectSet:
         return ObjectSet(self.net(self.features(codes)), codes[..., 0] >= 0)
+
+
+from . import modalities  # noqa: E402,F401  (registers the "image" and "sound" encoders)

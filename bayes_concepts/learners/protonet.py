@@ -274,8 +274,9 @@ class ProtoNetLearner(PrototypeLearner):
         self.model.eval()
         try:
             with torch.no_grad(), self.autocast():
-                for lo in range(0, len(codes), EMBED_BATCH):
-                    x = self.inputs(codes[lo: lo + EMBED_BATCH]).to(self.device)
+                step = int(getattr(self.model.encoder, "embed_batch", EMBED_BATCH))
+                for lo in range(0, len(codes), step):
+                    x = self.inputs(codes[lo: lo + step]).to(self.device)
                     out[lo: lo + len(x)] = self.model.embed(x).float().cpu().numpy()
         finally:
             self.model.train(was_training)

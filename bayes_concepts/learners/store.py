@@ -127,6 +127,7 @@ def save_model(learner, path, extra: dict | None = None) -> Path:
 def load_model(path, space, *, device=None, name: str | None = None, precision: str | None = None):
     """Rebuild the learner saved in ``path`` for ``space`` (whose scene schema must give the
     model's features).  ``precision`` defaults to the card's; ``name`` to the card's."""
+    from .encoders import encoders
     from .protonet import ProtoNetLearner
     path = Path(path)
     card = read_card(path)
@@ -134,7 +135,8 @@ def load_model(path, space, *, device=None, name: str | None = None, precision: 
     try:
         enc, pool = arch["encoder"], arch["pooling"]
         enc_cfg, pool_cfg = dict(enc["config"]), dict(pool["config"])
-        encoder_options = {k: enc_cfg[k] for k in ("object_dim", "hidden_ratio") if k in enc_cfg}
+        enc_keys = getattr(encoders.get(enc["kind"]), "space_options", None) if enc["kind"] in encoders else None
+        encoder_options = {k: enc_cfg[k] for k in enc_keys or ("object_dim", "hidden_ratio") if k in enc_cfg}
         pooling_options = {k: v for k, v in pool_cfg.items() if k not in ("in_dim", "n_objects", "out_dim")}
         decoder = arch.get("decoder")
         decoder_options = {k: decoder[k] for k in ("embed_dim", "hidden_dim")} if decoder else None
@@ -148,7 +150,7 @@ def load_model(path, space, *, device=None, name: str | None = None, precision: 
         raise LearnerError(f"{path / CARD}: incomplete architecture ({exc})") from None
     learner.model.encoder.check_space(space)
     built = learner.model.encoder.config()
-    for key in ("feature_names", "table_shapes", "n_slots"):
+    for key in ("feature_names", "table_shapes", "n_slots", "schema"):
         if key in enc_cfg and enc_cfg[key] != built.get(key):
             raise LearnerError(f"{path}: the model's encoder expects {key} {enc_cfg[key]}; this space gives "
                                f"{built.get(key)}")
