@@ -10,6 +10,7 @@ Subcommands::
     bayes-concepts episodes DIR --split S ... sample episodes; episodes show FILE INDEX
     bayes-concepts gap DIR                    the comp-gap table (strong vs weak oracle)
     bayes-concepts train DIR --split S --learner schema-relnet --out MODEL_DIR   a neural baseline
+    bayes-concepts render DIR SCENE_ID [--sound] --out FILE   one scene as a picture (PNG) or sound (WAV)
     bayes-concepts posterior DIR --support F  the oracles' posterior for a support set
     bayes-concepts audit DIR --spec FILE      a one-page report on a new split
     bayes-concepts figures RESULTS.nc --space DIR --out paper_figs/
@@ -582,12 +583,50 @@ def cmd_gap(args) -> int:
     return 0
 
 
+def _learner_with_modality(learner: str, modality) -> str:
+    """``--learner relnet --modality image`` -> ``image-relnet``; ``--learner image-relnet`` as given;
+    an error when ``--modality`` contradicts the learner's encoder."""
+    if modality is None:
+        return learner
+    if "-" not in learner:
+        return f"{modality}-{learner}"
+    if learner.split("-", 1)[0] != modality:
+        raise BayesConceptsError(f"--learner {learner} and --modality {modality} disagree: give --learner POOLING "
+                                 f"with --modality, or --learner {modality}-{learner.split('-', 1)[1]}")
+    return learner
+
+
+def cmd_render(args) -> int:
+    import numpy as np
+
+    from .learners.features import scene_ids
+    from .scenes.render import render_scene_png
+    from .scenes.sound import SoundSettings, synthesize_scene, write_wav
+    suffix = ".wav" if args.sound else ".png"
+    if Path(args.out).suffix.lower() != suffix:
+        raise BayesConceptsError(f"--out {args.out}: expected a {suffix} file"
+                                 + (" (a sound with --sound)" if args.sound else " (or --sound for a .wav)"))
+    _check_output_file(args.out, "--out")
+    space = _load_space(args.space)
+    if not 0 <= args.scene_id < space.n_scenes:
+        raise BayesConceptsError(f"scene id {args.scene_id} out of range (the space has {space.n_scenes:,} "
+                                 f"scenes, 0..{space.n_scenes - 1})")
+    codes = np.asarray(space.scene_codes[scene_ids(space, [args.scene_id])[0]])
+    if args.sound:
+        settings = SoundSettings()
+        write_wav(synthesize_scene(codes, space.schema, settings), settings.rate, args.out)
+    else:
+        render_scene_png(codes, space.schema, args.out, height=args.height, width=args.width)
+    print(f"scene {args.scene_id} written to {args.out}")
+    return 0
+
+
 def cmd_train(args) -> int:
     from .learners import ProtoNetLearner, parse_architecture
     from .learners.training import format_duration, parse_duration
     space = _load_space(args.dir)
     split = _splits_for(space, [args.split], args.spec)[args.split]
-    encoder, pooling = parse_architecture(args.learner)
+    encoder, pooling = parse_architecture(_learner_with_modality(args.learner, args.modality))
     learner = ProtoNetLearner(space, encoder, pooling, alpha=args.alpha, seed=args.seed, precision=args.precision,
                               name=args.name)
     options = dict(negatives=args.negatives, query_negatives=args.query_negatives, hard_mode=args.hard_mode,
@@ -895,7 +934,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", required=True)
     p.add_argument("--spec", nargs="+", metavar="FILE")
     p.add_argument("--learner", required=True, metavar="ENCODER-POOLING",
-                   help="architecture: schema-average, schema-concat, schema-relnet or schema-transformer")
+                   help="architecture: schema-average, schema-concat, schema-relnet or schema-transformer "
+                        "(image-... and sound-... likewise); with --modality, just the pooling")
+    p.add_argument("--modality", choices=["schema", "image", "sound"],
+                   help="how scenes are shown to the learner (the encoder part of --learner)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="directory for the weights and card")
     p.add_argument("--negatives", choices=["hard", "easy"], default="hard")
     p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None)
@@ -938,6 +980,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write a one-page difficulty report (Markdown with PNGs, or one HTML file)")
     _oracle_options(p)
     p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("render", help="draw one scene of a space as a PNG picture, or a WAV sound with --sound")
+    p.add_argument("space", metavar="SPACE", help="a saved hypothesis space")
+    p.add_argument("scene_id", metavar="SCENE_ID", type=int, help="index in the space's scene bank")
+    p.add_argument("--sound", action="store_true", help="write the scene's sound (WAV) instead of its picture")
+    p.add_argument("--out", required=True, metavar="FILE.png|FILE.wav")
+    p.add_argument("--height", type=_whole(1), default=160, help="picture height in pixels (default 160)")
+    p.add_argument("--width", type=_whole(1), default=240, help="picture width in pixels (default 240)")
+    p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("figures", help="write the figures of a results file (PNG and PDF)")
     p.add_argument("results", metavar="RESULTS.nc", help="a results file written by gap --out or demo")
