@@ -817,3 +817,79 @@ def write_figures(results, space, out_dir, formats=("png", "pdf"), episodes=None
             extra.to_csv(p, index=False)
             paths.append(p)
     return paths
+
+
+# ---------------------------------------------------------------------------------------
+# 6. one support set in the three modalities
+# ---------------------------------------------------------------------------------------
+
+def plot_modalities(space, episodes, index: int = 0, axes=None, *, n_scenes: int = 5, height: int = 80,
+                    width: int = 120):
+    """``n_scenes`` support scenes of episode ``index`` (its first positives, then about
+    ``n_scenes // 2`` of its first negatives, fewer when the set has fewer) as a learner sees them in each
+    modality (DESIGN section 13): row 1 the schema (objects drawn top-down at their bins, as in
+    :func:`episode_figure`), row 2 the rendered picture (:func:`~bayes_concepts.scenes.render.render_scenes`,
+    ``height × width`` pixels), row 3 the log-mel spectrogram of the synthesised sound
+    (:func:`~bayes_concepts.scenes.sound.log_mel_spectrogram`, 64 mel bands, time left to right).
+
+    ``axes``: an array of shape (3, n_scenes) of axes to draw on (default: a new figure).
+    Returns (fig, data): one row per scene drawn (set position, scene id, label, objects as
+    text, mean pixel value, spectrogram shape and its maximum in natural-log power)."""
+    from .scenes.render import render_scenes
+    from .scenes.sound import SoundSettings, log_mel_spectrogram, synthesize_scenes
+    e = int(index)
+    if not 0 <= e < len(episodes):
+        raise IndexError(f"episode {index} out of range (0..{len(episodes) - 1})")
+    all_labels = np.asarray(episodes.support_labels[e])
+    pos, neg = np.flatnonzero(all_labels == 1), np.flatnonzero(all_labels == 0)
+    n_neg = min(len(neg), int(n_scenes) // 2)
+    n_pos = min(len(pos), int(n_scenes) - n_neg)
+    n_neg = min(len(neg), int(n_scenes) - n_pos)
+    chosen = np.concatenate([pos[:n_pos], neg[:n_neg]])
+    scenes, labels = np.asarray(episodes.support_scenes[e])[chosen], all_labels[chosen]
+    n = len(scenes)
+    codes = np.asarray(space.scene_codes[scenes])
+    schema = space.schema
+    images = render_scenes(codes, schema, height=height, width=width)
+    settings = SoundSettings()
+    specs = log_mel_spectrogram(synthesize_scenes(codes, schema, settings), settings.rate)
+    encoding, styles = _scene_styles(schema)
+    grid = ((schema.attribute(encoding["position"][0]).n_values, schema.attribute(encoding["position"][1]).n_values)
+            if encoding["position"] is not None else (schema.max_objects, 1))
+    with _style():
+        if axes is None:
+            fig = Figure(figsize=(2.3 * n + 0.9, 6.6), layout="constrained")
+            axes = np.asarray(fig.subplots(3, n, squeeze=False))
+        else:
+            axes = np.asarray(axes).reshape(3, n)
+            fig = axes[0, 0].figure
+        lo, hi = float(np.percentile(specs, 5)), float(specs.max())
+        rows = []
+        for k in range(n):
+            sid, lab = int(scenes[k]), int(labels[k])
+            scene = space.scene(sid)
+            _draw_scene(axes[0, k], scene["objects"], grid, schema, encoding, styles)
+            axes[0, k].set_title(f"{'+' if lab else MINUS}  scene {sid}", fontsize=10,
+                                 color="#1a7d36" if lab else "#b2182b", fontweight="bold")
+            axes[1, k].imshow(images[k], interpolation="nearest")
+            axes[1, k].grid(False)
+            axes[2, k].grid(False)
+            axes[1, k].set_xticks([])
+            axes[1, k].set_yticks([])
+            axes[2, k].imshow(specs[k], origin="lower", aspect="auto", cmap="magma", vmin=lo, vmax=hi,
+                              extent=(0.0, settings.duration, 0, specs.shape[1]))
+            axes[2, k].set_yticks([])
+            axes[2, k].set_xlabel("time (s)", fontsize=8)
+            axes[2, k].tick_params(labelsize=7)
+            rows.append({"position": k, "scene": sid, "label": lab,
+                         "objects": "; ".join(" ".join(str(v) for v in o.values()) for o in scene["objects"]),
+                         "image_mean": float(images[k].mean()), "spectrogram_shape": specs[k].shape,
+                         "spectrogram_max": float(specs[k].max())})
+        for r, name in enumerate(("schema", f"image\n{height}×{width}", "sound\nlog-mel (64 bands)")):
+            axes[r, 0].set_ylabel(name, fontsize=10)
+        fig.legend(handles=_legend_handles(encoding, styles), loc="outside lower center", ncol=8, fontsize=8,
+                   title="schema row: objects seen from above", title_fontsize=8, frameon=False)
+        h = int(episodes.concept[e])
+        fig.suptitle(f"Episode {e}: the support set in three modalities; true concept {space.program(h).readable}",
+                     fontsize=10)
+    return fig, pd.DataFrame(rows)

@@ -203,3 +203,18 @@ def test_render_rejects_bad_input(small_space_dir, tmp_path, capsys, argv_tail, 
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_plot_modalities_draws_each_support_scene_three_ways(small_space, episodes):
+    from bayes_concepts.plots import plot_modalities
+    fig, data = plot_modalities(small_space, episodes, 2, n_scenes=3, height=24, width=36)
+    assert len(fig.axes) >= 9
+    label_of = dict(zip(episodes.support_scenes[2].tolist(), episodes.support_labels[2].tolist()))
+    assert len(data) == 3 and all(label_of[s] == lab for s, lab in zip(data["scene"], data["label"]))
+    assert list(data["label"]) == [1, 1, 0]  # positives first, then n_scenes // 2 negatives
+    assert all(shape == (64, 124) for shape in data["spectrogram_shape"])
+    images = [ax.get_images()[0].get_array() for ax in fig.axes[3:6]]
+    np.testing.assert_array_equal(images[0], render_scenes(np.asarray(small_space.scene_codes[data["scene"][:1]]),
+                                                           small_space.schema, height=24, width=36)[0])
+    with pytest.raises(IndexError, match="out of range"):
+        plot_modalities(small_space, episodes, len(episodes))
