@@ -117,7 +117,7 @@ class Scheduler:
             if self.kind == "local":
                 n = self.value
                 self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                             dashboard_address=None, silence_logs=logging.ERROR,
+                                             dashboard_address=":0", silence_logs=logging.ERROR,
                                              memory_limit=0)
                 self.client = Client(self._cluster)
                 self.threads_per_task = max(1, (os.cpu_count() or 1) // n)

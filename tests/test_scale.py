@@ -232,3 +232,21 @@ def test_spilled_signatures_are_saved_by_a_link_not_a_copy(tmp_path):
     import gc
     gc.collect()
     assert not os.path.exists(spill_dir) and HypothesisSpace.load(tmp_path / "a") == again
+
+
+def test_a_large_build_writes_its_index_once_and_the_save_keeps_it(tmp_path, monkeypatch):
+    import os
+    monkeypatch.setattr(index, "INDEX_IN_MEMORY_BYTES", 0)
+    monkeypatch.setattr(chunked, "SCENE_CHUNK", 64 * 10)
+    space = HypothesisSpace.build(samples=5_000, scenes=2_000, seed=1, spill=True)
+    built = os.path.join(os.path.dirname(space.signatures.filename), "index", "scene_concepts.npy")
+    assert os.path.isfile(built)  # written during the build, from the blocks as they came
+    expected = transpose_bits(np.asarray(space.signatures), space.n_scenes)
+    assert np.array_equal(space.scene_concepts(), expected)
+    assert np.array_equal(index.signature_block_counts(space), block_counts(np.asarray(space.signatures), 64))
+    space.save(tmp_path / "s")
+    assert os.stat(tmp_path / "s" / "index" / "scene_concepts.npy").st_ino == os.stat(built).st_ino
+    loaded = HypothesisSpace.load(tmp_path / "s")
+    monkeypatch.setattr(index, "build_index", None)  # a rebuild would fail: the saved index is current
+    assert np.array_equal(loaded.scene_concepts(), expected)
+    assert np.array_equal(index.signature_block_counts(loaded), block_counts(np.asarray(space.signatures), 64))

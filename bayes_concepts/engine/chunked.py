@@ -28,7 +28,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from ..bits import _select_in_words, popcount64
+from ..bits import _select_in_words, gather_bits, popcount64
 from ..scale import Scheduler, release_pages
 from .executor import REGISTER_BYTES
 from .kernels import run_plan
@@ -273,6 +273,16 @@ def _gather_block(block, s0, local, positions, out):
 
 
 # ------------------------------------------------------------------------------------ the stage
+def _index_threshold() -> int:
+    from . import index
+    return index.INDEX_IN_MEMORY_BYTES
+
+
+def _file_key(signatures) -> str:
+    from .index import file_key
+    return file_key(Path(signatures.filename))
+
+
 def signatures_stage(plan, bank_rows, n_scenes, counts, test_positives, seed, scheduler: Scheduler,
                      chunk_scenes: int | None = None, spill=None) -> dict:
     """Signatures of ``plan``'s outputs over the scene bank, their popcounts, synonym classes and
@@ -296,35 +306,50 @@ def signatures_stage(plan, bank_rows, n_scenes, counts, test_positives, seed, sc
         spill_dir = Path(spill)
         spill_dir.mkdir(parents=True, exist_ok=True)
     sink = SignatureSink(n_rows, n_words, None if spill_dir is None else spill_dir / "signatures.npy")
+    from .index import IndexWriter, index_bytes_for
+    index_writer = None
+    if spill_dir is not None and index_bytes_for(n_rows, n_scenes) > _index_threshold():
+        index_writer = IndexWriter(spill_dir / "index", n_rows, n_scenes, n_words)
     try:
         refiner = SynonymRefiner(n_rows)
         seen = np.zeros(n_rows, np.int64)
         ranks, n_ranks = draw_ranks(np.asarray(counts, np.int64), int(test_positives), int(seed))
         candidates = np.full(ranks.shape, -1, np.int64)
+        # every concept's labels on every candidate scene of the test bank, gathered from the
+        # blocks as they pass (the candidates come in scene order): no second pass over the file
+        cand_scenes, n_cand = [], 0
+        cand_labels = np.zeros((n_rows, (int(n_ranks.sum()) + 63) // 64), np.uint64)
         shared = dict(instructions=plan.instructions, n_regs=plan.n_regs, n_outputs=plan.n_outputs, count_only=False)
         chunks = scene_chunks(n_scenes, chunk_scenes)
         blocks = scheduler.map(execute_chunk, _tasks(bank_rows, n_scenes, chunk_scenes), shared)
-        for (w0, w1, _), block in zip(chunks, blocks):
+        for (w0, w1, n_here), block in zip(chunks, blocks):
             sink.write(w0, block)
             refiner.add(block)
             resolve_ranks(block, 64 * w0, seen, ranks, n_ranks, candidates)
+            here = np.unique(candidates[(candidates >= 64 * w0) & (candidates < 64 * w0 + n_here)])
+            if len(here):
+                _gather_block(block, 64 * w0, here, np.arange(n_cand, n_cand + len(here)), cand_labels)
+                cand_scenes.append(here)
+                n_cand += len(here)
+            if index_writer is not None:
+                index_writer.add(w0, block, n_here)
             seen += np.bitwise_count(block).sum(axis=1, dtype=np.int64)
             del block
         if not np.array_equal(seen, counts):
             raise AssertionError("the signatures' popcounts differ from the count stage's")
         t = time.perf_counter()
         ids, drawn_for = choose_test_scenes(candidates, n_ranks, seen, int(test_positives))
-        test_sig = np.zeros((n_rows, (len(ids) + 63) // 64), np.uint64)
-        order = np.argsort(ids, kind="stable")
-        bounds = np.searchsorted(ids[order], [64 * w0 for w0, _, _ in chunks] + [64 * n_words])
-        for c, (w0, w1, _) in enumerate(chunks):
-            sel = order[bounds[c]: bounds[c + 1]]
-            if len(sel):
-                _gather_block(sink.read(w0, w1), 64 * w0, ids[sel], sel.astype(np.int64), test_sig)
+        cand_scenes = np.concatenate(cand_scenes) if cand_scenes else np.zeros(0, np.int64)
+        test_sig = gather_bits(cand_labels, np.searchsorted(cand_scenes, ids))
+        del cand_labels
         signatures = sink.finish()
+        if index_writer is not None:
+            index_writer.finish(_file_key(signatures))
         test_bank_seconds = time.perf_counter() - t
     except BaseException:
         sink.close()
+        if index_writer is not None:
+            index_writer.abort()
         if spill is True and spill_dir is not None:
             shutil.rmtree(spill_dir, ignore_errors=True)
         raise

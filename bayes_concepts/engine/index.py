@@ -23,24 +23,36 @@ import os
 import tempfile
 from pathlib import Path
 
+import numba
 import numpy as np
 
-from ..bits import block_counts, transpose_bits
+from ..bits import block_counts, popcount64, transpose_bits
 from ..scale import release_pages
 from .store import INDEX_DIR
 
 #: Indexes larger than this are memory-mapped files instead of arrays in memory (bytes).
 INDEX_IN_MEMORY_BYTES = 256 << 20
 #: Column blocks of the signatures read at a time while building the index (bytes).
-BLOCK_BYTES = 128 << 20
+BLOCK_BYTES = 256 << 20
 #: Words per block of the block counts (:data:`bayes_concepts.episodes.BLOCK`).
 COUNT_BLOCK = 64
 INDEX_VERSION = 1
 
 
+def index_bytes_for(n_concepts: int, n_scenes: int) -> int:
+    """Bytes of the per-scene concept index of a space of this size."""
+    return 8 * int(n_scenes) * ((int(n_concepts) + 63) // 64)
+
+
 def index_bytes(space) -> int:
     """Bytes of the per-scene concept index of ``space``."""
-    return 8 * int(space.n_scenes) * ((int(space.n_concepts) + 63) // 64)
+    return index_bytes_for(space.n_concepts, space.n_scenes)
+
+
+def file_key(f: Path) -> str:
+    """The key of an index built from the signature file ``f``: its path, size and mtime."""
+    st = Path(f).stat()
+    return f"file:{Path(f).resolve()}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _signature_file(space):
@@ -58,9 +70,7 @@ def _key(space) -> str:
     sha = space.manifest_sha256() if getattr(space, "path", None) is not None else None
     if sha:
         return f"manifest:{sha}"
-    f = _signature_file(space)
-    st = f.stat()
-    return f"file:{f}:{st.st_size}:{st.st_mtime_ns}"
+    return file_key(_signature_file(space))
 
 
 def _writable_dir(d: Path) -> bool:
@@ -139,44 +149,110 @@ def _npy_writer(path: Path, shape, dtype):
     return f
 
 
+@numba.njit(parallel=True, cache=True)
+def _accumulate_counts(block, w0, running, cum):
+    """Block counts from a column block (words w0..): cum[i, b] = set bits of row i before word
+    64·b, for the block starts b inside it; running: set bits so far per row (updated)."""
+    for i in numba.prange(block.shape[0]):
+        r = running[i]
+        for w in range(block.shape[1]):
+            g = w0 + w
+            if g % 64 == 0:
+                cum[i, g // 64] = r
+            r += popcount64(block[i, w])
+        running[i] = r
+
+
+class IndexWriter:
+    """Writes the indexes of a space into directory ``d`` from its column blocks of signatures,
+    given in order (a block of words w0.. holding ``n_here`` scenes): the per-scene rows are
+    appended as they come, the block counts accumulate; :meth:`finish` makes the files appear
+    (atomically) with their key."""
+
+    def __init__(self, d: Path, n_concepts: int, n_scenes: int, n_words: int):
+        self.d = Path(d)
+        self.d.mkdir(parents=True, exist_ok=True)
+        self.n, self.n_scenes = int(n_concepts), int(n_scenes)
+        self.tag = f".tmp-{os.getpid()}-{id(self)}"
+        self.rows = _npy_writer(self.d / ("scene_concepts.npy" + self.tag), (self.n_scenes, (self.n + 63) // 64),
+                                np.uint64)
+        self.cum = np.zeros((self.n, -(-int(n_words) // COUNT_BLOCK) + 1), np.int32)
+        self.running = np.zeros(self.n, np.int64)
+        self.next_word = 0
+
+    def add(self, w0: int, block: np.ndarray, n_here: int):
+        if w0 != self.next_word:
+            raise ValueError(f"index blocks must come in order: expected word {self.next_word}, got {w0}")
+        block = np.ascontiguousarray(block, np.uint64)
+        self.rows.write(transpose_bits(block, int(n_here)).data)
+        _accumulate_counts(block, int(w0), self.running, self.cum)
+        self.next_word = w0 + block.shape[1]
+
+    def finish(self, key: str):
+        self.cum[:, -1] = self.running
+        self.rows.flush()
+        os.fsync(self.rows.fileno())
+        self.rows.close()
+        with _npy_writer(self.d / ("block_counts.npy" + self.tag), self.cum.shape, np.int32) as f:
+            f.write(np.ascontiguousarray(self.cum).data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(self.d / ("scene_concepts.npy" + self.tag), self.d / "scene_concepts.npy")
+        os.replace(self.d / ("block_counts.npy" + self.tag), self.d / "block_counts.npy")
+        _write_meta(self.d, key, self.n, self.n_scenes)
+
+    def abort(self):
+        if not self.rows.closed:
+            self.rows.close()
+        for f in self.d.glob("*" + self.tag):
+            f.unlink(missing_ok=True)
+
+
+def _write_meta(d: Path, key: str, n_concepts: int, n_scenes: int):
+    tmp = d / f"meta.json.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps({"key": key, "version": INDEX_VERSION, "n_concepts": int(n_concepts),
+                               "n_scenes": int(n_scenes)}))
+    os.replace(tmp, d / "meta.json")
+
+
 def build_index(space, d: Path, key: str):
     """Write ``scene_concepts.npy`` and ``block_counts.npy`` of ``space`` into ``d``, reading the
     signatures one column block (a multiple of 64 words) at a time; files appear atomically."""
     sig = space.signatures
     n, n_words = sig.shape
     n_scenes = int(space.n_scenes)
-    hw = (n + 63) // 64
     words = max(COUNT_BLOCK, (BLOCK_BYTES // max(1, 8 * n)) // COUNT_BLOCK * COUNT_BLOCK)
-    n_count_blocks = -(-n_words // COUNT_BLOCK)
-    cum = np.zeros((n, n_count_blocks + 1), np.int32)
-    tag = f".tmp-{os.getpid()}"
-    sc_tmp = d / ("scene_concepts.npy" + tag)
+    writer = IndexWriter(d, n, n_scenes, n_words)
     try:
-        with _npy_writer(sc_tmp, (n_scenes, hw), np.uint64) as f:
-            total = np.zeros(n, np.int64)
-            for w0 in range(0, n_words, words):
-                w1 = min(w0 + words, n_words)
-                block = np.array(sig[:, w0:w1], np.uint64)
-                release_pages(sig)
-                per_word = np.bitwise_count(block).astype(np.int64)
-                for b0 in range(0, w1 - w0, COUNT_BLOCK):
-                    cum[:, (w0 + b0) // COUNT_BLOCK] = total
-                    total += per_word[:, b0: b0 + COUNT_BLOCK].sum(axis=1)
-                s0 = 64 * w0
-                f.write(transpose_bits(block, min(64 * w1, n_scenes) - s0).data)
-                del block, per_word
-            cum[:, -1] = total
-            f.flush()
-            os.fsync(f.fileno())
-        with _npy_writer(d / ("block_counts.npy" + tag), cum.shape, np.int32) as f:
-            f.write(np.ascontiguousarray(cum).data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(sc_tmp, d / "scene_concepts.npy")
-        os.replace(d / ("block_counts.npy" + tag), d / "block_counts.npy")
-        meta = d / ("meta.json" + tag)
-        meta.write_text(json.dumps({"key": key, "version": INDEX_VERSION, "n_concepts": n, "n_scenes": n_scenes}))
-        os.replace(meta, d / "meta.json")
-    finally:
-        for f in d.glob("*" + tag):
-            f.unlink(missing_ok=True)
+        for w0 in range(0, n_words, words):
+            w1 = min(w0 + words, n_words)
+            block = np.array(sig[:, w0:w1], np.uint64)
+            release_pages(sig)
+            writer.add(w0, block, min(64 * w1, n_scenes) - 64 * w0)
+            del block
+        writer.finish(key)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def adopt_build_index(space, path: Path):
+    """After ``space`` (built with spilled signatures) was saved to ``path``: give the saved space
+    the index the build wrote beside the spilled file (hard links, keyed by the saved manifest),
+    so that it is not built again from the signatures."""
+    f = _signature_file(space)
+    if f is None:
+        return
+    src = f.parent / INDEX_DIR
+    try:
+        if not _current(src, file_key(f)):
+            return
+        dst = Path(path) / INDEX_DIR
+        dst.mkdir(exist_ok=True)
+        for name in ("scene_concepts.npy", "block_counts.npy"):
+            (dst / name).unlink(missing_ok=True)
+            os.link(src / name, dst / name)
+        from .store import manifest_sha256
+        _write_meta(dst, f"manifest:{manifest_sha256(path)}", space.n_concepts, space.n_scenes)
+    except OSError:
+        return  # built again on first use

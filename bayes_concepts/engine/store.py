@@ -149,6 +149,8 @@ def save_space(space, path, overwrite: bool = False) -> Path:
         "files": file_entries(partial, FILES),
     }
     commit_directory(partial, path, manifest)
+    from .index import adopt_build_index
+    adopt_build_index(space, path)  # a large build's per-scene index goes with it
     space.path = path
     return path
 
