@@ -53,7 +53,12 @@ _EXPORTS = {
     "compute_gap": ".gap", "summarise": ".gap", "format_table": ".gap", "paired_bootstrap": ".gap",
     "audit": ".gap", "format_audit": ".gap",
     "save_results": ".results", "load_results": ".results",
-    "write_figures": ".plots",
+    "write_figures": ".plots", "plot_modalities": ".plots",
+    # learners scored beside the oracles
+    "make_learner": ".learners", "check_learner": ".learners", "score_learners": ".learners",
+    "RandomLearner": ".learners", "NearestPrototype": ".learners", "ProtoNetLearner": ".learners",
+    "train": ".learners", "TrainSettings": ".learners", "save_model": ".learners", "load_model": ".learners",
+    "encoders": ".learners", "poolings": ".learners",
     # any benchmark: concept spaces from extensions, attribute-object pairs, divergence, reports
     "ExtensionSpace": ".engine.extension_space", "load_space": ".engine.store",
     "build_pair_space": ".pairs", "read_pairs_layout": ".pairs", "unseen_pairs_spec": ".pairs",

@@ -264,6 +264,8 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
 
 
 def format_audit(report: dict) -> str:
+    """The audit report of :func:`audit` as one page of text (sizes, leakage, the comp-gap table,
+    divergences, weak coverage, the hardest held-out concepts)."""
     st = report["stats"]
     lines = [f"audit of split {report['split']!r}",
              f"sizes: train {st['train']:,}, val {st['val']:,}, test {st['test']:,}; synonym leakage "

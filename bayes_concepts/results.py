@@ -66,6 +66,8 @@ def save_results(ds: xr.Dataset, path) -> Path:
 
 
 def load_results(path) -> xr.Dataset:
+    """Read a results netCDF file written by :func:`save_results` (dims split × negatives ×
+    learner × episode); a missing or foreign file is a :class:`ResultsError` naming it."""
     path = Path(path)
     if not path.exists():
         raise ResultsError(f"{path}: no such results file")
