@@ -13,8 +13,10 @@ table says how it was made and two tables can be told apart:
     what the release computed: the nine splits of ``hypotheses/splits_curi_release/``
     (the release's held-out pairs and token rules, Binding dropping programs that mix
     held-out and training values, Complexity counted on the release's strings, val = test),
-    the sampler's log-probability as prior (``pcfg_release``), the size-principle likelihood,
-    random query negatives, the weak posterior = the strong one restricted to H_train and
+    the sampler's log-probability as prior (``pcfg_release``), the release's size likelihood as
+    it ran (``size_release``: its positive count was always 0, so only the -log(N - |h|) term
+    of every support scene remains; with random negatives the posterior is the prior on the
+    consistent concepts), random query negatives, the weak posterior = the strong one restricted to H_train and
     renormalised (all zeros when nothing fits: ``weak_empty="zero"``), the strong oracle over
     every concept.
 
@@ -25,7 +27,8 @@ Both score AP on the space's test bank (3 positives per concept) and CBA on the 
 >>> ds.attrs["protocol"]                                         # doctest: +SKIP
 'curi-release'
 
-This module registers the prior the release's protocol needs, ``pcfg_release``;
+This module registers the prior and the likelihood the release's protocol needs,
+``pcfg_release`` and ``size_release``;
 :func:`release_string` writes a program as the release printed it, :func:`mixed_values` finds
 the programs the release's Binding splits dropped, and :func:`release_oracle_scores` scores
 episodes with the release's float32 weak posterior and its AP pool.
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .oracles import OracleSettings
+from .oracles.likelihoods import likelihoods
 from .oracles.priors import priors
 from .registry import Registry
 from .splits import SplitSpecError
@@ -80,6 +84,20 @@ def mixed_values(space, held_out) -> np.ndarray:
     others = frozenset(v for v, t in value_of.items() if t in {value_of.get(h) for h in held} and v not in held)
     return np.fromiter((not held.isdisjoint(t) and not others.isdisjoint(t)
                         for t in (frozenset(p.split()) for p in space.programs)), bool, space.n_concepts)
+
+
+# --------------------------------------------------------------------- the likelihood
+@likelihoods.register("size_release", consistent_only=True)
+def size_release_likelihood(counts, n_scenes, n_drawn, k, hard, settings):
+    """The release's size likelihood as it ran: it counted the support's positives with
+    ``labels == 1`` on a Python list, which is 0, so all k support scenes are scored as
+    negatives: -k·log(N - |ext h|) with hard negatives, a constant with random ones (then
+    the posterior is the prior on the consistent concepts); 0 if h mislabels a scene."""
+    counts = np.asarray(counts, np.float64)
+    first = np.zeros((len(counts), 1, 1))
+    if hard:
+        first[:, 0, 0] = -k * np.log(float(n_scenes) - counts)
+    return first, np.zeros((1, 1, 1))
 
 
 # -------------------------------------------------------------------------- the prior
@@ -274,9 +292,9 @@ protocols.register("paper", Protocol(
     "paper", "the paper's text: its nine splits, length prior (beta 0.2), deterministic likelihood, hard query "
     "negatives", "splits", OracleSettings(prior="length", beta=0.2, likelihood="consistent", weak_empty="zero")))
 protocols.register("curi-release", Protocol(
-    "curi-release", "CURI's public release: its splits, the sampler's prior, size-principle likelihood, random "
-    "query negatives, strong oracle over every concept", "splits_curi_release",
-    OracleSettings(prior="pcfg_release", likelihood="size", weak_empty="zero"), query_negatives="random",
+    "curi-release", "CURI's public release: its splits, the sampler's prior, its size likelihood as it ran "
+    "(negatives only), random query negatives, strong oracle over every concept", "splits_curi_release",
+    OracleSettings(prior="pcfg_release", likelihood="size_release", weak_empty="zero"), query_negatives="random",
     strong_knows_all=True, drop_mixed=("binding_color", "binding_shape")))
 
 
@@ -286,5 +304,5 @@ def get_protocol(name) -> Protocol:
 
 
 __all__ = ["Protocol", "protocols", "get_protocol", "release_string", "release_token_counts",
-           "mixed_values", "pcfg_release_prior", "release_pool", "release_oracle_scores",
+           "mixed_values", "pcfg_release_prior", "size_release_likelihood", "release_pool", "release_oracle_scores",
            "RELEASE_BINDER"]
