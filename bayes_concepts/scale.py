@@ -155,38 +155,49 @@ class Scheduler:
     def map(self, fn, chunks, shared: dict | None = None):
         """Yield ``fn(chunk, **shared)`` for each of ``chunks``, in chunk order.
 
-        fn: a module-level function (workers import it); chunks: a sequence of small picklable
-        descriptions of the work (index ranges, say); shared: keyword arguments every task gets
-        (large arrays are sent to each worker once).  An exception in a task is raised here.
+        fn: a module-level function (workers import it); chunks: an iterable of picklable
+        descriptions of the work (index ranges, a block of rows), drawn as tasks are submitted;
+        shared: keyword arguments every task gets (sent to each worker once).  An exception in
+        a task is raised here.
         """
-        chunks = list(chunks)
         shared = dict(shared or {})
         if self.client is None:
             for chunk in chunks:
                 yield fn(chunk, **shared)
             return
+        import uuid
+        from collections import deque
         client = self.client
         big = {k: v for k, v in shared.items() if not isinstance(v, (int, float, str, bool, type(None)))}
         if big:  # sent to every worker once, not with every task
             scattered = client.scatter(list(big.values()), broadcast=True, hash=False)
             shared.update(zip(big, scattered))
         window = self._window()
-        pending = {}
-        nxt = 0
+        prefix = f"{getattr(fn, '__name__', 'task')}-{uuid.uuid4().hex[:12]}"
+        todo = enumerate(chunks)  # drawn lazily: only ``window`` chunks exist at a time
+        pending = deque()
+
+        def submit_next() -> bool:
+            item = next(todo, None)
+            if item is None:
+                return False
+            i, chunk = item
+            pending.append(client.submit(_run_task, fn, chunk, self.threads_per_task, shared, pure=False,
+                                         key=f"{prefix}-{i}"))
+            return True
+
         try:
-            for i in range(len(chunks)):
-                while nxt < len(chunks) and nxt - i < window:
-                    pending[nxt] = client.submit(_run_task, fn, chunks[nxt], self.threads_per_task, shared,
-                                                 pure=False, key=f"{getattr(fn, '__name__', 'task')}-{os.getpid()}-"
-                                                                 f"{id(chunks)}-{nxt}")
-                    nxt += 1
-                future = pending.pop(i)
+            while len(pending) < window and submit_next():
+                pass
+            while pending:
+                future = pending.popleft()
                 result = future.result()
                 future.release()
+                submit_next()
                 yield result
         finally:
             if pending:
-                client.cancel(list(pending.values()))
+                client.cancel(list(pending))
 
 
 def scheduler_from(spec) -> Scheduler:

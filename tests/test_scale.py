@@ -250,3 +250,13 @@ def test_a_large_build_writes_its_index_once_and_the_save_keeps_it(tmp_path, mon
     monkeypatch.setattr(index, "build_index", None)  # a rebuild would fail: the saved index is current
     assert np.array_equal(loaded.scene_concepts(), expected)
     assert np.array_equal(index.signature_block_counts(loaded), block_counts(np.asarray(space.signatures), 64))
+
+
+def test_other_learners_are_scored_on_the_assembled_episodes(small_space, monkeypatch):
+    from bayes_concepts.learners.reference import RandomLearner
+    splits = load_splits(small_space, ["counting"])
+    learners = {"random": RandomLearner(small_space, seed=0)}
+    whole = compute_gap(small_space, splits, ("hard",), 90, seed=2, learners=learners)
+    monkeypatch.setattr(scale, "GAP_CHUNK", 40)
+    assert compute_gap(small_space, splits, ("hard",), 90, seed=2, learners=learners).identical(whole)
+    assert np.isfinite(whole["ap"].sel(learner="random")).all()
