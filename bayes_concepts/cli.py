@@ -930,17 +930,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_gap)
 
     p = sub.add_parser("train", help="meta-train a neural baseline (CURI's prototypical networks) on a split")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("--split", required=True)
-    p.add_argument("--spec", nargs="+", metavar="FILE")
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    p.add_argument("--split", required=True, help="train on this split's train concepts, validate on its val concepts")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
     p.add_argument("--learner", required=True, metavar="ENCODER-POOLING",
                    help="architecture: schema-average, schema-concat, schema-relnet or schema-transformer "
                         "(image-... and sound-... likewise); with --modality, just the pooling")
     p.add_argument("--modality", choices=["schema", "image", "sound"],
                    help="how scenes are shown to the learner (the encoder part of --learner)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="directory for the weights and card")
-    p.add_argument("--negatives", choices=["hard", "easy"], default="hard")
-    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None)
+    p.add_argument("--negatives", choices=["hard", "easy"], default="hard", help="negatives of the training episodes (default hard)")
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
+                   help="negatives of the query sets (default: as --negatives)")
     _hard_mode_option(p)
     p.add_argument("--budget", metavar="TIME", help="wall-clock budget, e.g. 90s, 30m, 2h (default 30m unless --steps)")
     p.add_argument("--steps", type=int, help="most training steps")
@@ -948,12 +949,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=64, help="episodes per step (default 64, CURI's)")
     p.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default 1e-3, CURI's)")
     p.add_argument("--val-every", type=int, default=500, help="steps between validations")
-    p.add_argument("--val-episodes", type=int, default=1000)
+    p.add_argument("--val-episodes", type=int, default=1000, help="validation episodes (val concepts) per check (default 1000)")
     p.add_argument("--patience", type=int, default=10, help="validations without improvement before stopping (0: never)")
-    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
+                   help="arithmetic precision (auto: bf16 on a CPU with fast bfloat16 products, else fp32)")
     p.add_argument("--threads", type=int, help="torch threads (default: every core)")
     p.add_argument("--name", help="the model's name in results (default ENCODER-POOLING)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of initialisation and episodes (default 0)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in MODEL_DIR")
     p.set_defaults(func=cmd_train)
 
@@ -985,7 +987,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("space", metavar="SPACE", help="a saved hypothesis space")
     p.add_argument("scene_id", metavar="SCENE_ID", type=int, help="index in the space's scene bank")
     p.add_argument("--sound", action="store_true", help="write the scene's sound (WAV) instead of its picture")
-    p.add_argument("--out", required=True, metavar="FILE.png|FILE.wav")
+    p.add_argument("--out", required=True, metavar="FILE.png|FILE.wav",
+                   help="where to write the picture (.png) or, with --sound, the clip (.wav)")
     p.add_argument("--height", type=_whole(1), default=160, help="picture height in pixels (default 160)")
     p.add_argument("--width", type=_whole(1), default=240, help="picture width in pixels (default 240)")
     p.set_defaults(func=cmd_render)

@@ -401,8 +401,7 @@ def test_every_option_has_help():
         for action in p._actions:
             if isinstance(action, argparse._SubParsersAction):
                 for sub, subparser in action.choices.items():
-                    if sub != "train":           # train's options belong to the learners' owner
-                        visit(subparser, f"{name} {sub}")
+                    visit(subparser, f"{name} {sub}")
             elif not action.help:
                 missing.append(f"{name}: {'/'.join(action.option_strings) or action.dest}")
     visit(parser, "bayes-concepts")
