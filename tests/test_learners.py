@@ -15,7 +15,7 @@ from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import cell_seed, compute_gap, format_table, summarise
 from bayes_concepts.learners import (LearnerCheckError, LearnerError, NearestPrototype, ProtoNetLearner,
                                      RandomLearner, SchemaLayout, check_learner, evaluate_by_protocol, load_model,
-                                     make_learner, read_card, score_learner, score_learners)
+                                     make_learner, read_card, score_learner)
 from bayes_concepts.learners.encoders import ObjectSet
 from bayes_concepts.learners.poolings import poolings
 from bayes_concepts.learners.prototype import episode_logits, prototype_logits
