@@ -349,9 +349,9 @@ class EpisodeSampler:
     block counts) so that many batches reuse them."""
 
     def __init__(self, space):
-        from .engine.index import signature_block_counts
+        from .engine.index import random_access, signature_block_counts
         self.space = space
-        self.signatures = np.ascontiguousarray(space.signatures)
+        self.signatures = random_access(space.signatures)
         self.cum = signature_block_counts(space) if BLOCK == 64 else block_counts(self.signatures, BLOCK)
         self.scene_concepts = space.scene_concepts()
 

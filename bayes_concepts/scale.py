@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import BayesConceptsError
 
-__all__ = ["Scheduler", "ScaleError", "SpaceRef", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages",
+__all__ = ["Scheduler", "ScaleError", "SpaceRef", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages", "advise_random",
            "gap_chunk", "gap_cells", "episode_chunks", "GAP_CHUNK"]
 
 #: Episodes per task of :func:`~bayes_concepts.gap.compute_gap`: big enough that a task's
@@ -257,21 +257,41 @@ def resolve_space(ref):
     return space
 
 
-def release_pages(*arrays):
-    """Drop the pages of memory-mapped ``arrays`` from this process's resident set (the file
-    stays in the page cache); a no-op for arrays in memory.  Called after each chunk task so
-    that a task's random reads of a large space do not add up in the worker's RSS."""
+def _mmaps(arrays):
+    """The distinct ``mmap.mmap`` objects behind memory-mapped ``arrays`` (None and in-memory
+    arrays are skipped)."""
     seen = set()
     for a in arrays:
         base = a
         while base is not None and not isinstance(base, mmap.mmap):
             base = getattr(base, "_mmap", None) or getattr(base, "base", None)
-        if isinstance(base, mmap.mmap) and id(base) not in seen and hasattr(mmap, "MADV_DONTNEED"):
+        if isinstance(base, mmap.mmap) and id(base) not in seen:
             seen.add(id(base))
-            try:
-                base.madvise(mmap.MADV_DONTNEED)
-            except (OSError, ValueError):
-                pass
+            yield base
+
+
+def _advise(arrays, advice):
+    if advice is None:
+        return
+    for m in _mmaps(arrays):
+        try:
+            m.madvise(advice)
+        except (OSError, ValueError):
+            pass
+
+
+def release_pages(*arrays):
+    """Drop the pages of memory-mapped ``arrays`` from this process's resident set (the file
+    stays in the page cache); a no-op for arrays in memory.  Called after each chunk task so
+    that a task's random reads of a large space do not add up in the worker's RSS."""
+    _advise(arrays, getattr(mmap, "MADV_DONTNEED", None))
+
+
+def advise_random(*arrays):
+    """Tell the kernel that memory-mapped ``arrays`` are read at random: a page fault reads
+    that page, not the 128 KiB and more of read-ahead around it (which made every random row
+    read of a space larger than the page cache cost a read-ahead from disk)."""
+    _advise(arrays, getattr(mmap, "MADV_RANDOM", None))
 
 
 # ------------------------------------------------------------------------------- the comp gap

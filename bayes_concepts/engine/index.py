@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from ..bits import block_counts, popcount64, transpose_bits
-from ..scale import release_pages
+from ..scale import advise_random, release_pages
 from .store import INDEX_DIR
 
 #: Indexes larger than this are memory-mapped files instead of arrays in memory (bytes).
@@ -130,7 +130,26 @@ def _load(space, name: str) -> np.ndarray:
                     build_index(space, d, key)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
-    return np.load(d / name, mmap_mode="r", allow_pickle=False)
+    array = np.load(d / name, mmap_mode="r", allow_pickle=False)
+    advise_random(array)
+    return array
+
+
+def random_access(array) -> np.ndarray:
+    """``array`` for random reads: a memory-mapped array gets a mapping of its own advised
+    :func:`~bayes_concepts.scale.advise_random` (other users of the file keep read-ahead for
+    their sequential reads); an array in memory is returned C-contiguous."""
+    base = array
+    while base is not None and not isinstance(base, np.memmap):
+        base = getattr(base, "base", None)
+    name = getattr(base, "filename", None)
+    if name is None or array.shape != base.shape or array.dtype != base.dtype:
+        return np.ascontiguousarray(array)
+    mine = np.load(name, mmap_mode="r", allow_pickle=False)
+    if mine.shape != array.shape or mine.dtype != array.dtype:
+        return np.ascontiguousarray(array)
+    advise_random(mine)
+    return np.asarray(mine)  # a plain ndarray view for the kernels; the mapping stays its base
 
 
 def _current(d: Path, key: str) -> bool:
