@@ -42,7 +42,7 @@ bench: $(STAMP) $(BENCH_SPACE)/manifest.json
 
 # The "Scaling out" figures (benchmarks/scale.py): the comp-gap table's peak memory on
 # $(BENCH_SPACE), the 990,000-scene build in-process vs a 2-process LocalCluster, and a
-# 5,000,000-scene space built and scored on local:2 (about 35 GB of disk in spaces/curi5m).
+# 5,000,000-scene space built and scored on local:2 (26 GB of disk in spaces/curi5m).
 # One job at a time; hours on this 2-core machine.
 bench-scale: $(STAMP) $(BENCH_SPACE)/manifest.json
 	$(BIN)/python benchmarks/scale.py all --space $(BENCH_SPACE)

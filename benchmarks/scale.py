@@ -113,12 +113,16 @@ def run_job(name: str, argv: list, env=None) -> dict:
     return result
 
 
-def gap_job(space, scheduler=None, episodes=20_000, tag="") -> dict:
+def gap_job(space, scheduler=None, episodes=20_000, tag="", code=None) -> dict:
+    """The comp-gap table; ``code``: another checkout of the toolkit to run instead (its
+    ``PYTHONPATH``), for side-by-side figures with an earlier version."""
     OUT.mkdir(parents=True, exist_ok=True)
     argv = [BIN, "gap", space, "--episodes", str(episodes), "--out",
             OUT / f"scale_gap{tag}.nc"] + (["--scheduler", scheduler] if scheduler else [])
-    r = run_job(f"gap {space} ({scheduler or 'in-process'})", argv)
-    r.update(space=str(space), scheduler=scheduler or "in-process", episodes_per_cell=episodes)
+    name = f"gap {space} ({scheduler or 'in-process'}{', code ' + str(code) if code else ''})"
+    r = run_job(name, argv, env={"PYTHONPATH": str(Path(code).resolve())} if code else None)
+    r.update(space=str(space), scheduler=scheduler or "in-process", episodes_per_cell=episodes,
+             code=str(code) if code else "this checkout")
     return r
 
 
@@ -159,6 +163,7 @@ def main():
     g.add_argument("space")
     g.add_argument("--scheduler")
     g.add_argument("--episodes", type=int, default=20_000)
+    g.add_argument("--code", help="run another checkout of the toolkit (e.g. a git worktree of an earlier commit)")
     b = sub.add_parser("build")
     b.add_argument("out")
     b.add_argument("--scenes", type=int, default=990_000)
@@ -171,7 +176,7 @@ def main():
     a.add_argument("--big", default="spaces/curi5m")
     args = ap.parse_args()
     if args.job == "gap":
-        record(gap_job(args.space, args.scheduler, args.episodes))
+        record(gap_job(args.space, args.scheduler, args.episodes, code=args.code))
     elif args.job == "build":
         record(build_job(args.out, args.scenes, args.scheduler, args.samples))
     elif args.job in ("overhead", "all"):

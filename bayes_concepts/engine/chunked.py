@@ -8,9 +8,10 @@ this process and on a cluster -- and the blocks come back in chunk order to:
 * a :class:`SignatureSink`: an array in memory, or a ``.npy`` file written block by block and
   memory-mapped when done (large spaces: no process ever holds all signatures);
 * the per-concept popcounts, the synonym classes (:class:`SynonymRefiner`: the partition of
-  concepts by equal signature, refined block by block, exact) and the test bank's candidate
-  scenes (:func:`resolve_ranks`), so that each block is seen once; a second pass gathers the
-  test bank's labels.
+  concepts by equal signature, refined block by block, exact), the test bank's candidate
+  scenes (:func:`resolve_ranks`) with every concept's labels on them, and, for a large space
+  spilled to disk, its per-scene concept index (:class:`.index.IndexWriter`): each block is
+  seen once, and the signatures are never read back.
 
 Every result equals the one-shot functions of :mod:`.build`, :mod:`.executor` and
 :mod:`.test_bank` (tests compare them); results do not depend on the chunk size or on where
