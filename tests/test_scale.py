@@ -260,3 +260,17 @@ def test_other_learners_are_scored_on_the_assembled_episodes(small_space, monkey
     monkeypatch.setattr(scale, "GAP_CHUNK", 40)
     assert compute_gap(small_space, splits, ("hard",), 90, seed=2, learners=learners).identical(whole)
     assert np.isfinite(whole["ap"].sel(learner="random")).all()
+
+
+def test_spill_directories_of_dead_processes_are_removed(tmp_path):
+    import subprocess
+    import sys
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    stale = tmp_path / f"{chunked.SPILL_PREFIX}{dead}_x"
+    stale.mkdir()
+    (stale / "signatures.npy").write_bytes(b"0")
+    other = tmp_path / "bayes_concepts_build_notapid"  # not named by a pid: never touched
+    other.mkdir()
+    mine = chunked.spill_directory(tmp_path)
+    assert not stale.exists() and other.exists() and mine.exists()

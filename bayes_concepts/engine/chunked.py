@@ -142,9 +142,33 @@ class SignatureSink:
 SPILLED_FILES: set = set()
 
 
+SPILL_PREFIX = "bayes_concepts_build_"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process
+    return True
+
+
+def remove_stale_spills(where=None):
+    """Delete spill directories of processes that no longer run (a build killed before its
+    temporary files could be removed).  Their names carry the pid of the process that made them."""
+    for d in Path(where or tempfile.gettempdir()).glob(SPILL_PREFIX + "*"):
+        pid = d.name[len(SPILL_PREFIX):].split("_", 1)[0]
+        if pid.isdigit() and d.is_dir() and not d.is_symlink() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def spill_directory(where=None) -> Path:
-    """A new directory for spilled signatures (under ``where``, default the temp directory)."""
-    return Path(tempfile.mkdtemp(prefix="bayes_concepts_build_", dir=where))
+    """A new directory for spilled signatures (under ``where``, default the temp directory),
+    named after this process; spill directories of dead processes are removed first."""
+    remove_stale_spills(where)
+    return Path(tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}_", dir=where))
 
 
 # ------------------------------------------------------------------------------ synonym classes
