@@ -370,8 +370,6 @@ def sample_programs(n: int, grammar: Grammar | None = None, seed: int = 0, max_d
     t: GrammarTables = grammar.tables
     if len(t.tokens) >= PAD:
         raise ValueError(f"grammar has {len(t.tokens)} tokens; the sampler stores at most {PAD - 1}")
-    if retries == "local":
-        return _sample_local(n, grammar, seed, max_depth, max_len)
     n_blocks = max(1, -(-n // _BLOCK))
     sizes = np.full(n_blocks, _BLOCK, np.int64)
     sizes[-1] = n - _BLOCK * (n_blocks - 1)
@@ -380,24 +378,14 @@ def sample_programs(n: int, grammar: Grammar | None = None, seed: int = 0, max_d
     lengths = np.empty(n, np.int16)
     logp = np.empty(n, np.float64)
     depth = np.empty(n, np.int8)
-    attempts = _sample_blocks(sizes, seeds, t.prod_start, t.prod_cumprob, t.prod_logp, t.rhs_start, t.rhs,
-                              t.n_nonterminals, t.start_symbol, t.token_arity, t.token_is_constant,
-                              t.token_is_comparison, max_depth, max_len, tokens, lengths, logp, depth)
+    if retries == "local":  # the release's kernel: same blocks and seeds
+        attempts = sample_local_blocks(sizes, seeds, t.prod_start, t.prod_cumprob, t.prod_logp, t.rhs_start, t.rhs,
+                                       t.n_nonterminals, t.start_symbol, single_constant_productions(t), max_depth,
+                                       RELEASE_RETRIES, max_len, tokens, lengths, logp, depth)
+    else:
+        attempts = _sample_blocks(sizes, seeds, t.prod_start, t.prod_cumprob, t.prod_logp, t.rhs_start, t.rhs,
+                                  t.n_nonterminals, t.start_symbol, t.token_arity, t.token_is_constant,
+                                  t.token_is_comparison, max_depth, max_len, tokens, lengths, logp, depth)
     return ProgramSample(tokens, lengths, logp, depth, int(attempts), t.tokens)
 
 
-def _sample_local(n, grammar, seed, max_depth, max_len) -> ProgramSample:
-    """``sample_programs(..., retries="local")``: same blocks and seeds, the release's kernel."""
-    t: GrammarTables = grammar.tables
-    n_blocks = max(1, -(-n // _BLOCK))
-    sizes = np.full(n_blocks, _BLOCK, np.int64)
-    sizes[-1] = n - _BLOCK * (n_blocks - 1)
-    seeds = np.random.SeedSequence(seed).generate_state(n_blocks, np.uint64)
-    tokens = np.empty((n, max_len), np.uint8)
-    lengths = np.empty(n, np.int16)
-    logp = np.empty(n, np.float64)
-    depth = np.empty(n, np.int8)
-    attempts = sample_local_blocks(sizes, seeds, t.prod_start, t.prod_cumprob, t.prod_logp, t.rhs_start, t.rhs,
-                                   t.n_nonterminals, t.start_symbol, single_constant_productions(t), max_depth,
-                                   RELEASE_RETRIES, max_len, tokens, lengths, logp, depth)
-    return ProgramSample(tokens, lengths, logp, depth, int(attempts), t.tokens)
