@@ -42,7 +42,7 @@ import torch
 from bayes_concepts.engine.space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import cell_seed, compute_gap, summarise
-from bayes_concepts.learners import ProtoNetLearner, score_learner
+from bayes_concepts.learners import ProtoNetLearner, load_model, score_learner
 from bayes_concepts.learners.training import available_cores, parse_duration
 from bayes_concepts.splits import curi_splits
 
@@ -84,6 +84,9 @@ def main():
     ap.add_argument("--budget", default="30m", help="training budget per split for the accuracy runs")
     ap.add_argument("--splits", nargs="+", default=list(CURI_RELNET_MAP))
     ap.add_argument("--skip-budget", action="store_true", help="only throughput and scoring time")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the models of an earlier run in OUT/models (finished ones are loaded, "
+                         "interrupted ones resumed to their budget)")
     ap.add_argument("--spin", action="store_true", help="keep OpenMP's default (spinning) wait policy")
     ap.add_argument("--out", default="benchmarks/out")
     args = ap.parse_args()
@@ -95,21 +98,29 @@ def main():
     info = {"space": args.space, "concepts": space.n_concepts, "scenes": space.n_scenes,
             "test_bank": space.test_bank.n_scenes, "cores": available_cores(), "torch": torch.__version__,
             "load_avg_start": os.getloadavg(), "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default")}
-    lines = [f"space {args.space}: {space.n_concepts:,} concepts, {space.n_scenes:,} scenes, test bank "
+    def emit(*new_lines):
+        """Print lines as they come and keep the files current (a long run may be cut short)."""
+        lines.extend(new_lines)
+        print("\n".join(new_lines), flush=True)
+        (out / "learners.json").write_text(json.dumps(info, indent=2, default=float))
+        (out / "learners.txt").write_text("\n".join(lines) + "\n")
+
+    lines = []
+    emit(f"space {args.space}: {space.n_concepts:,} concepts, {space.n_scenes:,} scenes, test bank "
              f"{space.test_bank.n_scenes:,}; {available_cores()} cores; load average at start "
-             f"{info['load_avg_start'][0]:.1f}; OMP_WAIT_POLICY {info['omp_wait_policy']}"]
+             f"{info['load_avg_start'][0]:.1f}; OMP_WAIT_POLICY {info['omp_wait_policy']}")
 
     # 1. training throughput, side by side
     rows = [throughput(space, splits["concept_iid"], p, args.steps) for p in POOLINGS]
     rows.append(throughput(space, splits["concept_iid"], "relnet", max(10, args.steps // 3), naive=True))
     info["throughput"] = rows
-    lines += ["", "training throughput (schema encoder, 64 episodes per step, episode sampling included):"]
+    emit("", "training throughput (schema encoder, 64 episodes per step, episode sampling included):")
     relnet = next(r for r in rows if r["pooling"] == "relnet")["episodes_per_s"]
     for r in rows:
-        lines.append(f"  {r['pooling']:<22} {r['episodes_per_s']:>7.0f} episodes/s  {r['episodes_per_cpu_s']:>6.0f} "
+        emit(f"  {r['pooling']:<22} {r['episodes_per_s']:>7.0f} episodes/s  {r['episodes_per_cpu_s']:>6.0f} "
                      f"episodes/CPU-s  ({r['precision']}, {r['steps']} steps; time per episode "
                      f"{relnet / r['episodes_per_s']:.2f}x relnet's)")
-    lines.append(f"  target: relnet >= 200 episodes/s -> {'met' if relnet >= 200 else 'MISSED'}")
+    emit(f"  target: relnet >= 200 episodes/s -> {'met' if relnet >= 200 else 'MISSED'}")
 
     # 2. scoring 20,000 test episodes for one model (a briefly trained relnet)
     model = ProtoNetLearner(space, "schema", "relnet", seed=0)
@@ -123,24 +134,31 @@ def main():
     unique = len(np.unique(np.concatenate([eps.support_scenes.ravel(), eps.query_scenes.ravel()])))
     info["scoring"] = {"episodes": args.episodes, "seconds": score_s, "distinct_scenes_embedded": unique,
                        "test_bank_scenes": space.test_bank.n_scenes, "map": float(np.nanmean(r["ap"]))}
-    lines += ["", f"scoring {args.episodes:,} test episodes (one relnet): {score_s:.1f} s ({unique:,} distinct "
-                  f"support/query scenes + {space.test_bank.n_scenes:,} test-bank scenes embedded once); "
-                  f"target <= 60 s -> {'met' if score_s <= 60 else 'MISSED'}"]
+    emit("", f"scoring {args.episodes:,} test episodes (one relnet): {score_s:.1f} s ({unique:,} distinct "
+             f"support/query scenes + {space.test_bank.n_scenes:,} test-bank scenes embedded once); "
+             f"target <= 60 s -> {'met' if score_s <= 60 else 'MISSED'}")
 
     # 3. the relation net with the training budget, next to the oracles and CURI's numbers
     if not args.skip_budget:
         budget = parse_duration(args.budget)
         info["budget_s"] = budget
         results = []
-        lines += ["", f"schema relnet, hard negatives, {args.budget} training budget per split, "
-                      f"{args.episodes:,} test episodes (mAP / CBA, %):",
-                  f"  {'split':<15}{'weak':>13}{'relnet':>13}{'strong':>13}{'CURI relnet mAP':>17}"
-                  f"{'steps':>9}{'ep/s':>6}"]
+        emit("", f"schema relnet, hard negatives, {args.budget} training budget per split, "
+                 f"{args.episodes:,} test episodes (mAP / CBA, %):",
+             f"  {'split':<15}{'weak':>13}{'relnet':>13}{'strong':>13}{'CURI relnet mAP':>17}"
+             f"{'steps':>9}{'ep/s':>6}")
         for name in args.splits:
             split = splits[name]
+            model_dir = out / "models" / f"relnet_{name}"
             learner = ProtoNetLearner(space, "schema", "relnet", seed=0, name="relnet")
-            h = learner.train(split, budget=budget, out=out / "models" / f"relnet_{name}",
-                              progress=False, log=lambda line: print(line, flush=True))
+            saved = json.loads((model_dir / "checkpoint.json").read_text())["state"] \
+                if args.reuse and (model_dir / "checkpoint.json").exists() else None
+            if saved is not None and saved.get("stopped") in ("budget", "early_stopping", "max_steps"):
+                learner = load_model(model_dir, space, name="relnet")
+                h = learner.card["training"]
+            else:
+                h = learner.train(split, budget=budget, out=model_dir, resume=saved is not None,
+                                  progress="auto", log=lambda line: print(line, flush=True))
             ds = compute_gap(space, {name: split}, ("hard",), args.episodes, seed=0,
                              learners={"relnet": {name: learner}})
             row = summarise(ds, n_boot=200)[0]
@@ -149,23 +167,20 @@ def main():
                        k: h[k] for k in ("steps", "episodes", "wall_s", "episodes_per_s", "best_step", "best_val_map",
                                          "stopped")}}
             results.append(res)
+            info["budget_runs"] = results
             m = res["relnet"]
-            lines.append(f"  {name:<15}{row['weak']['map']:>6.1f} /{row['weak']['cba']:>5.1f}{m['map']:>6.1f} /"
-                         f"{m['cba']:>5.1f}{row['strong']['map']:>6.1f} /{row['strong']['cba']:>5.1f}"
-                         f"{res['curi_relnet_map'] or float('nan'):>17.1f}{h['steps']:>9,}{h['episodes_per_s']:>6.0f}")
-        info["budget_runs"] = results
+            emit(f"  {name:<15}{row['weak']['map']:>6.1f} /{row['weak']['cba']:>5.1f}{m['map']:>6.1f} /"
+                 f"{m['cba']:>5.1f}{row['strong']['map']:>6.1f} /{row['strong']['cba']:>5.1f}"
+                 f"{res['curi_relnet_map'] or float('nan'):>17.1f}{h['steps']:>9,}{h['episodes_per_s']:>6.0f}")
         cid = next((r for r in results if r["split"] == "concept_iid"), None)
         if cid:
-            lines.append(f"  target: Concept IID test mAP >= 50 -> {'met' if cid['relnet']['map'] >= 50 else 'MISSED'}"
-                         f" ({cid['relnet']['map']:.1f})")
+            emit(f"  target: Concept IID test mAP >= 50 -> {'met' if cid['relnet']['map'] >= 50 else 'MISSED'}"
+                 f" ({cid['relnet']['map']:.1f})")
     info["wall_s"] = time.perf_counter() - t0
     info["peak_rss_mb"] = peak_rss_mb()
     info["load_avg_end"] = os.getloadavg()
-    lines += ["", f"wall {info['wall_s']:.0f} s; peak RSS {info['peak_rss_mb']:,.0f} MB; load average at end "
-                  f"{info['load_avg_end'][0]:.1f} (the machine is shared: throughput scales with the idle cores)"]
-    (out / "learners.json").write_text(json.dumps(info, indent=2, default=float))
-    (out / "learners.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    emit("", f"wall {info['wall_s']:.0f} s; peak RSS {info['peak_rss_mb']:,.0f} MB; load average at end "
+             f"{info['load_avg_end'][0]:.1f} (the machine is shared: throughput scales with the idle cores)")
 
 
 if __name__ == "__main__":
