@@ -11,6 +11,7 @@ Subcommands::
     bayes-concepts gap DIR                    the comp-gap table (strong vs weak oracle)
     bayes-concepts train DIR --split S --learner schema-relnet --out MODEL_DIR   a neural baseline
     bayes-concepts render DIR SCENE_ID [--sound] --out FILE   one scene as a picture (PNG) or sound (WAV)
+    bayes-concepts render DIR --bank [--sound]    every scene, cached (checksummed) in DIR/rendered/
     bayes-concepts posterior DIR --support F  the oracles' posterior for a support set
     bayes-concepts audit DIR --spec FILE      a one-page report on a new split
     bayes-concepts figures RESULTS.nc --space DIR --out paper_figs/
@@ -602,6 +603,11 @@ def cmd_render(args) -> int:
     from .learners.features import scene_ids
     from .scenes.render import render_scene_png
     from .scenes.sound import SoundSettings, synthesize_scene, write_wav
+    if args.bank:
+        return _render_bank(args)
+    if args.scene_id is None or args.out is None or args.rebuild:
+        raise BayesConceptsError("render: give SCENE_ID and --out FILE for one scene, or --bank (without them) "
+                                 "for the whole scene bank" + (" (--rebuild goes with --bank)" if args.rebuild else ""))
     suffix = ".wav" if args.sound else ".png"
     if Path(args.out).suffix.lower() != suffix:
         raise BayesConceptsError(f"--out {args.out}: expected a {suffix} file"
@@ -616,8 +622,27 @@ def cmd_render(args) -> int:
         settings = SoundSettings()
         write_wav(synthesize_scene(codes, space.schema, settings), settings.rate, args.out)
     else:
-        render_scene_png(codes, space.schema, args.out, height=args.height, width=args.width)
+        render_scene_png(codes, space.schema, args.out, height=args.height or 160, width=args.width or 240)
     print(f"scene {args.scene_id} written to {args.out}")
+    return 0
+
+
+def _render_bank(args) -> int:
+    import time
+
+    from .engine.rendered import RENDERED_DIR
+    if args.scene_id is not None or args.out is not None:
+        raise BayesConceptsError("render --bank renders every scene into the space's own folder: give no SCENE_ID "
+                                 "and no --out")
+    space = _load_space(args.space)
+    if not hasattr(space, "rendered_bank"):
+        raise BayesConceptsError(f"{args.space}: a space of concepts given as sets of items has no scenes to render")
+    options = {} if args.sound else {"height": args.height, "width": args.width}
+    t = time.perf_counter()
+    bank = space.rendered_bank("sound" if args.sound else "image", rebuild=args.rebuild, **options)
+    where = Path(getattr(bank, "filename", None) or Path(args.space) / RENDERED_DIR)
+    print(f"{'sounds' if args.sound else 'pictures'} of {bank.shape[0]:,} scenes: {bank.dtype} {tuple(bank.shape)} "
+          f"in {where} ({bank.nbytes / 1e6:,.1f} MB, checksum verified, {time.perf_counter() - t:.1f} s)")
     return 0
 
 
@@ -983,14 +1008,22 @@ def build_parser() -> argparse.ArgumentParser:
     _oracle_options(p)
     p.set_defaults(func=cmd_audit)
 
-    p = sub.add_parser("render", help="draw one scene of a space as a PNG picture, or a WAV sound with --sound")
+    p = sub.add_parser("render", help="draw one scene of a space as a PNG picture, or a WAV sound with --sound; "
+                                      "--bank: every scene, cached in the space directory")
     p.add_argument("space", metavar="SPACE", help="a saved hypothesis space")
-    p.add_argument("scene_id", metavar="SCENE_ID", type=int, help="index in the space's scene bank")
+    p.add_argument("scene_id", metavar="SCENE_ID", type=int, nargs="?", help="index in the space's scene bank")
     p.add_argument("--sound", action="store_true", help="write the scene's sound (WAV) instead of its picture")
-    p.add_argument("--out", required=True, metavar="FILE.png|FILE.wav",
+    p.add_argument("--out", metavar="FILE.png|FILE.wav",
                    help="where to write the picture (.png) or, with --sound, the clip (.wav)")
-    p.add_argument("--height", type=_whole(1), default=160, help="picture height in pixels (default 160)")
-    p.add_argument("--width", type=_whole(1), default=240, help="picture width in pixels (default 240)")
+    p.add_argument("--bank", action="store_true",
+                   help="render every scene of the bank into SPACE/rendered/ (uint8 pictures or float32 clips, .npy, "
+                        "checksummed; read back by later runs and by image/sound learners); an existing bank is "
+                        "checked instead")
+    p.add_argument("--rebuild", action="store_true", help="with --bank: render again, replacing a damaged or stale bank")
+    p.add_argument("--height", type=_whole(1), default=None,
+                   help="picture height in pixels (default 160 for one scene, 80 with --bank)")
+    p.add_argument("--width", type=_whole(1), default=None,
+                   help="picture width in pixels (default 240 for one scene, 120 with --bank)")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("figures", help="write the figures of a results file (PNG and PDF)")

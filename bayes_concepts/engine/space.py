@@ -190,6 +190,16 @@ class HypothesisSpace:
         """sha256 of the saved ``manifest.json`` (identifies the space), None if not saved."""
         return None if self.path is None else _store.manifest_sha256(self.path)
 
+    def rendered_bank(self, modality: str = "image", **options) -> np.ndarray:
+        """Every scene of the bank as a picture (uint8 (N, H, W, 3)) or a sound (float32
+        (N, n_samples)), rendered once into the space directory's ``rendered/`` folder and
+        then read back memory-mapped with its checksum verified (see
+        :func:`~bayes_concepts.engine.rendered.rendered_bank` for ``options``: height,
+        width, supersample, settings, verify, rebuild).  Does not change the space's
+        manifest or identity."""
+        from .rendered import rendered_bank
+        return rendered_bank(self, modality, **options)
+
     def find(self, program) -> int | None:
         """Id of a program (string or Program; an uncollapsed x-free form is collapsed), or None."""
         if getattr(self, "_index", None) is None:

@@ -14,6 +14,10 @@
 ``grammar.pcfg``       the grammar the space was built from
 =====================  ==========================================================
 
+A ``rendered/`` folder may hold the scene bank rendered as pictures or sounds, with its
+own checksummed table (:mod:`.rendered`); it is not listed in ``manifest.json``, so it
+leaves the space's identity unchanged.
+
 No pickle: ``.npy`` files are read with ``allow_pickle=False``.  A build is
 written to ``<dir>.partial`` and renamed into place only when complete, so an
 interrupted build never leaves a directory that loads.
@@ -189,7 +193,8 @@ def _foreign_files(d: Path) -> list:
         ok = False
     if not ok:
         return found or sorted(str(f.relative_to(d)) for f in d.rglob("*"))
-    known = {*manifest["files"], "manifest.json", UNFINISHED}
+    from .rendered import own_files  # rendered banks the toolkit wrote there (:mod:`.rendered`)
+    known = {*manifest["files"], "manifest.json", UNFINISHED, *own_files(d)}
     return [f for f in found if f not in known and Path(f).parts[0] != INDEX_DIR]
 
 

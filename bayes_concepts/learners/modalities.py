@@ -20,8 +20,12 @@ Both keep the encoder interface of :mod:`.encoders` and feed the same four pooli
     and returns every remaining time step as one slot (all present): the channels × mel
     rows of that step through a linear layer, float (B, T', object_dim).
 
-Inputs are made per batch (nothing is precomputed for a whole bank); ``embed_batch``
-bounds how many scenes one forward pass takes when a learner embeds without gradients.
+Inputs are made per batch; ``embed_batch`` bounds how many scenes one forward pass takes
+when a learner embeds without gradients.  When the space was saved with a rendered bank
+of the encoder's settings (:meth:`~bayes_concepts.engine.space.HypothesisSpace.rendered_bank`,
+``bayes-concepts render SPACE --bank``), ``from_space`` reads it (checksum verified) and
+the bank's scenes are looked up there instead of rendered or synthesised again: the same
+pixels and samples, faster.  Scenes that are not in the bank are rendered as usual.
 The scene schema is part of ``config()``, so a saved model is rebuilt exactly and
 refuses a space whose scenes are described differently.
 """
@@ -74,6 +78,43 @@ def _positive_ints(values, what: str) -> list:
     if not out or min(out) < 1:
         raise LearnerError(f"{what}: expected positive integers, got {list(values)!r}")
     return out
+
+
+class _BankLookup:
+    """Rows of a space's rendered bank by scene codes: ``rows(codes)`` is the bank row of
+    every scene (int64 (n,)), or None when one of them is not in the bank."""
+
+    def __init__(self, space, bank: np.ndarray):
+        codes = np.ascontiguousarray(np.asarray(space.scene_codes), dtype=np.int8)
+        self.bank, self.slots = bank, codes.shape[1]
+        self.index = {row.tobytes(): j for j, row in enumerate(codes)}
+
+    def rows(self, codes: np.ndarray):
+        if codes.shape[1] != self.slots or not len(codes):
+            return None
+        keys = np.ascontiguousarray(codes, dtype=np.int8)
+        found = [self.index.get(row.tobytes()) for row in keys]
+        return None if any(j is None for j in found) else np.asarray(found, np.int64)
+
+    def take(self, codes: np.ndarray):
+        rows = self.rows(codes)
+        if rows is None:
+            return None
+        order = np.argsort(rows, kind="stable")         # read the memory-mapped file in order
+        out = np.empty((len(rows),) + self.bank.shape[1:], self.bank.dtype)
+        out[order] = self.bank[rows[order]]
+        return out
+
+
+def _attach_bank(encoder, space, modality: str, **settings):
+    """Give ``encoder`` the space's cached bank of these settings, if it has one."""
+    if getattr(space, "path", None) is None or not hasattr(space, "scene_codes"):
+        return encoder
+    from ..engine.rendered import find_rendered_bank
+    bank = find_rendered_bank(space, modality, **settings)
+    if bank is not None:
+        encoder._bank = _BankLookup(space, bank)
+    return encoder
 
 
 def _conv_bn_relu(c_in: int, c_out: int, stride: int = 2) -> nn.Sequential:
@@ -192,7 +233,8 @@ class ImageEncoder(SceneEncoder):
 
     @classmethod
     def from_space(cls, space, **options) -> "ImageEncoder":
-        return cls(schema_to_dict(space.schema), **options)
+        enc = cls(schema_to_dict(space.schema), **options)
+        return _attach_bank(enc, space, "image", height=enc.height, width=enc.width, supersample=enc.supersample)
 
     def config(self) -> dict:
         return {"schema": self.schema_config, "height": self.height, "width": self.width,
@@ -209,8 +251,11 @@ class ImageEncoder(SceneEncoder):
         if codes.ndim != 3 or codes.shape[2] != self.schema.n_attributes:
             raise LearnerError(f"scene codes: expected shape (n, slots, {self.schema.n_attributes}), "
                                f"got {codes.shape}")
-        images = render_scenes(codes, self.schema, height=self.height, width=self.width,
-                               supersample=self.supersample)
+        bank = getattr(self, "_bank", None)
+        images = bank.take(codes) if bank is not None else None
+        if images is None:
+            images = render_scenes(codes, self.schema, height=self.height, width=self.width,
+                                   supersample=self.supersample)
         return torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
 
     def forward(self, images: torch.Tensor) -> ObjectSet:
@@ -277,7 +322,8 @@ class SoundEncoder(SceneEncoder):
 
     @classmethod
     def from_space(cls, space, **options) -> "SoundEncoder":
-        return cls(schema_to_dict(space.schema), **options)
+        enc = cls(schema_to_dict(space.schema), **options)
+        return _attach_bank(enc, space, "sound", settings=enc.settings)
 
     def config(self) -> dict:
         return {"schema": self.schema_config, "settings": dataclasses.asdict(self.settings), "n_mels": self.n_mels,
@@ -294,7 +340,10 @@ class SoundEncoder(SceneEncoder):
         if codes.ndim != 3 or codes.shape[2] != self.schema.n_attributes:
             raise LearnerError(f"scene codes: expected shape (n, slots, {self.schema.n_attributes}), "
                                f"got {codes.shape}")
-        clips = synthesize_scenes(codes, self.schema, self.settings)
+        bank = getattr(self, "_bank", None)
+        clips = bank.take(codes) if bank is not None else None
+        if clips is None:
+            clips = synthesize_scenes(codes, self.schema, self.settings)
         spec = log_mel_spectrogram(clips, self.settings.rate, n_fft=self.n_fft, hop=self.hop, n_mels=self.n_mels)
         return torch.from_numpy(spec[:, None])
 
