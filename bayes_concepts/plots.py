@@ -642,18 +642,44 @@ def _top_concepts(oracle, scenes, labels, hard, top):
     return [(int(i), float(p)) for i, p in zip(ids[:top], probs[:top])], (np.asarray(ids), np.asarray(probs))
 
 
-def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_oracle=None, top: int = 3):
+def _episode_images(space, scene_ids, image_size) -> np.ndarray:
+    """Pictures uint8 (n, H, W, 3) of bank scenes: from the space's cached rendered bank of
+    that size when it has one (:meth:`~bayes_concepts.engine.space.HypothesisSpace.rendered_bank`),
+    else rendered now."""
+    from .scenes.render import render_scenes
+    h, w = (int(v) for v in image_size)
+    ids = np.asarray(scene_ids, np.int64)
+    bank = None
+    if getattr(space, "path", None) is not None and hasattr(space, "rendered_bank"):
+        from .engine.rendered import find_rendered_bank
+        bank = find_rendered_bank(space, "image", height=h, width=w)
+    if bank is not None:
+        return np.asarray(bank[ids])
+    return render_scenes(np.asarray(space.scene_codes[ids]), space.schema, height=h, width=w)
+
+
+def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_oracle=None, top: int = 3, *,
+                   modality: str = "schema", image_size=(160, 240), ax=None):
     """One episode of ``episodes``: its support and query scenes drawn top-down (objects at
     their (x, y) bins, y bin 1 at the top), each titled with its label (+ / −, flagged when a
     top-up or relabelled), and a text box with the true concept and the ``top`` most probable
     concepts of the oracles (fitted here on the support when given).
 
+    ``modality="image"`` shows every scene as its rendered picture instead
+    (:func:`~bayes_concepts.scenes.render.render_scenes` at ``image_size`` = (height, width)
+    pixels; read from the space's cached rendered bank of that size when there is one).
+    ``ax``: an Axes whose area the whole view is drawn in (as inset axes; it needs about the
+    size a new figure would get, ``data.attrs["size_inches"]``); default a new figure.
+
     How an object is drawn derives from the space's schema (:func:`object_encoding`,
     :func:`value_styles`, shown in the legend); for CURI: colour = object colour,
     square / circle / triangle = cube / sphere / cylinder, bigger = large, black ring =
     metal.  A schema without ``x``/``y`` draws a scene's objects in a row, in slot order.
-    Returns (fig, data): one row per object drawn; ``data.attrs["concepts"]`` is a
-    DataFrame of the concepts in the text box."""
+    Returns (fig, data): one row per object drawn (with the scene's mean pixel value,
+    ``image_mean``, when pictures are shown); ``data.attrs["concepts"]`` is a DataFrame of
+    the concepts in the text box."""
+    if modality not in ("schema", "image"):
+        raise ValueError(f"episode view: modality must be 'schema' or 'image', got {modality!r}")
     e = int(index)
     if not 0 <= e < len(episodes):
         raise IndexError(f"episode {index} out of range (0..{len(episodes) - 1})")
@@ -699,14 +725,34 @@ def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_ora
         nx, ny = (schema.attribute(a).n_values for a in encoding["position"])
     else:
         nx, ny = schema.max_objects, 1
+    images = {}
+    if modality == "image":
+        ih, iw = (int(v) for v in image_size)
+        for side in ("support", "query"):
+            images[side] = _episode_images(space, sets[side]["scenes"], (ih, iw))
     # fixed layout in inches (constrained layout is slow with 50 axes)
     cell, gap_x, row_h, head, set_head, block_gap, margin = 1.25, 0.2, 1.6, 0.6, 0.3, 0.5, 0.2
+    cell_h = cell
+    if modality == "image":  # cells shaped like the pictures
+        cell, cell_h = (1.8, 1.8 * ih / iw) if ih <= iw else (1.25 * iw / ih, 1.25)
+        row_h = cell_h + 0.35
     text_h = max(2.0, 0.19 * len(text) + 0.6)
     block_w = ncol * cell + (ncol - 1) * gap_x
     width = 2 * block_w + block_gap + 2 * margin
     height = head + set_head + nrow * row_h + 0.15 + text_h
     with _style():
-        fig = Figure(figsize=(width, height))
+        if ax is None:
+            fig = Figure(figsize=(width, height))
+            add_axes, put_text = fig.add_axes, fig.text
+        else:  # the view drawn inside ``ax``: its area is the canvas
+            fig, canvas = ax.figure, ax
+            canvas.axis("off")
+
+            def add_axes(rect):
+                return canvas.inset_axes(rect)
+
+            def put_text(x, y, s, **kw):
+                return canvas.text(x, y, s, transform=canvas.transAxes, **kw)
 
         def box(left, top, w, h):  # inches from the top-left corner -> figure fractions
             return [left / width, 1 - (top + h) / height, w / width, h / height]
@@ -715,31 +761,40 @@ def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_ora
             s = sets[side]
             x0 = margin + b * (block_w + block_gap)
             n_pos = int(s["labels"].sum())
-            fig.text((x0 + block_w / 2) / width, 1 - (head + 0.05) / height,
+            put_text((x0 + block_w / 2) / width, 1 - (head + 0.05) / height,
                      f"{side} set: {n_pos} positive (+), {len(s['labels']) - n_pos} negative ({MINUS})",
                      ha="center", va="top", fontsize=12, fontweight="bold")
             for k in range(len(s["scenes"])):
                 r, c = divmod(k, ncol)
-                ax = fig.add_axes(box(x0 + c * (cell + gap_x), head + set_head + r * row_h + 0.3, cell, cell))
+                sax = add_axes(box(x0 + c * (cell + gap_x), head + set_head + r * row_h + 0.3, cell, cell_h))
                 sid = int(s["scenes"][k])
                 scene = space.scene(sid)
-                _draw_scene(ax, scene["objects"], (nx, ny), schema, encoding, styles)
+                extra = {}
+                if modality == "image":
+                    sax.imshow(images[side][k], interpolation="antialiased", aspect="auto")
+                    sax.set_xticks([])
+                    sax.set_yticks([])
+                    sax.grid(False)
+                    extra = {"image_mean": float(images[side][k].mean())}
+                else:
+                    _draw_scene(sax, scene["objects"], (nx, ny), schema, encoding, styles)
                 lab = int(s["labels"][k])
                 title = _scene_axes_label(lab, bool(s["topup"][k]), bool(s["relabelled"][k]))
-                ax.set_title(title, fontsize=13 if len(title) == 1 else 9, color="#1a7d36" if lab else "#b2182b",
-                             fontweight="bold", pad=2)
-                for spine in ax.spines.values():
+                sax.set_title(title, fontsize=13 if len(title) == 1 else 9, color="#1a7d36" if lab else "#b2182b",
+                              fontweight="bold", pad=2)
+                for spine in sax.spines.values():
                     spine.set_visible(True)
                     spine.set_edgecolor("#1a9641" if lab else "#d7191c")
-                    spine.set_linewidth(1.8 if lab else 0.9)
-                ax.set_gid(f"{side}:{k}")
+                    spine.set_linewidth((2.4 if lab else 1.4) if modality == "image" else (1.8 if lab else 0.9))
+                sax.set_gid(f"{side}:{k}")
                 for o in scene["objects"]:
                     rows.append({"set": side, "position": k, "scene": sid, "label": lab,
-                                 "topup": bool(s["topup"][k]), "relabelled": bool(s["relabelled"][k]), **o})
+                                 "topup": bool(s["topup"][k]), "relabelled": bool(s["relabelled"][k]), **o,
+                                 **extra})
         text_top = head + set_head + nrow * row_h + 0.15
         legend_w = 2.6
-        text_ax = fig.add_axes(box(margin, text_top, width - 2 * margin - legend_w, text_h - 0.15))
-        legend_ax = fig.add_axes(box(width - margin - legend_w, text_top, legend_w, text_h - 0.15))
+        text_ax = add_axes(box(margin, text_top, width - 2 * margin - legend_w, text_h - 0.15))
+        legend_ax = add_axes(box(width - margin - legend_w, text_top, legend_w, text_h - 0.15))
         text_ax.axis("off")
         text_ax.text(0.005, 0.97, "\n".join(text), va="top", ha="left", fontsize=9.5,
                      transform=text_ax.transAxes, gid="concepts_text",
@@ -747,17 +802,30 @@ def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_ora
         legend_ax.axis("off")
         where = f"seen from above, {nx}×{ny} bins" if encoding["position"] else "in slot order"
         undrawn = f"\nnot drawn: {', '.join(encoding['undrawn'])}" if encoding["undrawn"] else ""
-        legend_ax.legend(handles=_legend_handles(encoding, styles), loc="upper right", fontsize=8.5, ncol=2,
-                         title=f"objects ({where}){undrawn}", title_fontsize=9, frameon=True)
+        if modality == "image":
+            legend_ax.text(0.98, 0.97, f"pictures: {ih}×{iw} pixels, rendered\nfrom the scene codes "
+                           "(CLEVR-like);\nmetal shiny, rubber matte;\nx bins left to right, y bins far to near",
+                           transform=legend_ax.transAxes, ha="right", va="top", fontsize=8.5,
+                           bbox=dict(boxstyle="round,pad=0.4", fc="white", ec="0.7"))
+        else:
+            legend_ax.legend(handles=_legend_handles(encoding, styles), loc="upper right", fontsize=8.5, ncol=2,
+                             title=f"objects ({where}){undrawn}", title_fontsize=9, frameon=True)
         split = episodes.meta.get("split")
         what = f"split {split_label(split)}, " if split else ""
         layout = (f"scene seen from above: x bin 1..{nx} left to right, y bin 1 at the top" if encoding["position"]
                   else "scene, its objects left to right in slot order")
-        fig.suptitle(f"Episode {e} ({what}{episodes.meta.get('negatives', '?')} negatives); each square is one "
-                     f"{layout}.\n"
-                     "Title: label (+ / " + MINUS + "); top-up = random negative filling a hard set, relabelled = "
-                     "random scene that satisfies the concept", fontsize=11, y=1 - 0.08 / height, va="top")
+        if modality == "image":
+            layout = "scene rendered as a picture"
+        title = (f"Episode {e} ({what}{episodes.meta.get('negatives', '?')} negatives); each "
+                 f"{'picture' if modality == 'image' else 'square'} is one {layout}.\n"
+                 "Title: label (+ / " + MINUS + "); top-up = random negative filling a hard set, relabelled = "
+                 "random scene that satisfies the concept")
+        if ax is None:
+            fig.suptitle(title, fontsize=11, y=1 - 0.08 / height, va="top")
+        else:
+            put_text(0.5, 1 - 0.08 / height, title, fontsize=11, ha="center", va="top")
     data = pd.DataFrame(rows)
+    data.attrs["size_inches"] = (width, height)
     data.attrs["concepts"] = pd.DataFrame(concept_rows)
     return fig, data
 

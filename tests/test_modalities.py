@@ -218,3 +218,25 @@ def test_plot_modalities_draws_each_support_scene_three_ways(small_space, episod
                                                            small_space.schema, height=24, width=36)[0])
     with pytest.raises(IndexError, match="out of range"):
         plot_modalities(small_space, episodes, len(episodes))
+
+
+def test_episode_view_shows_rendered_pictures(small_space, episodes):
+    from matplotlib.figure import Figure
+
+    from bayes_concepts.plots import episode_figure
+    fig, data = episode_figure(small_space, episodes, 1, modality="image", image_size=(24, 36))
+    support = episodes.support_scenes[1].tolist()
+    drawn = {ax.get_gid(): ax for ax in fig.axes if (ax.get_gid() or "").startswith("support:")}
+    assert len(drawn) == len(support)
+    first = drawn["support:0"].get_images()[0].get_array()
+    np.testing.assert_array_equal(first, render_scenes(np.asarray(small_space.scene_codes[support[:1]]),
+                                                       small_space.schema, height=24, width=36)[0])
+    row = data[(data["set"] == "support") & (data["position"] == 0)].iloc[0]
+    assert row["scene"] == support[0] and row["image_mean"] == pytest.approx(float(first.mean()))
+    # drawn into a given Axes (as inset axes), the same rows come back
+    host = Figure(figsize=data.attrs["size_inches"]).add_axes([0, 0, 1, 1])
+    fig2, data2 = episode_figure(small_space, episodes, 1, ax=host)
+    assert fig2 is host.figure and len(host.child_axes) >= 2 * len(support)
+    assert list(data2["scene"]) == list(data["scene"])
+    with pytest.raises(ValueError, match="modality"):
+        episode_figure(small_space, episodes, 1, modality="sound")
