@@ -41,8 +41,14 @@ from .bits import block_counts, has_bit, pop_lowest_bit, popcount64, select_bit,
 from .errors import BayesConceptsError
 from .registry import Registry
 from .rng import block_seeds, next_below
+from .scale import trim_pages
 
 BLOCK = 64
+#: episodes drawn (or scored) between two checks of the resident set (:func:`~bayes_concepts.scale.trim_pages`)
+PAGE_BATCH = 64
+#: union hard negatives are drawn by scanning the bank when the alternatives' extensions add
+#: up to this many times the bank or more (fewer random reads; the same distribution)
+UNION_SCAN = 0.5
 ARRAY_FIELDS = ("concept", "support_scenes", "support_labels", "support_source", "support_topup",
                 "support_relabelled", "query_scenes", "query_labels", "query_source", "query_topup",
                 "query_relabelled")
@@ -217,12 +223,15 @@ def _take(s, label, pos, scenes, labels, taken, n_taken):
 
 @numba.njit(cache=True)
 def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classes, n_scenes, state,
-                    scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, alt_mask, alt_cum):
+                    scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, union_scan, alt_mask,
+                    alt_cum):
     """Fill positions len(positives).. of one set; returns the updated n_taken.
 
     ``union``: draw hard negatives uniformly from the union of the alternatives' extensions
     minus ext(h) (an alternative drawn ∝ its extension size, a scene of it uniformly, kept
-    with probability 1/(number of alternatives true on it)), instead of alternative first."""
+    with probability 1/(number of alternatives true on it); or, when the extensions add up to
+    ``union_scan``·N scenes or more, a scene of the bank uniformly, kept if it is in the union),
+    instead of alternative first.  A union negative's ``source`` is an alternative true on it."""
     n_pos = positives.shape[0]
     k = scenes.shape[0]
     for i in range(n_pos):
@@ -250,7 +259,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 total += counts[alts[j]]
                 alt_cum[j] = total
             budget = 400 * (k - pos)
-            while pos < k and budget > 0:
+            while pos < k and budget > 0 and total < union_scan * n_scenes:
                 budget -= 1
                 r = next_below(state, total)
                 lo, hi = 0, n_alts - 1  # first j with alt_cum[j] > r
@@ -263,13 +272,35 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 a = alts[lo]
                 base = alt_cum[lo] - counts[a]
                 s = select_bit(sig[a], cum[a], BLOCK, r - base)
-                if has_bit(sig[h], s) or _used(s, taken, n_taken):
+                row = scene_concepts[s]  # bit h of the scene's row is bit s of h's signature
+                if has_bit(row, h) or _used(s, taken, n_taken):
                     continue
                 cover = 0
-                row = scene_concepts[s]
                 for w in range(hw):
                     cover += popcount64(row[w] & alt_mask[w])
                 if cover > 1 and next_below(state, cover) != 0:
+                    continue
+                _take(s, 0, pos, scenes, labels, taken, n_taken)
+                source[pos] = a
+                n_taken += 1
+                pos += 1
+            # a broad union (the alternatives' extensions add up to union_scan·N or more): draw
+            # scenes of the bank uniformly and keep those of the union -- the same distribution
+            # for fewer reads (N/|U| tries of one row each against Σ|ext a|/|U| tries of two)
+            while pos < k and budget > 0 and total >= union_scan * n_scenes:
+                budget -= 1
+                s = next_below(state, n_scenes)
+                row = scene_concepts[s]
+                if has_bit(row, h) or _used(s, taken, n_taken):
+                    continue
+                a = -1
+                for w in range(hw):
+                    word = row[w] & alt_mask[w]
+                    if word:
+                        b, word = pop_lowest_bit(word)
+                        a = w * 64 + b
+                        break
+                if a < 0:
                     continue
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 source[pos] = a
@@ -316,7 +347,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
 
 @numba.njit(parallel=True, cache=True)
 def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes, n_scenes, n_pos,
-                     hard_support, hard_query, union, s_scenes, s_labels, s_source, s_topup, s_relabelled,
+                     hard_support, hard_query, union, union_scan, s_scenes, s_labels, s_source, s_topup, s_relabelled,
                      q_scenes, q_labels, q_source, q_topup, q_relabelled):
     n_concepts = sig.shape[0]
     for e in numba.prange(concepts.shape[0]):
@@ -338,10 +369,10 @@ def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes,
         query_pos = taken[n_pos: 2 * n_pos].copy()
         n_taken = _fill_negatives(h, support_pos, hard_support, sig, cum, scene_concepts, counts, classes,
                                   n_scenes, state, s_scenes[e], s_labels[e], s_source[e], s_topup[e],
-                                  s_relabelled[e], taken, n_taken, alts, union, alt_mask, alt_cum)
+                                  s_relabelled[e], taken, n_taken, alts, union, union_scan, alt_mask, alt_cum)
         _fill_negatives(h, query_pos, hard_query, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                         q_scenes[e], q_labels[e], q_source[e], q_topup[e], q_relabelled[e], taken, n_taken, alts,
-                        union, alt_mask, alt_cum)
+                        union, union_scan, alt_mask, alt_cum)
 
 
 class EpisodeSampler:
@@ -403,9 +434,15 @@ class EpisodeSampler:
         sets = [tuple(arrays[f"{side}_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled"))
                 for side in ("support", "query")]
         if mode.draw is None:
-            _sample_episodes(concepts, seeds, self.signatures, self.cum, self.scene_concepts, space.counts,
-                             space.synonym_classes, space.n_scenes, n_positive, negatives == "hard", qn == "hard",
-                             mode.kernel_union, *sets[0], *sets[1])
+            for b in range(0, n, PAGE_BATCH):
+                part_sets = [tuple(a[b:b + PAGE_BATCH] for a in side) for side in sets]
+                _sample_episodes(concepts[b:b + PAGE_BATCH], seeds[b:b + PAGE_BATCH], self.signatures, self.cum,
+                                 self.scene_concepts, space.counts, space.synonym_classes, space.n_scenes, n_positive,
+                                 negatives == "hard", qn == "hard", mode.kernel_union, UNION_SCAN, *part_sets[0],
+                                 *part_sets[1])
+                # an episode reads hundreds to thousands of random pages; on a memory-mapped space
+                # they pile up in this process's resident set (2,500 episodes can touch ~4 GB)
+                trim_pages(self.signatures, self.scene_concepts, self.cum)
         else:
             self._sample_with(mode.draw, hard_mode, concepts, seeds, n_positive,
                               (negatives == "hard", qn == "hard"), sets)

@@ -144,3 +144,47 @@ def test_union_mode_hard_negatives_come_from_consistent_alternatives(space, samp
     assert real > 0
     with pytest.raises(ValueError, match="hard-negative mode"):
         sampler.sample(usable, 2, "hard", hard_mode="nope")
+
+
+def union_positions(space, sampler, eps, rng):
+    """For every union hard negative (not a top-up), its position in its pool -- the scenes of
+    the union of the set's alternatives outside ext(h) not used before it, ordered by how many
+    alternatives are true on them, then by id -- jittered into (0, 1): uniform draws give
+    Uniform(0, 1) positions (slow twin of the kernel)."""
+    from bayes_concepts.bits import unpack_bits
+    out = []
+    for e in range(len(eps)):
+        h = int(eps.concept[e])
+        outside = ~space.signature(h)
+        used = list(eps.support_scenes[e, :5]) + list(eps.query_scenes[e, :5])
+        for scenes, _, _, topup, _ in sets(eps, e):
+            alts = sampler.alternatives(h, scenes[:5])
+            cover = np.zeros(space.n_scenes, np.int64)
+            for a in alts:
+                cover += unpack_bits(np.asarray(space.signatures[a]), space.n_scenes)
+            for i in range(5, len(scenes)):
+                if not topup[i]:
+                    pool = (cover > 0) & outside
+                    pool[used] = False
+                    ids = np.flatnonzero(pool)
+                    ids = ids[np.argsort(cover[ids], kind="stable")]
+                    rank = int(np.flatnonzero(ids == scenes[i])[0])
+                    out.append((rank + rng.random()) / len(ids))
+                used.append(scenes[i])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("scan", [0.0, 1e12])
+def test_union_negatives_are_uniform_on_the_union_either_way(space, sampler, usable, monkeypatch, scan):
+    """Union hard negatives are drawn uniformly from the alternatives' union outside ext(h),
+    both by scanning the bank (broad unions) and by alternative-weighted rejection."""
+    from scipy.stats import kstest
+    import bayes_concepts.episodes as E
+    monkeypatch.setattr(E, "UNION_SCAN", scan)
+    eps = sampler.sample(usable, 150, "hard", seed=21, hard_mode="union")
+    pos = union_positions(space, sampler, eps, np.random.default_rng(0))
+    assert len(pos) > 2000
+    assert kstest(pos, "uniform").pvalue > 1e-3
+    # the statistic has power: the 'alternative' mode (alternative first) is not uniform
+    eps = sampler.sample(usable, 150, "hard", seed=21, hard_mode="alternative")
+    assert kstest(union_positions(space, sampler, eps, np.random.default_rng(0)), "uniform").pvalue < 1e-3
