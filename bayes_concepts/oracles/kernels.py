@@ -17,6 +17,8 @@ number of threads.
 """
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
@@ -32,6 +34,17 @@ PRUNE = 50.0
 def _term(table, h, wp, wn):
     """Entry (h, wp, wn) of a likelihood table whose axes may have length 1 (broadcast)."""
     return table[h if table.shape[0] > 1 else 0, wp if table.shape[1] > 1 else 0, wn if table.shape[2] > 1 else 0]
+
+
+@numba.njit(inline="always")
+def _add_bits(counter, x):
+    """Add the 0/1 digits of the word ``x`` to the bit-sliced counters ``counter`` (ripple carry)."""
+    j = 0
+    while x and j < counter.shape[0]:
+        carry = counter[j] & x
+        counter[j] ^= x
+        x = carry
+        j += 1
 
 
 @numba.njit(cache=True)
@@ -69,19 +82,34 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
                     n += 1
         return n
     best = -np.inf
+    # mistakes of 64 concepts at a time, as bit-sliced counters: bit j of cp[j] (cn[j]) for
+    # concept b of the word is bit j of its count of missed positives (false positives)
+    nb = 1
+    while (1 << nb) <= k:
+        nb += 1
+    cp = np.zeros(nb, np.uint64)
+    cn = np.zeros(nb, np.uint64)
     for w in range(hw):
         word = omega[w]
+        if word == 0:
+            continue
+        for j in range(nb):
+            cp[j] = 0
+            cn[j] = 0
+        for i in range(k):
+            row = scene_concepts[support[i], w]
+            if labels[i]:
+                _add_bits(cp, ~row & word)
+            else:
+                _add_bits(cn, row & word)
         while word:
             b, word = pop_lowest_bit(word)
             h = w * 64 + b
             wp = 0
             wn = 0
-            for i in range(k):
-                if has_bit(scene_concepts[support[i]], h) != labels[i]:
-                    if labels[i]:
-                        wp += 1
-                    else:
-                        wn += 1
+            for j in range(nb):
+                wp |= int((cp[j] >> np.uint64(b)) & np.uint64(1)) << j
+                wn |= int((cn[j] >> np.uint64(b)) & np.uint64(1)) << j
             lw = (log_prior[h] + _term(first, h, wp, wn)) + _term(second, h, wp, wn)
             ids[n] = h
             logw[n] = lw
@@ -232,6 +260,33 @@ def _class_row_score(row, class_w):
     return sc
 
 
+#: weight buckets of the wide AP: class weights in [2^-(b+1), 2^-b) share bucket b
+N_BUCKETS = 1100
+
+
+@numba.njit(cache=True)
+def _positive_floor(truth, scores):
+    """min over the positives of ``scores`` (the positives are the set bits of ``truth``)."""
+    u = np.inf
+    for w in range(truth.shape[0]):
+        word = truth[w]
+        while word:
+            b, word = pop_lowest_bit(word)
+            sc = scores[w * 64 + b]
+            if sc < u:
+                u = sc
+    return u
+
+
+@numba.njit(cache=True)
+def _count_above(touched, m, scores, level):
+    n = 0
+    for i in range(m):
+        if scores[touched[i]] >= level:
+            n += 1
+    return n
+
+
 @numba.njit(cache=True)
 def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, class_rows, truth, n_pos, n_test, scores, mark,
                       touched):
@@ -241,44 +296,123 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, class_rows, truth, n_
     ``class_w`` is the weight of every class (dense, by class id; 0 off ``cls_list``);
     ``class_rows`` (T, ceil(n_classes/64)) the classes of each test scene.  A scene's score
     is always summed from its class row in ascending class order (so it is the float a full
-    computation in that order gives, and equal cover sets give equal floats).  Let u be the
-    smallest score of a positive.  Choose a weight threshold tau such that the classes below
-    it weigh R < u in all: a scene covered only by such classes scores at most R < u, lies
-    below every positive and counts at no threshold where a positive sits, so only scenes a
-    class of weight >= tau covers are scored.
+    computation in that order gives, and equal cover sets give equal floats) -- but only for
+    the scenes that can matter:
+
+    1. the classes are bucketed by weight (bucket b: [2^-(b+1), 2^-b)) and spread bucket by
+       bucket, heaviest first, into partial scores H_t; R is the weight of the buckets not yet
+       spread, so every scene's score lies in [H_t, H_t + R];
+    2. with u_lb the smallest H of a positive (a lower bound on every positive's score), a
+       scene with H_t + R < u_lb scores below every positive: it counts at no threshold where
+       a positive sits and is left out (scored 0, with the scenes no class touched);
+    3. spreading stops once R < u_lb and the next bucket would cost more additions than the
+       row sums of the negatives still in doubt; the positives and those negatives get their
+       exact row sums -- or, when that would cost more than spreading every class, every class
+       is spread again in ascending class order (the same sums, in the same order).
+
+    The choice of where to stop changes the work, never the AP.
     """
     if n_pos == 0:
         return np.nan
-    u = np.inf
-    for w in range(truth.shape[0]):
-        word = truth[w]
-        while word:
-            b, word = pop_lowest_bit(word)
-            sc = _class_row_score(class_rows[w * 64 + b], class_w)
-            if sc < u:
-                u = sc
     n_cls = cls_list.shape[0]
-    tau = 0.0  # with u == 0 no class may be left out: every covered scene is scored
-    if u > 0.0:
-        tau = u
-        while tau > 0.0:
-            light = 0.0
-            for q in range(n_cls):
-                wq = class_w[cls_list[q]]
-                if wq < tau:
-                    light += wq
-            if light < u * (1.0 - 1e-9):
-                break
-            tau *= 0.01
-    m = 0
+    bucket = np.empty(n_cls, np.int64)
+    start = np.zeros(N_BUCKETS + 1, np.int64)
+    mass = np.zeros(N_BUCKETS)
+    ext = np.zeros(N_BUCKETS, np.int64)
     for q in range(n_cls):
-        if class_w[cls_list[q]] >= tau:
-            m = _touch(cls_list[q], cls_ptr, cls_idx, mark, touched, m)
-    for i in range(m):
-        t = touched[i]
-        scores[t] = _class_row_score(class_rows[t], class_w)
-    ap = average_precision_sparse(touched[:m], scores, truth, n_test, n_pos)
-    for i in range(m):
+        c = cls_list[q]
+        wq = class_w[c]
+        if wq > 0.0:
+            b = min(max(-math.frexp(wq)[1], 0), N_BUCKETS - 1)
+            mass[b] += wq
+            ext[b] += cls_ptr[c + 1] - cls_ptr[c]
+            start[b + 1] += 1
+        else:
+            b = -1
+        bucket[q] = b
+    for b in range(N_BUCKETS):
+        start[b + 1] += start[b]
+    fill = start[:N_BUCKETS].copy()
+    order = np.empty(start[N_BUCKETS], np.int64)
+    for q in range(n_cls):
+        if bucket[q] >= 0:
+            order[fill[bucket[q]]] = cls_list[q]
+            fill[bucket[q]] += 1
+    rest = np.zeros(N_BUCKETS + 1)  # rest[b]: weight of buckets >= b, summed smallest first
+    for b in range(N_BUCKETS - 1, -1, -1):
+        rest[b] = rest[b + 1] + mass[b]
+    row_cost = class_rows.shape[1] + cls_ptr[cls_ptr.shape[0] - 1] / max(n_test, 1)
+    margin = 1.0 - 1e-9
+    m = 0
+    untouched_pos = n_pos
+    u_lb = 0.0
+    r = rest[0]
+    for b in range(N_BUCKETS):
+        if start[b + 1] == start[b]:
+            continue
+        for j in range(start[b], start[b + 1]):
+            c = order[j]
+            wq = class_w[c]
+            for i in range(cls_ptr[c], cls_ptr[c + 1]):
+                t = cls_idx[i]
+                if not mark[t]:
+                    mark[t] = True
+                    touched[m] = t
+                    m += 1
+                    if has_bit(truth, t):
+                        untouched_pos -= 1
+                scores[t] += wq
+        r = rest[b + 1]
+        if untouched_pos > 0:
+            continue
+        u_lb = _positive_floor(truth, scores)
+        if not r < u_lb * margin:
+            continue
+        # the positives are always in doubt; spreading more can only clear negatives
+        n_doubt = _count_above(touched, m, scores, u_lb * margin - r) - n_pos
+        nxt = b + 1
+        while nxt < N_BUCKETS and start[nxt + 1] == start[nxt]:
+            nxt += 1
+        if nxt == N_BUCKETS or ext[nxt] >= n_doubt * row_cost:
+            break
+    if untouched_pos > 0:  # some positive scores 0: every touched scene is in doubt
+        u_lb = 0.0
+        r = 0.0
+    level = u_lb * margin - r
+    total_ext = 0
+    for b in range(N_BUCKETS):
+        total_ext += ext[b]
+    if _count_above(touched, m, scores, level) * row_cost > total_ext:
+        # most scenes are in doubt: spreading every class in ascending class order is cheaper
+        # than their row sums, and adds up each scene's weights in the same order
+        for i in range(m):
+            scores[touched[i]] = 0.0
+        for c in range(cls_ptr.shape[0] - 1):
+            wq = class_w[c]
+            if wq > 0.0:
+                for i in range(cls_ptr[c], cls_ptr[c + 1]):
+                    t = cls_idx[i]
+                    if not mark[t]:
+                        mark[t] = True
+                        touched[m] = t
+                        m += 1
+                    scores[t] += wq
+        keep = m
+    else:
+        keep = 0
+        for i in range(m):
+            t = touched[i]
+            if scores[t] >= level:
+                touched[keep] = t
+                keep += 1
+            else:
+                mark[t] = False
+            scores[t] = 0.0
+        for i in range(keep):
+            t = touched[i]
+            scores[t] = _class_row_score(class_rows[t], class_w)
+    ap = average_precision_sparse(touched[:keep], scores, truth, n_test, n_pos)
+    for i in range(keep):
         scores[touched[i]] = 0.0
         mark[touched[i]] = False
     return ap
