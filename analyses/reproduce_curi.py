@@ -29,16 +29,34 @@ row gives the gap under the release protocol, under the variant, and the change 
 95 % interval (paired over episodes when the episodes are the same).
 
 ``--figures DIR`` writes the paper figures of the first protocol there (each with a note
-naming the space and the protocol), e.g. ``--figures paper_figs``.
+naming the space and the protocol), e.g. ``--figures paper_figs``; ``--reuse DIR`` loads the
+protocols' results saved by an earlier run with the same space, seed and episodes instead of
+computing them again.
+
+The split sizes of the ``curi-release`` protocol are written beside the release's (§15): each
+structured split's test share (test / all concepts) and its relative difference from the
+release's, which the acceptance of issue 13 wants within 25 %.
 
 Run (the curi space: ``bayes-concepts space build spaces/curi --preset curi``)::
 
     .venv/bin/python analyses/reproduce_curi.py --space spaces/curi --episodes 20000 \\
         --isolate --variant-dir spaces/curi_variants --figures paper_figs
 
+or in pieces, as the README's figures were made (the table at 20,000 episodes, the oracle and
+split differences at 3,000, the rebuilt spaces at 2,000 against the 20,000-episode run)::
+
+    .venv/bin/python analyses/reproduce_curi.py --space spaces/curi --episodes 20000 \\
+        --out analyses/out/reproduce_curi_full --figures paper_figs
+    .venv/bin/python analyses/reproduce_curi.py --space spaces/curi --episodes 3000 \\
+        --protocols curi-release --isolate --release-check-episodes 100 --out analyses/out/reproduce_curi_isolate
+    .venv/bin/python analyses/reproduce_curi.py --space spaces/curi --episodes 20000 --protocols curi-release \\
+        --reuse analyses/out/reproduce_curi_full --isolate --space-only --variant-dir spaces/curi_variants \\
+        --space-variants depth sampler rejection bins filter --variant-episodes 2000 \\
+        --out analyses/out/reproduce_curi_variants
+
 Outputs in ``--out`` (default ``analyses/out/reproduce_curi/``): ``comp_gap.md`` (all
 tables), ``comp_gap.csv`` (the first protocol), ``comp_gap_by_protocol.csv``,
-``reference_checks.csv`` (first protocol), ``reference_checks_by_protocol.csv``,
+``reference_checks.csv`` (first protocol), ``reference_checks_by_protocol.csv``, ``split_sizes.csv``,
 ``differences.csv`` (``--isolate``), ``results.nc`` (first protocol; ``results_<protocol>.nc``
 for each), figures ``comp_gap_hard``, ``comp_gap_easy``, ``entropy``, ``synonym_classes``,
 ``scene_properties`` and ``reference_points`` (ours vs published), as PNG + PDF.
@@ -80,6 +98,15 @@ SPACE_VARIANTS = {
     "filter": ("filter: > 10 and < 10 % (release) -> >= 10 and <= 10 %", {"filter_bounds": "closed"}),
 }
 DEFAULT_SPACE_VARIANTS = ("depth", "sampler")
+#: DESIGN §15: the release's (train, test) sizes of its seven structured splits on its 14,929
+#: concepts (val = test; the Binding splits dropped the programs mixing held-out and training
+#: values, the remainder of 14,929).
+RELEASE_CONCEPTS = 14_929
+RELEASE_SIZES = {"counting": (14_882, 47), "extrinsic": (14_179, 750), "intrinsic": (14_646, 283),
+                 "boolean": (12_335, 2_594), "binding_color": (12_152, 2_620), "binding_shape": (13_421, 1_484),
+                 "complexity": (408, 14_521)}
+#: acceptance: each structured split's test share within 25 % (relative) of the release's
+SHARE_TOLERANCE = 0.25
 
 
 def with_published(table: pd.DataFrame) -> pd.DataFrame:
@@ -240,6 +267,53 @@ def side_by_side_markdown(sbs: pd.DataFrame, protos) -> list:
         lines += [f"### {neg.capitalize()} negatives", "",
                   C.markdown_table(show, align=["left"] + ["right"] * (len(cols) - 1)), ""]
     return lines
+
+
+# -------------------------------------------------------------------- split sizes
+def split_sizes(space, protocol: str = "curi-release") -> pd.DataFrame:
+    """One row per split of ``protocol`` on ``space``: train / val / test / dropped counts and the
+    test share (test / all concepts) beside the release's (§15) for the seven structured
+    splits, with the relative difference and whether it lies within ``SHARE_TOLERANCE``."""
+    from bayes_concepts.protocols import protocols
+    rows = []
+    n = space.n_concepts
+    for name, split in protocols.get(protocol).splits(space).items():
+        row = {"protocol": protocol, "split": name, "concepts": n, "train": len(split.train), "val": len(split.val),
+               "test": len(split.test), "dropped": int(getattr(split, "dropped", 0) or 0),
+               "test_share_pct": 100 * len(split.test) / n}
+        ref = RELEASE_SIZES.get(name)
+        if ref is not None:
+            tr, te = ref
+            share = 100 * te / RELEASE_CONCEPTS
+            rel = row["test_share_pct"] / share - 1
+            row.update({"release_train": tr, "release_test": te, "release_dropped": RELEASE_CONCEPTS - tr - te,
+                        "release_test_share_pct": share, "relative_difference_pct": 100 * rel,
+                        "within_tolerance": bool(abs(rel) <= SHARE_TOLERANCE)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def split_sizes_markdown(sizes: pd.DataFrame) -> list:
+    def num(v):
+        return "" if pd.isna(v) else f"{int(v):,}"
+
+    has = sizes["release_test_share_pct"].notna() if "release_test_share_pct" in sizes else pd.Series(False, sizes.index)
+    show = pd.DataFrame({
+        "split": sizes.split, "train": sizes.train.map(num), "val": sizes.val.map(num), "test": sizes.test.map(num),
+        "dropped": sizes.dropped.map(num), "test share %": sizes.test_share_pct.map(lambda v: f"{v:.2f}"),
+        "release train / test": [f"{num(a)} / {num(b)}" if h else "" for a, b, h in
+                                 zip(sizes.get("release_train"), sizes.get("release_test"), has)],
+        "release test share %": [f"{v:.2f}" if h else "" for v, h in zip(sizes.get("release_test_share_pct"), has)],
+        "relative difference %": [f"{v:+.1f}" if h else "" for v, h in zip(sizes.get("relative_difference_pct"), has)],
+        f"within {SHARE_TOLERANCE:.0%}": [_yn(v) if h else "" for v, h in zip(sizes.get("within_tolerance"), has)]})
+    n_ok = int(sizes.get("within_tolerance", pd.Series(dtype=object)).fillna(False).astype(bool).sum())
+    return [f"Protocol `{sizes.protocol.iloc[0]}` on {int(sizes.concepts.iloc[0]):,} concepts (the release: "
+            f"{RELEASE_CONCEPTS:,}); test share = test / all concepts; the release's val was its test set, so val "
+            "here holds only Concept IID's 5 % and the programs the Binding splits dropped (neither trained on "
+            "nor tested).", "",
+            C.markdown_table(show, align=["left"] + ["right"] * (show.shape[1] - 1)), "",
+            f"{n_ok} of {int(has.sum())} structured splits within {SHARE_TOLERANCE:.0%} (relative) of the release's "
+            "test share."]
 
 
 # -------------------------------------------------------------------- differences
@@ -454,7 +528,7 @@ def space_runs(base, args, log, base_space=None) -> list:
         difference, opts = SPACE_VARIANTS[name]
         log(f"  {difference}")
         space = variant_space(opts, name, args, log, base_space)
-        ds = rel.compute_gap(space, n_episodes=args.episodes, seed=args.seed)
+        ds = rel.compute_gap(space, n_episodes=args.variant_episodes or args.episodes, seed=args.seed)
         for s in ds.split.values.tolist():
             for neg in ds.negatives.values.tolist():
                 rows.append({"difference": difference, "kind": "space",
@@ -489,6 +563,52 @@ def differences_markdown(diff: pd.DataFrame) -> list:
     return lines
 
 
+def shrink_effects(diff: pd.DataFrame, n_splits: int = 9) -> pd.DataFrame:
+    """How much each isolated difference moves the easy-negative shrink of the mAP gap (the
+    mean over the ``n_splits`` splits of easy − hard, published −5.5 ± 1.4): the sum over the
+    splits it was run on of (Δ easy − Δ hard), divided by ``n_splits``, with a 95 % interval
+    from the rows' intervals (easy and hard episodes are independent).  A difference run with
+    hard negatives only counts as 0 on easy when its easy cells cannot change (the query
+    negatives: random in easy mode either way); otherwise it is left out."""
+    rows = []
+    ok = diff[diff["map_change"].notna()] if "map_change" in diff else diff.iloc[0:0]
+    for difference, block in ok.groupby("difference", sort=False):
+        by = {(r.split, r.negatives): r for r in block.itertuples()}
+        splits = list(dict.fromkeys(block.split))
+        total, var, used = 0.0, 0.0, []
+        for sp in splits:
+            h, e = by.get((sp, "hard")), by.get((sp, "easy"))
+            if h is None:
+                continue
+            if e is None and not difference.startswith("query negatives"):
+                continue
+            de = 0.0 if e is None else e.map_change
+            ve = 0.0 if e is None else ((e.map_change_hi - e.map_change_lo) / 3.92) ** 2
+            total += de - h.map_change
+            var += ve + ((h.map_change_hi - h.map_change_lo) / 3.92) ** 2
+            used.append(sp)
+        if not used:
+            continue
+        change, se = total / n_splits, np.sqrt(var) / n_splits
+        rows.append({"difference": difference, "splits": len(used), "shrink_change": change,
+                     "shrink_change_lo": change - 1.96 * se, "shrink_change_hi": change + 1.96 * se})
+    return pd.DataFrame(rows)
+
+
+def shrink_markdown(shrink: pd.DataFrame, release_shrink: float | None = None) -> list:
+    if not len(shrink):
+        return []
+    show = pd.DataFrame({"difference": shrink.difference, "splits run": shrink.splits,
+                         "change of the mean easy − hard mAP gap change [95% CI]": [
+                             C.fmt_ci(*v) for v in zip(shrink.shrink_change, shrink.shrink_change_lo,
+                                                       shrink.shrink_change_hi)]})
+    head = ("How much each difference moves the mean over the nine splits of the easy − hard change of the "
+            "mAP gap (published −5.5 ± 1.4" + (f"; the release protocol here {release_shrink:+.1f}" if
+                                              release_shrink is not None else "") + "); + = less shrink.")
+    return [head, "", C.markdown_table(show, align=["left", "right", "right"]), ""]
+
+
+# ------------------------------------------------------------------------ figures
 # ------------------------------------------------------------------------ figures
 def note_of(space, ds) -> str:
     path = Path(space.path).name if space.path else "unsaved"
@@ -522,6 +642,12 @@ def write_paper_figures(ds, space, out_dir, args) -> list:
     paths = []
     for name, make in jobs:
         fig, data = make()
+        engine = fig.get_layout_engine()
+        if engine is not None and hasattr(engine, "set"):
+            try:  # room for the note below the axes' labels
+                engine.set(rect=(0, 0.022, 1, 0.978))
+            except TypeError:
+                pass
         fig.text(0.995, 0.002, note, ha="right", va="bottom", fontsize=7, color="0.35")
         for fmt in ("png", "pdf"):
             p = out / f"{name}.{fmt}"
@@ -560,7 +686,7 @@ def reference_figure(checks: pd.DataFrame, subtitle: str = ""):
 
 
 # --------------------------------------------------------------------------- main
-def markdown(tables, checks, sbs, diff, datasets, space, args) -> str:
+def markdown(tables, checks, sbs, diff, datasets, space, args, sizes=None) -> str:
     protos = list(tables)
     first = datasets[protos[0]]
     lines = ["# CURI comp-gap table, reproduced with Bayesian oracles", "",
@@ -578,6 +704,8 @@ def markdown(tables, checks, sbs, diff, datasets, space, args) -> str:
         lines += [f"Protocol `{p}`: oracle settings `{datasets[p].attrs.get('oracle_settings')}`, query negatives "
                   f"{datasets[p].attrs.get('query_negatives')}, splits `hypotheses/{info.get('splits_dir')}/`, strong "
                   f"oracle over {'every concept' if info.get('strong_knows_all') else 'H_train ∪ H_test'}."]
+    if sizes is not None:
+        lines += ["", "## Split sizes", ""] + split_sizes_markdown(sizes)
     lines += ["", "## Side by side", ""] + side_by_side_markdown(sbs, protos)
     lines += gap_tables_markdown(tables[protos[0]], 2, f" — protocol {protos[0]}")
     lines += ["## Reference checks", "", f"Protocol `{protos[0]}`.", ""] + checks_markdown(checks[protos[0]])
@@ -586,7 +714,41 @@ def markdown(tables, checks, sbs, diff, datasets, space, args) -> str:
         lines += [f"### Reference checks ({p})", ""] + checks_markdown(checks[p])
     if diff is not None:
         lines += ["", "## Release vs paper, one difference at a time", ""] + differences_markdown(diff)
+        rel = checks.get("curi-release")
+        shrink_now = None
+        if rel is not None and rel.check.str.startswith("mean change").any():
+            shrink_now = float(rel[rel.check.str.startswith("mean change")].ours.iloc[0])
+        lines += ["", "### The easy-negative shrink, difference by difference", ""] + \
+            shrink_markdown(shrink_effects(diff, int(datasets[protos[0]].sizes["split"])), shrink_now)
     return "\n".join(lines)
+
+
+def reused(args, name, space, log):
+    """The results of protocol ``name`` saved in ``--reuse`` when they match this run (space,
+    protocol, seed, episodes per cell, the protocol's nine splits and both negatives), else None."""
+    from bayes_concepts.protocols import protocols
+    from bayes_concepts.results import load_results
+    if args.reuse is None:
+        return None
+    path = Path(args.reuse) / f"results_{name}.nc"
+    if not path.exists():
+        log(f"protocol {name}: {path} not found, computing")
+        return None
+    ds = load_results(path)
+    a = ds.attrs
+    want = {"protocol": name, "seed": str(args.seed), "episodes_per_cell": str(args.episodes),
+            "space_manifest_sha256": space.manifest_sha256() or "unsaved"}
+    bad = [k for k, v in want.items() if str(a.get(k)) != v]
+    if a.get("protocol_info") != json.dumps(protocols.get(name).info(), sort_keys=True):
+        bad.append("protocol_info")
+    if set(ds.split.values.tolist()) != {f.stem for f in protocols.get(name).spec_files()} or \
+            set(ds.negatives.values.tolist()) != {"hard", "easy"}:
+        bad.append("splits or negatives")
+    if bad:
+        log(f"protocol {name}: {path} differs from this run ({', '.join(bad)}), computing")
+        return None
+    log(f"protocol {name}: reusing {path}")
+    return ds
 
 
 def main(argv=None) -> pd.DataFrame:
@@ -602,9 +764,17 @@ def main(argv=None) -> pd.DataFrame:
                    help="with --isolate: build (or reuse) the space variants here and run them too")
     p.add_argument("--space-variants", nargs="+", default=list(DEFAULT_SPACE_VARIANTS),
                    choices=list(SPACE_VARIANTS), help="space-level differences to run (default: %(default)s)")
+    p.add_argument("--variant-episodes", type=int, default=None,
+                   help="with --variant-dir: episodes per cell of the space variants (default: --episodes; "
+                        "compared unpaired with the release protocol's run)")
+    p.add_argument("--space-only", action="store_true",
+                   help="with --isolate: run only the space variants (e.g. with --reuse for the release run)")
     p.add_argument("--release-check-episodes", type=int, default=1000,
                    help="with --isolate: episodes per cell for the release's float32 weak posterior and AP pool "
                         "(slow path; 0 skips them; default %(default)s)")
+    p.add_argument("--reuse", type=Path, default=None, metavar="DIR",
+                   help="load each protocol's results_<protocol>.nc from DIR instead of computing it, when it was "
+                        "made on this space with the same seed and --episodes (else compute)")
     p.add_argument("--figures", type=Path, default=None,
                    help="also write the paper figures of the first protocol there (e.g. paper_figs)")
     args = C.parse(p, argv, NAME)
@@ -619,8 +789,10 @@ def main(argv=None) -> pd.DataFrame:
     space = C.load_space(args, p)
     datasets, tables, checks = {}, {}, {}
     for name in args.protocols:
-        log(f"protocol {name}: {args.episodes:,} episodes per cell")
-        ds = protocols.get(name).compute_gap(space, n_episodes=args.episodes, seed=args.seed)
+        ds = reused(args, name, space, log)
+        if ds is None:
+            log(f"protocol {name}: {args.episodes:,} episodes per cell")
+            ds = protocols.get(name).compute_gap(space, n_episodes=args.episodes, seed=args.seed)
         save_results(ds, args.out / f"results_{name}.nc")
         datasets[name] = ds
         tables[name] = protocol_table(ds, args)
@@ -635,20 +807,27 @@ def main(argv=None) -> pd.DataFrame:
     C.write_table(pd.concat(list(checks.values()), ignore_index=True), args.out, "reference_checks_by_protocol")
     sbs = side_by_side(tables)
     C.write_table(sbs, args.out, "side_by_side")
+    sizes = split_sizes(space, "curi-release") if "curi-release" in datasets else None
+    if sizes is not None:
+        C.write_table(sizes, args.out, "split_sizes")
     diff = None
     if args.isolate:
         if "curi-release" not in datasets:
             p.error("--isolate compares with the curi-release protocol: include it in --protocols")
         log("differences, one at a time:")
-        rows = oracle_and_split_runs(space, datasets["curi-release"], args, log)
-        if args.release_check_episodes > 0:
+        if args.space_only and args.variant_dir is None:
+            p.error("--space-only runs the space variants: give --variant-dir")
+        rows = [] if args.space_only else oracle_and_split_runs(space, datasets["curi-release"], args, log)
+        if args.release_check_episodes > 0 and not args.space_only:
             rows += release_oracle_runs(space, datasets["curi-release"], args, log)
         if args.variant_dir is not None:
             rows += space_runs(datasets["curi-release"], args, log, space)
         diff = pd.DataFrame(rows)
         C.write_table(diff, args.out, "differences")
+        C.write_table(shrink_effects(diff, int(datasets["curi-release"].sizes["split"])), args.out,
+                      "shrink_effects")
     md = markdown(tables, {k: v.drop(columns="protocol") for k, v in checks.items()}, sbs, diff, datasets,
-                  space, args)
+                  space, args, sizes)
     C.write_markdown(md, args.out, "comp_gap")
     ds = datasets[first]
     if args.no_space_figures:
@@ -664,6 +843,7 @@ def main(argv=None) -> pd.DataFrame:
     table.attrs["reference_checks"] = checks[first]
     table.attrs["by_protocol"] = tables
     table.attrs["differences"] = diff
+    table.attrs["split_sizes"] = sizes
     if not args.quiet:
         print(md)
         print(f"\n[{NAME}: {elapsed():.1f} s; outputs in {args.out}]")

@@ -540,7 +540,10 @@ def scene_property_histograms(space):
             slanted = sum(len(v) for v in d["value"]) > 24  # long labels (CURI's colours) are slanted
             ax.set_xticks(np.arange(len(d)), d["value"], rotation=35 if slanted else 0,
                           ha="right" if slanted else "center")
-            ax.set_title(ATTRIBUTE_TITLES.get(attr, attr), fontsize=11)
+            title = ATTRIBUTE_TITLES.get(attr, attr)
+            if attr in ("x", "y"):  # the first bin's own name (CURI's release binned from 0)
+                title = title.replace("(1 =", f"({d['value'].iloc[0]} =")
+            ax.set_title(title, fontsize=11)
             ax.set_ylabel("share of objects (%)")
             ax.set_ylim(0, max(d["share"].max(), d["uniform_share"].iloc[0]) * 1.18)
         for ax in axes[len(attrs):]:
@@ -812,8 +815,11 @@ def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_ora
                              title=f"objects ({where}){undrawn}", title_fontsize=9, frameon=True)
         split = episodes.meta.get("split")
         what = f"split {split_label(split)}, " if split else ""
-        layout = (f"scene seen from above: x bin 1..{nx} left to right, y bin 1 at the top" if encoding["position"]
-                  else "scene, its objects left to right in slot order")
+        if encoding["position"]:
+            xs, ys = (schema.attribute(a).values for a in encoding["position"])
+            layout = f"scene seen from above: x bin {xs[0]}..{xs[-1]} left to right, y bin {ys[0]} at the top"
+        else:
+            layout = "scene, its objects left to right in slot order"
         if modality == "image":
             layout = "scene rendered as a picture"
         title = (f"Episode {e} ({what}{episodes.meta.get('negatives', '?')} negatives); each "

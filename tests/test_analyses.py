@@ -93,6 +93,74 @@ def test_reproduce_curi_reference_checks(reproduced):
     assert change.published == -5.5 and change.ours_lo <= change.ours <= change.ours_hi
 
 
+def test_reproduce_curi_split_sizes(reproduced, space):
+    _, out = reproduced
+    sizes = pd.read_csv(out / "split_sizes.csv").set_index("split")
+    assert set(sizes.index) == set(curi_splits(space)) and (sizes.protocol == "curi-release").all()
+    assert (sizes.concepts == space.n_concepts).all()
+    np.testing.assert_allclose(sizes.test_share_pct, 100 * sizes.test / space.n_concepts)
+    held = sizes.drop(index=["instance_iid", "concept_iid"])
+    assert (held.train + held.val + held.test == space.n_concepts).all() and (held.val == held.dropped).all()
+    assert held.release_test_share_pct["counting"] == pytest.approx(100 * 47 / 14_929)
+    assert sizes.release_test.isna()[["instance_iid", "concept_iid"]].all()
+    np.testing.assert_allclose(held.relative_difference_pct,
+                               100 * (held.test_share_pct / held.release_test_share_pct - 1))
+    assert (held.within_tolerance == (held.relative_difference_pct.abs() <= 25)).all()
+    assert "## Split sizes" in (out / "comp_gap.md").read_text()
+
+
+def test_reproduce_curi_reuse(reproduced, space_dir, tmp_path, monkeypatch):
+    from bayes_concepts.protocols import Protocol
+    table, out = reproduced
+
+    def boom(*a, **k):
+        raise AssertionError("computed although saved results match")
+
+    monkeypatch.setattr(Protocol, "compute_gap", boom)
+    again = reproduce_curi.main(args(space_dir, tmp_path / "again", "--no-space-figures", "--reuse", out))
+    pd.testing.assert_frame_equal(table, again)
+    other = args(space_dir, tmp_path / "other", "--no-space-figures", "--reuse", out)
+    other[other.index("--episodes") + 1] = str(EPISODES + 1)  # a different run: computed, not reused
+    with pytest.raises(AssertionError, match="computed although"):
+        reproduce_curi.main(other)
+
+
+def test_reproduce_curi_shrink_effects():
+    ci = {"map_change_lo": 0.0, "map_change_hi": 0.0}
+    diff = pd.DataFrame([
+        {"difference": "a", "split": "s1", "negatives": "hard", "map_change": 2.0, **ci},
+        {"difference": "a", "split": "s1", "negatives": "easy", "map_change": -1.0, **ci},
+        {"difference": "a", "split": "s2", "negatives": "hard", "map_change": 0.0, "map_change_lo": -3.92,
+         "map_change_hi": 3.92},
+        {"difference": "a", "split": "s2", "negatives": "easy", "map_change": 6.0, **ci},
+        {"difference": "query negatives: x", "split": "s1", "negatives": "hard", "map_change": 3.0, **ci},
+        {"difference": "hard only", "split": "s1", "negatives": "hard", "map_change": 3.0, **ci},
+        {"difference": "same", "split": "s1", "negatives": "both", "map_change": np.nan, "note": "no change"}])
+    got = reproduce_curi.shrink_effects(diff, n_splits=3).set_index("difference")
+    assert list(got.index) == ["a", "query negatives: x"]  # hard-only runs whose easy cells could change: left out
+    assert got.loc["a", "shrink_change"] == pytest.approx((-1 - 2 + 6 - 0) / 3)
+    assert got.loc["a", "shrink_change_hi"] - got.loc["a", "shrink_change"] == pytest.approx(1.96 * 2 / 3)  # se 2
+    assert got.loc["query negatives: x", "shrink_change"] == pytest.approx(-1.0)
+
+
+def test_reproduce_curi_isolate(space_dir, space, tmp_path):
+    out = tmp_path / "iso"
+    reproduce_curi.main(["--space", str(space_dir), "--episodes", "40", "--boot", "50", "--out", str(out), "--quiet",
+                         "--no-space-figures", "--protocols", "curi-release", "--isolate",
+                         "--release-check-episodes", "5"])
+    diff = pd.read_csv(out / "differences.csv")
+    for what in ("prior:", "likelihood:", "query negatives:", "strong oracle:", "Counting:", "Complexity:", "val:",
+                 "weak posterior:", "AP pool:"):
+        assert diff.difference.str.startswith(what).any(), what
+    ran = diff[diff.map_change.notna()]
+    assert (ran.map_change_lo <= ran.map_change + 1e-9).all() and (ran.map_change <= ran.map_change_hi + 1e-9).all()
+    np.testing.assert_allclose(ran.map_change, ran.variant_map_gap - ran.release_map_gap, atol=1e-9)
+    shrink = pd.read_csv(out / "shrink_effects.csv")
+    assert shrink.difference.str.startswith("prior: sampler").any()
+    md = (out / "comp_gap.md").read_text()
+    assert "one difference at a time" in md and "easy-negative shrink" in md and "## Split sizes" in md
+
+
 # ---------------------------------------------------------------- negatives_effect
 def test_negatives_effect(space_dir, tmp_path):
     out = tmp_path / "neg"
