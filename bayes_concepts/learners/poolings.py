@@ -17,8 +17,8 @@ CURI's four (seed paper, Appendix F; sizes are arguments, defaults are CURI's):
 
 The relation network's first layer is linear in the concatenated pair [o_i, o_j], so it
 is computed once per object (W_a o_i and W_b o_j) and added per pair; pairs are formed
-only among present objects, scene groups of equal object count at a time (no padding
-pairs).  :meth:`RelationPooling.forward_reference` is the direct form (every pair
+only among present objects, all scenes of a batch packed into one list of pair rows
+(no padding pairs, no per-group loops), and summed per scene in float32.  :meth:`RelationPooling.forward_reference` is the direct form (every pair
 concatenated, then the MLP), kept as its specification and compared in the tests.
 """
 from __future__ import annotations
@@ -94,6 +94,21 @@ class ConcatPooling(Pooling):
         return self.mlp(torch.cat([(f * m.unsqueeze(-1)).flatten(1), m], dim=1))
 
 
+def pair_index(counts: torch.Tensor) -> tuple:
+    """Ordered pairs (i, j) of objects within each scene, i = j included, for scenes with
+    ``counts`` (B,) present objects listed scene after scene: int64 (scene, i, j) per pair,
+    i and j indexing the flat list of present objects, pairs of one scene contiguous."""
+    counts = counts.long()
+    offsets = torch.cumsum(counts, 0) - counts
+    n_pairs = counts * counts
+    scene = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), n_pairs)
+    first = torch.cumsum(n_pairs, 0) - n_pairs
+    r = torch.arange(len(scene), device=counts.device) - first.index_select(0, scene)
+    n = counts.index_select(0, scene)
+    base = offsets.index_select(0, scene)
+    return scene, base + torch.div(r, n, rounding_mode="floor"), base + r % n
+
+
 @poolings.register("relnet")
 class RelationPooling(Pooling):
     def __init__(self, in_dim: int, n_objects: int, out_dim: int = 256, g_hidden=(256, 256, 256), g_out: int = 256,
@@ -114,33 +129,24 @@ class RelationPooling(Pooling):
         return h
 
     def pair_sums(self, objects: ObjectSet) -> torch.Tensor:
-        """Σ over ordered pairs of present objects of g(o_i, o_j): float32 (B, g_out)."""
+        """Σ over ordered pairs of present objects of g(o_i, o_j): float32 (B, g_out).
+
+        Packed: the present objects of the batch in one list (P, K), layer 1 as two
+        per-object projections (P, H), every pair of one scene as a row gathered from
+        them (no padding pairs, no per-group slices), g's other layers on the pair rows,
+        and one scatter-add of the pair rows into their scenes."""
         f, mask = objects
         b, o, k = f.shape
-        counts = mask.sum(1)
-        if not torch.equal(mask, torch.arange(o, device=mask.device)[None, :] < counts[:, None]):
-            raise LearnerError("relation pooling: present objects must come first in each scene")
+        flat = mask.reshape(-1)
+        present = f.reshape(b * o, k)[flat] if not bool(flat.all()) else f.reshape(b * o, k)
         w_i, w_j = self.g_first.weight[:, :k], self.g_first.weight[:, k:]
-        left = nn.functional.linear(f, w_i, self.g_first.bias)  # (B, O, H): the i-part of layer 1
-        right = nn.functional.linear(f, w_j)  # (B, O, H): the j-part
-        order = torch.argsort(counts, stable=True)
-        sorted_counts = counts[order]
-        left, right = left.index_select(0, order), right.index_select(0, order)
-        values, sizes = torch.unique_consecutive(sorted_counts, return_counts=True)
-        parts, start = [], 0
-        for n_obj, m in zip(values.tolist(), sizes.tolist()):
-            if n_obj == 0:
-                parts.append(torch.zeros(m, self.g_out, device=f.device))
-            else:
-                li, rj = left[start: start + m, :n_obj], right[start: start + m, :n_obj]
-                h = torch.relu(li.unsqueeze(2) + rj.unsqueeze(1)).reshape(m * n_obj * n_obj, -1)
-                h = self._g_tail(h).reshape(m, n_obj * n_obj, -1)
-                parts.append(h.sum(1).float())
-            start += m
-        pooled = torch.cat(parts)
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(b, device=order.device)
-        return pooled.index_select(0, inverse)
+        left = nn.functional.linear(present, w_i, self.g_first.bias)  # (P, H): the i-part of layer 1
+        right = nn.functional.linear(present, w_j)  # (P, H): the j-part
+        scene, i, j = pair_index(mask.sum(1))
+        h = torch.relu(left.index_select(0, i) + right.index_select(0, j))
+        h = self._g_tail(h)
+        out = torch.zeros(b, h.shape[1], dtype=torch.float32, device=h.device)
+        return out.index_add_(0, scene, h.float())
 
     def forward(self, objects: ObjectSet) -> torch.Tensor:
         return self.f(self.pair_sums(objects))

@@ -84,6 +84,16 @@ class TrainSettings:
     before stopping (0: never stop early); chunk_episodes: episodes drawn per sampler call;
     threads: torch threads (None: every core available); report_every_s: seconds between
     plain progress lines when output is not a terminal.
+
+    lr_schedule: ``constant`` (CURI's) or ``cosine``: after ``warmup_steps`` of linear
+    warm-up, the rate follows a half cosine from ``lr`` down to ``lr_final`` × ``lr`` at the
+    end of the run, the end being ``max_steps`` or the time ``budget_s``, whichever comes
+    first (progress = max(step / max_steps, elapsed / budget), so a time budget decays
+    on the clock).  block_passes: how many times each block of ``chunk_episodes``
+    sampled episodes is used (in a fresh order each pass) before the next block is drawn;
+    CURI drew a fixed pool of 500,000 episodes and used each about 128 times, and drawing
+    hard negatives costs a few ms per episode on a CPU, so 1 (every episode fresh) spends
+    a large share of a short budget on sampling.
     """
 
     negatives: str = "hard"
@@ -99,6 +109,10 @@ class TrainSettings:
     chunk_episodes: int = 4096
     threads: int | None = None
     report_every_s: float = 30.0
+    lr_schedule: str = "cosine"
+    warmup_steps: int = 100
+    lr_final: float = 0.02
+    block_passes: int = 2
 
     def __post_init__(self):
         if self.negatives not in ("hard", "easy"):
@@ -115,6 +129,32 @@ class TrainSettings:
             raise LearnerError(f"lr must be a positive number, got {self.lr!r}")
         if not isinstance(self.patience, (int, np.integer)) or self.patience < 0:
             raise LearnerError(f"patience must be an integer >= 0, got {self.patience!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise LearnerError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")
+        if isinstance(self.warmup_steps, bool) or not isinstance(self.warmup_steps, (int, np.integer)) \
+                or self.warmup_steps < 0:
+            raise LearnerError(f"warmup_steps must be an integer >= 0, got {self.warmup_steps!r}")
+        if not (isinstance(self.lr_final, (int, float)) and 0 <= self.lr_final <= 1):
+            raise LearnerError(f"lr_final must be a number in [0, 1], got {self.lr_final!r}")
+        if isinstance(self.block_passes, bool) or not isinstance(self.block_passes, (int, np.integer)) \
+                or self.block_passes < 1:
+            raise LearnerError(f"block_passes must be a positive integer, got {self.block_passes!r}")
+
+    def learning_rate(self, step: int, elapsed_s: float) -> float:
+        """Adam's rate at ``step`` after ``elapsed_s`` seconds (see ``lr_schedule``)."""
+        lr = float(self.lr)
+        if self.warmup_steps and step < self.warmup_steps:
+            lr *= (step + 1) / self.warmup_steps
+        if self.lr_schedule == "constant":
+            return lr
+        max_steps, budget = self.limits()
+        progress = 0.0
+        if max_steps:
+            progress = max(progress, step / max_steps)
+        if budget:
+            progress = max(progress, elapsed_s / budget)
+        progress = min(1.0, progress)
+        return lr * (self.lr_final + (1 - self.lr_final) * 0.5 * (1 + math.cos(math.pi * progress)))
 
     def limits(self) -> tuple:
         """(max_steps, budget_s) with the default 30-minute budget when neither is set."""
@@ -124,6 +164,9 @@ class TrainSettings:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+LR_SCHEDULES = ("constant", "cosine")
 
 
 def stream_seed(seed: int, what: str, index: int = 0) -> int:
@@ -137,6 +180,7 @@ class _State:
     step: int = 0
     wall_s: float = 0.0
     train_s: float = 0.0
+    sample_s: float = 0.0
     curve: list = field(default_factory=list)
     best_map: float = -math.inf
     best_step: int = -1
@@ -196,6 +240,16 @@ def _episode_block(sampler, train_ids, settings, seed, index, n_positive=5, n_ne
                           query_negatives=settings.query_negatives, seed=stream_seed(seed, "train", index),
                           n_positive=n_positive, n_negative=n_negative, hard_mode=settings.hard_mode,
                           meta={"side": "train"})
+
+
+def _block_rows(block_index: int, step_in_block: int, per_block: int, batch: int, seed: int, n_rows: int):
+    """Rows of a drawn block (``n_rows`` episodes) for one step: pass 0 in order, every later
+    pass in a fresh permutation seeded by (seed, block, pass)."""
+    n_pass, k = divmod(step_in_block, per_block)
+    if n_pass == 0:
+        return slice(k * batch, (k + 1) * batch)
+    rng = np.random.default_rng(stream_seed(seed, "order", block_index * 1_000_003 + n_pass))
+    return np.sort(rng.permutation(n_rows)[k * batch: (k + 1) * batch])
 
 
 def _optimizer_tensors(opt) -> tuple:
@@ -314,7 +368,8 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
     else:
         best_weights = None
     batch = settings.batch_episodes
-    per_block = max(1, settings.chunk_episodes // batch)
+    per_block = max(1, settings.chunk_episodes // batch)  # steps per pass over a block
+    per_draw = per_block * settings.block_passes  # steps per drawn block
     reporter = _Reporter(learner, split.name, progress, log, max_steps, settings.report_every_s)
     block_index, block = -1, None
     loss_sum, loss_n, last_loss = 0.0, 0, float("nan")
@@ -327,7 +382,8 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
         val_map, val_cba = float(np.nanmean(r["ap"])), float(np.nanmean(r["cba"]))
         state.wall_s = time.perf_counter() - start
         state.curve.append({"step": state.step, "val_map": val_map, "val_cba": val_cba,
-                            "train_loss": loss_sum / loss_n if loss_n else None, "elapsed_s": round(state.wall_s, 3)})
+                            "train_loss": loss_sum / loss_n if loss_n else None, "elapsed_s": round(state.wall_s, 3),
+                            "lr": opt.param_groups[0]["lr"]})
         loss_sum, loss_n = 0.0, 0
         if val_map > state.best_map:
             state.best_map, state.best_step, state.bad_validations = val_map, state.step, 0
@@ -348,6 +404,7 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
         return {"split": split.name, "split_sizes": split.sizes(), "validation_side": val_side,
                 "settings": settings.as_dict(), "seed": learner.seed, "steps": state.step,
                 "episodes": state.step * batch, "wall_s": round(state.wall_s, 3), "train_s": round(state.train_s, 3),
+                "sampling_s": round(state.sample_s, 3),
                 "episodes_per_s": round(rate(), 2), "threads": torch.get_num_threads(),
                 "device": str(learner.device), "precision": learner.precision, "val_curve": state.curve,
                 "best_step": state.best_step, "best_val_map": state.best_map, "stopped": state.stopped}
@@ -368,11 +425,15 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
                 state.stopped = "early_stopping"
                 break
             t0 = time.perf_counter()
-            if state.step // per_block != block_index:
-                block_index = state.step // per_block
+            if state.step // per_draw != block_index:
+                block_index = state.step // per_draw
+                t_sample = time.perf_counter()
                 block = _episode_block(sampler, split.train, settings, learner.seed, block_index)
-            lo = (state.step % per_block) * batch
-            rows = slice(lo, lo + batch)
+                state.sample_s += time.perf_counter() - t_sample
+            rows = _block_rows(block_index, state.step % per_draw, per_block, batch, learner.seed,
+                              len(block.concept))
+            for group in opt.param_groups:
+                group["lr"] = settings.learning_rate(state.step, state.wall_s)
             total, _, _ = learner.episode_loss(
                 np.asarray(space.scene_codes[block.support_scenes[rows]]), block.support_labels[rows],
                 np.asarray(space.scene_codes[block.query_scenes[rows]]), block.query_labels[rows], block.concept[rows])
