@@ -91,9 +91,10 @@ class TrainSettings:
     first (progress = max(step / max_steps, elapsed / budget), so a time budget decays
     on the clock).  block_passes: how many times each block of ``chunk_episodes``
     sampled episodes is used (in a fresh order each pass) before the next block is drawn;
-    CURI drew a fixed pool of 500,000 episodes and used each about 128 times, and drawing
-    hard negatives costs a few ms per episode on a CPU, so 1 (every episode fresh) spends
-    a large share of a short budget on sampling.
+    CURI drew a fixed pool of 500,000 episodes and used each about 128 times; 1 (the
+    default, every episode fresh) costs about 0.5 ms of sampling per hard-negative episode
+    on the CURI-scale space (~5 % of a schema relation net's step), more where the
+    sampler has to re-read a memory-mapped space.
     """
 
     negatives: str = "hard"
@@ -112,7 +113,7 @@ class TrainSettings:
     lr_schedule: str = "cosine"
     warmup_steps: int = 100
     lr_final: float = 0.02
-    block_passes: int = 2
+    block_passes: int = 1
 
     def __post_init__(self):
         if self.negatives not in ("hard", "easy"):
