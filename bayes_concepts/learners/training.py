@@ -355,6 +355,7 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
         raise LearnerError(f"{out} already holds a training run; resume it (--resume) or choose another directory")
     threads_before = torch.get_num_threads()
     torch.set_num_threads(settings.threads or available_cores())
+    threads_used = torch.get_num_threads()
     sampler = EpisodeSampler(space)
     val_side = "val" if len(split.val) else "train"
     val_eps = sampler.sample(split.ids(val_side), settings.val_episodes, settings.negatives,
@@ -406,7 +407,7 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
                 "settings": settings.as_dict(), "seed": learner.seed, "steps": state.step,
                 "episodes": state.step * batch, "wall_s": round(state.wall_s, 3), "train_s": round(state.train_s, 3),
                 "sampling_s": round(state.sample_s, 3),
-                "episodes_per_s": round(rate(), 2), "threads": torch.get_num_threads(),
+                "episodes_per_s": round(rate(), 2), "threads": threads_used,
                 "device": str(learner.device), "precision": learner.precision, "val_curve": state.curve,
                 "best_step": state.best_step, "best_val_map": state.best_map, "stopped": state.stopped}
 
