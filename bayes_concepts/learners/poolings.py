@@ -94,6 +94,11 @@ class ConcatPooling(Pooling):
         return self.mlp(torch.cat([(f * m.unsqueeze(-1)).flatten(1), m], dim=1))
 
 
+#: pair rows are padded to a multiple of this (oneDNN builds a kernel per matrix shape; a new
+#: pair count every batch would build new ones every step)
+PAIR_BUCKET = 1024
+
+
 def pair_index(counts: torch.Tensor) -> tuple:
     """Ordered pairs (i, j) of objects within each scene, i = j included, for scenes with
     ``counts`` (B,) present objects listed scene after scene: int64 (scene, i, j) per pair,
@@ -143,10 +148,14 @@ class RelationPooling(Pooling):
         left = nn.functional.linear(present, w_i, self.g_first.bias)  # (P, H): the i-part of layer 1
         right = nn.functional.linear(present, w_j)  # (P, H): the j-part
         scene, i, j = pair_index(mask.sum(1))
+        pad = -len(scene) % PAIR_BUCKET if len(present) else 0
+        if pad:  # rows of a discarded extra scene: the matrix shapes repeat, so their kernels are reused
+            scene = torch.cat([scene, scene.new_full((pad,), b)])
+            i, j = torch.cat([i, i.new_zeros(pad)]), torch.cat([j, j.new_zeros(pad)])
         h = torch.relu(left.index_select(0, i) + right.index_select(0, j))
         h = self._g_tail(h)
-        out = torch.zeros(b, h.shape[1], dtype=torch.float32, device=h.device)
-        return out.index_add_(0, scene, h.float())
+        out = torch.zeros(b + 1, h.shape[1], dtype=torch.float32, device=h.device)
+        return out.index_add_(0, scene, h.float())[:b]
 
     def forward(self, objects: ObjectSet) -> torch.Tensor:
         return self.f(self.pair_sums(objects))
