@@ -41,11 +41,8 @@ from .bits import block_counts, has_bit, pop_lowest_bit, popcount64, select_bit,
 from .errors import BayesConceptsError
 from .registry import Registry
 from .rng import block_seeds, next_below
-from .scale import trim_pages
 
 BLOCK = 64
-#: episodes drawn (or scored) between two checks of the resident set (:func:`~bayes_concepts.scale.trim_pages`)
-PAGE_BATCH = 64
 #: union hard negatives are drawn by scanning the bank when the alternatives' extensions add
 #: up to this many times the bank or more (fewer random reads; the same distribution)
 UNION_SCAN = 0.5
@@ -434,15 +431,9 @@ class EpisodeSampler:
         sets = [tuple(arrays[f"{side}_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled"))
                 for side in ("support", "query")]
         if mode.draw is None:
-            for b in range(0, n, PAGE_BATCH):
-                part_sets = [tuple(a[b:b + PAGE_BATCH] for a in side) for side in sets]
-                _sample_episodes(concepts[b:b + PAGE_BATCH], seeds[b:b + PAGE_BATCH], self.signatures, self.cum,
-                                 self.scene_concepts, space.counts, space.synonym_classes, space.n_scenes, n_positive,
-                                 negatives == "hard", qn == "hard", mode.kernel_union, UNION_SCAN, *part_sets[0],
-                                 *part_sets[1])
-                # an episode reads hundreds to thousands of random pages; on a memory-mapped space
-                # they pile up in this process's resident set (2,500 episodes can touch ~4 GB)
-                trim_pages(self.signatures, self.scene_concepts, self.cum)
+            _sample_episodes(concepts, seeds, self.signatures, self.cum, self.scene_concepts, space.counts,
+                             space.synonym_classes, space.n_scenes, n_positive, negatives == "hard", qn == "hard",
+                             mode.kernel_union, UNION_SCAN, *sets[0], *sets[1])
         else:
             self._sample_with(mode.draw, hard_mode, concepts, seeds, n_positive,
                               (negatives == "hard", qn == "hard"), sets)

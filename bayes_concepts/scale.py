@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import BayesConceptsError
 
-__all__ = ["Scheduler", "ScaleError", "SpaceRef", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages", "trim_pages", "resident_bytes", "advise_random",
+__all__ = ["Scheduler", "ScaleError", "SpaceRef", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages", "advise_random",
            "gap_chunk", "gap_cells", "episode_chunks", "GAP_CHUNK"]
 
 #: Episodes per task of :func:`~bayes_concepts.gap.compute_gap`: big enough that a task's
@@ -278,46 +278,6 @@ def _advise(arrays, advice):
             m.madvise(advice)
         except (OSError, ValueError):
             pass
-
-
-def _page_budget():
-    mb = os.environ.get("BAYES_CONCEPTS_PAGE_BUDGET_MB", "").strip()
-    try:
-        return int(float(mb) * 2**20) if mb else None
-    except ValueError:
-        raise ScaleError(f"BAYES_CONCEPTS_PAGE_BUDGET_MB must be a number of MiB, got {mb!r}") from None
-
-
-#: Resident-set size (bytes) above which :func:`trim_pages` releases the pages of memory-mapped
-#: arrays; None (default): never.  Random reads of a large space map its file pages into the
-#: process -- each fault also maps up to 15 cached neighbouring pages, so sampling episodes
-#: from a memory-mapped space soon maps all of its per-scene index -- and the kernel's page
-#: cache, not the process, owns them.  A budget bounds the resident set at the cost of
-#: re-faults (about 5x the sampling time on the 990,000-scene space with a 1.5 GiB budget).
-#: When None, the environment variable ``BAYES_CONCEPTS_PAGE_BUDGET_MB`` is read (inherited by
-#: local Dask workers; set it on remote workers' machines too).
-PAGE_BUDGET = None
-
-
-def resident_bytes() -> int:
-    """This process's resident set in bytes (Linux ``/proc/self/statm``; 0 where unavailable)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * mmap.PAGESIZE
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def trim_pages(*arrays, budget: int | None = None) -> bool:
-    """Release the pages of memory-mapped ``arrays`` (:func:`release_pages`) if this process's
-    resident set is above ``budget`` bytes (default :data:`PAGE_BUDGET`, None: never); returns
-    whether it did.  Called between batches of episodes, so that the resident set stays near the budget
-    whatever the size of the space."""
-    budget = (PAGE_BUDGET if PAGE_BUDGET is not None else _page_budget()) if budget is None else budget
-    if budget is None or resident_bytes() <= budget:
-        return False
-    release_pages(*arrays)
-    return True
 
 
 def release_pages(*arrays):

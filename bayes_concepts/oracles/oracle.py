@@ -17,8 +17,6 @@ import numba
 import numpy as np
 
 from ..bits import pack_bits, pop_lowest_bit
-from ..episodes import PAGE_BATCH
-from ..scale import trim_pages
 from . import kernels as K
 from .empty_policies import empty_policies
 from .likelihoods import likelihood_tables, likelihoods
@@ -181,17 +179,11 @@ class Oracle:
         test_index = (np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
                       np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(),
                       space.class_representatives(), class_rows)
-        for b in range(0, e, PAGE_BATCH):
-            s = slice(b, b + PAGE_BATCH)
-            K.evaluate_episodes(
-                support[s], support_labels[s], query[s], query_labels[s], concept[s], scene_concepts, self.omega,
-                self.log_prior, first, second, consistent_only, *test_index, bool(wide), fb.likelihood is not None,
-                *refit, fixed_bank, fixed_test, fb.entropy, out["ap"][s], out["cba"][s],
-                out["posterior_entropy"][s], out["predictive_entropy"][s], out["empty"][s],
-                out["n_candidates"][s], out["query_pred"][s])
-            # the support rows of a memory-mapped space's scene index are random reads; each
-            # fault maps neighbouring pages too, so they are released when they pile up
-            trim_pages(scene_concepts)
+        K.evaluate_episodes(
+            support, support_labels, query, query_labels, concept, scene_concepts, self.omega, self.log_prior,
+            first, second, consistent_only, *test_index, bool(wide), fb.likelihood is not None, *refit, fixed_bank,
+            fixed_test, fb.entropy, out["ap"], out["cba"], out["posterior_entropy"], out["predictive_entropy"],
+            out["empty"], out["n_candidates"], out["query_pred"])
         return out
 
     # ------------------------------------------------------ learner protocol
