@@ -199,10 +199,11 @@ def block_counts(signatures: np.ndarray, block: int = 64) -> np.ndarray:
 
 
 @numba.njit(inline="always")
-def select_bit(row, cum, block, rank):
-    """Scene index of the ``rank``-th (0-based) set bit of packed ``row`` using its
-    cumulative block counts ``cum`` (see :func:`block_counts`); -1 if there is none."""
-    lo, hi = 0, cum.shape[0] - 1  # find the last block b with cum[b] <= rank
+def block_of_rank(cum, rank):
+    """The block holding the ``rank``-th (0-based) set bit of a row with cumulative block
+    counts ``cum`` (see :func:`block_counts`): the last b with cum[b] <= rank; -1 if the row
+    has no such bit."""
+    lo, hi = 0, cum.shape[0] - 1
     if rank >= cum[hi]:
         return -1
     while hi - lo > 1:
@@ -211,4 +212,22 @@ def select_bit(row, cum, block, rank):
             lo = mid
         else:
             hi = mid
-    return _select_in_words(row, lo * block, min(row.shape[0], lo * block + block), cum[lo], rank)
+    return lo
+
+
+@numba.njit(inline="always")
+def select_bit(row, cum, block, rank):
+    """Scene index of the ``rank``-th (0-based) set bit of packed ``row`` using its
+    cumulative block counts ``cum`` (see :func:`block_counts`); -1 if there is none."""
+    b = block_of_rank(cum, rank)
+    if b < 0:
+        return -1
+    return _select_in_words(row, b * block, min(row.shape[0], b * block + block), cum[b], rank)
+
+
+@numba.njit(inline="always")
+def select_in_block(words, first_word, seen, rank):
+    """Scene index of the ``rank``-th set bit of a row given only its words
+    ``first_word:first_word + len(words)`` and the ``seen`` set bits before them; -1 if not there."""
+    i = _select_in_words(words, 0, words.shape[0], seen, rank)
+    return -1 if i < 0 else first_word * 64 + i

@@ -37,7 +37,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from .bits import block_counts, has_bit, pop_lowest_bit, popcount64, select_bit, unpack_bits
+from .bits import block_counts, block_of_rank, has_bit, pop_lowest_bit, popcount64, select_in_block, unpack_bits
+from .engine.rows import check_reads, row_at, row_source, rows_for_random_reads, word_at, words_at
 from .errors import BayesConceptsError
 from .registry import Registry
 from .rng import block_seeds, next_below
@@ -218,17 +219,39 @@ def _take(s, label, pos, scenes, labels, taken, n_taken):
     taken[n_taken] = s
 
 
+@numba.njit(inline="always")
+def _select(sig, h, cum, rank, block_buf):
+    """Scene of the ``rank``-th set bit of concept ``h``'s signature (row source ``sig``), reading
+    only the block of :data:`BLOCK` words that holds it; -1 if there is none."""
+    b = block_of_rank(cum, rank)
+    if b < 0:
+        return -1
+    words = words_at(sig, h, b * BLOCK, block_buf)
+    return select_in_block(words, b * BLOCK, cum[b], rank)
+
+
+@numba.njit(inline="always")
+def _bit(sig, h, s, word_buf):
+    """Whether concept ``h`` is true on scene ``s`` (row source ``sig``), as a uint64 0 or 1."""
+    word = word_at(sig, h, s >> 6, word_buf)
+    return (word >> np.uint64(s & 63)) & np.uint64(1)
+
+
 @numba.njit(cache=True)
 def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                     scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, union_scan, alt_mask,
-                    alt_cum):
+                    alt_cum, buffers):
     """Fill positions len(positives).. of one set; returns the updated n_taken.
 
     ``union``: draw hard negatives uniformly from the union of the alternatives' extensions
     minus ext(h) (an alternative drawn ∝ its extension size, a scene of it uniformly, kept
     with probability 1/(number of alternatives true on it); or, when the extensions add up to
     ``union_scan``·N scenes or more, a scene of the bank uniformly, kept if it is in the union),
-    instead of alternative first.  A union negative's ``source`` is an alternative true on it."""
+    instead of alternative first.  A union negative's ``source`` is an alternative true on it.
+
+    ``sig`` and ``scene_concepts`` are row sources (:func:`bayes_concepts.engine.rows.row_source`);
+    ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads."""
+    row_buf, common, block_buf, word_buf = buffers
     n_pos = positives.shape[0]
     k = scenes.shape[0]
     for i in range(n_pos):
@@ -236,12 +259,15 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
         labels[i] = 1
     pos = n_pos
     if hard:
-        hw = scene_concepts.shape[1]
+        hw = scene_concepts[0].shape[1]
         n_alts = 0
+        common[:] = row_at(scene_concepts, positives[0], row_buf)
+        for i in range(1, n_pos):
+            row = row_at(scene_concepts, positives[i], row_buf)
+            for w in range(hw):
+                common[w] &= row[w]
         for w in range(hw):
-            word = scene_concepts[positives[0], w]
-            for i in range(1, n_pos):
-                word &= scene_concepts[positives[i], w]
+            word = common[w]
             while word:
                 b, word = pop_lowest_bit(word)
                 a = w * 64 + b
@@ -268,8 +294,8 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                         lo = mid + 1
                 a = alts[lo]
                 base = alt_cum[lo] - counts[a]
-                s = select_bit(sig[a], cum[a], BLOCK, r - base)
-                row = scene_concepts[s]  # bit h of the scene's row is bit s of h's signature
+                s = _select(sig, a, cum[a], r - base, block_buf)
+                row = row_at(scene_concepts, s, row_buf)  # bit h of the scene's row is bit s of h's signature
                 if has_bit(row, h) or _used(s, taken, n_taken):
                     continue
                 cover = 0
@@ -287,7 +313,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             while pos < k and budget > 0 and total >= union_scan * n_scenes:
                 budget -= 1
                 s = next_below(state, n_scenes)
-                row = scene_concepts[s]
+                row = row_at(scene_concepts, s, row_buf)
                 if has_bit(row, h) or _used(s, taken, n_taken):
                     continue
                 a = -1
@@ -310,8 +336,8 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
         while pos < k and n_alts > 0:
             j = next_below(state, n_alts)
             a = alts[j]
-            s = select_bit(sig[a], cum[a], BLOCK, next_below(state, counts[a]))
-            if has_bit(sig[h], s) == 0 and not _used(s, taken, n_taken):
+            s = _select(sig, a, cum[a], next_below(state, counts[a]), block_buf)
+            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 source[pos] = a
                 n_taken += 1
@@ -325,7 +351,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                     tries = 0
         while pos < k:
             s = next_below(state, n_scenes)
-            if has_bit(sig[h], s) == 0 and not _used(s, taken, n_taken):
+            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 topup[pos] = True
                 n_taken += 1
@@ -334,7 +360,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
         while pos < k:
             s = next_below(state, n_scenes)
             if not _used(s, taken, n_taken):
-                y = has_bit(sig[h], s)
+                y = _bit(sig, h, s, word_buf)
                 _take(s, y, pos, scenes, labels, taken, n_taken)
                 relabelled[pos] = y == 1
                 n_taken += 1
@@ -346,7 +372,8 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
 def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes, n_scenes, n_pos,
                      hard_support, hard_query, union, union_scan, s_scenes, s_labels, s_source, s_topup, s_relabelled,
                      q_scenes, q_labels, q_source, q_topup, q_relabelled):
-    n_concepts = sig.shape[0]
+    n_concepts = counts.shape[0]
+    hw = scene_concepts[0].shape[1]
     for e in numba.prange(concepts.shape[0]):
         state = np.empty(1, np.uint64)
         state[0] = seeds[e]
@@ -354,11 +381,13 @@ def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes,
         k = s_scenes.shape[1]
         taken = np.empty(2 * k, np.int64)
         alts = np.empty(n_concepts, np.int64)
-        alt_mask = np.zeros(scene_concepts.shape[1], np.uint64)
+        alt_mask = np.zeros(hw, np.uint64)
         alt_cum = np.empty(n_concepts, np.int64)
+        buffers = (np.empty(hw, np.uint64), np.empty(hw, np.uint64), np.empty(BLOCK, np.uint64),
+                   np.empty(1, np.uint64))
         n_taken = 0
         while n_taken < 2 * n_pos:  # 2*n_pos distinct positives
-            s = select_bit(sig[h], cum[h], BLOCK, next_below(state, counts[h]))
+            s = _select(sig, h, cum[h], next_below(state, counts[h]), buffers[2])
             if not _used(s, taken, n_taken):
                 taken[n_taken] = s
                 n_taken += 1
@@ -366,10 +395,11 @@ def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes,
         query_pos = taken[n_pos: 2 * n_pos].copy()
         n_taken = _fill_negatives(h, support_pos, hard_support, sig, cum, scene_concepts, counts, classes,
                                   n_scenes, state, s_scenes[e], s_labels[e], s_source[e], s_topup[e],
-                                  s_relabelled[e], taken, n_taken, alts, union, union_scan, alt_mask, alt_cum)
+                                  s_relabelled[e], taken, n_taken, alts, union, union_scan, alt_mask, alt_cum,
+                                  buffers)
         _fill_negatives(h, query_pos, hard_query, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                         q_scenes[e], q_labels[e], q_source[e], q_topup[e], q_relabelled[e], taken, n_taken, alts,
-                        union, union_scan, alt_mask, alt_cum)
+                        union, union_scan, alt_mask, alt_cum, buffers)
 
 
 class EpisodeSampler:
@@ -377,11 +407,11 @@ class EpisodeSampler:
     block counts) so that many batches reuse them."""
 
     def __init__(self, space):
-        from .engine.index import random_access, signature_block_counts
+        from .engine.index import signature_block_counts
         self.space = space
-        self.signatures = random_access(space.signatures)
-        self.cum = signature_block_counts(space) if BLOCK == 64 else block_counts(self.signatures, BLOCK)
-        self.scene_concepts = space.scene_concepts()
+        self.signatures = rows_for_random_reads(space.signatures)
+        self.cum = signature_block_counts(space) if BLOCK == 64 else block_counts(np.asarray(space.signatures), BLOCK)
+        self.scene_concepts = rows_for_random_reads(space.scene_concepts())
 
     def sample(self, concept_ids, n: int, negatives: str = "hard", *, query_negatives: str | None = None,
                seed: int = 0, n_positive: int = 5, n_negative: int = 20, beta: float = 0.2,
@@ -431,9 +461,11 @@ class EpisodeSampler:
         sets = [tuple(arrays[f"{side}_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled"))
                 for side in ("support", "query")]
         if mode.draw is None:
-            _sample_episodes(concepts, seeds, self.signatures, self.cum, self.scene_concepts, space.counts,
+            _sample_episodes(concepts, seeds, row_source(self.signatures), self.cum, row_source(self.scene_concepts),
+                             space.counts,
                              space.synonym_classes, space.n_scenes, n_positive, negatives == "hard", qn == "hard",
                              mode.kernel_union, UNION_SCAN, *sets[0], *sets[1])
+            check_reads(self.signatures, self.scene_concepts)
         else:
             self._sample_with(mode.draw, hard_mode, concepts, seeds, n_positive,
                               (negatives == "hard", qn == "hard"), sets)

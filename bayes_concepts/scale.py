@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import BayesConceptsError
 
-__all__ = ["Scheduler", "ScaleError", "SpaceRef", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages", "advise_random",
+__all__ = ["Scheduler", "ScaleError", "SpaceRef", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages",
            "gap_chunk", "gap_cells", "episode_chunks", "GAP_CHUNK"]
 
 #: Episodes per task of :func:`~bayes_concepts.gap.compute_gap`: big enough that a task's
@@ -287,13 +287,6 @@ def release_pages(*arrays):
     _advise(arrays, getattr(mmap, "MADV_DONTNEED", None))
 
 
-def advise_random(*arrays):
-    """Tell the kernel that memory-mapped ``arrays`` are read at random: a page fault reads
-    that page, not the 128 KiB and more of read-ahead around it (which made every random row
-    read of a space larger than the page cache cost a read-ahead from disk)."""
-    _advise(arrays, getattr(mmap, "MADV_RANDOM", None))
-
-
 # ------------------------------------------------------------------------------- the comp gap
 def episode_chunks(n_episodes: int, chunk: int = GAP_CHUNK) -> list:
     """``[(lo, hi), ...]``: episode ranges of at most ``chunk`` episodes covering ``n_episodes``
@@ -322,8 +315,7 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
         strong, weak = strong_and_weak(space, split, settings)
         results = score_learners(space, eps, {"strong": strong, "weak": weak})
     finally:
-        release_pages(space.signatures, getattr(space, "_scene_concepts", None), sampler.signatures,
-                      sampler.scene_concepts)
+        release_pages(space.signatures)
     return eps.concept, results, (eps if keep_episodes else None)
 
 

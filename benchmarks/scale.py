@@ -19,7 +19,7 @@ seen (``RssAnon``: memory the process itself holds).  Jobs:
 Results go to ``benchmarks/out/scale.json`` (one entry per job, appended) and a table on
 stdout.  Usage::
 
-    python benchmarks/scale.py gap spaces/paper [--scheduler local:2] [--episodes 20000]
+    python benchmarks/scale.py gap spaces/paper [--scheduler local:2] [--episodes 20000] [--likelihood both]
     python benchmarks/scale.py build spaces/curi5m --scenes 5000000 --scheduler local:2
     python benchmarks/scale.py overhead [--keep]
     python benchmarks/scale.py all
@@ -113,16 +113,17 @@ def run_job(name: str, argv: list, env=None) -> dict:
     return result
 
 
-def gap_job(space, scheduler=None, episodes=20_000, tag="", code=None) -> dict:
+def gap_job(space, scheduler=None, episodes=20_000, tag="", code=None, likelihood="size") -> dict:
     """The comp-gap table; ``code``: another checkout of the toolkit to run instead (its
     ``PYTHONPATH``), for side-by-side figures with an earlier version."""
     OUT.mkdir(parents=True, exist_ok=True)
-    argv = [BIN, "gap", space, "--episodes", str(episodes), "--out",
+    argv = [BIN, "gap", space, "--episodes", str(episodes), "--likelihood", likelihood, "--out",
             OUT / f"scale_gap{tag}.nc"] + (["--scheduler", scheduler] if scheduler else [])
-    name = f"gap {space} ({scheduler or 'in-process'}{', code ' + str(code) if code else ''})"
+    name = (f"gap {space} ({scheduler or 'in-process'}, {likelihood} likelihood"
+            f"{', code ' + str(code) if code else ''})")
     r = run_job(name, argv, env={"PYTHONPATH": str(Path(code).resolve())} if code else None)
     r.update(space=str(space), scheduler=scheduler or "in-process", episodes_per_cell=episodes,
-             code=str(code) if code else "this checkout")
+             likelihood=likelihood, code=str(code) if code else "this checkout")
     return r
 
 
@@ -159,24 +160,33 @@ def summary_line(r: dict) -> str:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="job", required=True)
-    g = sub.add_parser("gap")
-    g.add_argument("space")
-    g.add_argument("--scheduler")
-    g.add_argument("--episodes", type=int, default=20_000)
+    g = sub.add_parser("gap", help="the full comp-gap table of a saved space")
+    g.add_argument("space", help="a saved space directory")
+    g.add_argument("--scheduler", help="local:N or a Dask scheduler address (default: in-process)")
+    g.add_argument("--episodes", type=int, default=20_000, help="test episodes per cell (default 20,000)")
+    g.add_argument("--likelihood", choices=["size", "noisy", "both"], default="size",
+                   help="the oracles' likelihood; 'both' runs size then noisy, one after the other, and "
+                        "prints the ratio of their wall times (default size)")
     g.add_argument("--code", help="run another checkout of the toolkit (e.g. a git worktree of an earlier commit)")
-    b = sub.add_parser("build")
-    b.add_argument("out")
-    b.add_argument("--scenes", type=int, default=990_000)
-    b.add_argument("--samples", type=int)
-    b.add_argument("--scheduler")
-    o = sub.add_parser("overhead")
+    b = sub.add_parser("build", help="build a space with CURI's grammar (preset paper)")
+    b.add_argument("out", help="the space directory to write (overwritten)")
+    b.add_argument("--scenes", type=int, default=990_000, help="scenes in the bank (default 990,000)")
+    b.add_argument("--samples", type=int, help="program samples (default: the preset's, 2,000,000)")
+    b.add_argument("--scheduler", help="local:N or a Dask scheduler address (default: in-process)")
+    o = sub.add_parser("overhead", help="the 990,000-scene build in-process and on local:2")
     o.add_argument("--keep", action="store_true", help="keep the two spaces (default: deleted)")
-    a = sub.add_parser("all")
-    a.add_argument("--space", default="spaces/paper")
-    a.add_argument("--big", default="spaces/curi5m")
+    a = sub.add_parser("all", help="every job of the issue, one after the other")
+    a.add_argument("--space", default="spaces/paper", help="the CURI-scale space (default spaces/paper)")
+    a.add_argument("--big", default="spaces/curi5m", help="where to build the 5,000,000-scene space")
     args = ap.parse_args()
-    if args.job == "gap":
-        record(gap_job(args.space, args.scheduler, args.episodes, code=args.code))
+    if args.job == "gap" and args.likelihood == "both":
+        runs = [gap_job(args.space, args.scheduler, args.episodes, tag=f"_{lk}", code=args.code, likelihood=lk)
+                for lk in ("size", "noisy")]
+        for r in runs:
+            record(r)
+        print(f"noisy / size wall time = {runs[1]['wall_s'] / runs[0]['wall_s']:.2f}")
+    elif args.job == "gap":
+        record(gap_job(args.space, args.scheduler, args.episodes, code=args.code, likelihood=args.likelihood))
     elif args.job == "build":
         record(build_job(args.out, args.scenes, args.scheduler, args.samples))
     elif args.job in ("overhead", "all"):

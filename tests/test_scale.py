@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 from bayes_concepts.bits import block_counts, pack_bits, transpose_bits
 from bayes_concepts.engine import chunked, index, store
 from bayes_concepts.engine.build import synonym_classes
+from bayes_concepts.engine.rows import RowFile
 from bayes_concepts.engine.space import HypothesisSpace
 from bayes_concepts.engine.test_bank import draw_test_bank
 from bayes_concepts.episodes import EpisodeSampler
@@ -158,7 +159,7 @@ def test_on_disk_index_equals_the_in_memory_one(small_space, small_space_dir, mo
     monkeypatch.setattr(index, "BLOCK_BYTES", 1)  # one block of 64 words at a time
     space = HypothesisSpace.load(small_space_dir)
     rows = space.scene_concepts()
-    assert isinstance(rows, np.memmap) and (small_space_dir / "index" / "scene_concepts.npy").is_file()
+    assert isinstance(rows, RowFile) and (small_space_dir / "index" / "scene_concepts.npy").is_file()
     assert np.array_equal(rows, transpose_bits(np.asarray(small_space.signatures), small_space.n_scenes))
     assert np.array_equal(index.signature_block_counts(space), block_counts(np.asarray(small_space.signatures), 64))
     # the index is the toolkit's own: a forced save over the space still works, and removes it

@@ -27,7 +27,8 @@ import numba
 import numpy as np
 
 from ..bits import block_counts, popcount64, transpose_bits
-from ..scale import advise_random, release_pages
+from ..scale import release_pages
+from .rows import RowFile
 from .store import INDEX_DIR
 
 #: Indexes larger than this are memory-mapped files instead of arrays in memory (bytes).
@@ -102,12 +103,14 @@ def _on_disk(space) -> bool:
     return index_bytes(space) > INDEX_IN_MEMORY_BYTES and index_directory(space) is not None
 
 
-def scene_concepts(space) -> np.ndarray:
-    """The per-scene concept index of ``space``: uint64 (n_scenes, ceil(n_concepts/64)), in
-    memory or memory-mapped (see the module docstring)."""
+def scene_concepts(space):
+    """The per-scene concept index of ``space``: uint64 (n_scenes, ceil(n_concepts/64)), an
+    array in memory, or for a large space a :class:`~bayes_concepts.engine.rows.RowFile` (rows
+    read with pread on demand, so that random reads do not grow the process; see the module
+    docstring)."""
     if not _on_disk(space):
         return transpose_bits(np.asarray(space.signatures), space.n_scenes)
-    return _load(space, "scene_concepts.npy")
+    return RowFile(_load(space, "scene_concepts.npy"))
 
 
 def signature_block_counts(space) -> np.ndarray:
@@ -115,10 +118,11 @@ def signature_block_counts(space) -> np.ndarray:
     :data:`COUNT_BLOCK` words): int32 (n_concepts, ceil(n_words/64) + 1)."""
     if not _on_disk(space):
         return block_counts(np.ascontiguousarray(space.signatures), COUNT_BLOCK)
-    return np.array(_load(space, "block_counts.npy"))
+    return np.load(_load(space, "block_counts.npy"), allow_pickle=False)
 
 
-def _load(space, name: str) -> np.ndarray:
+def _load(space, name: str) -> Path:
+    """The path of index file ``name`` of ``space``, built first if missing or stale."""
     d = index_directory(space)
     key = _key(space)
     if not _current(d, key):
@@ -130,26 +134,7 @@ def _load(space, name: str) -> np.ndarray:
                     build_index(space, d, key)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
-    array = np.load(d / name, mmap_mode="r", allow_pickle=False)
-    advise_random(array)
-    return array
-
-
-def random_access(array) -> np.ndarray:
-    """``array`` for random reads: a memory-mapped array gets a mapping of its own advised
-    :func:`~bayes_concepts.scale.advise_random` (other users of the file keep read-ahead for
-    their sequential reads); an array in memory is returned C-contiguous."""
-    base = array
-    while base is not None and not isinstance(base, np.memmap):
-        base = getattr(base, "base", None)
-    name = getattr(base, "filename", None)
-    if name is None or array.shape != base.shape or array.dtype != base.dtype:
-        return np.ascontiguousarray(array)
-    mine = np.load(name, mmap_mode="r", allow_pickle=False)
-    if mine.shape != array.shape or mine.dtype != array.dtype:
-        return np.ascontiguousarray(array)
-    advise_random(mine)
-    return np.asarray(mine)  # a plain ndarray view for the kernels; the mapping stays its base
+    return d / name
 
 
 def _current(d: Path, key: str) -> bool:

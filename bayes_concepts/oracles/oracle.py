@@ -17,10 +17,15 @@ import numba
 import numpy as np
 
 from ..bits import pack_bits, pop_lowest_bit
+from ..engine.rows import RowFile
 from . import kernels as K
 from .empty_policies import empty_policies
 from .likelihoods import likelihood_tables, likelihoods
 from .priors import log_prior, priors
+
+#: Episodes whose scenes' rows are read into memory at a time when the space's per-scene
+#: concept index is on disk (512 episodes of 50 scenes: ~64 MB at CURI's 20,000 concepts).
+EVALUATE_SLICE = 512
 
 
 @dataclass(frozen=True)
@@ -179,11 +184,21 @@ class Oracle:
         test_index = (np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
                       np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(),
                       space.class_representatives(), class_rows)
-        K.evaluate_episodes(
-            support, support_labels, query, query_labels, concept, scene_concepts, self.omega, self.log_prior,
-            first, second, consistent_only, *test_index, bool(wide), fb.likelihood is not None, *refit, fixed_bank,
-            fixed_test, fb.entropy, out["ap"], out["cba"], out["posterior_entropy"], out["predictive_entropy"],
-            out["empty"], out["n_candidates"], out["query_pred"])
+        # an index on disk: the rows of each slice's support and query scenes are read into
+        # memory (scenes renumbered into them), a slice at a time
+        step = EVALUATE_SLICE if isinstance(scene_concepts, RowFile) else max(e, 1)
+        for lo in range(0, e, step):
+            sl = slice(lo, min(lo + step, e))
+            rows, sup, qry = scene_concepts, support[sl], query[sl]
+            if isinstance(scene_concepts, RowFile):
+                scenes = np.unique(np.concatenate([sup.ravel(), qry.ravel()]))
+                rows = scene_concepts[scenes]
+                sup, qry = np.searchsorted(scenes, sup), np.searchsorted(scenes, qry)
+            K.evaluate_episodes(
+                sup, support_labels[sl], qry, query_labels[sl], concept[sl], rows, self.omega, self.log_prior,
+                first, second, consistent_only, *test_index, bool(wide), fb.likelihood is not None, *refit,
+                fixed_bank, fixed_test, fb.entropy, *(out[k][sl] for k in (
+                    "ap", "cba", "posterior_entropy", "predictive_entropy", "empty", "n_candidates", "query_pred")))
         return out
 
     # ------------------------------------------------------ learner protocol

@@ -1,0 +1,199 @@
+"""Row-wise reads of a large 2-D array kept in a ``.npy`` file, with ``pread(2)``.
+
+A memory-mapped file counts in the resident set of every process that reads it, and a
+random read of one row maps more than the row: on a page fault Linux maps the cached pages
+around the faulting one too ("fault-around", 64 KiB by default, which ``MADV_RANDOM`` does
+not turn off).  Reading scattered 2.5 KB rows of CURI-scale per-scene concept indexes
+(2.4 GB at 990,000 scenes, 13 GB at 5,000,000) through a mapping therefore grows a process
+towards the size of the whole file.  :class:`RowFile` reads exactly the bytes asked for into
+memory the caller owns, so a process holds only what it is working on; the file itself stays
+in the page cache, shared by every process of the machine.
+
+Kernels take a **row source** -- the tuple ``(mem, fd, offset, failures)`` made by
+:func:`row_source`: an array in memory is ``(array, -1, 0, failures)``; a :class:`RowFile` is
+``(empty (0, n_cols) array, descriptor, byte offset of row 0, failures)``.  :func:`row_at`,
+:func:`words_at` and :func:`word_at` read from either, so one compiled kernel serves small
+spaces (arrays) and large ones (files).  A read that fails (an I/O error) cannot raise inside a
+parallel loop: it counts in ``failures`` (int64 (1,)), and :meth:`RowFile.check` -- called by
+every user after its kernel -- raises for it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numba
+import numpy as np
+from numba import types
+
+#: Files at least this large are read with pread instead of being memory-mapped (bytes).
+PREAD_MIN_BYTES = 256 << 20
+
+# pread(2) by symbol name (a ctypes pointer would keep the kernels out of numba's cache); the
+# buffer address is passed as an integer, which is how the C ABI passes a pointer
+_pread = types.ExternalFunction("pread", types.intp(types.int32, types.intp, types.uintp, types.int64))
+
+
+@numba.njit(inline="always")
+def _read_into(fd, buf, n_bytes, at, failures):
+    """Fill the first ``n_bytes`` bytes of ``buf`` from byte ``at`` of file ``fd``; on failure
+    zero the rest and count it in ``failures[0]``."""
+    done = 0
+    while done < n_bytes:
+        got = _pread(fd, buf.ctypes.data + done, n_bytes - done, at + done)
+        if got <= 0:
+            failures[0] += 1
+            buf[:] = 0
+            return
+        done += got
+
+
+@numba.njit(inline="always")
+def row_at(source, i, buf):
+    """Row ``i`` of row source ``source``: a view of ``mem[i]``, or ``buf`` (n_cols,) filled
+    from the file."""
+    mem, fd, offset, failures = source
+    if fd < 0:
+        return mem[i]
+    _read_into(fd, buf, buf.shape[0] * buf.itemsize, offset + i * buf.shape[0] * buf.itemsize, failures)
+    return buf
+
+
+@numba.njit(inline="always")
+def words_at(source, i, start, buf):
+    """Columns ``start:start + len(buf)`` of row ``i`` of ``source`` (clipped to the row): a
+    view of ``mem`` or a prefix of ``buf`` filled from the file."""
+    mem, fd, offset, failures = source
+    n_cols = mem.shape[1]
+    stop = min(n_cols, start + buf.shape[0])
+    if fd < 0:
+        return mem[i, start:stop]
+    _read_into(fd, buf, (stop - start) * buf.itemsize, offset + (i * n_cols + start) * buf.itemsize, failures)
+    return buf[:stop - start]
+
+
+@numba.njit(inline="always")
+def word_at(source, i, j, buf):
+    """Element ``[i, j]`` of ``source`` (``buf``: scratch of at least one element)."""
+    mem, fd, offset, failures = source
+    if fd < 0:
+        return mem[i, j]
+    _read_into(fd, buf, buf.itemsize, offset + (i * mem.shape[1] + j) * buf.itemsize, failures)
+    return buf[0]
+
+
+@numba.njit(parallel=True, cache=True)
+def _gather(fd, offset, ids, out, failures):
+    n_bytes = out.shape[1] * out.itemsize
+    for k in numba.prange(ids.shape[0]):
+        _read_into(fd, out[k], n_bytes, offset + ids[k] * n_bytes, failures)
+
+
+class RowFile:
+    """A 2-D array in a ``.npy`` file, read row by row with pread (see the module docstring).
+
+    ``rows[i]``, ``rows[ids]`` and ``rows[a:b]`` return arrays in memory; ``shape``, ``dtype``
+    and ``len`` are those of the array in the file.  ``np.asarray(rows)`` reads it whole."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        header = np.load(self.path, mmap_mode="r", allow_pickle=False)
+        if header.ndim != 2 or not header.flags.c_contiguous:
+            raise ValueError(f"{self.path}: a row file needs a C-ordered 2-D array, got shape {header.shape}")
+        self.shape, self.dtype, self.offset = header.shape, header.dtype, int(header.offset)
+        del header
+        self.fd = os.open(self.path, os.O_RDONLY)
+        self.failures = np.zeros(1, np.int64)
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key) -> np.ndarray:
+        if isinstance(key, tuple):
+            return self[key[0]][(slice(None),) + key[1:]]
+        if isinstance(key, slice):
+            return self._rows(np.arange(*key.indices(self.shape[0]), dtype=np.int64))
+        ids = np.asarray(key)
+        if ids.dtype == bool:
+            ids = np.flatnonzero(ids)
+        if not np.issubdtype(ids.dtype, np.integer):
+            raise IndexError(f"{self.path.name}: rows are indexed by integers, got {ids.dtype}")
+        flat = ids.astype(np.int64).ravel()
+        flat = np.where(flat < 0, flat + self.shape[0], flat)
+        if flat.size and (flat.min() < 0 or flat.max() >= self.shape[0]):
+            raise IndexError(f"{self.path.name}: row index out of range for {self.shape[0]:,} rows")
+        out = self._rows(flat)
+        return out.reshape(ids.shape + self.shape[1:])
+
+    def _rows(self, ids: np.ndarray) -> np.ndarray:
+        out = np.empty((len(ids), self.shape[1]), self.dtype)
+        if len(ids) and self.shape[1]:
+            _gather(self.fd, self.offset, np.ascontiguousarray(ids), out, self.failures)
+            self.check()
+        return out
+
+    def check(self):
+        """Raise OSError if a read of this file failed since the last check."""
+        if self.failures[0]:
+            n, self.failures[0] = int(self.failures[0]), 0
+            raise OSError(f"{self.path}: {n} read(s) failed (the file is damaged or was truncated)")
+
+    def __array__(self, dtype=None, copy=None):
+        whole = self._rows(np.arange(self.shape[0], dtype=np.int64))
+        return whole if dtype is None else whole.astype(dtype, copy=False)
+
+    def close(self):
+        if getattr(self, "fd", -1) >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self):
+        self.close()
+
+    def __reduce__(self):  # a copy in another process opens the file again
+        return (RowFile, (str(self.path),))
+
+    def __repr__(self) -> str:
+        return f"RowFile({str(self.path)!r}, shape={self.shape}, dtype={self.dtype})"
+
+
+def file_of(array) -> Path | None:
+    """The ``.npy`` file a memory-mapped ``array`` maps whole, or None."""
+    base = array
+    while base is not None and not isinstance(base, np.memmap):
+        base = getattr(base, "base", None)
+    name = getattr(base, "filename", None)
+    if name is None or base.shape != np.shape(array) or base.dtype != getattr(array, "dtype", None):
+        return None
+    return Path(name)
+
+
+def rows_for_random_reads(array):
+    """``array`` as the kernels should read it at random: a :class:`RowFile` for a memory-mapped
+    ``.npy`` of :data:`PREAD_MIN_BYTES` or more, else a C-contiguous array."""
+    if isinstance(array, RowFile):
+        return array
+    f = file_of(array)
+    if f is not None and np.ndim(array) == 2 and array.nbytes >= PREAD_MIN_BYTES:
+        return RowFile(f)
+    return np.ascontiguousarray(array)
+
+
+def row_source(rows) -> tuple:
+    """``(mem, fd, offset, failures)`` for the kernels (see the module docstring): an array in
+    memory is ``(array, -1, 0, zeros)``, a :class:`RowFile` ``(empty (0, n_cols), fd, offset,
+    its failure counter)``."""
+    if isinstance(rows, RowFile):
+        return np.empty((0, rows.shape[1]), rows.dtype), rows.fd, rows.offset, rows.failures
+    return np.ascontiguousarray(rows), -1, 0, np.zeros(1, np.int64)
+
+
+def check_reads(*rows):
+    """Raise for failed reads of any :class:`RowFile` among ``rows`` (arrays are skipped)."""
+    for r in rows:
+        if isinstance(r, RowFile):
+            r.check()

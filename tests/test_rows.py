@@ -1,0 +1,126 @@
+"""Row files (pread) against the arrays they hold: indexing, the episode sampler's reads and the
+oracles' scores are the same whether a space's rows are in memory or read from disk."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from bayes_concepts.engine import index, rows
+from bayes_concepts.engine.rows import RowFile, row_source
+from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.episodes import EpisodeSampler
+from bayes_concepts.gap import compute_gap
+from bayes_concepts.oracles import strong_and_weak
+from bayes_concepts.splits import load_splits
+
+
+@pytest.fixture(scope="module")
+def row_file(tmp_path_factory):
+    a = np.random.default_rng(0).integers(0, 2 ** 63, size=(37, 5), dtype=np.uint64)
+    path = tmp_path_factory.mktemp("rows") / "a.npy"
+    np.save(path, a)
+    return a, RowFile(path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ids=st.lists(st.integers(-37, 36), max_size=20), lo=st.integers(0, 40), hi=st.integers(0, 40))
+def test_row_file_indexing_equals_the_array(row_file, ids, lo, hi):
+    a, f = row_file
+    idx = np.array(ids, np.int64)
+    assert np.array_equal(f[idx], a[idx]) and f[idx].shape == a[idx].shape
+    assert np.array_equal(f[lo:hi], a[lo:hi])
+    if ids:
+        assert np.array_equal(f[ids[0]], a[ids[0]])
+        assert np.array_equal(f[idx.reshape(1, -1)], a[idx.reshape(1, -1)])
+    assert f.shape == a.shape and f.dtype == a.dtype and len(f) == len(a)
+
+
+def test_row_file_reads_whole_and_refuses_what_is_not_a_row(row_file):
+    a, f = row_file
+    assert np.array_equal(np.asarray(f), a)
+    with pytest.raises(IndexError):
+        f[[37]]
+    with pytest.raises(IndexError):
+        f[np.array([0.5])]
+
+
+def test_a_failed_read_is_an_error_not_a_row_of_zeros(tmp_path):
+    a = np.ones((50, 64), np.uint64)
+    path = tmp_path / "a.npy"
+    np.save(path, a)
+    f = RowFile(path)
+    with open(path, "r+b") as fh:  # the file shrinks under the reader
+        fh.truncate(path.stat().st_size - 8 * 64 * 10)
+    assert np.array_equal(f[[0, 1]], a[:2])
+    with pytest.raises(OSError, match="read"):
+        f[[45]]
+
+
+def test_row_source_of_an_array_reads_it_in_memory():
+    a = np.arange(12, dtype=np.uint64).reshape(3, 4)
+    mem, fd, offset, failures = row_source(a)
+    assert fd == -1 and np.array_equal(mem, a) and failures.shape == (1,)
+
+
+@pytest.fixture(scope="module")
+def on_disk(small_space, tmp_path_factory):
+    """A saved copy of the small space whose index and signatures are read from disk."""
+    path = tmp_path_factory.mktemp("on_disk") / "space"
+    dataclasses.replace(small_space).save(path)
+    return path
+
+
+@pytest.fixture
+def forced_files(monkeypatch):
+    monkeypatch.setattr(index, "INDEX_IN_MEMORY_BYTES", 0)
+    monkeypatch.setattr(rows, "PREAD_MIN_BYTES", 0)
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2 ** 31), negatives=st.sampled_from(["hard", "easy"]),
+       mode=st.sampled_from(["union", "alternative"]), scan=st.sampled_from([0.0, 0.5, 2.0]))
+def test_episodes_drawn_through_row_files_equal_those_drawn_from_arrays(small_space, on_disk, seed, negatives,
+                                                                        mode, scan):
+    from bayes_concepts import episodes
+    ids = np.arange(small_space.n_concepts)
+    old = (index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, episodes.UNION_SCAN)
+    episodes.UNION_SCAN = scan  # both union regimes: draw by alternative and scan the bank
+    try:
+        in_memory = EpisodeSampler(small_space).sample(ids, 40, negatives, seed=seed, hard_mode=mode)
+        index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES = 0, 0
+        sampler = EpisodeSampler(HypothesisSpace.load(on_disk))
+        assert isinstance(sampler.signatures, RowFile) and isinstance(sampler.scene_concepts, RowFile)
+        from_files = sampler.sample(ids, 40, negatives, seed=seed, hard_mode=mode)
+    finally:
+        index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, episodes.UNION_SCAN = old
+    for f in ("concept", "support_scenes", "support_labels", "support_source", "support_topup", "query_scenes",
+              "query_labels", "query_source", "query_relabelled"):
+        assert np.array_equal(getattr(in_memory, f), getattr(from_files, f)), f
+
+
+@pytest.mark.parametrize("likelihood", ["size", "noisy"])
+def test_oracles_score_the_same_from_an_index_on_disk(small_space, on_disk, forced_files, monkeypatch, likelihood):
+    from bayes_concepts.oracles import oracle
+    from bayes_concepts.oracles.oracle import OracleSettings
+    monkeypatch.setattr(oracle, "EVALUATE_SLICE", 7)  # several slices, the last one short
+    split = load_splits(small_space, ["counting"])["counting"]
+    eps = EpisodeSampler(small_space).sample(split.test, 30, "hard", seed=5)
+    loaded = HypothesisSpace.load(on_disk)
+    assert isinstance(loaded.scene_concepts(), RowFile)
+    st_ = OracleSettings(likelihood=likelihood)
+    for a, b in zip(strong_and_weak(small_space, split, st_), strong_and_weak(loaded, split, st_)):
+        ra, rb = a.evaluate(eps), b.evaluate(eps)
+        for k in ra:
+            assert np.array_equal(ra[k], rb[k], equal_nan=True), k
+
+
+def test_the_gap_is_identical_with_rows_on_disk(small_space, on_disk, forced_files):
+    splits = load_splits(small_space, ["counting", "binding_color"])
+    whole = compute_gap(small_space, splits, ("hard", "easy"), 60, seed=4)
+    loaded = HypothesisSpace.load(on_disk)
+    again = compute_gap(loaded, load_splits(loaded, ["counting", "binding_color"]), ("hard", "easy"), 60, seed=4)
+    for name in whole.data_vars:
+        assert np.array_equal(whole[name].values, again[name].values, equal_nan=True), name
