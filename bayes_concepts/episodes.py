@@ -47,6 +47,10 @@ BLOCK = 64
 #: union hard negatives are drawn by scanning the bank when the alternatives' extensions add
 #: up to this many times the bank or more (fewer random reads; the same distribution)
 UNION_SCAN = 0.5
+#: union hard negatives switch from rejection to drawing from the explicitly built union (the
+#: alternatives' signatures OR-ed, minus ext(h)) once the rejection tries have read this many
+#: times the words that building it reads (1: at most twice the cheaper method's reads)
+UNION_EXPLICIT = 1.0
 ARRAY_FIELDS = ("concept", "support_scenes", "support_labels", "support_source", "support_topup",
                 "support_relabelled", "query_scenes", "query_labels", "query_source", "query_topup",
                 "query_relabelled")
@@ -238,15 +242,59 @@ def _bit(sig, h, s, word_buf):
 
 
 @numba.njit(cache=True)
+def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scenes, labels, source, taken, n_taken,
+                     pos, row_buf):
+    """Fill positions ``pos``.. of a set uniformly, without replacement, from the union of the
+    alternatives' extensions minus ext(h) and the scenes already taken, built explicitly from
+    their signatures (row source ``sig``); stops early when it runs out.  Returns (pos, n_taken)."""
+    k = scenes.shape[0]
+    n_words = sig[0].shape[1]
+    union = np.zeros(n_words, np.uint64)
+    sig_buf = np.empty(n_words, np.uint64)
+    for j in range(n_alts):
+        row = row_at(sig, alts[j], sig_buf)
+        for w in range(n_words):
+            union[w] |= row[w]
+    row = row_at(sig, h, sig_buf)
+    for w in range(n_words):
+        union[w] &= ~row[w]
+    for i in range(n_taken):
+        t = taken[i]
+        union[t >> 6] &= ~(np.uint64(1) << np.uint64(t & 63))
+    left = 0
+    for w in range(n_words):
+        left += popcount64(union[w])
+    while pos < k and left > 0:
+        s = select_in_block(union, 0, 0, next_below(state, left))
+        union[s >> 6] &= ~(np.uint64(1) << np.uint64(s & 63))
+        left -= 1
+        row = row_at(scene_concepts, s, row_buf)
+        a = -1
+        for w in range(alt_mask.shape[0]):
+            word = row[w] & alt_mask[w]
+            if word:
+                b, word = pop_lowest_bit(word)
+                a = w * 64 + b
+                break
+        _take(s, 0, pos, scenes, labels, taken, n_taken)
+        source[pos] = a
+        n_taken += 1
+        pos += 1
+    return pos, n_taken
+
+
+@numba.njit(cache=True)
 def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                     scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, union_scan, alt_mask,
-                    alt_cum, buffers):
+                    alt_cum, buffers, union_explicit):
     """Fill positions len(positives).. of one set; returns the updated n_taken.
 
     ``union``: draw hard negatives uniformly from the union of the alternatives' extensions
     minus ext(h) (an alternative drawn ∝ its extension size, a scene of it uniformly, kept
     with probability 1/(number of alternatives true on it); or, when the extensions add up to
-    ``union_scan``·N scenes or more, a scene of the bank uniformly, kept if it is in the union),
+    ``union_scan``·N scenes or more, a scene of the bank uniformly, kept if it is in the union;
+    and once those tries have read ``union_explicit`` times what building the union outside
+    ext(h) from the alternatives' signatures reads, uniformly from that set, built),
     instead of alternative first.  A union negative's ``source`` is an alternative true on it.
 
     ``sig`` and ``scene_concepts`` are row sources (:func:`bayes_concepts.engine.rows.row_source`);
@@ -282,8 +330,15 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 total += counts[alts[j]]
                 alt_cum[j] = total
             budget = 400 * (k - pos)
-            while pos < k and budget > 0 and total < union_scan * n_scenes:
+            # rejection sampling is cheap while the union outside ext(h) is large; once it has
+            # read as many words as building that set explicitly would, build it (exactly the
+            # same distribution: each negative uniform on what is left of the set)
+            sig_words = sig[0].shape[1]
+            explicit = union_explicit * (n_alts + 1 + k - pos) * sig_words
+            spent = 0
+            while pos < k and budget > 0 and total < union_scan * n_scenes and spent < explicit:
                 budget -= 1
+                spent += hw + BLOCK
                 r = next_below(state, total)
                 lo, hi = 0, n_alts - 1  # first j with alt_cum[j] > r
                 while lo < hi:
@@ -310,8 +365,9 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             # a broad union (the alternatives' extensions add up to union_scan·N or more): draw
             # scenes of the bank uniformly and keep those of the union -- the same distribution
             # for fewer reads (N/|U| tries of one row each against Σ|ext a|/|U| tries of two)
-            while pos < k and budget > 0 and total >= union_scan * n_scenes:
+            while pos < k and budget > 0 and total >= union_scan * n_scenes and spent < explicit:
                 budget -= 1
+                spent += hw
                 s = next_below(state, n_scenes)
                 row = row_at(scene_concepts, s, row_buf)
                 if has_bit(row, h) or _used(s, taken, n_taken):
@@ -329,6 +385,9 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 source[pos] = a
                 n_taken += 1
                 pos += 1
+            if pos < k and budget > 0:
+                pos, n_taken = _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scenes, labels,
+                                                source, taken, n_taken, pos, row_buf)
             for w in range(hw):
                 alt_mask[w] = 0
             n_alts = 0  # what the budget did not find is topped up below
@@ -370,7 +429,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
 
 @numba.njit(parallel=True, cache=True)
 def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes, n_scenes, n_pos,
-                     hard_support, hard_query, union, union_scan, s_scenes, s_labels, s_source, s_topup, s_relabelled,
+                     hard_support, hard_query, union, union_scan, union_explicit, s_scenes, s_labels, s_source, s_topup, s_relabelled,
                      q_scenes, q_labels, q_source, q_topup, q_relabelled):
     n_concepts = counts.shape[0]
     hw = scene_concepts[0].shape[1]
@@ -396,10 +455,10 @@ def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes,
         n_taken = _fill_negatives(h, support_pos, hard_support, sig, cum, scene_concepts, counts, classes,
                                   n_scenes, state, s_scenes[e], s_labels[e], s_source[e], s_topup[e],
                                   s_relabelled[e], taken, n_taken, alts, union, union_scan, alt_mask, alt_cum,
-                                  buffers)
+                                  buffers, union_explicit)
         _fill_negatives(h, query_pos, hard_query, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                         q_scenes[e], q_labels[e], q_source[e], q_topup[e], q_relabelled[e], taken, n_taken, alts,
-                        union, union_scan, alt_mask, alt_cum, buffers)
+                        union, union_scan, alt_mask, alt_cum, buffers, union_explicit)
 
 
 class EpisodeSampler:
@@ -464,7 +523,7 @@ class EpisodeSampler:
             _sample_episodes(concepts, seeds, row_source(self.signatures), self.cum, row_source(self.scene_concepts),
                              space.counts,
                              space.synonym_classes, space.n_scenes, n_positive, negatives == "hard", qn == "hard",
-                             mode.kernel_union, UNION_SCAN, *sets[0], *sets[1])
+                             mode.kernel_union, UNION_SCAN, UNION_EXPLICIT, *sets[0], *sets[1])
             check_reads(self.signatures, self.scene_concepts)
         else:
             self._sample_with(mode.draw, hard_mode, concepts, seeds, n_positive,

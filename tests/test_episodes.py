@@ -125,7 +125,10 @@ def test_save_and_load_round_trip(tmp_path, sampler, usable):
         Episodes.load(tmp_path / "bad.npz")
 
 
-def test_union_mode_hard_negatives_come_from_consistent_alternatives(space, sampler, usable):
+@pytest.mark.parametrize("explicit", [1.0, 0.0])
+def test_union_mode_hard_negatives_come_from_consistent_alternatives(space, sampler, usable, monkeypatch, explicit):
+    import bayes_concepts.episodes as E
+    monkeypatch.setattr(E, "UNION_EXPLICIT", explicit)
     eps = sampler.sample(usable, 200, "hard", seed=12, hard_mode="union")
     assert eps.meta["hard_mode"] == "union"
     real = 0
@@ -174,13 +177,15 @@ def union_positions(space, sampler, eps, rng):
     return np.array(out)
 
 
-@pytest.mark.parametrize("scan", [0.0, 1e12])
-def test_union_negatives_are_uniform_on_the_union_either_way(space, sampler, usable, monkeypatch, scan):
+@pytest.mark.parametrize("scan, explicit", [(0.0, 1.0), (1e12, 1.0), (1e12, 0.0)])
+def test_union_negatives_are_uniform_on_the_union_every_way(space, sampler, usable, monkeypatch, scan, explicit):
     """Union hard negatives are drawn uniformly from the alternatives' union outside ext(h),
-    both by scanning the bank (broad unions) and by alternative-weighted rejection."""
+    by scanning the bank (broad unions), by alternative-weighted rejection, and from the
+    union built explicitly (``explicit`` 0: always)."""
     from scipy.stats import kstest
     import bayes_concepts.episodes as E
     monkeypatch.setattr(E, "UNION_SCAN", scan)
+    monkeypatch.setattr(E, "UNION_EXPLICIT", explicit)
     eps = sampler.sample(usable, 150, "hard", seed=21, hard_mode="union")
     pos = union_positions(space, sampler, eps, np.random.default_rng(0))
     assert len(pos) > 2000

@@ -81,13 +81,15 @@ def forced_files(monkeypatch):
 
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2 ** 31), negatives=st.sampled_from(["hard", "easy"]),
-       mode=st.sampled_from(["union", "alternative"]), scan=st.sampled_from([0.0, 0.5, 2.0]))
+       mode=st.sampled_from(["union", "alternative"]), scan=st.sampled_from([0.0, 0.5, 2.0]),
+       explicit=st.sampled_from([0.0, 1.0]))
 def test_episodes_drawn_through_row_files_equal_those_drawn_from_arrays(small_space, on_disk, seed, negatives,
-                                                                        mode, scan):
+                                                                        mode, scan, explicit):
     from bayes_concepts import episodes
     ids = np.arange(small_space.n_concepts)
-    old = (index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, episodes.UNION_SCAN)
-    episodes.UNION_SCAN = scan  # both union regimes: draw by alternative and scan the bank
+    old = (index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, episodes.UNION_SCAN, episodes.UNION_EXPLICIT)
+    # every union regime: by alternative, scanning the bank, from the union built explicitly
+    episodes.UNION_SCAN, episodes.UNION_EXPLICIT = scan, explicit
     try:
         in_memory = EpisodeSampler(small_space).sample(ids, 40, negatives, seed=seed, hard_mode=mode)
         index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES = 0, 0
@@ -95,7 +97,7 @@ def test_episodes_drawn_through_row_files_equal_those_drawn_from_arrays(small_sp
         assert isinstance(sampler.signatures, RowFile) and isinstance(sampler.scene_concepts, RowFile)
         from_files = sampler.sample(ids, 40, negatives, seed=seed, hard_mode=mode)
     finally:
-        index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, episodes.UNION_SCAN = old
+        index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, episodes.UNION_SCAN, episodes.UNION_EXPLICIT = old
     for f in ("concept", "support_scenes", "support_labels", "support_source", "support_topup", "query_scenes",
               "query_labels", "query_source", "query_relabelled"):
         assert np.array_equal(getattr(in_memory, f), getattr(from_files, f)), f
