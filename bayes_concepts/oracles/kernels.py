@@ -262,6 +262,8 @@ def _class_row_score(row, class_w):
 
 #: weight buckets of the wide AP: class weights in [2^-(b+1), 2^-b) share bucket b
 N_BUCKETS = 1100
+#: the wide AP's score for positives that provably outrank every negative (scores are <= 1)
+SAFE_SCORE = 4.0
 
 
 @numba.njit(cache=True)
@@ -306,11 +308,16 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, class_rows, truth, n_
        scene with H_t + R < u_lb scores below every positive: it counts at no threshold where
        a positive sits and is left out (scored 0, with the scenes no class touched);
     3. spreading stops once R < u_lb and the next bucket would cost more additions than the
-       row sums of the negatives still in doubt; the positives and those negatives get their
-       exact row sums -- or, when that would cost more than spreading every class, every class
-       is spread again in ascending class order (the same sums, in the same order).
+       row sums of the negatives still in doubt; those negatives get their exact row sums, and
+       so do the positives -- except that with no negative in doubt AP is 1, and a positive
+       whose lower bound H_p is above v, the highest exact score of a negative, outranks every
+       negative: its precision is 1 at its own threshold whatever its exact score (and whatever
+       it ties with), so it is scored :data:`SAFE_SCORE`, above everything, which gives the
+       same AP.  When most scenes are in doubt, every class is instead spread again in
+       ascending class order (the same sums, in the same order).
 
-    The choice of where to stop changes the work, never the AP.
+    The choice of where to stop changes the work, never the AP (up to the float rounding of
+    adding the same precisions in a different grouping, ~1e-16).
     """
     if n_pos == 0:
         return np.nan
@@ -399,18 +406,41 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, class_rows, truth, n_
                     scores[t] += wq
         keep = m
     else:
+        # keep the scenes in doubt (every positive is); the rest score below every positive
         keep = 0
+        n_neg = 0
         for i in range(m):
             t = touched[i]
             if scores[t] >= level:
                 touched[keep] = t
                 keep += 1
+                if not has_bit(truth, t):
+                    n_neg += 1
             else:
                 mark[t] = False
-            scores[t] = 0.0
+                scores[t] = 0.0
+        if n_neg == 0 and untouched_pos == 0:
+            # every negative scores below every positive (all positives scored above 0): AP 1
+            for i in range(keep):
+                scores[touched[i]] = 0.0
+                mark[touched[i]] = False
+            return 1.0
+        # exact scores of the negatives in doubt; v: the highest
+        v = 0.0
         for i in range(keep):
             t = touched[i]
-            scores[t] = _class_row_score(class_rows[t], class_w)
+            if not has_bit(truth, t):
+                scores[t] = _class_row_score(class_rows[t], class_w)
+                v = max(v, scores[t])
+        # a positive whose lower bound is above v outranks every negative: it adds 1/n_pos to AP
+        # whatever its exact score, and so does it with the score SAFE_SCORE above all others
+        for i in range(keep):
+            t = touched[i]
+            if has_bit(truth, t):
+                if untouched_pos == 0 and scores[t] * margin > v:
+                    scores[t] = SAFE_SCORE
+                else:
+                    scores[t] = _class_row_score(class_rows[t], class_w)
     ap = average_precision_sparse(touched[:keep], scores, truth, n_test, n_pos)
     for i in range(keep):
         scores[touched[i]] = 0.0
