@@ -135,11 +135,12 @@ class HypothesisSpace:
             self._bank = SceneBank.from_codes(np.asarray(self.scene_codes), self.schema)
         return self._bank
 
-    def scene_concepts(self) -> np.ndarray:
+    def scene_concepts(self):
         """Per-scene concept bitsets (the transposed signatures): uint64 (n_scenes,
         ceil(n_concepts/64)); bit h of row s says concept h is true on scene s.
-        Computed on first use and kept: in memory for small spaces, else a memory-mapped file
-        written chunk by chunk (:mod:`.index`)."""
+        Computed on first use and kept: an array in memory for small spaces, else a file
+        written chunk by chunk (:mod:`.index`) and read as a
+        :class:`~bayes_concepts.engine.rows.RowFile` (``rows[ids]`` gives an array)."""
         if getattr(self, "_scene_concepts", None) is None:
             from .index import scene_concepts
             self._scene_concepts = scene_concepts(self)
