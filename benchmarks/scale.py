@@ -19,7 +19,7 @@ seen (``RssAnon``: memory the process itself holds).  Jobs:
 Results go to ``benchmarks/out/scale.json`` (one entry per job, appended) and a table on
 stdout.  Usage::
 
-    python benchmarks/scale.py gap spaces/paper [--scheduler local:2] [--episodes 20000] [--likelihood both]
+    python benchmarks/scale.py gap spaces/paper [--scheduler local:2] [--episodes 20000] [--likelihood both] [--cold]
     python benchmarks/scale.py build spaces/curi5m --scenes 5000000 --scheduler local:2
     python benchmarks/scale.py overhead [--keep]
     python benchmarks/scale.py all
@@ -113,17 +113,35 @@ def run_job(name: str, argv: list, env=None) -> dict:
     return result
 
 
-def gap_job(space, scheduler=None, episodes=20_000, tag="", code=None, likelihood="size") -> dict:
+def evict(space) -> int:
+    """Drop the files of ``space`` from the page cache (``posix_fadvise(DONTNEED)``; pages
+    another process has mapped stay), so that a job starts cold; returns the bytes advised."""
+    total = 0
+    for f in Path(space).rglob("*"):
+        if f.is_file():
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                total += f.stat().st_size
+            finally:
+                os.close(fd)
+    return total
+
+
+def gap_job(space, scheduler=None, episodes=20_000, tag="", code=None, likelihood="size", cold=False) -> dict:
     """The comp-gap table; ``code``: another checkout of the toolkit to run instead (its
-    ``PYTHONPATH``), for side-by-side figures with an earlier version."""
+    ``PYTHONPATH``), for side-by-side figures with an earlier version; ``cold``: evict the
+    space's files from the page cache first."""
     OUT.mkdir(parents=True, exist_ok=True)
+    if cold:
+        print(f"evicted {evict(space) / 1e9:.1f} GB of {space} from the page cache", flush=True)
     argv = [BIN, "gap", space, "--episodes", str(episodes), "--likelihood", likelihood, "--out",
             OUT / f"scale_gap{tag}.nc"] + (["--scheduler", scheduler] if scheduler else [])
-    name = (f"gap {space} ({scheduler or 'in-process'}, {likelihood} likelihood"
+    name = (f"gap {space} ({scheduler or 'in-process'}, {likelihood} likelihood{', cold page cache' if cold else ''}"
             f"{', code ' + str(code) if code else ''})")
     r = run_job(name, argv, env={"PYTHONPATH": str(Path(code).resolve())} if code else None)
     r.update(space=str(space), scheduler=scheduler or "in-process", episodes_per_cell=episodes,
-             likelihood=likelihood, code=str(code) if code else "this checkout")
+             likelihood=likelihood, cold=cold, code=str(code) if code else "this checkout")
     return r
 
 
@@ -168,6 +186,8 @@ def main():
                    help="the oracles' likelihood; 'both' runs size then noisy, one after the other, and "
                         "prints the ratio of their wall times (default size)")
     g.add_argument("--code", help="run another checkout of the toolkit (e.g. a git worktree of an earlier commit)")
+    g.add_argument("--cold", action="store_true",
+                   help="drop the space's files from the page cache first (posix_fadvise DONTNEED)")
     b = sub.add_parser("build", help="build a space with CURI's grammar (preset paper)")
     b.add_argument("out", help="the space directory to write (overwritten)")
     b.add_argument("--scenes", type=int, default=990_000, help="scenes in the bank (default 990,000)")
@@ -180,13 +200,14 @@ def main():
     a.add_argument("--big", default="spaces/curi5m", help="where to build the 5,000,000-scene space")
     args = ap.parse_args()
     if args.job == "gap" and args.likelihood == "both":
-        runs = [gap_job(args.space, args.scheduler, args.episodes, tag=f"_{lk}", code=args.code, likelihood=lk)
-                for lk in ("size", "noisy")]
+        runs = [gap_job(args.space, args.scheduler, args.episodes, tag=f"_{lk}", code=args.code, likelihood=lk,
+                        cold=args.cold) for lk in ("size", "noisy")]
         for r in runs:
             record(r)
         print(f"noisy / size wall time = {runs[1]['wall_s'] / runs[0]['wall_s']:.2f}")
     elif args.job == "gap":
-        record(gap_job(args.space, args.scheduler, args.episodes, code=args.code, likelihood=args.likelihood))
+        record(gap_job(args.space, args.scheduler, args.episodes, code=args.code, likelihood=args.likelihood,
+                       cold=args.cold))
     elif args.job == "build":
         record(build_job(args.out, args.scenes, args.scheduler, args.samples))
     elif args.job in ("overhead", "all"):
