@@ -241,6 +241,17 @@ def _bit(sig, h, s, word_buf):
     return (word >> np.uint64(s & 63)) & np.uint64(1)
 
 
+@numba.njit(inline="always")
+def _first_alternative(row, alt_mask):
+    """The lowest alternative (bit of ``alt_mask``) true on a scene with concept row ``row``; -1
+    if none is."""
+    for w in range(alt_mask.shape[0]):
+        word = row[w] & alt_mask[w]
+        if word:
+            return w * 64 + pop_lowest_bit(word)[0]
+    return -1
+
+
 @numba.njit(cache=True)
 def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scenes, labels, source, taken, n_taken,
                      pos, row_buf):
@@ -268,16 +279,8 @@ def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scen
         s = select_in_block(union, 0, 0, next_below(state, left))
         union[s >> 6] &= ~(np.uint64(1) << np.uint64(s & 63))
         left -= 1
-        row = row_at(scene_concepts, s, row_buf)
-        a = -1
-        for w in range(alt_mask.shape[0]):
-            word = row[w] & alt_mask[w]
-            if word:
-                b, word = pop_lowest_bit(word)
-                a = w * 64 + b
-                break
         _take(s, 0, pos, scenes, labels, taken, n_taken)
-        source[pos] = a
+        source[pos] = _first_alternative(row_at(scene_concepts, s, row_buf), alt_mask)
         n_taken += 1
         pos += 1
     return pos, n_taken
@@ -372,13 +375,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 row = row_at(scene_concepts, s, row_buf)
                 if has_bit(row, h) or _used(s, taken, n_taken):
                     continue
-                a = -1
-                for w in range(hw):
-                    word = row[w] & alt_mask[w]
-                    if word:
-                        b, word = pop_lowest_bit(word)
-                        a = w * 64 + b
-                        break
+                a = _first_alternative(row, alt_mask)
                 if a < 0:
                     continue
                 _take(s, 0, pos, scenes, labels, taken, n_taken)

@@ -32,6 +32,12 @@ def small_space_dir(small_space, tmp_path_factory):
     The copy is saved rather than ``small_space`` itself so that ``small_space.path``
     stays None whichever fixtures a run happens to use.  Do not write into it.
     """
-    path = tmp_path_factory.mktemp("small_space") / "space"
-    dataclasses.replace(small_space).save(path)
+    return saved_copy(small_space, tmp_path_factory, "small_space")
+
+
+def saved_copy(space, tmp_path_factory, name: str):
+    """A copy of ``space`` saved into a new temporary folder ``name``: its ``space`` subfolder
+    (the space itself keeps its ``path``)."""
+    path = tmp_path_factory.mktemp(name) / "space"
+    dataclasses.replace(space).save(path)
     return path

@@ -17,6 +17,7 @@ from bayes_concepts.engine.store import SpaceError
 from bayes_concepts.learners.modalities import ImageEncoder, SoundEncoder
 from bayes_concepts.scenes.render import render_scenes
 from bayes_concepts.scenes.sound import SoundSettings, synthesize_scenes
+from conftest import saved_copy
 
 IMG = dict(height=16, width=24, supersample=1)
 SOUND = SoundSettings(rate=1000, duration=0.6, note_duration=0.05, first_onset=0.01)
@@ -24,9 +25,7 @@ SOUND = SoundSettings(rate=1000, duration=0.6, note_duration=0.05, first_onset=0
 
 @pytest.fixture(scope="module")
 def saved(small_space, tmp_path_factory):
-    path = tmp_path_factory.mktemp("rendered") / "space"
-    dataclasses.replace(small_space).save(path)
-    return path
+    return saved_copy(small_space, tmp_path_factory, "rendered")
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 oracles' scores are the same whether a space's rows are in memory or read from disk."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -15,6 +13,7 @@ from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import compute_gap
 from bayes_concepts.oracles import strong_and_weak
 from bayes_concepts.splits import load_splits
+from conftest import saved_copy
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +31,9 @@ def test_row_file_indexing_equals_the_array(row_file, ids, lo, hi):
     idx = np.array(ids, np.int64)
     assert np.array_equal(f[idx], a[idx]) and f[idx].shape == a[idx].shape
     assert np.array_equal(f[lo:hi], a[lo:hi])
+    assert np.array_equal(f[idx, 2], a[idx, 2]) and np.array_equal(f[lo:hi, 1:4], a[lo:hi, 1:4])
     if ids:
-        assert np.array_equal(f[ids[0]], a[ids[0]])
+        assert np.array_equal(f[ids[0]], a[ids[0]]) and f[ids[0], -1] == a[ids[0], -1]
         assert np.array_equal(f[idx.reshape(1, -1)], a[idx.reshape(1, -1)])
     assert f.shape == a.shape and f.dtype == a.dtype and len(f) == len(a)
 
@@ -45,6 +45,8 @@ def test_row_file_reads_whole_and_refuses_what_is_not_a_row(row_file):
         f[[37]]
     with pytest.raises(IndexError):
         f[np.array([0.5])]
+    with pytest.raises(IndexError):
+        f[[0, 1], [2, 3]]
 
 
 def test_a_failed_read_is_an_error_not_a_row_of_zeros(tmp_path):
@@ -68,9 +70,7 @@ def test_row_source_of_an_array_reads_it_in_memory():
 @pytest.fixture(scope="module")
 def on_disk(small_space, tmp_path_factory):
     """A saved copy of the small space whose index and signatures are read from disk."""
-    path = tmp_path_factory.mktemp("on_disk") / "space"
-    dataclasses.replace(small_space).save(path)
-    return path
+    return saved_copy(small_space, tmp_path_factory, "on_disk")
 
 
 @pytest.fixture

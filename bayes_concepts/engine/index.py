@@ -29,7 +29,7 @@ import numpy as np
 from ..bits import block_counts, popcount64, transpose_bits
 from ..scale import release_pages
 from .rows import RowFile
-from .store import INDEX_DIR
+from .store import INDEX_DIR, mapped_file
 
 #: Indexes larger than this are memory-mapped files instead of arrays in memory (bytes).
 INDEX_IN_MEMORY_BYTES = 256 << 20
@@ -56,22 +56,13 @@ def file_key(f: Path) -> str:
     return f"file:{Path(f).resolve()}:{st.st_size}:{st.st_mtime_ns}"
 
 
-def _signature_file(space):
-    """The ``.npy`` file ``space.signatures`` is memory-mapped from, or None."""
-    base = space.signatures
-    while base is not None and not isinstance(base, np.memmap):
-        base = getattr(base, "base", None)
-    name = getattr(base, "filename", None)
-    return Path(name) if name else None
-
-
 def _key(space) -> str:
     """What the index was built from: the space's manifest sha256, or the signature file's
     path, size and modification time."""
     sha = space.manifest_sha256() if getattr(space, "path", None) is not None else None
     if sha:
         return f"manifest:{sha}"
-    return file_key(_signature_file(space))
+    return file_key(mapped_file(space.signatures))
 
 
 def _writable_dir(d: Path) -> bool:
@@ -93,7 +84,7 @@ def index_directory(space) -> Path | None:
         sha = space.manifest_sha256()
         d = Path(tempfile.gettempdir()) / f"bayes_concepts_index_{sha[:16]}"
         return d if _writable_dir(d) else None
-    f = _signature_file(space)
+    f = mapped_file(space.signatures)
     if f is not None and _writable_dir(f.parent / INDEX_DIR):
         return f.parent / INDEX_DIR
     return None
@@ -244,7 +235,7 @@ def adopt_build_index(space, path: Path):
     """After ``space`` (built with spilled signatures) was saved to ``path``: give the saved space
     the index the build wrote beside the spilled file (hard links, keyed by the saved manifest),
     so that it is not built again from the signatures."""
-    f = _signature_file(space)
+    f = mapped_file(space.signatures)
     if f is None:
         return
     src = f.parent / INDEX_DIR

@@ -26,6 +26,8 @@ import numba
 import numpy as np
 from numba import types
 
+from .store import mapped_file
+
 #: Files at least this large are read with pread instead of being memory-mapped (bytes).
 PREAD_MIN_BYTES = 256 << 20
 
@@ -92,8 +94,9 @@ def _gather(fd, offset, ids, out, failures):
 class RowFile:
     """A 2-D array in a ``.npy`` file, read row by row with pread (see the module docstring).
 
-    ``rows[i]``, ``rows[ids]`` and ``rows[a:b]`` return arrays in memory; ``shape``, ``dtype``
-    and ``len`` are those of the array in the file.  ``np.asarray(rows)`` reads it whole."""
+    ``rows[i]``, ``rows[ids]``, ``rows[a:b]`` and, for columns, ``rows[rows_key, j]`` or
+    ``rows[rows_key, a:b]`` return arrays in memory; ``shape``, ``dtype`` and ``len`` are those
+    of the array in the file.  ``np.asarray(rows)`` reads it whole."""
 
     def __init__(self, path):
         self.path = Path(path)
@@ -114,7 +117,9 @@ class RowFile:
 
     def __getitem__(self, key) -> np.ndarray:
         if isinstance(key, tuple):
-            return self[key[0]][(slice(None),) + key[1:]]
+            if len(key) != 2 or not isinstance(key[1], (int, np.integer, slice)):
+                raise IndexError(f"{self.path.name}: index rows, then at most one integer or slice of columns")
+            return self[key[0]][..., key[1]]
         if isinstance(key, slice):
             return self._rows(np.arange(*key.indices(self.shape[0]), dtype=np.int64))
         ids = np.asarray(key)
@@ -161,23 +166,12 @@ class RowFile:
         return f"RowFile({str(self.path)!r}, shape={self.shape}, dtype={self.dtype})"
 
 
-def file_of(array) -> Path | None:
-    """The ``.npy`` file a memory-mapped ``array`` maps whole, or None."""
-    base = array
-    while base is not None and not isinstance(base, np.memmap):
-        base = getattr(base, "base", None)
-    name = getattr(base, "filename", None)
-    if name is None or base.shape != np.shape(array) or base.dtype != getattr(array, "dtype", None):
-        return None
-    return Path(name)
-
-
 def rows_for_random_reads(array):
     """``array`` as the kernels should read it at random: a :class:`RowFile` for a memory-mapped
     ``.npy`` of :data:`PREAD_MIN_BYTES` or more, else a C-contiguous array."""
     if isinstance(array, RowFile):
         return array
-    f = file_of(array)
+    f = mapped_file(array)
     if f is not None and np.ndim(array) == 2 and array.nbytes >= PREAD_MIN_BYTES:
         return RowFile(f)
     return np.ascontiguousarray(array)

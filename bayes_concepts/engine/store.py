@@ -105,6 +105,18 @@ def _save_npy(path: Path, array: np.ndarray):
         os.fsync(f.fileno())
 
 
+def mapped_file(array) -> Path | None:
+    """The ``.npy`` file a memory-mapped ``array`` maps whole (same shape and dtype as the
+    mapping), or None for an array in memory or a view of part of a mapping."""
+    base = array
+    while base is not None and not isinstance(base, np.memmap):
+        base = getattr(base, "base", None)
+    name = getattr(base, "filename", None)
+    if name is None or base.shape != np.shape(array) or base.dtype != getattr(array, "dtype", None):
+        return None
+    return Path(name)
+
+
 def _link_spilled(path: Path, array: np.ndarray) -> bool:
     """Hard-link ``path`` to the file ``array`` is memory-mapped from when that is a whole
     ``.npy`` the build spilled (:data:`.chunked.SPILLED_FILES`: written once, never changed):

@@ -389,6 +389,7 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, class_rows, truth, n_
     total_ext = 0
     for b in range(N_BUCKETS):
         total_ext += ext[b]
+    separated = False  # every negative provably scores below every positive
     if _count_above(touched, m, scores, level) * row_cost > total_ext:
         # most scenes are in doubt: spreading every class in ascending class order is cheaper
         # than their row sums, and adds up each scene's weights in the same order
@@ -419,29 +420,25 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, class_rows, truth, n_
             else:
                 mark[t] = False
                 scores[t] = 0.0
-        if n_neg == 0 and untouched_pos == 0:
-            # every negative scores below every positive (all positives scored above 0): AP 1
+        separated = n_neg == 0 and untouched_pos == 0  # (and every positive scored above 0)
+        if not separated:
+            # exact scores of the negatives in doubt; v: the highest
+            v = 0.0
             for i in range(keep):
-                scores[touched[i]] = 0.0
-                mark[touched[i]] = False
-            return 1.0
-        # exact scores of the negatives in doubt; v: the highest
-        v = 0.0
-        for i in range(keep):
-            t = touched[i]
-            if not has_bit(truth, t):
-                scores[t] = _class_row_score(class_rows[t], class_w)
-                v = max(v, scores[t])
-        # a positive whose lower bound is above v outranks every negative: it adds 1/n_pos to AP
-        # whatever its exact score, and so does it with the score SAFE_SCORE above all others
-        for i in range(keep):
-            t = touched[i]
-            if has_bit(truth, t):
-                if untouched_pos == 0 and scores[t] * margin > v:
-                    scores[t] = SAFE_SCORE
-                else:
+                t = touched[i]
+                if not has_bit(truth, t):
                     scores[t] = _class_row_score(class_rows[t], class_w)
-    ap = average_precision_sparse(touched[:keep], scores, truth, n_test, n_pos)
+                    v = max(v, scores[t])
+            # a positive whose lower bound is above v outranks every negative: it adds 1/n_pos to
+            # AP whatever its exact score, and so does it with the score SAFE_SCORE above all others
+            for i in range(keep):
+                t = touched[i]
+                if has_bit(truth, t):
+                    if untouched_pos == 0 and scores[t] * margin > v:
+                        scores[t] = SAFE_SCORE
+                    else:
+                        scores[t] = _class_row_score(class_rows[t], class_w)
+    ap = 1.0 if separated else average_precision_sparse(touched[:keep], scores, truth, n_test, n_pos)
     for i in range(keep):
         scores[touched[i]] = 0.0
         mark[touched[i]] = False
