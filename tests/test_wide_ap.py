@@ -8,27 +8,49 @@ from bayes_concepts.bits import unpack_bits
 from bayes_concepts.oracles import kernels as K
 
 
-def full_scores(class_rows, class_w, n_test):
-    """Slow twin: every test scene's score, its classes' weights summed in ascending class
-    order (the float computation the kernel promises, so ties are the same ties)."""
-    member = unpack_bits(class_rows, len(class_w))  # (T, n_classes) bool
+def full_scores(signatures, reps, class_w, n_test):
+    """Slow twin: every test scene's score from its classes c in ascending order, weight of c
+    added to running sum c % 4, the sums added as (s0 + s1) + (s2 + s3) -- the float
+    computation the kernel promises, so ties are the same ties."""
+    member = unpack_bits(np.asarray(signatures)[reps], n_test).T  # (T, n_classes) bool
     out = np.zeros(n_test)
     for t in range(n_test):
+        lanes = [0.0, 0.0, 0.0, 0.0]
         for c in np.flatnonzero(member[t]):
-            out[t] += class_w[c]
+            lanes[c % 4] += class_w[c]
+        out[t] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
     return out
+
+
+def test_scene_classes_are_the_transpose(small_space):
+    """The per-scene class lanes are the per-class scene lists transposed: lane j of scene t
+    holds, ascending, the classes c % 4 == j true on t."""
+    ptr, idx = small_space.test_bank_index()
+    lane_ptr, lane_cls = small_space.test_bank_scene_classes()
+    n_test = small_space.test_bank.n_scenes
+    assert len(lane_ptr) == 4 * n_test + 1 and len(lane_cls) == len(idx)
+    pairs = {(int(c), int(t)) for c in range(len(ptr) - 1) for t in idx[ptr[c]:ptr[c + 1]]}
+    back = set()
+    for t in range(n_test):
+        for j in range(4):
+            lane = lane_cls[lane_ptr[4 * t + j]:lane_ptr[4 * t + j + 1]].astype(int)
+            assert np.all(lane % 4 == j) and np.all(np.diff(lane) > 0)
+            back |= {(int(c), t) for c in lane}
+    assert pairs == back
 
 
 @settings(max_examples=120, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**32 - 1), n_active=st.integers(1, 400), spread=st.floats(0.0, 30.0),
-       tie_share=st.floats(0.0, 0.8), boost=st.sampled_from([1.0, 1.0, 30.0, 1e4]))
-def test_wide_ap_equals_sklearn(small_space, seed, n_active, spread, tie_share, boost):
+       tie_share=st.floats(0.0, 0.8), boost=st.sampled_from([1.0, 1.0, 30.0, 1e4]),
+       speculative_share=st.sampled_from([0.0, 0.25, 1e9]))
+def test_wide_ap_equals_sklearn(small_space, seed, n_active, spread, tie_share, boost, speculative_share):
     """``boost`` multiplies the true class's weight: a posterior peaked on it (AP 1, positives
-    that outrank every negative) as well as spread ones (every scene in doubt)."""
+    that outrank every negative) as well as spread ones (every scene in doubt).
+    ``speculative_share`` 0 scores every scene from its row at once, 1e9 never does."""
     space = small_space
     rng = np.random.default_rng(seed)
     ptr, idx = space.test_bank_index()
-    class_rows = space.test_bank_class_rows()
+    scene_ptr, scene_cls = space.test_bank_scene_classes()
     n_cls, n_test = len(ptr) - 1, space.test_bank.n_scenes
     truth_concept = int(rng.integers(space.n_concepts))
     truth = np.ascontiguousarray(space.test_bank.signatures[truth_concept])
@@ -47,8 +69,9 @@ def test_wide_ap_equals_sklearn(small_space, seed, n_active, spread, tie_share, 
     scores = np.zeros(n_test)
     mark = np.zeros(n_test, bool)
     touched = np.empty(n_test, np.int64)
-    ap = K.test_bank_ap_wide(cls_list, class_w, ptr, idx, class_rows, truth, n_pos, n_test, scores, mark, touched)
+    ap = K.test_bank_ap_wide(cls_list, class_w, ptr, idx, scene_ptr, scene_cls, truth, n_pos, n_test, scores, mark,
+                             touched, speculative_share)
     labels = unpack_bits(truth, n_test)
-    expected = average_precision_score(labels, full_scores(class_rows, class_w, n_test)) if n_pos else np.nan
+    expected = average_precision_score(labels, full_scores(space.test_bank.signatures, space.class_representatives(), class_w, n_test)) if n_pos else np.nan
     assert (np.isnan(ap) and np.isnan(expected)) or abs(ap - expected) < 1e-12
     assert not scores.any() and not mark.any()  # work arrays restored

@@ -25,7 +25,7 @@ from ..scenes.codes import codes_to_scene
 from . import build as _build
 from . import store as _store
 from .store import FORMAT_VERSION
-from .test_bank import TestBank
+from .test_bank import TestBank, scene_class_lanes
 
 __all__ = ["HypothesisSpace", "TestBank", "FORMAT_VERSION", "PRESETS"]
 
@@ -178,14 +178,16 @@ class HypothesisSpace:
             max(self.schema.max_objects, max(len(s["objects"]) for s in scenes))))
         return transpose_bits(evaluate_programs(self.programs, bank, self.grammar), bank.n_scenes)
 
-    def test_bank_class_rows(self) -> np.ndarray:
-        """The synonym classes each test-bank scene belongs to: uint64 (T, ceil(n_classes/64));
-        bit c of row t says class c is true on test scene t.  Computed on first use and kept."""
-        if getattr(self, "_test_class_rows", None) is None:
-            reps = self.class_representatives()
-            self._test_class_rows = transpose_bits(np.asarray(self.test_bank.signatures)[reps],
-                                                   self.test_bank.n_scenes)
-        return self._test_class_rows
+    def test_bank_scene_classes(self):
+        """The synonym classes each test-bank scene belongs to -- the transpose of
+        :meth:`test_bank_index` -- split into lanes by class id (what the noisy oracle's
+        test-bank scores sum): ``(lane_ptr, classes)``, int64 (T·4 + 1,) and uint16 (int32 past
+        65,536 classes) (nnz,); see :func:`~bayes_concepts.engine.test_bank.scene_class_lanes`.
+        Computed on first use and kept."""
+        if getattr(self, "_test_scene_classes", None) is None:
+            ptr, idx = self.test_bank_index()
+            self._test_scene_classes = scene_class_lanes(ptr, idx, self.test_bank.n_scenes)
+        return self._test_scene_classes
 
     def manifest_sha256(self) -> str | None:
         """sha256 of the saved ``manifest.json`` (identifies the space), None if not saved."""

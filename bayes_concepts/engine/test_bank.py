@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..bits import gather_bits, nth_set_bits, unpack_bits
@@ -63,3 +64,43 @@ def draw_test_bank(signatures, counts, k, seed) -> TestBank:
         drawn_for.extend([i] * len(fresh))
     ids = np.array(ids, np.int64)
     return TestBank(ids, np.array(drawn_for, np.int32), gather_bits(signatures, ids))
+
+
+#: the per-scene class lists are split by class id modulo this many lanes (see
+#: :func:`scene_class_lanes`)
+N_LANES = 4
+
+
+@numba.njit(cache=True)
+def _lane_sizes(ptr, idx, sizes):
+    for c in range(ptr.shape[0] - 1):
+        for i in range(ptr[c], ptr[c + 1]):
+            sizes[idx[i] * N_LANES + c % N_LANES] += 1
+
+
+@numba.njit(cache=True)
+def _fill_lanes(ptr, idx, out_ptr, out_cls):
+    fill = out_ptr[:-1].copy()
+    for c in range(ptr.shape[0] - 1):
+        lane = c % N_LANES
+        for i in range(ptr[c], ptr[c + 1]):
+            key = idx[i] * N_LANES + lane
+            out_cls[fill[key]] = c
+            fill[key] += 1
+
+
+def scene_class_lanes(ptr, idx, n_scenes: int):
+    """The classes of each test scene from the scenes of each class (CSR ``(ptr, idx)``), split
+    into :data:`N_LANES` lanes by class id: ``(lane_ptr, classes)``, int64 (n_scenes·N_LANES + 1,)
+    and the smallest of uint16/int32 that holds a class id.  Lane j of scene t,
+    ``classes[lane_ptr[N_LANES·t + j]:lane_ptr[N_LANES·t + j + 1]]``, holds its classes c with
+    c % N_LANES == j, ascending."""
+    ptr, idx = np.asarray(ptr, np.int64), np.asarray(idx)
+    n_cls = len(ptr) - 1
+    sizes = np.zeros(n_scenes * N_LANES, np.int64)
+    _lane_sizes(ptr, idx, sizes)
+    lane_ptr = np.zeros(n_scenes * N_LANES + 1, np.int64)
+    lane_ptr[1:] = np.cumsum(sizes)
+    classes = np.empty(len(idx), np.uint16 if n_cls <= 65536 else np.int32)
+    _fill_lanes(ptr, idx, lane_ptr, classes)
+    return lane_ptr, classes

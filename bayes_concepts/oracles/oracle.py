@@ -169,7 +169,8 @@ class Oracle:
         fb, fixed_bank, fixed_test = self._fallback()
         wide = wide and (not consistent_only or (fb.likelihood is not None
                                                  and not likelihoods.get(fb.likelihood).consistent_only))
-        class_rows = space.test_bank_class_rows() if wide else np.zeros((1, 1), np.uint64)
+        scene_classes = (space.test_bank_scene_classes() if wide
+                         else (np.zeros(1, np.int64), np.zeros(1, np.uint16)))
         if fb.likelihood is not None:
             refit = self._tables(fb.likelihood, n_drawn, k, bool(hard_support))
             fixed_bank = fixed_test = np.zeros(1)
@@ -183,7 +184,7 @@ class Oracle:
         scene_concepts = space.scene_concepts()
         test_index = (np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
                       np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(),
-                      space.class_representatives(), class_rows)
+                      space.class_representatives(), *scene_classes)
         # an index on disk: the rows of each slice's support and query scenes are read into
         # memory (scenes renumbered into them), a slice at a time
         step = EVALUATE_SLICE if isinstance(scene_concepts, RowFile) else max(e, 1)
