@@ -73,17 +73,23 @@ def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
                 nu += 1
             cnt[nu - 1] += 1
         hist = np.zeros(nu, np.int64)
+        top = u[0]
         for i in range(m):
             x = scores[touched[i]]
-            lo, hi = 0, nu  # first j with u[j] <= x (u is descending)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if u[mid] <= x:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            if lo < nu:
-                hist[lo] += 1
+            if x < u[nu - 1]:  # below every positive: counts at no threshold
+                continue
+            if x >= top:
+                hist[0] += 1
+                continue
+            # first j with u[j] <= x (u is descending; u[0] > x >= u[nu - 1]): a search whose
+            # steps do not branch on the data, so mispredictions do not pile up over m items
+            base = 0
+            n = nu
+            while n > 1:
+                half = n >> 1
+                base = base + half if u[base + half - 1] > x else base
+                n -= half
+            hist[base] += 1
         n_ge = 0
         tp_ge = 0
         for j in range(nu):
