@@ -72,6 +72,7 @@ def test_wide_ap_equals_sklearn(small_space, seed, n_active, spread, tie_share, 
     ap = K.test_bank_ap_wide(cls_list, class_w, ptr, idx, scene_ptr, scene_cls, truth, n_pos, n_test, scores, mark,
                              touched, speculative_share)
     labels = unpack_bits(truth, n_test)
-    expected = average_precision_score(labels, full_scores(space.test_bank.signatures, space.class_representatives(), class_w, n_test)) if n_pos else np.nan
+    full = full_scores(space.test_bank.signatures, space.class_representatives(), class_w, n_test)
+    expected = average_precision_score(labels, full) if n_pos else np.nan
     assert (np.isnan(ap) and np.isnan(expected)) or abs(ap - expected) < 1e-12
     assert not scores.any() and not mark.any()  # work arrays restored

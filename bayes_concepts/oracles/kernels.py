@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from ..bits import has_bit, pop_lowest_bit
+from ..engine.test_bank import N_LANES
 from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel
 
 #: noisy posteriors drop concepts whose weight is below exp(-PRUNE) times the largest:
@@ -248,6 +249,10 @@ def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_si
     return ap
 
 
+if N_LANES != 4:  # scene_score is written out for four lanes
+    raise ImportError(f"scene_score sums 4 lanes, the test bank splits rows into {N_LANES}")
+
+
 @numba.njit(inline="always")
 def scene_score(lane_ptr, lane_cls, t, class_w):
     """Σ class_w[c] over the classes c of test scene t, in a fixed order: four running sums,
@@ -256,11 +261,11 @@ def scene_score(lane_ptr, lane_cls, t, class_w):
     Four sums keep four additions in flight.  A class of weight 0 adds exactly nothing, so the
     float depends only on which weighted classes cover the scene: scenes those cover alike get
     equal scores (ties stay ties)."""
-    p0 = lane_ptr[4 * t]
-    p1 = lane_ptr[4 * t + 1]
-    p2 = lane_ptr[4 * t + 2]
-    p3 = lane_ptr[4 * t + 3]
-    end = lane_ptr[4 * t + 4]
+    p0 = lane_ptr[N_LANES * t]
+    p1 = lane_ptr[N_LANES * t + 1]
+    p2 = lane_ptr[N_LANES * t + 2]
+    p3 = lane_ptr[N_LANES * t + 3]
+    end = lane_ptr[N_LANES * t + 4]
     n = min(p1 - p0, p2 - p1, p3 - p2, end - p3)
     s0 = 0.0
     s1 = 0.0
@@ -347,8 +352,8 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
        same AP;
     4. while nothing can be pruned yet (a positive untouched, or R >= u_lb), spreading may
        cost at most ``speculative_share`` (default :data:`SPECULATIVE_SHARE`) of scoring every
-       scene; past that (a posterior
-       spread so wide that the positives' floor is near 0), every scene is scored from its row.
+       scene; past that (a posterior spread so wide that the positives' floor is near 0),
+       every scene is scored from its row.
 
     The choice of where to stop changes the work, never the AP (up to the float rounding of
     adding the same precisions in a different grouping, ~1e-16).
@@ -430,52 +435,50 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
         for i in range(m):
             scores[touched[i]] = 0.0
             mark[touched[i]] = False
-        m = 0
+        keep = 0
         for t in range(n_test):
             sc = scene_score(scene_ptr, scene_cls, t, class_w)
             if sc > 0.0:
                 scores[t] = sc
-                touched[m] = t
-                m += 1
-        ap = average_precision_sparse(touched[:m], scores, truth, n_test, n_pos)
+                touched[keep] = t
+                keep += 1
+        separated = False
+    else:
+        if untouched_pos > 0:  # every bucket was spread and some positive scores 0: all in doubt
+            u_lb = 0.0
+            r = 0.0
+        level = u_lb * margin - r
+        # keep the scenes in doubt (every positive is); the rest score below every positive
+        keep = 0
+        n_neg = 0
         for i in range(m):
-            scores[touched[i]] = 0.0
-        return ap
-    if untouched_pos > 0:  # every bucket was spread and some positive scores 0: all in doubt
-        u_lb = 0.0
-        r = 0.0
-    level = u_lb * margin - r
-    # keep the scenes in doubt (every positive is); the rest score below every positive
-    keep = 0
-    n_neg = 0
-    for i in range(m):
-        t = touched[i]
-        if scores[t] >= level:
-            touched[keep] = t
-            keep += 1
-            if not has_bit(truth, t):
-                n_neg += 1
-        else:
-            mark[t] = False
-            scores[t] = 0.0
-    separated = n_neg == 0 and untouched_pos == 0  # (and every positive scored above 0)
-    if not separated:
-        # exact scores of the negatives in doubt; v: the highest
-        v = 0.0
-        for i in range(keep):
             t = touched[i]
-            if not has_bit(truth, t):
-                scores[t] = scene_score(scene_ptr, scene_cls, t, class_w)
-                v = max(v, scores[t])
-        # a positive whose lower bound is above v outranks every negative: it adds 1/n_pos to
-        # AP whatever its exact score, and so does it with the score SAFE_SCORE above all others
-        for i in range(keep):
-            t = touched[i]
-            if has_bit(truth, t):
-                if untouched_pos == 0 and scores[t] * margin > v:
-                    scores[t] = SAFE_SCORE
-                else:
+            if scores[t] >= level:
+                touched[keep] = t
+                keep += 1
+                if not has_bit(truth, t):
+                    n_neg += 1
+            else:
+                mark[t] = False
+                scores[t] = 0.0
+        separated = n_neg == 0 and untouched_pos == 0  # (and every positive scored above 0)
+        if not separated:
+            # exact scores of the negatives in doubt; v: the highest
+            v = 0.0
+            for i in range(keep):
+                t = touched[i]
+                if not has_bit(truth, t):
                     scores[t] = scene_score(scene_ptr, scene_cls, t, class_w)
+                    v = max(v, scores[t])
+            # a positive whose lower bound is above v outranks every negative: it adds 1/n_pos
+            # to AP whatever its exact score, and so does it with the score SAFE_SCORE above all
+            for i in range(keep):
+                t = touched[i]
+                if has_bit(truth, t):
+                    if untouched_pos == 0 and scores[t] * margin > v:
+                        scores[t] = SAFE_SCORE
+                    else:
+                        scores[t] = scene_score(scene_ptr, scene_cls, t, class_w)
     ap = 1.0 if separated else average_precision_sparse(touched[:keep], scores, truth, n_test, n_pos)
     for i in range(keep):
         scores[touched[i]] = 0.0
