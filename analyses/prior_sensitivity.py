@@ -1,4 +1,4 @@
-"""How much does the comp gap depend on the oracles' prior?  (DESIGN §8)
+"""How much does the comp gap depend on the oracles' prior?
 
 CURI's paper uses a length prior p(h) ∝ exp(−β·l(h)) with β = 0.2, its released
 code the PCFG derivation probability.  This script recomputes the comp gap (mAP

@@ -79,7 +79,7 @@ from analyses import _common as C
 from analyses.negatives_effect import AVERAGE_ALL, PUBLISHED_MAP_CHANGE, negatives_change
 
 NAME = "reproduce_curi"
-#: DESIGN §9 / CURI G.6: comp gaps with hard negatives, percentage points
+#: CURI G.6: comp gaps with hard negatives, percentage points
 PUBLISHED = {("map", "counting"): 34.4, ("map", "binding_color"): 86.5, ("map", "instance_iid"): 0.0,
              ("cba", "counting"): 14.2, ("cba", "binding_color"): 34.0, ("cba", "instance_iid"): 0.0}
 BINDING = ("binding_color", "binding_shape")
@@ -98,7 +98,7 @@ SPACE_VARIANTS = {
     "filter": ("filter: > 10 and < 10 % (release) -> >= 10 and <= 10 %", {"filter_bounds": "closed"}),
 }
 DEFAULT_SPACE_VARIANTS = ("depth", "sampler")
-#: DESIGN §15: the release's (train, test) sizes of its seven structured splits on its 14,929
+#: the release's (train, test) sizes of its seven structured splits on its 14,929
 #: concepts (val = test; the Binding splits dropped the programs mixing held-out and training
 #: values, the remainder of 14,929).
 RELEASE_CONCEPTS = 14_929

@@ -1,4 +1,4 @@
-"""Atom and compound divergence of a split (Keysers et al. 2020; DESIGN section 14).
+"""Atom and compound divergence of a split (Keysers et al. 2020).
 
 "Measuring compositional generalization" (Keysers et al., ICLR 2020) describes a split
 by how differently its train and test sides distribute over *atoms* (the building blocks)

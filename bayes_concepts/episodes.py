@@ -1,4 +1,4 @@
-"""Episodes: support and query sets for few-shot concept learning (DESIGN section 7).
+"""Episodes: support and query sets for few-shot concept learning.
 
 An episode has a concept h, drawn from a split's side with weight ∝ exp(-0.2·l(h)),
 and a support and a query set of 5 positives + 20 negatives each (configurable):

@@ -1,4 +1,4 @@
-"""The compositionality gap (DESIGN section 9) and the audit of a split.
+"""The compositionality gap and the audit of a split.
 
 comp gap = M(strong) − M(weak) on a split's test episodes, for M = mAP (test bank)
 and CBA (query), with a paired bootstrap 95 % interval over episodes.

@@ -1,4 +1,4 @@
-"""Attribute-object benchmarks: compositional zero-shot learning and RLCL (DESIGN section 14).
+"""Attribute-object benchmarks: compositional zero-shot learning and RLCL.
 
 MIT-States, UT-Zappos, C-GQA and RLCL label every item (an image) with one
 (attribute, object) pair and hold out *unseen pairs*.  Their common layout::

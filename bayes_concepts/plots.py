@@ -1,4 +1,4 @@
-"""Figures of the results Dataset and of a hypothesis space (DESIGN sections 4, 9, 10).
+"""Figures of the results Dataset and of a hypothesis space.
 
 Every figure function returns ``(fig, data)``: a :class:`matplotlib.figure.Figure`
 (built directly, without pyplot, so nothing depends on a display or a global figure
@@ -901,7 +901,7 @@ def plot_modalities(space, episodes, index: int = 0, axes=None, *, n_scenes: int
                     width: int = 120):
     """``n_scenes`` support scenes of episode ``index`` (its first positives, then about
     ``n_scenes // 2`` of its first negatives, fewer when the set has fewer) as a learner sees them in each
-    modality (DESIGN section 13): row 1 the schema (objects drawn top-down at their bins, as in
+    modality: row 1 the schema (objects drawn top-down at their bins, as in
     :func:`episode_figure`), row 2 the rendered picture (:func:`~bayes_concepts.scenes.render.render_scenes`,
     ``height × width`` pixels), row 3 the log-mel spectrogram of the synthesised sound
     (:func:`~bayes_concepts.scenes.sound.log_mel_spectrogram`, 64 mel bands, time left to right).

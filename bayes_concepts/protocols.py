@@ -1,7 +1,7 @@
 """Protocols: which splits, oracles and episodes a comp-gap table is computed with.
 
 CURI's numbers come from its public release, which differs from the paper's text in its
-splits and oracles (DESIGN section 15).  A :class:`Protocol` names one complete recipe, so a
+splits and oracles.  A :class:`Protocol` names one complete recipe, so a
 table says how it was made and two tables can be told apart:
 
 ``paper``

@@ -1,4 +1,4 @@
-"""Results as an ``xarray.Dataset`` (DESIGN section 10), stored as netCDF.
+"""Results as an ``xarray.Dataset``, stored as netCDF.
 
 Dimensions ``split``, ``negatives``, ``learner``, ``episode``.  Variables (metrics
 are fractions in [0, 1]; entropies in nats):

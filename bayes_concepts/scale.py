@@ -1,4 +1,4 @@
-"""Scale-out (DESIGN section 11): one code path that maps a pure function over chunks, in this
+"""Scale-out: one code path that maps a pure function over chunks, in this
 process or on a Dask cluster.
 
 A :class:`Scheduler` says where chunk tasks run:

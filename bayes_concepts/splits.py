@@ -1,4 +1,4 @@
-"""Splits of a hypothesis space into train / val / test concepts (DESIGN section 6).
+"""Splits of a hypothesis space into train / val / test concepts.
 
 A :class:`Split` assigns every concept of a :class:`~bayes_concepts.engine.space.HypothesisSpace`
 to sides ``train``, ``val`` and ``test`` (sorted ``int64`` arrays of concept ids).  CURI's nine

@@ -1,4 +1,4 @@
-"""A slow, obvious reference implementation of the Bayesian oracles (DESIGN section 8).
+"""A slow, obvious reference implementation of the Bayesian oracles.
 
 No bit tricks and no pruning: every quantity is a plain loop / sum over the concepts of
 the oracle's concept set, on an unpacked boolean signature matrix ``S`` (H, N) where
@@ -6,7 +6,7 @@ the oracle's concept set, on an unpacked boolean signature matrix ``S`` (H, N) w
 
 Used by ``test_oracles.py`` to check the numba kernels of ``bayes_concepts.oracles``.
 
-Conventions (as in the brief / DESIGN section 8):
+Conventions:
 
 * prior over the concept set Ω: ``length`` w = exp(-beta * l(h)), ``pcfg`` w = exp(log_pcfg),
   ``uniform`` w = 1; normalised over Ω;

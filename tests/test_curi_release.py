@@ -1,6 +1,6 @@
 """CURI's release reproduced: the local-retry sampler, the fourth rejection rule, location
 bins 0..7, the open filter, the ``curi`` preset, released strings, the release's split rules
-and the two protocols (DESIGN section 15).  Everything runs on toy grammars, hand-made
+and the two protocols.  Everything runs on toy grammars, hand-made
 programs or tiny spaces."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Atom and compound divergence (Keysers et al. 2020; DESIGN section 14) against a
+"""Atom and compound divergence (Keysers et al. 2020) against a
 brute-force twin written from the definitions, on random small splits of a program space
 and of the synthetic pair space; the audit and the report show them beside the comp gap."""
 from __future__ import annotations

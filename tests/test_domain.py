@@ -1,4 +1,4 @@
-"""The grammar file is the domain (DESIGN sections 3, 4 and 14).
+"""The grammar file is the domain.
 
 Grammars other than CURI's -- one that renames a colour, one with a new attribute -- go
 through the whole pipeline (space, executor, splits, comp gap, command line, figures);

@@ -1,4 +1,4 @@
-"""Concept spaces from extensions and attribute-object benchmarks (DESIGN section 14).
+"""Concept spaces from extensions and attribute-object benchmarks.
 
 The pair space of the synthetic fixture (tests/fixtures/pairs/, written by
 analyses/make_pairs_fixture.py) goes through splits, episodes, oracles, the comp gap, the

@@ -1,4 +1,4 @@
-"""Scale-out (DESIGN section 11): one code path in-process and on a Dask LocalCluster, chunked
+"""Scale-out: one code path in-process and on a Dask LocalCluster, chunked
 build stages against their one-shot twins, the on-disk per-scene concept index, block-wise saves."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every row of the semantics table (DESIGN section 3), on hand-made scenes.
+"""Every row of the semantics table, on hand-made scenes.
 
 Each case is checked with the slow interpreter (the specification) *and* the
 bit-sliced executor, against truth values worked out by hand.

@@ -1,4 +1,4 @@
-"""The hypothesis space (DESIGN section 5): build pipeline, signatures against the slow
+"""The hypothesis space: build pipeline, signatures against the slow
 interpreter, synonym classes, test bank, priors, the on-disk format (round trip,
 determinism, damage detection, atomic saves) and the ``space`` subcommands.
 
@@ -73,7 +73,7 @@ def loaded(saved):
 
 @pytest.fixture(scope="module")
 def bits(space):
-    """bool (n_concepts, n_scenes), read straight from the packed words (DESIGN: bit j of
+    """bool (n_concepts, n_scenes), read straight from the packed words (bit j of
     word w is scene 64*w + j), independently of ``unpack_bits``."""
     j = np.arange(space.n_scenes)
     words = np.asarray(space.signatures)[:, j // 64]

@@ -1,4 +1,4 @@
-"""Splits (DESIGN section 6): CURI's nine spec files against predicates written here
+"""Splits: CURI's nine spec files against predicates written here
 independently of the module's matching code, Concept IID's synonym-class integrity,
 Instance IID, user-written specs, predicate splits, statistics, and bad specs with their
 one-line ``FILE line N: ...`` messages.

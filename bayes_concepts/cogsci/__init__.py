@@ -1,6 +1,6 @@
 """Cognitive-science analyses: fitting an ideal observer to a learner's or a person's judgements.
 
-The ideal observer is the Bayesian oracle of DESIGN section 8 with the ``length`` prior
+The ideal observer is the Bayesian oracle (:mod:`bayes_concepts.oracles`) with the ``length`` prior
 (rate β) and the ``noisy`` likelihood (label-noise rate ε).  Typical use::
 
     from bayes_concepts.cogsci import (prepare_observer_data, oracle_predictive, fit_ideal_observer,

@@ -1,6 +1,6 @@
 """What an ideal observer needs to know about a batch of episodes, computed once.
 
-The ideal observer is the Bayesian oracle of DESIGN section 8 with the ``length``
+The ideal observer is the Bayesian oracle (:mod:`bayes_concepts.oracles`) with the ``length``
 prior and the ``noisy`` likelihood:
 
     w(h | D) ∝ exp(-β·l(h)) · ε^m(h) · (1 - ε)^(K - m(h)),

@@ -1,7 +1,7 @@
 """Fitting an ideal observer's prior and noise parameters to judgements (pyro, NUTS).
 
 A learner (a network, an oracle, a person) answered the query scenes of a batch of
-episodes.  We ask which ideal observer (DESIGN section 8: ``length`` prior with rate β,
+episodes.  We ask which ideal observer (the Bayesian oracle: ``length`` prior with rate β,
 ``noisy`` likelihood with label-noise rate ε) best explains the answers, allowing a
 lapse rate λ (with probability λ the answer is a coin flip):
 

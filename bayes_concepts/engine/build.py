@@ -1,4 +1,4 @@
-"""Building a hypothesis space: DESIGN section 5's pipeline as stage functions.
+"""Building a hypothesis space: the pipeline as stage functions.
 
 ::
 
@@ -36,7 +36,7 @@ from .test_bank import draw_test_bank
 
 #: Named build settings.  ``demo`` builds in seconds here and is what ``make demo`` and the
 #: tests use; ``paper`` is CURI's scale (2,000,000 samples, 990,000 scenes) read from the
-#: paper's text; ``curi`` reproduces the space of CURI's public release (DESIGN section 15):
+#: paper's text; ``curi`` reproduces the space of CURI's public release:
 #: its grammar file (location values 0..8, a fourth rejection rule), its sampler (local
 #: retries, release depth 5, i.e. no nonterminal deeper than 4), location bins 0..7 and the
 #: open filter boundaries (> 10 scenes, < 10 %).

@@ -1,4 +1,4 @@
-"""The build's execute stages over scene chunks (DESIGN section 11), in-process or on Dask.
+"""The build's execute stages over scene chunks, in-process or on Dask.
 
 The signatures of a chunk of scenes are a column block of words (a chunk is a multiple of 64
 scenes), so the executor maps over scene chunks (:func:`count_programs`,

@@ -67,7 +67,7 @@ def evaluate_programs(programs, bank, grammar: Grammar | None = None, chunk_word
     programs: sequence of :class:`Program` or postfix strings.
     bank: a :class:`~bayes_concepts.scenes.SceneBank`.
     Returns uint64 (len(programs), ceil(n_scenes/64)); bit j of word w is the
-    program's truth value on scene 64*w + j (DESIGN section 5).
+    program's truth value on scene 64*w + j.
     """
     return run(compile_for(programs, bank, grammar), bank, chunk_words)
 

@@ -1,4 +1,4 @@
-"""Concept spaces given by extensions: a concept is a set of items (DESIGN section 14).
+"""Concept spaces given by extensions: a concept is a set of items.
 
 A :class:`~bayes_concepts.engine.space.HypothesisSpace` gets its concepts from programs
 run over a scene bank.  Many benchmarks have no programs: compositional zero-shot

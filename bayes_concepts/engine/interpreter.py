@@ -1,6 +1,6 @@
 """The slow, obvious interpreter: one program on one scene, by the semantics table.
 
-This is the executable specification of the language (DESIGN section 3); the
+This is the executable specification of the language; the
 bit-sliced executor is tested against it.  Values are attribute *codes* (index in
 the value list, so ordered types compare by code), counts are ints, lists are
 Python lists, sets are lists of object indices.

@@ -1,4 +1,4 @@
-"""Compile programs into one bitset plan (DESIGN section 5).
+"""Compile programs into one bitset plan.
 
 Every value a program computes is a set of bitset rows over the scene bank:
 

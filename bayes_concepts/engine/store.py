@@ -1,4 +1,4 @@
-"""A hypothesis space on disk (DESIGN section 5): a directory of plain files.
+"""A hypothesis space on disk: a directory of plain files.
 
 =====================  ==========================================================
 ``manifest.json``      format version, build parameters, seed, survivors per stage,

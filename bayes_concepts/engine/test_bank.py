@@ -1,4 +1,4 @@
-"""The test bank of a hypothesis space: the scenes mAP is computed on (DESIGN section 5).
+"""The test bank of a hypothesis space: the scenes mAP is computed on.
 
 For every concept, ``test_positives`` distinct positive scenes are drawn from the scene bank
 (CURI: 3 per concept), avoiding scenes already drawn for an earlier concept when possible;

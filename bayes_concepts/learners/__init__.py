@@ -1,4 +1,4 @@
-"""Learners scored beside the oracles (DESIGN section 12).
+"""Learners scored beside the oracles.
 
 * :mod:`.protocol`: the learner protocol (``fit``, ``predict_proba``; optional
   ``decision_function``, ``evaluate``, ``train``);

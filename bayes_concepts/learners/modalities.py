@@ -1,4 +1,4 @@
-"""Image and sound scene encoders (DESIGN sections 12-13): the ``image`` and ``sound``
+"""Image and sound scene encoders: the ``image`` and ``sound``
 entries of :data:`~bayes_concepts.learners.encoders.encoders`.
 
 Both keep the encoder interface of :mod:`.encoders` and feed the same four poolings:

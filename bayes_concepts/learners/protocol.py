@@ -1,4 +1,4 @@
-"""The learner protocol (DESIGN section 12): anything scored beside the oracles.
+"""The learner protocol: anything scored beside the oracles.
 
 A **learner** is an object with
 

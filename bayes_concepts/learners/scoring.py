@@ -1,4 +1,4 @@
-"""One scorer for every learner: the same episodes, the same metrics (DESIGN sections 9, 12).
+"""One scorer for every learner: the same episodes, the same metrics.
 
 :func:`score_learners` scores a set of named learners on one
 :class:`~bayes_concepts.episodes.Episodes` batch.  Per episode and learner it

@@ -1,7 +1,7 @@
 """Reading a PCFG from a grammar file, and the vocabulary it defines.
 
 The grammar file format is documented at the top of ``hypotheses/curi.pcfg``.
-A grammar file is the single source of truth for a domain (DESIGN section 14).
+A grammar file is the single source of truth for a domain.
 A :class:`Grammar` holds
 
 * the *vocabulary* (value types, their constants, property tokens) that the
@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import GrammarError
 from ..scenes.schema import Attribute, SceneSchema
 
-#: Operator tokens whose meaning is fixed by the language (DESIGN section 3).
+#: Operator tokens whose meaning is fixed by the language.
 OPERATORS = ("=", ">", "and", "or", "not", "for-all=", "exists=", "count=")
 #: Tokens naming the object variable and the two sets.
 VARIABLES = ("x", "S", "non-x-S")

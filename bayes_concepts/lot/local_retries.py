@@ -1,7 +1,7 @@
 """The sampler of CURI's release: local retries (``sample_programs(..., retries="local")``).
 
 CURI's released hypothesis generator expands a derivation recursively and repairs
-failures where they happen instead of redrawing the whole program (DESIGN section 15).
+failures where they happen instead of redrawing the whole program.
 In our terms, with the start symbol at depth 0 and every nonterminal one level below
 its parent:
 

@@ -1,6 +1,6 @@
 """Programs of the language of thought: parsing, type checking and serialisation.
 
-A program is a postfix token string (DESIGN section 3), e.g.
+A program is a postfix token string, e.g.
 ``x locationY? 6 > exists=`` (∃x∈S: locationY(x) > 6).  :meth:`Program.parse`
 builds a typed syntax tree; any malformed input raises :class:`ProgramError`
 naming the token position (0-based, counted in the string as given) and what

@@ -84,7 +84,7 @@ def set_quantifier_over_own_property(program: Program) -> bool:
 def non_x_set_quantifier_over_own_property(program: Program) -> bool:
     """exists=/for-all= of P(S-x) against P(x), for the same property P (``non-x-S color? x
     color? exists=``: some other object shares x's colour).  Not among the paper's rules, but
-    no such program occurs in CURI's released hypotheses (DESIGN section 15); named by
+    no such program occurs in CURI's released hypotheses; named by
     ``hypotheses/curi_release.pcfg``."""
     for node in program.root.walk():
         if node.kind == "set_quantifier":

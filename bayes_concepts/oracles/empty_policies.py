@@ -1,6 +1,6 @@
 """What an oracle does when no concept of its hypothesis set fits the support: the registry
-:data:`empty_policies` and the built-in ``zero``, ``prior`` and ``noisy`` policies (DESIGN
-section 8; the share of such episodes is the weak oracle's *coverage* gap).
+:data:`empty_policies` and the built-in ``zero``, ``prior`` and ``noisy`` policies (the
+share of such episodes is the weak oracle's *coverage* gap).
 
 A policy is one registered function ``policy(oracle) -> Fallback``.  A fallback is either
 another likelihood to condition on (:meth:`Fallback.refit`) or a fixed posterior

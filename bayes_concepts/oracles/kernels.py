@@ -1,4 +1,4 @@
-"""Numba kernels of the Bayesian oracles (DESIGN section 8), batched over episodes.
+"""Numba kernels of the Bayesian oracles, batched over episodes.
 
 For one episode and one oracle Ω (a concept set given as a bitset ``omega``):
 

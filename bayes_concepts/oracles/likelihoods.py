@@ -1,5 +1,5 @@
 """Likelihoods of a support set: the registry :data:`likelihoods` and the built-in ``size``,
-``consistent`` and ``noisy`` likelihoods (DESIGN section 8).
+``consistent`` and ``noisy`` likelihoods.
 
 A support set of ``k`` scenes, ``n_drawn`` of them drawn from the true concept's extension,
 is scored by every concept h through two numbers: ``wp``, the support positives h calls

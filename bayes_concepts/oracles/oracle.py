@@ -1,4 +1,4 @@
-"""Oracle objects: the strong and the weak Bayesian oracle of a split (DESIGN section 8).
+"""Oracle objects: the strong and the weak Bayesian oracle of a split.
 
 An :class:`Oracle` is a Bayesian learner whose hypotheses are a set of concepts
 of a space: the strong oracle of a split knows H_train ∪ H_test, the weak one only

@@ -1,5 +1,5 @@
 """Priors over concepts: the registry :data:`priors` and the built-in ``length``, ``pcfg``
-and ``uniform`` priors (DESIGN section 8).
+and ``uniform`` priors.
 
 A prior is one registered function ``prior(space, concepts, settings) -> log_weights``:
 ``concepts`` int64 (n,) ids of the space, ``settings`` the

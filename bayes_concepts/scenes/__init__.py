@@ -1,6 +1,6 @@
 """Scenes: schema, array form, samplers, file formats and bit-sliced scene banks.
 
-See DESIGN.md sections 4 and 5.  Public names::
+Public names::
 
     schema   Attribute, SceneSchema, CURI_SCHEMA, CLEVR_SCHEMA
     codes    scenes_to_codes, codes_to_scene, check_codes, encode_scene,

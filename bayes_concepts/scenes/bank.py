@@ -1,4 +1,4 @@
-"""Scene banks stored column-wise as packed bitsets (DESIGN.md section 5).
+"""Scene banks stored column-wise as packed bitsets.
 
 Bit layout (shared with the engine): a set of scenes of a bank of ``N`` scenes is
 ``n_words = ceil(N / 64)`` ``uint64`` words; bit ``j`` (value ``1 << j``) of word

@@ -92,7 +92,7 @@ def pixels_to_bins(px, py, n_x_bins: int = 8, n_y_bins: int = 8, *,
     ``first..first+n_x_bins-1`` and ``first..first+n_y_bins-1``:
     ``floor(px * n_x_bins / width) + first`` clipped, likewise for y.  ``first=1``
     (default) numbers the bins like the grammar's location constants 1..8; CURI's
-    release numbered them from 0 (``first=0``, DESIGN section 15).
+    release numbered them from 0 (``first=0``).
     Non-finite coordinates raise ``ValueError``.
     """
     px = np.asarray(px, dtype=np.float64)

@@ -1,4 +1,4 @@
-"""A deterministic procedural renderer of scenes as CLEVR-like pictures (DESIGN §13).
+"""A deterministic procedural renderer of scenes as CLEVR-like pictures.
 
 No Blender, no GPU: every pixel is ray traced on the CPU by a numba kernel that runs
 over the scenes of a batch in parallel (``numba.prange``); a plain numpy twin,

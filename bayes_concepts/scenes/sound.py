@@ -1,4 +1,4 @@
-"""Scenes as sounds: CURI's mapping, synthesised procedurally (DESIGN §13).
+"""Scenes as sounds: CURI's mapping, synthesised procedurally.
 
 Every object of a scene plays one note; a scene is the sum of its objects' notes, one
 mono ``float32`` clip.  The mapping follows CURI (seed paper, appendix B.5), with
