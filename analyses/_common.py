@@ -52,7 +52,7 @@ def parse(p: argparse.ArgumentParser, argv, name: str) -> argparse.Namespace:
 def load_space(args, p: argparse.ArgumentParser | None = None, log=None):
     """The space at ``args.space``; built with the ``demo`` preset and saved there when it is
     missing and ``--build-demo`` was given."""
-    from bayes_concepts.engine.space import HypothesisSpace
+    from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
     path = Path(args.space)
     if (path / "manifest.json").exists():
         return HypothesisSpace.load(path)

@@ -478,8 +478,8 @@ def release_oracle_runs(space, base, args, log) -> list:
 def variant_space(space_args: dict, name: str, args, log, base=None):
     """The ``curi`` preset (with ``base``'s sizes and seed) with one option changed, built (and
     saved under --variant-dir) or loaded."""
-    from bayes_concepts.engine import build as B
-    from bayes_concepts.engine.space import HypothesisSpace
+    from bayes_concepts.spaces import build as B
+    from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
     from bayes_concepts.lot.grammar import Grammar
     from bayes_concepts.resources import data_file
     path = Path(args.variant_dir) / name

@@ -10,8 +10,8 @@ Everything a researcher uses is reachable from the top level::
     print(bc.format_table(bc.summarise(ds)))
 
 The pipeline, one concept per module: :mod:`.lot` (grammar, programs, sampler),
-:mod:`.scenes` (scene schema, samplers, files, scene banks), :mod:`.engine` (executor,
-hypothesis space build/store), :mod:`.splits`, :mod:`.episodes`, :mod:`.oracles`,
+:mod:`.scenes` (scene schema, samplers, files, scene banks), :mod:`.engine` (executor and
+storage), :mod:`.spaces` (the concept-space contract, its kinds and build stages), :mod:`.splits`, :mod:`.episodes`, :mod:`.oracles`,
 :mod:`.metrics`, :mod:`.gap`, :mod:`.results`, :mod:`.plots`, :mod:`.learners`,
 :mod:`.cogsci`, :mod:`.synonyms`.  Extension points are registries (:mod:`.registry`):
 ``priors``, ``likelihoods``, ``empty_policies``, ``hard_negative_modes``, ``split_rules``,
@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 #: public name -> module that defines it
 _EXPORTS = {
     # hypothesis spaces and their parts
-    "HypothesisSpace": ".engine.space", "TestBank": ".engine.test_bank", "PRESETS": ".engine.build",
+    "HypothesisSpace": ".spaces.hypothesis_space", "TestBank": ".engine.test_bank", "PRESETS": ".spaces.build",
     "Program": ".lot.program", "Grammar": ".lot.grammar", "load_grammar": ".lot.grammar",
     "curi_grammar": ".lot.grammar", "sample_programs": ".lot.sampler", "rejection_rules": ".lot.rejection",
     "SceneBank": ".scenes.bank", "SceneSchema": ".scenes.schema", "sample_scenes": ".scenes.samplers",
@@ -60,7 +60,8 @@ _EXPORTS = {
     "train": ".learners", "TrainSettings": ".learners", "save_model": ".learners", "load_model": ".learners",
     "encoders": ".learners", "poolings": ".learners",
     # any benchmark: concept spaces from extensions, attribute-object pairs, divergence, reports
-    "ExtensionSpace": ".engine.extension_space", "load_space": ".engine.store",
+    "ExtensionSpace": ".spaces.extension_space", "load_space": ".spaces.concept_space",
+    "ConceptSpace": ".spaces.concept_space", "SpaceIndex": ".spaces.space_index", "space_kinds": ".spaces.concept_space",
     "build_pair_space": ".pairs", "read_pairs_layout": ".pairs", "unseen_pairs_spec": ".pairs",
     "reference_limited_spec": ".pairs", "split_divergence": ".divergence", "divergence_table": ".divergence",
     "audit_splits": ".report", "write_report": ".report",
@@ -76,7 +77,7 @@ _EXPORTS = {
 #: subpackages and modules reachable as attributes (``bc.plots``, ``bc.learners``, ...)
 _MODULES = ("lot", "scenes", "engine", "splits", "episodes", "oracles", "metrics", "gap", "results", "plots",
             "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli", "pairs", "divergence", "report",
-            "resources")
+            "resources", "protocols", "scale", "spaces", "modalities", "rng", "gap_cells")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

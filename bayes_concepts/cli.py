@@ -232,7 +232,7 @@ def cmd_sample(args) -> int:
 def cmd_demo(args) -> int:
     """The main job on the built-in default: build the demo space if missing, print the
     comp-gap table of all CURI splits (hard and easy negatives), write results and figures."""
-    from .engine.space import HypothesisSpace
+    from .spaces.hypothesis_space import HypothesisSpace
     from .engine.store import check_save_target
     from .gap import compute_gap, format_table, summarise
     from .oracles import OracleSettings
@@ -296,7 +296,7 @@ def cmd_figures(args) -> int:
 
 
 def cmd_space_build(args) -> int:
-    from .engine.space import HypothesisSpace
+    from .spaces.hypothesis_space import HypothesisSpace
     from .engine.store import check_save_target
     check_save_target(args.out, args.force)  # before the build: never delete what the toolkit did not write
     from .scale import parse_scheduler
@@ -344,7 +344,7 @@ def cmd_space_build(args) -> int:
 
 
 def _build_params(preset) -> dict:
-    from .engine.build import PRESETS
+    from .spaces.build import PRESETS
     return PRESETS.get(preset, {}) if preset else {}
 
 
@@ -356,9 +356,9 @@ def _histogram(values, edges):
 
 def cmd_space_info(args) -> int:
     import numpy as np
-    from .engine.store import load_space
+    from .spaces import load_space
     space = load_space(args.dir, verify=not args.no_verify)
-    if getattr(space, "kind", "program") != "program":  # an extension space describes itself
+    if not space.has_programs:  # a space of items describes itself
         print(json.dumps(space.info()) if args.json else "\n".join(space.summary_lines()))
         return 0
     sizes = np.bincount(space.synonym_classes)
@@ -401,7 +401,7 @@ def cmd_space_info(args) -> int:
 
 
 def cmd_space_show(args) -> int:
-    from .engine.space import HypothesisSpace
+    from .spaces.hypothesis_space import HypothesisSpace
     from .lot import Program
     space = HypothesisSpace.load(args.dir, verify=not args.no_verify)
     if args.no_verify:
@@ -435,7 +435,7 @@ def cmd_space_show(args) -> int:
 
 
 def _load_space(path):
-    from .engine.store import load_space
+    from .spaces import load_space
     return load_space(path)  # any kind: a HypothesisSpace, or an ExtensionSpace (pair benchmarks)
 
 
@@ -445,7 +445,7 @@ def _splits_for(space, names=None, specs=None):
     specs = list(specs or ())
     given = {Path(s).resolve() for s in specs if not isinstance(s, dict)}
     # the split specs a space was saved with (space from-pairs writes DIR/splits/*.toml)
-    specs += [str(p) for p in getattr(space, "spec_paths", dict)().values() if p.resolve() not in given]
+    specs += [str(p) for p in space.spec_paths().values() if p.resolve() not in given]
     return load_splits(space, names, specs)
 
 
@@ -635,8 +635,10 @@ def _render_bank(args) -> int:
         raise BayesConceptsError("render --bank renders every scene into the space's own folder: give no SCENE_ID "
                                  "and no --out")
     space = _load_space(args.space)
-    if not hasattr(space, "rendered_bank"):
-        raise BayesConceptsError(f"{args.space}: a space of concepts given as sets of items has no scenes to render")
+    if not space.has_pictures:
+        raise BayesConceptsError(f"{args.space}: a {space.kind} space has no pictures: its concepts are given sets "
+                                 f"of {space.scene_noun}s, not scenes that can be drawn (render --bank needs a program "
+                                 "space)")
     options = {} if args.sound else {"height": args.height, "width": args.width}
     t = time.perf_counter()
     bank = space.rendered_bank("sound" if args.sound else "image", rebuild=args.rebuild, **options)

@@ -21,7 +21,7 @@ What the atoms and compounds of a concept are:
   are its parent–child sub-trees, one per edge of the syntax tree, written
   ``parent(k:child)`` with the child's argument slot k (``=(0:color?)`` in
   ``x color? red =``), also with multiplicity;
-* a description of an :class:`~bayes_concepts.engine.extension_space.ExtensionSpace`
+* a description of an :class:`~bayes_concepts.spaces.extension_space.ExtensionSpace`
   (duck-typed: any space with ``atoms_and_compounds(i)``): for an (attribute, object)
   pair the atoms are the attribute and the object, the compound the pair; a primitive
   concept has one atom and no compound.
@@ -92,13 +92,13 @@ def _sparse(rows: list, n: int) -> tuple:
 
 
 def concept_structure(space) -> ConceptStructure:
-    """Atom and compound counts of every concept of ``space``: from the space's
-    ``atoms_and_compounds(i)`` when it has one (extension spaces), else from the parsed
-    programs (:func:`program_atoms_and_compounds`)."""
-    own = getattr(space, "atoms_and_compounds", None)
+    """Atom and compound counts of every concept of ``space``: from the parsed programs
+    (:func:`program_atoms_and_compounds`) of a space of programs, else from the space's own
+    ``atoms_and_compounds(i)`` (extension spaces)."""
     atoms, comps = [], []
     for i in range(space.n_concepts):
-        a, c = own(i) if own is not None else program_atoms_and_compounds(space.program(i))
+        a, c = (program_atoms_and_compounds(space.program(i)) if space.has_programs
+                else space.atoms_and_compounds(i))
         atoms.append(a)
         comps.append(c)
     am, an = _sparse(atoms, space.n_concepts)

@@ -194,9 +194,9 @@ class Episodes:
         manifest hash they record (``meta["space"]``) is ``space``'s, and every concept and
         scene id is in range.  ``where`` names the episodes in the message (a file name)."""
         recorded = self.meta.get("space")
-        own = space.manifest_sha256() if hasattr(space, "manifest_sha256") else None
+        own = space.manifest_sha256()
         if isinstance(recorded, str) and own and recorded != own:
-            raise EpisodeError(f"{where} were drawn from another space than {getattr(space, 'path', None) or 'this one'} "
+            raise EpisodeError(f"{where} were drawn from another space than {space.path or 'this one'} "
                                f"(space manifest sha256 {recorded[:12]}…, this space's {own[:12]}…)")
         scenes = [getattr(self, f) for f in ARRAY_FIELDS if f.endswith("_scenes")]
         sources = [getattr(self, f) for f in ARRAY_FIELDS if f.endswith("_source")]
@@ -529,7 +529,7 @@ class EpisodeSampler:
         info.update({"negatives": negatives, "query_negatives": qn, "hard_mode": hard_mode, "seed": int(seed),
                      "n": int(n_all), **({} if part is None else {"part": [lo, hi]}),
                      "n_positive": n_positive, "n_negative": n_negative, "beta": beta,
-                     "space": space.manifest_sha256() if hasattr(space, "manifest_sha256") else None,
+                     "space": space.manifest_sha256(),
                      "support_topup": int(arrays["support_topup"].sum()),
                      "query_topup": int(arrays["query_topup"].sum())})
         return Episodes(concept=concepts, **arrays, meta=info)
@@ -582,12 +582,8 @@ class EpisodeSampler:
 
 
 def sampler_for(space) -> EpisodeSampler:
-    """The :class:`EpisodeSampler` of ``space``, made on first use and kept on the space."""
-    sampler = getattr(space, "_episode_sampler", None)
-    if sampler is None or sampler.space is not space:
-        sampler = EpisodeSampler(space)
-        space._episode_sampler = sampler
-    return sampler
+    """The :class:`EpisodeSampler` of ``space``, made on first use and kept in the space's index."""
+    return space.index.derived("episode_sampler", lambda: EpisodeSampler(space))
 
 
 def sample_episodes(space, split, side: str = "test", negatives: str = "hard", n: int = 1000, *, seed: int = 0,

@@ -16,10 +16,10 @@ import numpy as np
 import xarray as xr
 
 from . import __version__
-from .episodes import EpisodeSampler
-from .oracles import OracleSettings, strong_and_weak
+from .gap_cells import gap_cells
+from .oracles import OracleSettings
 from .results import empty_dataset
-from .scale import gap_cells, scheduler_scope
+from .scale import scheduler_scope
 
 LEARNERS = ("strong", "weak")
 ORACLES = LEARNERS
@@ -95,7 +95,8 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
 
     scheduler: where the oracles' episode chunks run (:class:`bayes_concepts.scale.Scheduler`:
     None, this process; ``"local:N"``, a LocalCluster; a Dask scheduler address, for a saved
-    space every worker can read); the results are the same, value for value.  Other learners
+    space every worker can read; see :mod:`bayes_concepts.gap_cells`); the results are the
+    same, value for value.  Other learners
     are scored in this process on the same episodes."""
     from tqdm.auto import tqdm
     from .learners.scoring import score_learners

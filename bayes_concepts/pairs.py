@@ -10,7 +10,7 @@ MIT-States, UT-Zappos, C-GQA and RLCL label every item (an image) with one
 
 :func:`read_pairs_layout` reads it (every bad line is a :class:`PairsLayoutError`
 naming the file and line), :func:`pair_space` turns it into an
-:class:`~bayes_concepts.engine.extension_space.ExtensionSpace`, and
+:class:`~bayes_concepts.spaces.extension_space.ExtensionSpace`, and
 :func:`unseen_pairs_spec` / :func:`reference_limited_spec` give split specs.
 
 The pair space
@@ -61,7 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine.extension_space import ExtensionSpace, description_log_prob
+from .spaces.extension_space import ExtensionSpace, description_log_prob
 from .errors import BayesConceptsError
 
 __all__ = ["PairsLayout", "PairsLayoutError", "read_pairs_layout", "pair_space", "unseen_pairs_spec",
@@ -288,14 +288,13 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
         parts=[parts for parts, _ in concepts], log_probs=[description_log_prob(p, n_values) for p, _ in concepts],
         min_count=min_count, test_positives=test_positives, seed=seed, params=params)
     spec = unseen_pairs_spec(space, layout.pairs["train"])
-    space.spec_files = {"unseen_pairs.toml": spec_to_toml(spec)}
-    return space
+    return space.with_spec_files({"unseen_pairs.toml": spec_to_toml(spec)})
 
 
 def _pair_ids(space) -> dict:
     """``{(attribute, object): concept id}`` of the two-part concepts of a pair space."""
     out = {}
-    for i, parts in enumerate(getattr(space, "parts", ())):  # a program space has no parts: no pairs
+    for i, parts in enumerate(() if space.has_programs else space.parts):  # programs have no parts: no pairs
         roles = [r for r, _ in parts]
         if roles == ["attribute", "object"]:
             out[(parts[0][1], parts[1][1])] = i
@@ -395,7 +394,7 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
     space = pair_space(layout, primitives=primitives, seed=seed)
     for k in ks:
         spec = reference_limited_spec(space, k, seed)
-        space.spec_files[f"{spec['name']}.toml"] = spec_to_toml(spec)
+        space = space.with_spec_files({f"{spec['name']}.toml": spec_to_toml(spec)})
     splits = {}
     for fname, text in sorted(space.spec_files.items()):  # every spec must make a split before anything is saved
         splits[fname] = make_split(space, tomllib.loads(text))

@@ -647,7 +647,7 @@ def _top_concepts(oracle, scenes, labels, hard, top):
 
 def _episode_images(space, scene_ids, image_size) -> np.ndarray:
     """Pictures uint8 (n, H, W, 3) of bank scenes: from the space's cached rendered bank of
-    that size when it has one (:meth:`~bayes_concepts.engine.space.HypothesisSpace.rendered_bank`),
+    that size when it has one (:meth:`~bayes_concepts.spaces.hypothesis_space.HypothesisSpace.rendered_bank`),
     else rendered now."""
     from .scenes.render import render_scenes
     h, w = (int(v) for v in image_size)

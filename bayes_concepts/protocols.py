@@ -27,8 +27,10 @@ Both score AP on the space's test bank (3 positives per concept) and CBA on the 
 >>> ds.attrs["protocol"]                                         # doctest: +SKIP
 'curi-release'
 
-This module registers the prior and the likelihood the release's protocol needs,
-``pcfg_release`` and ``size_release``;
+The prior and the likelihood the release's protocol names, ``pcfg_release`` and
+``size_release``, are built-ins of :data:`~bayes_concepts.oracles.priors` and
+:data:`~bayes_concepts.oracles.likelihoods` (:func:`pcfg_release_prior` and
+:func:`size_release_likelihood` are importable from here too);
 :func:`release_string` writes a program as the release printed it, :func:`mixed_values` finds
 the programs the release's Binding splits dropped, and :func:`release_oracle_scores` scores
 episodes with the release's float32 weak posterior and its AP pool.
@@ -36,14 +38,13 @@ episodes with the release's float32 weak posterior and its AP pool.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .oracles import OracleSettings
-from .oracles.likelihoods import likelihoods
-from .oracles.priors import priors
+from .oracles.likelihoods import size_release_likelihood
+from .oracles.priors import pcfg_release_prior
 from .registry import Registry
 from .splits import SplitSpecError
 
@@ -84,31 +85,6 @@ def mixed_values(space, held_out) -> np.ndarray:
     others = frozenset(v for v, t in value_of.items() if t in {value_of.get(h) for h in held} and v not in held)
     return np.fromiter((not held.isdisjoint(t) and not others.isdisjoint(t)
                         for t in (frozenset(p.split()) for p in space.programs)), bool, space.n_concepts)
-
-
-# --------------------------------------------------------------------- the likelihood
-@likelihoods.register("size_release", consistent_only=True)
-def size_release_likelihood(counts, n_scenes, n_drawn, k, hard, settings):
-    """The release's size likelihood as it ran: it counted the support's positives with
-    ``labels == 1`` on a Python list, which is 0, so all k support scenes are scored as
-    negatives: -k·log(N - |ext h|) with hard negatives, a constant with random ones (then
-    the posterior is the prior on the consistent concepts); 0 if h mislabels a scene."""
-    counts = np.asarray(counts, np.float64)
-    first = np.zeros((len(counts), 1, 1))
-    if hard:
-        first[:, 0, 0] = -k * np.log(float(n_scenes) - counts)
-    return first, np.zeros((1, 1, 1))
-
-
-# -------------------------------------------------------------------------- the prior
-@priors.register("pcfg_release")
-def pcfg_release_prior(space, concepts, settings):
-    """The release's prior: the sampler's log-probability of one derivation; an x-free concept
-    keeps that of one of its two quantifiers (``pcfg`` sums both)."""
-    lp = np.asarray(space.log_pcfg)[concepts].astype(np.float64)
-    x_free = np.fromiter((not ({"x", "non-x-S"} & set(space.programs[i].split())) for i in concepts), bool,
-                         len(concepts))
-    return lp - math.log(2.0) * x_free
 
 
 # ------------------------------------------------------------- the release's oracle scores

@@ -16,6 +16,7 @@ the manner of scikit-learn's scorers or pynndescent's named distances::
 """
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Callable, Iterator
 
 
@@ -24,13 +25,28 @@ class Registry:
 
     ``what`` names the kind of thing (``"prior"``) in error messages.  Entries are kept in
     registration order; ``names()`` is what a command line offers as choices.
+
+    ``builtins`` names the modules (dotted paths) whose import registers the built-in
+    entries.  They are imported on the registry's first use, so every built-in name
+    resolves in a fresh process whichever modules happen to have been imported, and the
+    module holding the registry never imports the modules that fill it (no import cycle).
     """
 
-    def __init__(self, what: str, doc: str = ""):
+    def __init__(self, what: str, doc: str = "", builtins: tuple = ()):
         self.what = what
-        self._entries: dict = {}
+        self._registered: dict = {}
+        self._builtins = tuple(builtins)
+        self._loading = not self._builtins
         if doc:
             self.__doc__ = doc
+
+    @property
+    def _entries(self) -> dict:
+        if not self._loading:
+            self._loading = True  # set first: the modules imported here register into this table
+            for module in self._builtins:
+                import_module(module)
+        return self._registered
 
     def register(self, name: str, obj=None, *, replace: bool = False):
         """Register ``obj`` under ``name``; used bare as a decorator, ``@registry.register("name")``.

@@ -358,8 +358,8 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
     from .divergence import concept_structure
     from .plots import episode_figure, split_label
     df = audit_frame(reports)
-    kind = getattr(space, "kind", "program")
-    sha = space.manifest_sha256() if hasattr(space, "manifest_sha256") else None
+    kind = space.kind
+    sha = space.manifest_sha256()
     what = "scenes" if kind == "program" else "items"
     b = [("h1", title or "Difficulty report"),
          ("p", f"Space: {kind} space{f' `{space.path}`' if space.path else ''} with {space.n_concepts:,} concepts "

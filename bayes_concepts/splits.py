@@ -1,6 +1,6 @@
 """Splits of a hypothesis space into train / val / test concepts.
 
-A :class:`Split` assigns every concept of a :class:`~bayes_concepts.engine.space.HypothesisSpace`
+A :class:`Split` assigns every concept of a :class:`~bayes_concepts.spaces.hypothesis_space.HypothesisSpace`
 to sides ``train``, ``val`` and ``test`` (sorted ``int64`` arrays of concept ids).  CURI's nine
 splits (Instance IID, Concept IID, Counting, Extrinsic, Intrinsic, Boolean, Binding (colour),
 Binding (shape), Complexity; seed paper Appendix C) are declared as data, one TOML file per

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 
 

@@ -15,7 +15,7 @@ import resource
 import time
 from pathlib import Path
 
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.gap import compute_gap, format_table, summarise
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.results import save_results

@@ -50,7 +50,7 @@ if "--spin" not in sys.argv:
 import numpy as np
 import torch
 
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import cell_seed, compute_gap, summarise
 from bayes_concepts.learners import ProtoNetLearner, load_model, score_learner

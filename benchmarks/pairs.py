@@ -68,7 +68,7 @@ def main():
     ap.add_argument("--out", default="benchmarks/out/pairs.json")
     args = ap.parse_args()
     from bayes_concepts.divergence import split_divergence
-    from bayes_concepts.engine.store import load_space
+    from bayes_concepts.spaces import load_space
     from bayes_concepts.gap import compute_gap, summarise
     from bayes_concepts.pairs import pair_space, read_pairs_layout
     from bayes_concepts.splits import make_split

@@ -29,7 +29,7 @@ def rss_mb() -> float:
 
 
 def one(preset: str) -> dict:
-    from bayes_concepts.engine.space import HypothesisSpace
+    from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
     stage = {"i": 0}
     peaks = [0.0] * len(STAGES)
     marks = [time.perf_counter()]

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.plots import plot_modalities
 from bayes_concepts.scenes.sound import SoundSettings, _hz_to_mel

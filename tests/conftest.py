@@ -14,7 +14,7 @@ import dataclasses
 
 import pytest
 
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 
 SMALL_BUILD = dict(samples=20_000, scenes=5_000, seed=0)
 

@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:
 from analyses import negatives_effect, prior_sensitivity, reproduce_curi, synonyms  # noqa: E402
 from analyses import _common  # noqa: E402
 from bayes_concepts.engine.interpreter import evaluate  # noqa: E402
-from bayes_concepts.engine.space import HypothesisSpace  # noqa: E402
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace  # noqa: E402
 from bayes_concepts.gap import compute_gap  # noqa: E402
 from bayes_concepts.results import load_results  # noqa: E402
 from bayes_concepts.splits import curi_splits  # noqa: E402

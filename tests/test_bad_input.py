@@ -29,7 +29,7 @@ import pytest
 
 from bayes_concepts.cli import main
 from bayes_concepts.engine import store
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.engine.store import UNFINISHED, SpaceError
 from bayes_concepts.episodes import Episodes
 from bayes_concepts.errors import BayesConceptsError

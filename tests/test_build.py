@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.lot import curi_grammar, sample_programs
 

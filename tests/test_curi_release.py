@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bayes_concepts.engine import build as B
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces import build as B
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.lot.grammar import Grammar, curi_grammar, load_grammar
 from bayes_concepts.lot.local_retries import RELEASE_RETRIES, sample_local_slow
 from bayes_concepts.lot.program import Program

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bayes_concepts.divergence import (chernoff_coefficient, concept_structure, divergence_table,
                                        program_atoms_and_compounds, split_divergence)
-from bayes_concepts.engine.extension_space import ExtensionSpace
+from bayes_concepts.spaces.extension_space import ExtensionSpace
 from bayes_concepts.gap import audit, format_audit
 from bayes_concepts.lot import Program
 from bayes_concepts.pairs import pair_space, read_pairs_layout, reference_limited_spec

@@ -17,13 +17,13 @@ from matplotlib.colors import to_hex
 from bayes_concepts import plots
 from bayes_concepts.cli import main
 from bayes_concepts.engine import evaluate, evaluate_programs, signature_bits
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import sample_episodes
 from bayes_concepts.errors import GrammarError, SceneError
 from bayes_concepts.gap import compute_gap
 from bayes_concepts.lot import (CURI_RULES, REJECTION_RULES, Grammar, Program, curi_grammar, is_rejected,
                                 rejection_reason, rejection_rules, sample_programs)
-from bayes_concepts.lot.grammar import default_grammar_path
+from bayes_concepts.lot.grammar import default_grammar_path, default_schema
 from bayes_concepts.scenes import CURI_SCHEMA, Attribute, SceneBank, SceneSchema, sample_scenes, validate_scene
 from bayes_concepts.scenes.io import load_clevr_scenes, read_scenes_jsonl, write_scenes_jsonl
 from bayes_concepts.splits import make_split
@@ -85,7 +85,7 @@ def test_curi_grammar_declares_its_object_limits_and_three_rules():
     assert g.rejection_rules == CURI_RULES == ("top_forall_non_x", "x_compared_with_itself",
                                                "set_quantifier_over_own_property")
     assert (g.min_objects, g.sample_min_objects, g.max_objects) == (1, 2, 5)
-    assert g.schema == CURI_SCHEMA
+    assert g.schema == CURI_SCHEMA == default_schema()  # the schema scene functions default to
     assert REJECTION_RULES is rejection_rules and list(rejection_rules)[:3] == list(CURI_RULES)
 
 

@@ -3,7 +3,7 @@ import numba
 import numpy as np
 import pytest
 
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeError, Episodes, EpisodeSampler
 
 

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bayes_concepts.bits import gather_bits
 from bayes_concepts.cli import main
-from bayes_concepts.engine.extension_space import ExtensionSpace, ExtensionSpaceError
-from bayes_concepts.engine.space import HypothesisSpace
-from bayes_concepts.engine.store import SpaceError, load_space
+from bayes_concepts.spaces.extension_space import ExtensionSpace, ExtensionSpaceError
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
+from bayes_concepts.spaces import SpaceError, load_space
 from bayes_concepts.engine import test_bank
 from bayes_concepts.episodes import sample_episodes
 from bayes_concepts.gap import compute_gap, summarise

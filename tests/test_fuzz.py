@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.engine.store import FILES
 from bayes_concepts.errors import BayesConceptsError, ProgramError
 from bayes_concepts.lot import Program, curi_grammar, sample_programs

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bayes_concepts.cli import main
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.gap import compute_gap, paired_bootstrap, summarise
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.results import ResultsError, load_results, save_results

@@ -171,3 +171,57 @@ def test_cli_takes_choices_from_plugins(small_space_dir, tmp_path, monkeypatch, 
             bc.priors.unregister("plugin_uniform")
     assert main(["--plugin", "no_such_plugin_module", "gap", str(small_space_dir)]) == 2
     assert "no_such_plugin_module" in capsys.readouterr().err
+
+
+# ------------------------------------------------------- built-ins resolve in a fresh process
+BUILTINS = [
+    ("bayes_concepts.lot.rule_registry", "rejection_rules",
+     ("top_forall_non_x", "x_compared_with_itself", "set_quantifier_over_own_property",
+      "non_x_set_quantifier_over_own_property")),
+    ("bayes_concepts.lot.rejection", "rejection_rules",
+     ("top_forall_non_x", "x_compared_with_itself", "set_quantifier_over_own_property",
+      "non_x_set_quantifier_over_own_property")),
+    ("bayes_concepts.oracles.priors", "priors", ("length", "pcfg", "uniform", "pcfg_release")),
+    ("bayes_concepts.oracles.likelihoods", "likelihoods", ("size", "consistent", "noisy", "size_release")),
+    ("bayes_concepts.oracles.empty_policies", "empty_policies", ("zero", "prior", "noisy")),
+    ("bayes_concepts.episodes", "hard_negative_modes", ("union", "alternative")),
+    ("bayes_concepts.splits", "split_rules", ("tokens", "pairs", "counts", "min_length", "programs")),
+    ("bayes_concepts.protocols", "protocols", ("paper", "curi-release")),
+]
+
+
+def _fresh(code: str) -> str:
+    """Run ``code`` in a fresh interpreter; its stdout (the test fails with its stderr)."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("module, name, builtins", BUILTINS, ids=[f"{m}.{n}" for m, n, _ in BUILTINS])
+def test_builtins_resolve_in_a_fresh_process_through_the_registry_alone(module, name, builtins):
+    out = _fresh(f"import json\nfrom {module} import {name} as r\nprint(json.dumps(list(r.names())))")
+    names = json.loads(out.strip().splitlines()[-1])
+    assert set(builtins) <= set(names), f"{module}.{name} lacks {sorted(set(builtins) - set(names))}"
+
+
+def test_release_prior_and_likelihood_need_no_protocols_import():
+    out = _fresh(textwrap.dedent("""
+        import sys
+        from bayes_concepts.oracles import OracleSettings, likelihoods, priors
+        settings = OracleSettings(prior="pcfg_release", likelihood="size_release")
+        priors.get(settings.prior), likelihoods.get(settings.likelihood)
+        print("bayes_concepts.protocols" in sys.modules)
+    """))
+    assert out.strip().splitlines()[-1] == "False"
+    from bayes_concepts import protocols
+    from bayes_concepts.oracles.likelihoods import size_release_likelihood
+    from bayes_concepts.oracles.priors import pcfg_release_prior
+    assert protocols.pcfg_release_prior is pcfg_release_prior is bc.priors.get("pcfg_release")
+    assert protocols.size_release_likelihood is size_release_likelihood
+
+
+def test_modules_and_registries_reachable_from_the_package():
+    _fresh("import bayes_concepts as bc; bc.protocols; bc.scale; bc.learners; bc.plots; "
+           "bc.priors.get('pcfg_release'); bc.rejection_rules.get('top_forall_non_x')")

@@ -12,7 +12,7 @@ import pytest
 
 from bayes_concepts.cli import main
 from bayes_concepts.engine import rendered
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.engine.store import SpaceError
 from bayes_concepts.learners.modalities import ImageEncoder, SoundEncoder
 from bayes_concepts.scenes.render import render_scenes

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from bayes_concepts.engine import index, rows
 from bayes_concepts.engine.rows import RowFile, row_source
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import compute_gap
 from bayes_concepts.oracles import strong_and_weak

@@ -12,13 +12,13 @@ from hypothesis import given, settings, strategies as st
 
 from bayes_concepts.bits import block_counts, pack_bits, transpose_bits
 from bayes_concepts.engine import chunked, index, store
-from bayes_concepts.engine.build import synonym_classes
+from bayes_concepts.spaces.build import synonym_classes
 from bayes_concepts.engine.rows import RowFile
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.engine.test_bank import draw_test_bank
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import compute_gap
-from bayes_concepts import scale
+from bayes_concepts import gap_cells, scale
 from bayes_concepts.scale import ScaleError, Scheduler, parse_scheduler
 from bayes_concepts.splits import load_splits
 
@@ -180,7 +180,7 @@ def test_episode_parts_concatenate_to_the_whole_batch(small_space):
     split = load_splits(small_space, ["counting"])["counting"]
     whole = sampler.sample(split.test, 50, "hard", seed=3)
     parts = [sampler.sample(split.test, 50, "hard", seed=3, part=p) for p in [(0, 17), (17, 17), (17, 50)]]
-    assert scale._concat_episodes(parts) == whole
+    assert gap_cells._concat_episodes(parts) == whole
     with pytest.raises(ValueError, match="part"):
         sampler.sample(split.test, 50, "hard", seed=3, part=(10, 60))
 
@@ -189,7 +189,7 @@ def test_gap_in_process_and_on_a_cluster_are_identical(small_space_dir, cluster,
     space = HypothesisSpace.load(small_space_dir)
     splits = load_splits(space, ["counting", "binding_color"])
     one_chunk = compute_gap(space, splits, ("hard", "easy"), 120, seed=5)
-    monkeypatch.setattr(scale, "GAP_CHUNK", 50)  # three chunks per cell, the last one short
+    monkeypatch.setattr(gap_cells, "GAP_CHUNK", 50)  # three chunks per cell, the last one short
     chunks = compute_gap(space, splits, ("hard", "easy"), 120, seed=5)
     remote = compute_gap(space, splits, ("hard", "easy"), 120, seed=5, scheduler=cluster)
     for ds in (chunks, remote):
@@ -258,7 +258,7 @@ def test_other_learners_are_scored_on_the_assembled_episodes(small_space, monkey
     splits = load_splits(small_space, ["counting"])
     learners = {"random": RandomLearner(small_space, seed=0)}
     whole = compute_gap(small_space, splits, ("hard",), 90, seed=2, learners=learners)
-    monkeypatch.setattr(scale, "GAP_CHUNK", 40)
+    monkeypatch.setattr(gap_cells, "GAP_CHUNK", 40)
     assert compute_gap(small_space, splits, ("hard",), 90, seed=2, learners=learners).identical(whole)
     assert np.isfinite(whole["ap"].sel(learner="random")).all()
 

@@ -27,7 +27,7 @@ from scipy.special import logsumexp
 from bayes_concepts.cli import main
 from bayes_concepts.engine import store
 from bayes_concepts.engine.interpreter import evaluate
-from bayes_concepts.engine.space import FORMAT_VERSION, HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import FORMAT_VERSION, HypothesisSpace
 from bayes_concepts.engine.store import SpaceError
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.lot import Program, rejection_reason
@@ -44,6 +44,14 @@ SLOW = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 
 
 # ---------------------------------------------------------------------------- fixtures
+
+def _log_prior(space, kind="length", beta=0.2, concepts=None):
+    """The oracles' normalised log prior over ``concepts`` (default all): float64 (len,)."""
+    from types import SimpleNamespace
+    from bayes_concepts.oracles.priors import log_prior
+    ids = np.arange(space.n_concepts) if concepts is None else np.asarray(concepts)
+    return log_prior(space, ids, SimpleNamespace(prior=kind, beta=beta))
+
 @pytest.fixture(scope="module")
 def space():
     # not the shared small space: this module tests the build, with its own sizes (SCENES not a multiple of 64)
@@ -263,7 +271,7 @@ def test_load_equals_built(space, saved, loaded):
     assert np.array_equal(loaded.test_bank.drawn_for, space.test_bank.drawn_for)
     assert np.array_equal(loaded.test_bank.label_matrix(), space.test_bank.label_matrix())
     for kind in ("length", "pcfg", "uniform"):
-        assert np.array_equal(loaded.log_prior(kind), space.log_prior(kind))
+        assert np.array_equal(_log_prior(loaded, kind), _log_prior(space, kind))
     assert np.array_equal(loaded.log_pcfg, space.log_pcfg)   # floats survive JSON exactly
 
 
@@ -281,11 +289,11 @@ def test_save_refuses_to_overwrite(space, saved):
 
 @pytest.mark.parametrize("kind", ["length", "pcfg", "uniform"])
 def test_log_prior_is_normalised(space, kind):
-    lp = space.log_prior(kind)
+    lp = _log_prior(space, kind)
     assert lp.shape == (space.n_concepts,) and lp.dtype == np.float64
     assert logsumexp(lp) == pytest.approx(0.0, abs=1e-9)
     sub = [5, 0, 17, 3]
-    lps = space.log_prior(kind, concepts=sub)
+    lps = _log_prior(space, kind, concepts=sub)
     assert logsumexp(lps) == pytest.approx(0.0, abs=1e-9)
     # restricting renormalises: same ratios as the full prior
     assert np.allclose(lps - lps[0], lp[sub] - lp[sub[0]], atol=1e-12)
@@ -293,18 +301,18 @@ def test_log_prior_is_normalised(space, kind):
 
 @pytest.mark.parametrize("beta", [0.2, 1.0, 0.05])
 def test_length_prior_proportional_to_minus_beta_length(space, beta):
-    lp = space.log_prior("length", beta=beta)
+    lp = _log_prior(space, "length", beta=beta)
     shift = lp + beta * space.lengths.astype(np.float64)
     assert np.allclose(shift, shift[0], atol=1e-9)
     assert logsumexp(lp) == pytest.approx(0.0, abs=1e-9)
 
 
 def test_pcfg_and_uniform_priors(space):
-    lp = space.log_prior("pcfg")
+    lp = _log_prior(space, "pcfg")
     assert np.allclose(lp - space.log_pcfg, (lp - space.log_pcfg)[0], atol=1e-9)
-    assert np.allclose(space.log_prior("uniform"), -np.log(space.n_concepts))
+    assert np.allclose(_log_prior(space, "uniform"), -np.log(space.n_concepts))
     with pytest.raises(ValueError, match="unknown prior"):
-        space.log_prior("nonsense")
+        _log_prior(space, "nonsense")
 
 
 # -------------------------------------------------------------------------- 5. determinism

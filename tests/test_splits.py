@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayes_concepts.engine.space import HypothesisSpace
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.lot import curi_grammar
 from bayes_concepts.splits import (Split, SplitSpecError, curi_splits, default_splits_dir, load_spec, make_split,

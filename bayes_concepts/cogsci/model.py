@@ -270,7 +270,7 @@ def fit_ideal_observer(space, episodes, responses, kind: str = "binary", num_sam
     n_concepts = int(space.n_concepts) if space is not None else -1
     all_concepts = n_concepts == len(data.concepts)
     bound = data.pruning_bound(float(variables["beta"].max()), float(min(variables["epsilon"].max(), 0.4999)))
-    sha = space.manifest_sha256() if space is not None and hasattr(space, "manifest_sha256") else None
+    sha = space.manifest_sha256() if space is not None else None
     ds.attrs.update({
         "group": "posterior",
         "model": "ideal observer: length prior exp(-beta*l), noisy(epsilon) likelihood, lapse",

@@ -31,8 +31,10 @@ import numpy as np
 
 from ..bits import _select_in_words, gather_bits, popcount64
 from ..scale import Scheduler, release_pages
+from . import index
 from .executor import REGISTER_BYTES
 from .kernels import run_plan
+from .store import SPILLED_FILES
 from .test_bank import TestBank
 
 #: Scenes per task of the execute stages (a multiple of 64): 2048 words.
@@ -137,9 +139,6 @@ class SignatureSink:
             self._fd = None
 
 
-#: Signature files this process spilled into temporary directories and will never change:
-#: a save may hard-link them instead of copying them (:func:`.store._save_npy`).
-SPILLED_FILES: set = set()
 
 
 SPILL_PREFIX = "bayes_concepts_build_"
@@ -195,7 +194,7 @@ class SynonymRefiner:
     comparison with the class's first member; a hash collision is split exactly), so after
     every block two rows share a class iff they are equal on all blocks so far.
     :meth:`classes` numbers the classes in order of their first member: the same int32
-    array as :func:`bayes_concepts.engine.build.synonym_classes` on the whole signatures."""
+    array as :func:`bayes_concepts.spaces.build.synonym_classes` on the whole signatures."""
 
     def __init__(self, n_rows: int):
         self.group = np.zeros(int(n_rows), np.int64)
@@ -299,13 +298,11 @@ def _gather_block(block, s0, local, positions, out):
 
 # ------------------------------------------------------------------------------------ the stage
 def _index_threshold() -> int:
-    from . import index
-    return index.INDEX_IN_MEMORY_BYTES
+    return index.INDEX_IN_MEMORY_BYTES  # read at call time: tests lower it
 
 
 def _file_key(signatures) -> str:
-    from .index import file_key
-    return file_key(Path(signatures.filename))
+    return index.file_key(Path(signatures.filename))
 
 
 def signatures_stage(plan, bank_rows, n_scenes, counts, test_positives, seed, scheduler: Scheduler,
@@ -331,10 +328,9 @@ def signatures_stage(plan, bank_rows, n_scenes, counts, test_positives, seed, sc
         spill_dir = Path(spill)
         spill_dir.mkdir(parents=True, exist_ok=True)
     sink = SignatureSink(n_rows, n_words, None if spill_dir is None else spill_dir / "signatures.npy")
-    from .index import IndexWriter, index_bytes_for
     index_writer = None
-    if spill_dir is not None and index_bytes_for(n_rows, n_scenes) > _index_threshold():
-        index_writer = IndexWriter(spill_dir / "index", n_rows, n_scenes, n_words)
+    if spill_dir is not None and index.index_bytes_for(n_rows, n_scenes) > _index_threshold():
+        index_writer = index.IndexWriter(spill_dir / "index", n_rows, n_scenes, n_words)
     try:
         refiner = SynonymRefiner(n_rows)
         seen = np.zeros(n_rows, np.int64)

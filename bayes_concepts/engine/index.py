@@ -29,7 +29,7 @@ import numpy as np
 from ..bits import block_counts, popcount64, transpose_bits
 from ..scale import release_pages
 from .rows import RowFile
-from .store import INDEX_DIR, mapped_file
+from .store import INDEX_DIR, derived_folders, manifest_sha256, mapped_file
 
 #: Indexes larger than this are memory-mapped files instead of arrays in memory (bytes).
 INDEX_IN_MEMORY_BYTES = 256 << 20
@@ -59,7 +59,7 @@ def file_key(f: Path) -> str:
 def _key(space) -> str:
     """What the index was built from: the space's manifest sha256, or the signature file's
     path, size and modification time."""
-    sha = space.manifest_sha256() if getattr(space, "path", None) is not None else None
+    sha = space.manifest_sha256() if space.path is not None else None
     if sha:
         return f"manifest:{sha}"
     return file_key(mapped_file(space.signatures))
@@ -77,7 +77,7 @@ def index_directory(space) -> Path | None:
     """Where ``space``'s on-disk indexes live: ``<space>/index`` for a saved space (a temporary
     folder if that is read-only), ``index/`` beside spilled signatures, None for a space whose
     signatures are in memory and not saved (its indexes stay in memory)."""
-    if getattr(space, "path", None) is not None:
+    if space.path is not None:
         d = Path(space.path) / INDEX_DIR
         if _writable_dir(d):
             return d
@@ -247,7 +247,13 @@ def adopt_build_index(space, path: Path):
         for name in ("scene_concepts.npy", "block_counts.npy"):
             (dst / name).unlink(missing_ok=True)
             os.link(src / name, dst / name)
-        from .store import manifest_sha256
         _write_meta(dst, f"manifest:{manifest_sha256(path)}", space.n_concepts, space.n_scenes)
     except OSError:
         return  # built again on first use
+
+
+@derived_folders.register(INDEX_DIR)
+def own_index_files(space_dir) -> set:
+    """Every file under ``<space_dir>/index``: the toolkit writes that folder alone."""
+    folder = Path(space_dir) / INDEX_DIR
+    return {str(f.relative_to(space_dir)) for f in folder.rglob("*")} if folder.is_dir() else set()

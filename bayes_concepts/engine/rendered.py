@@ -284,7 +284,7 @@ def _write(folder: Path, name: str, space, modality: str, settings: dict, chunk:
 
 
 def _folder_of(space) -> Path | None:
-    path = getattr(space, "path", None)
+    path = space.path
     return None if path is None else Path(path) / RENDERED_DIR
 
 

@@ -1,34 +1,33 @@
-"""A hypothesis space on disk: a directory of plain files.
+"""A saved space on disk: a directory of plain files, written atomically and checksummed.
+
+Every kind of space is stored the same way; the kinds differ only in their concept table's
+columns, a few files of their own and a section of the manifest:
 
 =====================  ==========================================================
-``manifest.json``      format version, build parameters, seed, survivors per stage,
-                       and the sha256 and size of every other file
-``concepts.jsonl``     one concept per line, in id order: ``id``, ``program``
-                       (canonical postfix), ``length``, ``log_pcfg``, ``count``,
-                       ``synonym_class``
+``manifest.json``      format version, kind of space, build parameters, seed, counts,
+                       survivors per stage, and the sha256 and size of every other file
+``concepts.jsonl``     one concept per line, in id order: ``id``, the kind's description
+                       (``program`` or ``description``, ...), ``length``, a log-probability,
+                       ``count``, ``synonym_class``
 ``signatures.npy``     uint64 (n_concepts, ceil(n_scenes/64)), memory-mapped on load
-``scenes.npy``         int8 (n_scenes, max_objects, n_attributes) scene codes
+``scenes.npy``         int8 or int16 (n_scenes, max_objects, n_attributes) scene codes
 ``test_scene_ids.npy`` int64 (T,) test-bank scenes (indices into the scene bank)
 ``test_drawn_for.npy`` int32 (T,) the concept each test scene was drawn for
 ``test_signatures.npy`` uint64 (n_concepts, ceil(T/64)) labels on the test bank
-``grammar.pcfg``       the grammar the space was built from
+(the kind's files)     ``grammar.pcfg`` for a program space; ``items.json``,
+                       ``vocabulary.json`` and ``splits/*.toml`` for a space of items
 =====================  ==========================================================
 
-A ``rendered/`` folder may hold the scene bank rendered as pictures or sounds, with its
-own checksummed table (:mod:`.rendered`); it is not listed in ``manifest.json``, so it
-leaves the space's identity unchanged.
+Folders derived from those files (the per-scene concept index ``index/``, rendered
+pictures and sounds ``rendered/``) are not listed in ``manifest.json``, so they leave the
+space's identity unchanged; each is declared in :data:`derived_folders`.
 
-No pickle: ``.npy`` files are read with ``allow_pickle=False``.  A build is
-written to ``<dir>.partial`` and renamed into place only when complete, so an
-interrupted build never leaves a directory that loads.
+No pickle: ``.npy`` files are read with ``allow_pickle=False``.  A save is written to
+``<dir>.partial`` and renamed into place only when complete, so an interrupted save never
+leaves a directory that loads (:func:`write_space_directory`, :func:`read_space_directory`).
 
-Kinds of space.  The manifest's ``kind`` says which container a directory holds:
-absent or ``"program"`` for a :class:`~bayes_concepts.engine.space.HypothesisSpace`
-(the layout above, unchanged), ``"extension"`` for an
-:class:`~bayes_concepts.engine.extension_space.ExtensionSpace` (concepts given as
-sets of items; its files are listed in that module).  :func:`load_space` reads
-either; :func:`read_manifest` with ``kind=`` refuses a directory of another kind with
-a message naming it.
+This module knows files, not space classes: the kinds of space and :func:`load_space`
+live in :mod:`bayes_concepts.spaces`.
 """
 from __future__ import annotations
 
@@ -41,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BayesConceptsError
-from ..lot.grammar import Grammar
-from .test_bank import TestBank
+from ..registry import Registry
+from ..scale import release_pages
 
 #: Version of the on-disk layout; a space of another version must be rebuilt.
 FORMAT_VERSION = 2
@@ -51,14 +50,27 @@ FORMAT_VERSION = 2
 #: and deleted with the space.
 INDEX_DIR = "index"
 
-ARRAYS = {
-    "signatures.npy": ("signatures", np.uint64, 2),
-    "scenes.npy": ("scene_codes", np.int8, 3),
-    "test_scene_ids.npy": ("test_scene_ids", np.int64, 1),
-    "test_drawn_for.npy": ("test_drawn_for", np.int32, 1),
-    "test_signatures.npy": ("test_signatures", np.uint64, 2),
+#: The arrays every kind of space saves: file -> (allowed dtypes, the first being what others
+#: are cast to; number of dimensions).  ``signatures.npy`` is memory-mapped on load.
+SPACE_ARRAYS = {
+    "signatures.npy": ((np.uint64,), 2),
+    "scenes.npy": ((np.int8, np.int16), 3),
+    "test_scene_ids.npy": ((np.int64,), 1),
+    "test_drawn_for.npy": ((np.int32,), 1),
+    "test_signatures.npy": ((np.uint64,), 2),
 }
-FILES = ("concepts.jsonl", "grammar.pcfg", *ARRAYS)
+MAPPED_ARRAYS = ("signatures.npy",)
+
+#: Folders of a saved space that the toolkit derives from its files (not in the manifest):
+#: folder name -> ``own_files(space_dir)``, the paths (relative to the space directory, as
+#: strings) of the files the toolkit wrote there.  A save may replace a space whose folders
+#: hold only those.  Declared by the modules that write them, imported on first use.
+derived_folders = Registry("derived folder of a saved space",
+                           builtins=("bayes_concepts.engine.index", "bayes_concepts.engine.rendered"))
+
+#: Resolved paths of ``.npy`` files a build spilled its signatures to (written once, never
+#: changed afterwards): a save may hard-link them instead of copying them (:func:`_save_npy`).
+SPILLED_FILES: set = set()
 
 
 class SpaceError(BayesConceptsError):
@@ -87,7 +99,6 @@ SAVE_BLOCK_BYTES = 64 << 20
 def _save_npy(path: Path, array: np.ndarray):
     """Write ``array`` as ``.npy`` (the bytes ``np.save`` writes) in blocks of rows, so that a
     memory-mapped array larger than memory is copied without being read in whole."""
-    from ..scale import release_pages
     array = np.asanyarray(array)
     if _link_spilled(path, array):
         return
@@ -119,10 +130,9 @@ def mapped_file(array) -> Path | None:
 
 def _link_spilled(path: Path, array: np.ndarray) -> bool:
     """Hard-link ``path`` to the file ``array`` is memory-mapped from when that is a whole
-    ``.npy`` the build spilled (:data:`.chunked.SPILLED_FILES`: written once, never changed):
-    a large space is saved without a second copy.  False when that is not the case or the
-    file system cannot link (then the caller writes the array)."""
-    from .chunked import SPILLED_FILES
+    ``.npy`` the build spilled (:data:`SPILLED_FILES`: written once, never changed): a large
+    space is saved without a second copy.  False when that is not the case or the file
+    system cannot link (then the caller writes the array)."""
     base = array
     while base is not None and not isinstance(base, np.memmap):
         base = getattr(base, "base", None)
@@ -136,39 +146,6 @@ def _link_spilled(path: Path, array: np.ndarray) -> bool:
     except OSError:
         return False
     return True
-
-
-def save_space(space, path, overwrite: bool = False) -> Path:
-    """Write ``space`` (a HypothesisSpace) to directory ``path`` atomically; returns the path."""
-    path, partial = start_directory(path, overwrite)
-    lines = []
-    for i, prog in enumerate(space.programs):
-        lines.append(json.dumps({"id": i, "program": prog, "length": int(space.lengths[i]),
-                                 "log_pcfg": float(space.log_pcfg[i]), "count": int(space.counts[i]),
-                                 "synonym_class": int(space.synonym_classes[i])}))
-    _fsync_write(partial / "concepts.jsonl", ("\n".join(lines) + "\n" if lines else "").encode())
-    _fsync_write(partial / "grammar.pcfg", space.grammar_text.encode("utf-8"))
-    values = {"signatures": space.signatures, "scene_codes": space.scene_codes,
-              "test_scene_ids": space.test_bank.scene_ids, "test_drawn_for": space.test_bank.drawn_for,
-              "test_signatures": space.test_bank.signatures}
-    for name, (attr, dtype, _) in ARRAYS.items():
-        _save_npy(partial / name, np.asarray(values[attr], dtype=dtype))
-    manifest = {
-        "format": "bayes_concepts.hypothesis_space",
-        "format_version": FORMAT_VERSION,
-        "params": space.params,
-        "seed": space.params.get("seed"),
-        "counts": {"concepts": space.n_concepts, "scenes": space.n_scenes,
-                   "test_bank": space.test_bank.n_scenes, "synonym_classes": space.n_synonym_classes,
-                   "max_objects": int(space.scene_codes.shape[1])},
-        "stages": space.stages,
-        "files": file_entries(partial, FILES),
-    }
-    commit_directory(partial, path, manifest)
-    from .index import adopt_build_index
-    adopt_build_index(space, path)  # a large build's per-scene index goes with it
-    space.path = path
-    return path
 
 
 #: A file the toolkit writes first into every directory it is filling or about to delete
@@ -205,9 +182,10 @@ def _foreign_files(d: Path) -> list:
         ok = False
     if not ok:
         return found or sorted(str(f.relative_to(d)) for f in d.rglob("*"))
-    from .rendered import own_files  # rendered banks the toolkit wrote there (:mod:`.rendered`)
-    known = {*manifest["files"], "manifest.json", UNFINISHED, *own_files(d)}
-    return [f for f in found if f not in known and Path(f).parts[0] != INDEX_DIR]
+    known = {*manifest["files"], "manifest.json", UNFINISHED}
+    for _, own_files in derived_folders.items():
+        known |= own_files(d)
+    return [f for f in found if f not in known]
 
 
 def check_save_target(path, overwrite: bool = False) -> Path:
@@ -357,8 +335,6 @@ def read_manifest(path, kind: str | None = "program") -> dict:
         raise SpaceError(f"{mf}: a space of kind {found!r}, not a {kind!r} space; read it with "
                          "bayes_concepts.load_space (any kind)")
     files = manifest.get("files")
-    if found == "program" and (not isinstance(files, dict) or set(files) != set(FILES)):
-        raise SpaceError(f"{mf}: the file list is damaged (expected {', '.join(FILES)})")
     if not isinstance(files, dict):
         raise SpaceError(f"{mf}: the file list is damaged (no 'files' table)")
     for name, info in files.items():
@@ -366,13 +342,12 @@ def read_manifest(path, kind: str | None = "program") -> dict:
         if (rel.is_absolute() or ".." in rel.parts or not rel.parts or not isinstance(info, dict)
                 or not isinstance(info.get("sha256"), str) or type(info.get("bytes")) is not int):
             raise SpaceError(f"{mf}: the file list is damaged (entry {name!r})")
-    if found == "program":
-        counts = manifest.get("counts")
-        if (not isinstance(counts, dict) or not isinstance(manifest.get("params"), dict)
-                or not isinstance(manifest.get("stages"), dict)
-                or any(type(counts.get(k)) is not int or counts[k] < 0
-                       for k in ("concepts", "scenes", "test_bank", "synonym_classes", "max_objects"))):
-            raise SpaceError(f"{mf}: counts, params or stages are damaged")
+    counts = manifest.get("counts")
+    if (not isinstance(counts, dict) or not isinstance(manifest.get("params"), dict)
+            or not isinstance(manifest.get("stages"), dict)
+            or any(type(counts.get(k)) is not int or counts[k] < 0
+                   for k in ("concepts", "scenes", "test_bank", "synonym_classes"))):
+        raise SpaceError(f"{mf}: counts, params or stages are damaged")
     return manifest
 
 
@@ -389,27 +364,9 @@ def manifest_sha256(path) -> str:
         raise SpaceError(f"{mf}: cannot be read ({exc.strerror or exc})") from None
 
 
-#: kind of space -> (module, class) that reads it
-SPACE_KINDS = {"program": ("bayes_concepts.engine.space", "HypothesisSpace"),
-               "extension": ("bayes_concepts.engine.extension_space", "ExtensionSpace")}
-
-
 def space_kind(manifest: dict) -> str:
     """The kind of space a manifest describes: its ``kind`` field, ``"program"`` when absent."""
     return manifest.get("kind", "program")
-
-
-def load_space(path, verify: bool = True):
-    """Read a saved space of any kind (a HypothesisSpace, an ExtensionSpace, ...), as the
-    manifest's ``kind`` says; ``verify`` checks every file's sha256."""
-    from importlib import import_module
-    manifest = read_manifest(path, kind=None)
-    kind = space_kind(manifest)
-    if kind not in SPACE_KINDS:
-        raise SpaceError(f"{Path(path) / 'manifest.json'}: unknown kind of space {kind!r} (this toolkit reads "
-                         f"{', '.join(SPACE_KINDS)})")
-    module, name = SPACE_KINDS[kind]
-    return getattr(import_module(module), name).load(path, verify=verify)
 
 
 def check_files(path: Path, manifest: dict, verify: bool = True):
@@ -468,21 +425,62 @@ def _check_field(row: dict, key: str, types, lo=None, hi=None):
     v = row[key]
     if isinstance(v, bool) or not isinstance(v, types):
         raise ValueError(f"{key}: expected {getattr(types, '__name__', 'a number')}, got {v!r}"[:200])
-    if lo is not None and not lo <= v <= hi:
-        raise ValueError(f"{key}: {v!r} outside [{lo}, {hi}]")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError(f"{key}: {v!r} outside [{lo}, {hi if hi is not None else 'inf'}]")
 
 
-def load_space_fields(path, verify: bool = True) -> dict:
-    """Read a saved space: the keyword arguments of ``HypothesisSpace``.  ``verify`` checks
-    every file's sha256 against the manifest (sizes are always checked)."""
+def write_space_directory(path, overwrite: bool, *, concepts: list, texts: dict, arrays: dict,
+                          manifest: dict) -> Path:
+    """Write a space to directory ``path`` atomically (see :func:`start_directory`,
+    :func:`commit_directory`); returns the path.
+
+    concepts: one dict per concept, in id order (the lines of ``concepts.jsonl``); texts:
+    file name -> bytes (the kind's own files, ``splits/NAME.toml`` included); arrays: file
+    name -> array for every file of :data:`SPACE_ARRAYS` (cast to the first allowed dtype
+    when of another); manifest: every field but ``files`` and ``self_sha256``, which are
+    added here."""
+    path, partial = start_directory(path, overwrite)
+    lines = [json.dumps(row) for row in concepts]
+    _fsync_write(partial / "concepts.jsonl", ("\n".join(lines) + "\n" if lines else "").encode())
+    for name, data in texts.items():
+        (partial / name).parent.mkdir(parents=True, exist_ok=True)
+        _fsync_write(partial / name, data)
+    for name, (dtypes, _) in SPACE_ARRAYS.items():
+        a = np.asanyarray(arrays[name])
+        _save_npy(partial / name, a if a.dtype in [np.dtype(d) for d in dtypes] else a.astype(dtypes[0]))
+    names = ["concepts.jsonl", *texts, *SPACE_ARRAYS]
+    commit_directory(partial, path, {**manifest, "files": file_entries(partial, names)})
+    return path
+
+
+def read_space_directory(path, kind: str, *, files: tuple, fields: tuple, others: str | None = None,
+                         verify: bool = True) -> tuple:
+    """Read and check a saved space of ``kind``: ``(manifest, arrays, columns)``.
+
+    files: the kind's own files, which must be listed in the manifest; others: the folder
+    (``"splits/"``) of any further files the kind may list, None if it lists no others; fields: ``(key, types, lo, hi)`` of the ``concepts.jsonl`` columns
+    besides ``id`` (``lo``/``hi`` None for strings and lists).  ``arrays`` maps each file of
+    :data:`SPACE_ARRAYS` to its array (``signatures.npy`` memory-mapped), ``columns`` each
+    field to its list of values.  Sizes are always checked against the manifest; sha256 too
+    if ``verify``; the arrays' shapes against the manifest's counts and the concept table.
+    Anything wrong is a :class:`SpaceError` naming the file."""
     path = Path(path)
-    manifest = read_manifest(path)
+    mf = path / "manifest.json"
+    manifest = read_manifest(path, kind=kind)
+    expected = ("concepts.jsonl", *files, *SPACE_ARRAYS)
+    missing = [f for f in expected if f not in manifest["files"]]
+    if missing:
+        raise SpaceError(f"{mf}: the file list is damaged (missing {', '.join(missing)})")
+    extra = [f for f in manifest["files"] if f not in expected and not (others and f.startswith(others))]
+    if extra:
+        raise SpaceError(f"{mf}: the file list is damaged (expected {', '.join(expected)}"
+                         f"{f' and {others}*' if others else ''}; found {extra[0]!r})")
     check_files(path, manifest, verify)
-    arrays = {attr: read_array(path / name, (dtype,), ndim, mmap=name == "signatures.npy")
-              for name, (attr, dtype, ndim) in ARRAYS.items()}
-    programs, lengths, log_pcfg, counts, classes = [], [], [], [], []
-    cfile = path / "concepts.jsonl"
+    arrays = {name: read_array(path / name, dtypes, ndim, mmap=name in MAPPED_ARRAYS)
+              for name, (dtypes, ndim) in SPACE_ARRAYS.items()}
     c = manifest["counts"]
+    columns = {key: [] for key, *_ in fields}
+    cfile = path / "concepts.jsonl"
     for lineno, line in enumerate(_read_text(cfile).splitlines(), 1):
         try:
             row = json.loads(line)
@@ -490,46 +488,26 @@ def load_space_fields(path, verify: bool = True) -> dict:
                 raise ValueError("not a JSON object")
             if row["id"] != lineno - 1:
                 raise ValueError(f"id {row['id']!r} out of order")
-            _check_field(row, "program", str)
-            _check_field(row, "length", int, 1, 32767)
-            _check_field(row, "log_pcfg", (int, float), -np.inf, 0.0)
-            _check_field(row, "count", int, 0, c["scenes"])
-            _check_field(row, "synonym_class", int, 0, max(c["synonym_classes"] - 1, 0))
-            programs.append(row["program"])
-            lengths.append(row["length"])
-            log_pcfg.append(row["log_pcfg"])
-            counts.append(row["count"])
-            classes.append(row["synonym_class"])
+            for key, types, lo, hi in fields:
+                _check_field(row, key, types, lo, hi)
+                columns[key].append(row[key])
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise SpaceError(f"{cfile} line {lineno}: {str(exc)[:200]}") from None
-    n = len(programs)
-    n_words, t_words = -(-c["scenes"] // 64), -(-c["test_bank"] // 64)
-    if (n != c["concepts"] or arrays["signatures"].shape != (n, n_words)
-            or arrays["test_signatures"].shape != (n, t_words)
-            or arrays["scene_codes"].shape[0] != c["scenes"] or arrays["scene_codes"].shape[1] != c["max_objects"]
-            or len(arrays["test_scene_ids"]) != c["test_bank"] or len(arrays["test_drawn_for"]) != c["test_bank"]
+    n = len(next(iter(columns.values()))) if columns else 0
+    classes = columns.get("synonym_class", [])
+    codes = arrays["scenes.npy"]
+    if (n != c["concepts"] or arrays["signatures.npy"].shape != (n, -(-c["scenes"] // 64))
+            or arrays["test_signatures.npy"].shape != (n, -(-c["test_bank"] // 64))
+            or codes.shape[0] != c["scenes"] or len(arrays["test_scene_ids.npy"]) != c["test_bank"]
+            or len(arrays["test_drawn_for.npy"]) != c["test_bank"]
             or (n and int(np.max(classes)) + 1 != c["synonym_classes"])):
         raise SpaceError(f"{path}: file sizes disagree with manifest.json counts")
-    ids, drawn = arrays["test_scene_ids"], arrays["test_drawn_for"]
+    ids, drawn = arrays["test_scene_ids.npy"], arrays["test_drawn_for.npy"]
     if len(ids) and (ids.min() < 0 or ids.max() >= c["scenes"] or drawn.min() < 0 or drawn.max() >= n):
         raise SpaceError(f"{path / 'test_scene_ids.npy'} or test_drawn_for.npy: ids out of range")
-    grammar_text = _read_text(path / "grammar.pcfg")
-    grammar = Grammar.from_text(grammar_text, source=str(path / "grammar.pcfg"))
-    schema = grammar.schema
-    codes = arrays["scene_codes"]
-    if codes.shape[2] != len(schema.attributes):
-        raise SpaceError(f"{path / 'scenes.npy'}: {codes.shape[2]} attributes per object, the grammar's scene schema "
-                         f"has {len(schema.attributes)}")
-    if codes.size:
-        lo, hi = codes.min(axis=(0, 1)), codes.max(axis=(0, 1))
-        for k, attr in enumerate(schema.attributes):
-            if lo[k] < -1 or hi[k] >= len(attr.values):
-                raise SpaceError(f"{path / 'scenes.npy'}: attribute {attr.name!r} has value codes outside "
-                                 f"-1..{len(attr.values) - 1}")
-    return dict(
-        programs=programs, lengths=np.array(lengths, np.int16), log_pcfg=np.array(log_pcfg, np.float64),
-        counts=np.array(counts, np.int64), synonym_classes=np.array(classes, np.int32),
-        signatures=arrays["signatures"], scene_codes=arrays["scene_codes"],
-        test_bank=TestBank(arrays["test_scene_ids"], arrays["test_drawn_for"], arrays["test_signatures"]),
-        params=manifest["params"], stages=manifest["stages"], grammar=grammar, grammar_text=grammar_text,
-        path=path)
+    return manifest, arrays, columns
+
+
+def read_text(file: Path) -> str:
+    """A text file of a saved space; a :class:`SpaceError` naming it if unreadable or not UTF-8."""
+    return _read_text(file)

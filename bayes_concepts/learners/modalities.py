@@ -22,7 +22,7 @@ Both keep the encoder interface of :mod:`.encoders` and feed the same four pooli
 
 Inputs are made per batch; ``embed_batch`` bounds how many scenes one forward pass takes
 when a learner embeds without gradients.  When the space was saved with a rendered bank
-of the encoder's settings (:meth:`~bayes_concepts.engine.space.HypothesisSpace.rendered_bank`,
+of the encoder's settings (:meth:`~bayes_concepts.spaces.hypothesis_space.HypothesisSpace.rendered_bank`,
 ``bayes-concepts render SPACE --bank``), ``from_space`` reads it (checksum verified) and
 the bank's scenes are looked up there instead of rendered or synthesised again: the same
 pixels and samples, faster.  Scenes that are not in the bank are rendered as usual.

@@ -66,12 +66,8 @@ def query_metrics(query_pred, query_labels, out_cba, out_entropy):
 
 
 def positives_in_test_bank(space) -> np.ndarray:
-    """int64 (n_concepts,): test-bank scenes each concept is true on (cached on the space)."""
-    cached = getattr(space, "_positives_in_test_bank", None)
-    if cached is None:
-        cached = np.bitwise_count(np.asarray(space.test_bank.signatures)).sum(axis=1, dtype=np.int64)
-        space._positives_in_test_bank = cached
-    return cached
+    """int64 (n_concepts,): test-bank scenes each concept is true on (kept in the space's index)."""
+    return space.index.positives_in_test_bank()
 
 
 @numba.njit(parallel=True, cache=True)
@@ -203,8 +199,7 @@ def same_space(a, b) -> bool:
     """Whether two spaces are the same (the same object, or saved spaces with one manifest)."""
     if a is b:
         return True
-    ha = a.manifest_sha256() if hasattr(a, "manifest_sha256") else None
-    hb = b.manifest_sha256() if hasattr(b, "manifest_sha256") else None
+    ha, hb = a.manifest_sha256(), b.manifest_sha256()
     return ha is not None and ha == hb
 
 

@@ -13,7 +13,7 @@ types, property tokens and the scene attributes they read, object-count limits
 >>> p.length
 5
 """
-from .grammar import Grammar, curi_grammar, load_grammar
+from .grammar import Grammar, curi_grammar, default_schema, load_grammar
 from .program import Node, Program
 from .rejection import CURI_RULES, is_rejected, rejection_reason, rejection_rules
 
@@ -21,5 +21,5 @@ from .rejection import CURI_RULES, is_rejected, rejection_reason, rejection_rule
 REJECTION_RULES = rejection_rules
 from .sampler import ProgramSample, sample_programs
 
-__all__ = ["Grammar", "curi_grammar", "load_grammar", "Node", "Program", "REJECTION_RULES", "CURI_RULES",
-           "rejection_rules", "is_rejected", "rejection_reason", "ProgramSample", "sample_programs"]
+__all__ = ["Grammar", "curi_grammar", "default_schema", "load_grammar", "Node", "Program", "REJECTION_RULES",
+           "CURI_RULES", "rejection_rules", "is_rejected", "rejection_reason", "ProgramSample", "sample_programs"]

@@ -12,7 +12,7 @@ A :class:`Grammar` holds
 * the names of the rejection rules that apply to its programs, in order
   (:attr:`Grammar.rejection_rules`, from the ``reject RULE ...`` lines; a grammar
   without such a line applies none).  Each name must be registered in
-  :data:`bayes_concepts.lot.rejection.rejection_rules`, otherwise reading the file
+  :data:`bayes_concepts.lot.rejection_rules`, otherwise reading the file
   fails with a :class:`GrammarError` naming the file and line;
 * the productions with normalised probabilities;
 * array forms of both for the numba sampler (:meth:`Grammar.tables`).
@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from ..scenes.schema import Attribute, SceneSchema
+from .rule_registry import rejection_rules as registered_rules
 
 #: Operator tokens whose meaning is fixed by the language.
 OPERATORS = ("=", ">", "and", "or", "not", "for-all=", "exists=", "count=")
@@ -203,10 +204,9 @@ class Grammar:
         if not 1 <= self.min_objects <= self.sample_min_objects <= self.max_objects:
             raise GrammarError(f"{src}: objects {self.min_objects} {self.sample_min_objects} {self.max_objects}: "
                                "need 1 <= MIN <= SAMPLE_MIN <= MAX")
-        from .rejection import rejection_rules
         for name in self.rejection_rules:
-            if name not in rejection_rules:
-                raise GrammarError(f"{src}: {_unknown_rule(name, rejection_rules)}")
+            if name not in registered_rules:
+                raise GrammarError(f"{src}: {_unknown_rule(name, registered_rules)}")
         for p in self.properties.values():
             if p.type not in self.value_types:
                 raise GrammarError(f"{src}: property {p.token} has unknown type {p.type!r}")
@@ -354,13 +354,12 @@ def _unknown_rule(name, registry) -> str:
 
 def _read_reject(words, earlier, where) -> list:
     """``reject RULE ...`` -> the rule names, each registered and not named before."""
-    from .rejection import rejection_rules
     if len(words) < 2:
         raise GrammarError(f"{where}: expected 'reject RULE [RULE ...]' naming at least one rejection rule")
     names = []
     for name in words[1:]:
-        if name not in rejection_rules:
-            raise GrammarError(f"{where}: {_unknown_rule(name, rejection_rules)}")
+        if name not in registered_rules:
+            raise GrammarError(f"{where}: {_unknown_rule(name, registered_rules)}")
         if name in earlier or name in names:
             raise GrammarError(f"{where}: rejection rule {name!r} is named twice")
         names.append(name)
@@ -394,6 +393,12 @@ def _load_cached(path: str) -> Grammar:
 def load_grammar(path=None) -> Grammar:
     """Load a grammar file (default: CURI's), cached per path."""
     return _load_cached(str(Path(path).resolve()) if path is not None else str(default_grammar_path()))
+
+
+def default_schema() -> SceneSchema:
+    """The scene schema of the default grammar file (CURI's, equal to
+    :data:`~bayes_concepts.scenes.schema.CURI_SCHEMA`)."""
+    return load_grammar().schema
 
 
 @lru_cache(maxsize=1)

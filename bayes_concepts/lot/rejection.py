@@ -1,7 +1,8 @@
 """Rejection rules for sampled programs: a registry, and CURI's three rules (seed 000, B.2).
 
 A rejection rule is a function ``rule(program) -> bool`` (True: reject the program),
-registered under a name in :data:`rejection_rules`.  A grammar file names the rules
+registered under a name in :data:`rejection_rules` (declared in
+:mod:`bayes_concepts.lot.rule_registry`, which imports this module on first use).  A grammar file names the rules
 that apply to its programs, in order, on ``reject`` lines (format: the header of
 ``hypotheses/curi.pcfg``); a grammar without a ``reject`` line applies none.
 :func:`rejection_reason` tries the rules the program's grammar names, in the
@@ -36,11 +37,8 @@ belongs to the hypothesis-space build.
 """
 from __future__ import annotations
 
-from ..registry import Registry
 from .program import Node, Program
-
-#: The named rejection rules: name -> ``rule(program) -> bool``.
-rejection_rules = Registry("rejection rule")
+from .rule_registry import rejection_rules
 
 #: The rules CURI's grammar file names, in its order.
 CURI_RULES = ("top_forall_non_x", "x_compared_with_itself", "set_quantifier_over_own_property")

@@ -1,5 +1,5 @@
 """Likelihoods of a support set: the registry :data:`likelihoods` and the built-in ``size``,
-``consistent`` and ``noisy`` likelihoods.
+``consistent``, ``noisy`` and ``size_release`` likelihoods.
 
 A support set of ``k`` scenes, ``n_drawn`` of them drawn from the true concept's extension,
 is scored by every concept h through two numbers: ``wp``, the support positives h calls
@@ -103,6 +103,19 @@ def noisy_likelihood(counts, n_scenes, n_drawn, k, hard, settings):
     first, second = np.empty((1, k + 1, k + 1)), np.empty((1, k + 1, k + 1))
     _noisy_terms(int(k), float(settings.epsilon), first, second)
     return first, second
+
+
+@likelihoods.register("size_release", consistent_only=True)
+def size_release_likelihood(counts, n_scenes, n_drawn, k, hard, settings):
+    """The release's size likelihood as it ran: it counted the support's positives with
+    ``labels == 1`` on a Python list, which is 0, so all k support scenes are scored as
+    negatives: -k·log(N - |ext h|) with hard negatives, a constant with random ones (then
+    the posterior is the prior on the consistent concepts); 0 if h mislabels a scene."""
+    counts = np.asarray(counts, np.float64)
+    first = np.zeros((len(counts), 1, 1))
+    if hard:
+        first[:, 0, 0] = -k * np.log(float(n_scenes) - counts)
+    return first, np.zeros((1, 1, 1))
 
 
 def likelihood_tables(name, counts, n_scenes, n_drawn, k, hard, settings) -> tuple:

@@ -1,5 +1,5 @@
-"""Priors over concepts: the registry :data:`priors` and the built-in ``length``, ``pcfg``
-and ``uniform`` priors.
+"""Priors over concepts: the registry :data:`priors` and the built-in ``length``, ``pcfg``,
+``uniform`` and ``pcfg_release`` priors.
 
 A prior is one registered function ``prior(space, concepts, settings) -> log_weights``:
 ``concepts`` int64 (n,) ids of the space, ``settings`` the
@@ -15,6 +15,8 @@ A prior that needs a program length uses ``space.lengths`` (every kind of space 
 description length there).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from scipy.special import logsumexp
@@ -40,6 +42,16 @@ def pcfg_prior(space, concepts, settings):
 def uniform_prior(space, concepts, settings):
     """w(h) = 1 for every concept."""
     return np.zeros(len(concepts))
+
+
+@priors.register("pcfg_release")
+def pcfg_release_prior(space, concepts, settings):
+    """The release's prior: the sampler's log-probability of one derivation; an x-free concept
+    keeps that of one of its two quantifiers (``pcfg`` sums both)."""
+    lp = np.asarray(space.log_pcfg)[concepts].astype(np.float64)
+    x_free = np.fromiter((not ({"x", "non-x-S"} & set(space.programs[i].split())) for i in concepts), bool,
+                         len(concepts))
+    return lp - math.log(2.0) * x_free
 
 
 def log_prior(space, concepts, settings) -> np.ndarray:

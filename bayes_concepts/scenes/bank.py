@@ -13,7 +13,7 @@ from ..bits import n_words_for, pack_bits, unpack_bits
 from ..errors import SceneError
 from .codes import check_codes, codes_to_scene, scenes_to_codes
 from .samplers import sample_scenes
-from .schema import SceneSchema, default_schema
+from .schema import CURI_SCHEMA, SceneSchema
 
 __all__ = ["SceneBank", "pack_bits", "unpack_bits", "n_words_for"]
 
@@ -48,12 +48,13 @@ class SceneBank:
         Bit set iff the scene has an object in slot ``s``.
 
     All arrays are read-only.  Build with :meth:`from_codes`,
-    :meth:`from_scenes` or :meth:`sample`; ``schema`` defaults to the default
-    grammar's (CURI's), pass ``Grammar.schema`` for another domain.
+    :meth:`from_scenes` or :meth:`sample`; ``schema`` defaults to CURI's
+    (:data:`~bayes_concepts.scenes.schema.CURI_SCHEMA`, the default grammar's), pass
+    ``Grammar.schema`` for another domain.
     """
 
     def __init__(self, codes: np.ndarray, schema: SceneSchema | None = None):
-        schema = default_schema() if schema is None else schema
+        schema = CURI_SCHEMA if schema is None else schema
         codes, n_objects = check_codes(codes, schema)
         self.schema = schema
         self.n_scenes = int(codes.shape[0])
@@ -93,7 +94,7 @@ class SceneBank:
     @classmethod
     def from_scenes(cls, scenes, schema: SceneSchema | None = None) -> "SceneBank":
         """Bank of a sequence of scene dicts (validated; errors name ``scene <i>``)."""
-        schema = default_schema() if schema is None else schema
+        schema = CURI_SCHEMA if schema is None else schema
         codes, _ = scenes_to_codes(scenes, schema)
         return cls(codes, schema)
 
@@ -101,7 +102,7 @@ class SceneBank:
     def sample(cls, n: int, sampler: str = "clevr", schema: SceneSchema | None = None,
                seed=0) -> "SceneBank":
         """Bank of ``n`` sampled scenes (see :func:`sample_scenes`)."""
-        schema = default_schema() if schema is None else schema
+        schema = CURI_SCHEMA if schema is None else schema
         return cls(sample_scenes(n, sampler, schema, seed), schema)
 
     # -- access ---------------------------------------------------------------

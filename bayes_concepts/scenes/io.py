@@ -19,7 +19,8 @@ naming the file (as given), the 1-based line and the field, e.g.
 ``scenes.jsonl line 3: objects[1].color: unknown value 'pink' (expected one of
 gray, red, blue, green, brown, purple, cyan, yellow)``.
 
-The schema defaults to the default grammar's (CURI's); pass ``Grammar.schema`` of
+The schema defaults to CURI's (:data:`~bayes_concepts.scenes.schema.CURI_SCHEMA`, the
+default grammar's); pass ``Grammar.schema`` of
 another domain's grammar file to read its scenes.
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ import numpy as np
 from ..errors import SceneError
 from .camera import IMAGE_HEIGHT, IMAGE_WIDTH, pixels_to_bins
 from .codes import _fail, _json_type, _show, validate_scene
-from .schema import SceneSchema, default_schema
+from .schema import CURI_SCHEMA, SceneSchema
 
 __all__ = ["read_scenes_jsonl", "write_scenes_jsonl", "validate_scene", "load_clevr_scenes"]
 
@@ -49,14 +50,14 @@ def _open_binary(path):
 
 
 def read_scenes_jsonl(path, schema: SceneSchema | None = None) -> list:
-    """Read and validate a JSON Lines scene file (``schema``: default the default grammar's).
+    """Read and validate a JSON Lines scene file (``schema``: default CURI's).
 
     Returns a list of scene dicts exactly as parsed (``{"objects": [...], ...}``,
     extra top-level keys included), one per non-blank line.  Raises
     :class:`SceneError` naming the file, line and field of the first problem.
     """
     name = os.fspath(path)
-    schema = default_schema() if schema is None else schema
+    schema = CURI_SCHEMA if schema is None else schema
     scenes = []
     with _open_binary(path) as f:
         for lineno, raw in enumerate(f, 1):
@@ -148,8 +149,8 @@ def load_clevr_scenes(path, schema: SceneSchema | None = None, *,
     """Read a CLEVR scenes json file and convert it to our scene dicts.
 
     Accepts ``{"scenes": [scene, ...]}`` (CLEVR's ``*_scenes.json``) or one
-    scene ``{"objects": [...]}`` (a per-image file).  ``schema`` (default: the
-    default grammar's with up to 10 objects, CLEVR's limit) must have location
+    scene ``{"objects": [...]}`` (a per-image file).  ``schema`` (default: CURI's
+    with up to 10 objects, CLEVR's limit) must have location
     attributes ``x`` and ``y``; each object needs every other attribute of the
     schema (CURI: ``color``, ``shape``, ``material``, ``size``) and ``pixel_coords``
     ``[px, py, depth]`` (``py`` from the top of a ``width`` x ``height`` image);
@@ -163,8 +164,7 @@ def load_clevr_scenes(path, schema: SceneSchema | None = None, *,
     """
     name = os.fspath(path)
     if schema is None:
-        schema = default_schema()
-        schema = schema.with_max_objects(max(schema.max_objects, 10))
+        schema = CURI_SCHEMA.with_max_objects(max(CURI_SCHEMA.max_objects, 10))
     missing = [a for a in ("x", "y") if a not in schema.names]
     if missing:
         raise SceneError(f"{name}: CLEVR scenes give locations, but the schema has no attribute "

@@ -57,7 +57,7 @@ import numpy as np
 
 from ..errors import SceneError
 from .camera import pixels_to_bins, project_points
-from .schema import SceneSchema, default_schema
+from .schema import CURI_SCHEMA, SceneSchema
 
 __all__ = [
     "SAMPLERS",
@@ -212,7 +212,7 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = N
     sampler : {"clevr", "uniform"}
         See the module docstring.
     schema : SceneSchema, optional
-        Default: the default grammar's schema (CURI's).  ``uniform`` samples any
+        Default: CURI's (:data:`~bayes_concepts.scenes.schema.CURI_SCHEMA`).  ``uniform`` samples any
         schema; ``clevr`` needs attributes ``size`` (values small/large), ``x`` and
         ``y`` (see :func:`clevr_schema_problems`).
     seed : int, SeedSequence or Generator
@@ -231,7 +231,7 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = N
     n = _check_n(n)
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r} (expected one of {', '.join(SAMPLERS)})")
-    schema = default_schema() if schema is None else schema
+    schema = CURI_SCHEMA if schema is None else schema
     location_bins = _location_bins(location_bins)
     if location_bins is not None and sampler != "clevr":
         raise ValueError(f"location_bins applies to the clevr sampler only, not {sampler!r}")

@@ -7,8 +7,9 @@ attribute.  Values are stored as small integer *codes*: the index of the value i
 
 A domain's schema comes from its grammar file (``Grammar.schema``: attributes from
 the ``property`` lines, object-count limits from the ``objects`` line);
-:data:`CURI_SCHEMA` is CURI's, equal to the schema of ``hypotheses/curi.pcfg``, and
-:func:`default_schema` is the default grammar's.
+:data:`CURI_SCHEMA` is CURI's, equal to the schema of the default grammar file
+``hypotheses/curi.pcfg`` (:func:`bayes_concepts.lot.grammar.default_schema`), and the
+schema every scene function of this package defaults to.
 """
 from __future__ import annotations
 
@@ -79,12 +80,6 @@ class SceneSchema:
         return SceneSchema(self.attributes, max_objects=max_objects,
                            min_objects=self.min_objects,
                            sample_min_objects=min(self.sample_min_objects, max_objects))
-
-
-def default_schema() -> SceneSchema:
-    """The scene schema of the default grammar file (CURI's, equal to :data:`CURI_SCHEMA`)."""
-    from ..lot.grammar import load_grammar
-    return load_grammar().schema
 
 
 CURI_ATTRIBUTES = (

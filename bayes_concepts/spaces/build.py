@@ -10,7 +10,7 @@
 
 :func:`build_fields` runs them from sampled programs, or from given ones (CURI's released
 hypothesis strings, say), and returns the fields of a
-:class:`~bayes_concepts.engine.space.HypothesisSpace`.
+:class:`~bayes_concepts.spaces.hypothesis_space.HypothesisSpace`.
 """
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ from ..lot.sampler import sample_programs
 from ..resources import data_file
 from ..scenes import SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_scenes, scenes_to_codes
 from ..scale import Scheduler
-from .chunked import count_programs, signatures_stage
-from .executor import compile_for
-from .plan import BankLayout
-from .test_bank import draw_test_bank
+from ..engine.chunked import count_programs, signatures_stage
+from ..engine.executor import compile_for
+from ..engine.plan import BankLayout
+from ..engine.test_bank import draw_test_bank
 
 #: Named build settings.  ``demo`` builds in seconds here and is what ``make demo`` and the
 #: tests use; ``paper`` is CURI's scale (2,000,000 samples, 990,000 scenes) read from the

@@ -1,12 +1,12 @@
 """Concept spaces given by extensions: a concept is a set of items.
 
-A :class:`~bayes_concepts.engine.space.HypothesisSpace` gets its concepts from programs
+A :class:`~bayes_concepts.spaces.hypothesis_space.HypothesisSpace` gets its concepts from programs
 run over a scene bank.  Many benchmarks have no programs: compositional zero-shot
 learning and RLCL label each *item* (an image) with an (attribute, object) pair, and a
-concept is the set of items carrying a label.  An :class:`ExtensionSpace` holds such a
-space with the same attributes and methods the rest of the toolkit reads, so splits,
+concept is the set of items carrying a label.  An :class:`ExtensionSpace` is the
+:class:`~bayes_concepts.spaces.concept_space.ConceptSpace` of such a benchmark, so splits,
 episodes, oracles, metrics, the comp gap, the audit, the learners' schema features and
-the store do not care which kind of space they get:
+the store do not care which kind of space they get.  How its fields read:
 
 =====================  =================================================================
 ``programs``           one *description* per concept, a token string (``"wet dog"``);
@@ -32,23 +32,23 @@ outside the bank.
 
 Build one with :meth:`ExtensionSpace.from_extensions` (any sets of items) or
 :func:`bayes_concepts.pairs.pair_space` (an attribute-object benchmark); save and load
-it like a HypothesisSpace; :func:`bayes_concepts.engine.store.load_space` reads either.
+it like a HypothesisSpace; :func:`bayes_concepts.spaces.load_space` reads either.
 
-On disk (``manifest.json`` has ``"kind": "extension"``):
+On disk (``manifest.json`` has ``"kind": "extension"``), besides the files of every
+space (:mod:`bayes_concepts.engine.store`; ``scenes.npy`` holds int8 or int16 (N, 1, A)
+item label codes):
 
 =======================  ===============================================================
 ``concepts.jsonl``       ``id``, ``description``, ``parts`` ([[role, value], ...]),
                          ``length``, ``log_prob``, ``count``, ``synonym_class``
 ``items.json``           item names (list of N strings), in item order
 ``vocabulary.json``      the item schema (attributes, values) and the description roles
-``signatures.npy``       uint64 (n, ceil(N/64)), memory-mapped on load
-``scenes.npy``           int8 or int16 (N, 1, A) item label codes
-``test_*.npy``           the test bank (as for a HypothesisSpace)
 ``splits/*.toml``        split specs that came with the space (optional)
 =======================  ===============================================================
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -62,23 +62,21 @@ from ..bits import pack_bits, unpack_bits
 from ..errors import BayesConceptsError
 from ..scenes.codes import codes_to_scene
 from ..scenes.schema import Attribute, SceneSchema
-from . import store as _store
+from ..engine import store as _store
+from ..engine.test_bank import draw_test_bank
 from .build import synonym_classes as _synonym_classes
-from .space import HypothesisSpace
-from .test_bank import TestBank, draw_test_bank
+from .concept_space import ConceptSpace, space_kinds
 
 __all__ = ["ExtensionSpace", "Description", "Vocabulary", "ExtensionSpaceError", "KIND"]
 
 KIND = "extension"
 KIND_VERSION = 1
-ARRAYS = {
-    "signatures.npy": ("signatures", (np.uint64,), 2),
-    "scenes.npy": ("scene_codes", (np.int8, np.int16), 3),
-    "test_scene_ids.npy": ("test_scene_ids", (np.int64,), 1),
-    "test_drawn_for.npy": ("test_drawn_for", (np.int32,), 1),
-    "test_signatures.npy": ("test_signatures", (np.uint64,), 2),
-}
-FILES = ("concepts.jsonl", "items.json", "vocabulary.json", *ARRAYS)
+#: the kind's own files (besides ``splits/*.toml``)
+FILES = ("items.json", "vocabulary.json")
+#: the concept table's columns besides ``id``: (key, types, lowest, highest)
+CONCEPT_FIELDS = (("description", str, None, None), ("parts", list, None, None), ("length", int, 0, 32767),
+                  ("log_prob", (int, float), -np.inf, np.inf), ("count", int, 0, None),
+                  ("synonym_class", int, 0, None))
 _SPEC_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*\.toml$")
 
 
@@ -199,9 +197,13 @@ def item_schema(labels: dict) -> tuple:
 
 
 # ============================================================================== the space
-@dataclass(eq=False)
-class ExtensionSpace:
+@space_kinds.register(KIND)
+@dataclass(eq=False, kw_only=True, repr=False)
+class ExtensionSpace(ConceptSpace):
     """Concepts given as sets of items (ids 0..n-1 in the order given) and their data.
+
+    Besides every space's fields (:class:`~bayes_concepts.spaces.concept_space.ConceptSpace`;
+    ``log_pcfg`` holds description log-probabilities, 0 when none was given):
 
     Attributes
     ----------
@@ -209,16 +211,6 @@ class ExtensionSpace:
         One token string per concept (also :attr:`programs`); unique.
     parts : list of tuples, (n,)
         Structured descriptions: ((role, value), ...) per concept.
-    lengths : int16 ndarray, (n,)
-        Description length l(h) (tokens unless given).
-    log_pcfg : float64 ndarray, (n,)
-        Description log-probability in nats (0 when none was given).
-    counts : int64 ndarray, (n,)
-        |ext h|: items the concept holds.
-    synonym_classes : int32 ndarray, (n,)
-        Concepts with identical extensions share a class, numbered by first member.
-    signatures : uint64 ndarray, (n, ceil(N/64))
-        Packed membership (bit j of word w: item 64·w + j).
     scene_codes : int8 or int16 ndarray, (N, 1, A)
         Item labels as codes of :attr:`schema` (each item a one-object scene).
     item_names : list of str, (N,)
@@ -226,31 +218,19 @@ class ExtensionSpace:
         The item labels' attributes (max_objects 1).
     vocabulary : Vocabulary
         Description tokens and their roles (also :attr:`grammar`).
-    test_bank : TestBank
-    params, stages : dict
-        How the space was made; concepts after each stage.
-    path : Path or None
+    spec_files : dict
+        Split specs saved with the space: file name -> TOML text.
     """
 
     descriptions: list
     parts: list
-    lengths: np.ndarray
-    log_pcfg: np.ndarray
-    counts: np.ndarray
-    synonym_classes: np.ndarray
-    signatures: np.ndarray
-    scene_codes: np.ndarray
     item_names: list
     schema: SceneSchema
     vocabulary: Vocabulary
-    test_bank: TestBank
-    params: dict
-    stages: dict
     spec_files: dict = field(default_factory=dict)
-    path: Path | None = None
-    build_seconds: dict = field(default_factory=dict)
 
     kind = KIND
+    scene_noun = "item"
 
     # ------------------------------------------------------------------ access
     @property
@@ -264,30 +244,11 @@ class ExtensionSpace:
         return self.vocabulary
 
     @property
-    def n_concepts(self) -> int:
-        return len(self.descriptions)
-
-    @property
-    def n_scenes(self) -> int:
-        return int(self.scene_codes.shape[0])
-
-    n_items = n_scenes
-
-    @property
-    def n_synonym_classes(self) -> int:
-        return int(np.max(self.synonym_classes)) + 1 if self.n_concepts else 0
+    def n_items(self) -> int:
+        return self.n_scenes
 
     def program(self, i: int) -> Description:
         return Description(self.descriptions[i], tuple(self.parts[i]), int(self.lengths[i]))
-
-    def length(self, i: int) -> int:
-        return int(self.lengths[i])
-
-    def count(self, i: int) -> int:
-        return int(self.counts[i])
-
-    def synonym_class(self, i: int) -> int:
-        return int(self.synonym_classes[i])
 
     def scene(self, j: int) -> dict:
         """Item ``j`` as a one-object scene dict; ``"item"`` holds its name."""
@@ -309,16 +270,15 @@ class ExtensionSpace:
         scenes = list(scenes)
         if all(isinstance(x, (int, np.integer)) for x in scenes):
             return self.scene_concepts()[np.asarray(scenes, np.int64)]
-        if getattr(self, "_item_index", None) is None:
-            self._item_index = {name: j for j, name in enumerate(self.item_names)}
+        item_ids = self.index.item_ids()
         labels = set(self.schema.names)
         by_parts = all(r in labels for p in self.parts for r, _ in p)
         rows = np.zeros((len(scenes), self.n_concepts), bool)
         for k, sc in enumerate(scenes):
             if isinstance(sc, (int, np.integer)):
                 rows[k] = unpack_bits(self.scene_concepts()[int(sc)], self.n_concepts)
-            elif isinstance(sc, dict) and sc.get("item") in self._item_index:
-                rows[k] = unpack_bits(self.scene_concepts()[self._item_index[sc["item"]]], self.n_concepts)
+            elif isinstance(sc, dict) and sc.get("item") in item_ids:
+                rows[k] = unpack_bits(self.scene_concepts()[item_ids[sc["item"]]], self.n_concepts)
             elif isinstance(sc, dict) and by_parts and isinstance(sc.get("objects"), list) and len(sc["objects"]) == 1:
                 obj = sc["objects"][0]
                 rows[k] = [all(str(obj.get(r)) == v for r, v in p) for p in self.parts]
@@ -329,11 +289,9 @@ class ExtensionSpace:
 
     def find(self, description) -> int | None:
         """Id of a description (string, tokens or a :class:`Description`), or None."""
-        if getattr(self, "_index", None) is None:
-            self._index = {d: i for i, d in enumerate(self.descriptions)}
         text = description.text if isinstance(description, Description) else (
             " ".join(description.split()) if isinstance(description, str) else " ".join(description))
-        return self._index.get(text)
+        return self.index.concept_ids().get(text)
 
     def info(self) -> dict:
         """Counts and histograms (``bayes-concepts space info --json``)."""
@@ -373,43 +331,19 @@ class ExtensionSpace:
         comps = [f"{parts[a]} {parts[b]}" for a in range(len(parts)) for b in range(a + 1, len(parts))]
         return parts, comps
 
-    # The cached per-scene index, class representatives and test-bank indexes, signature(),
-    # synonyms() and log_prior() read only fields both kinds share: one definition, in
-    # HypothesisSpace.  Those named here are bound explicitly; any other public method that
-    # HypothesisSpace defines (a newer index the oracles read, say) is found by __getattr__.
-    signature = HypothesisSpace.signature
-    synonyms = HypothesisSpace.synonyms
-    scene_concepts = HypothesisSpace.scene_concepts
-    class_representatives = HypothesisSpace.class_representatives
-    test_bank_index = HypothesisSpace.test_bank_index
-    manifest_sha256 = HypothesisSpace.manifest_sha256
-    log_prior = HypothesisSpace.log_prior
+    def with_spec_files(self, spec_files: dict) -> "ExtensionSpace":
+        """A copy (sharing the arrays, unsaved) that carries ``spec_files`` (file name -> TOML
+        text) besides those it has: the split specs saved with it."""
+        return dataclasses.replace(self, spec_files={**self.spec_files, **spec_files}, path=None)
 
-    def __getattr__(self, name):
-        fn = HypothesisSpace.__dict__.get(name) if not name.startswith("_") else None
-        if callable(fn) and not isinstance(fn, (classmethod, staticmethod)):
-            return fn.__get__(self, type(self))
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    def spec_paths(self) -> dict:
+        """``{name: path}`` of the split specs saved with the space (empty if unsaved)."""
+        if self.path is None:
+            return {}
+        return {Path(f).stem: Path(self.path) / "splits" / f for f in sorted(self.spec_files)}
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, ExtensionSpace):
-            return NotImplemented
-        same = (self.descriptions == other.descriptions and [tuple(p) for p in self.parts]
-                == [tuple(p) for p in other.parts] and self.item_names == other.item_names
-                and self.schema == other.schema and self.vocabulary == other.vocabulary
-                and self.params == other.params and self.stages == other.stages
-                and self.spec_files == other.spec_files)
-        return same and all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in [
-            (self.lengths, other.lengths), (self.log_pcfg, other.log_pcfg), (self.counts, other.counts),
-            (self.synonym_classes, other.synonym_classes), (self.signatures, other.signatures),
-            (self.scene_codes, other.scene_codes), (self.test_bank.scene_ids, other.test_bank.scene_ids),
-            (self.test_bank.drawn_for, other.test_bank.drawn_for),
-            (self.test_bank.signatures, other.test_bank.signatures)])
-
-    def __repr__(self):
-        where = f", path={str(self.path)!r}" if self.path else ""
-        return (f"ExtensionSpace({self.n_concepts:,} concepts, {self.n_synonym_classes:,} synonym classes, "
-                f"{self.n_scenes:,} items, test bank {self.test_bank.n_scenes:,}{where})")
+    def _own_fields(self) -> tuple:
+        return ([tuple(p) for p in self.parts], self.item_names, self.schema, self.vocabulary, self.spec_files)
 
     # ------------------------------------------------------------------ making
     @classmethod
@@ -513,88 +447,42 @@ class ExtensionSpace:
                    spec_files=dict(spec_files or {}), build_seconds={"total": time.perf_counter() - t0})
 
     # ------------------------------------------------------------------ store
-    def save(self, path, overwrite: bool = False) -> Path:
-        """Write the space to directory ``path`` atomically; returns the path."""
+    def _concept_rows(self) -> list:
+        return [{"id": i, "description": d, "parts": [list(x) for x in self.parts[i]],
+                 "length": int(self.lengths[i]), "log_prob": float(self.log_pcfg[i]),
+                 "count": int(self.counts[i]), "synonym_class": int(self.synonym_classes[i])}
+                for i, d in enumerate(self.descriptions)]
+
+    def _own_files(self) -> dict:
         bad = [f for f in self.spec_files if not _SPEC_FILE.match(f)]
         if bad:
             raise ExtensionSpaceError(f"spec_files: {bad[0]!r} is not a plain file name ending in .toml")
-        path, partial = _store.start_directory(path, overwrite)
-        lines = [json.dumps({"id": i, "description": d, "parts": [list(x) for x in self.parts[i]],
-                             "length": int(self.lengths[i]), "log_prob": float(self.log_pcfg[i]),
-                             "count": int(self.counts[i]), "synonym_class": int(self.synonym_classes[i])})
-                 for i, d in enumerate(self.descriptions)]
-        _store._fsync_write(partial / "concepts.jsonl", ("\n".join(lines) + "\n" if lines else "").encode())
-        _store._fsync_write(partial / "items.json", json.dumps(self.item_names, ensure_ascii=False).encode())
         vocab = {"schema": _schema_to_dict(self.schema), "vocabulary": self.vocabulary.as_dict()}
-        _store._fsync_write(partial / "vocabulary.json", json.dumps(vocab, indent=1, ensure_ascii=False).encode())
-        values = {"signatures": self.signatures, "scene_codes": self.scene_codes,
-                  "test_scene_ids": self.test_bank.scene_ids, "test_drawn_for": self.test_bank.drawn_for,
-                  "test_signatures": self.test_bank.signatures}
-        for name, (attr, dtypes, _) in ARRAYS.items():
-            a = np.asarray(values[attr])
-            _store._save_npy(partial / name, a if a.dtype in [np.dtype(d) for d in dtypes] else a.astype(dtypes[0]))
-        names = list(FILES)
-        if self.spec_files:
-            (partial / "splits").mkdir()
-            for fname, text in sorted(self.spec_files.items()):
-                _store._fsync_write(partial / "splits" / fname, text.encode("utf-8"))
-                names.append(f"splits/{fname}")
-        manifest = {
-            "format": "bayes_concepts.hypothesis_space",
-            "format_version": _store.FORMAT_VERSION,
-            "kind": KIND, "kind_version": KIND_VERSION,
-            "params": self.params, "seed": self.params.get("seed"),
-            "counts": {"concepts": self.n_concepts, "scenes": self.n_scenes, "test_bank": self.test_bank.n_scenes,
-                       "synonym_classes": self.n_synonym_classes},
-            "stages": self.stages,
-            "files": _store.file_entries(partial, names),
-        }
-        _store.commit_directory(partial, path, manifest)
-        self.path = path
-        return path
+        files = {"items.json": json.dumps(self.item_names, ensure_ascii=False).encode(),
+                 "vocabulary.json": json.dumps(vocab, indent=1, ensure_ascii=False).encode()}
+        files.update({f"splits/{name}": text.encode("utf-8") for name, text in sorted(self.spec_files.items())})
+        return files
+
+    def _manifest_section(self) -> dict:
+        return {"kind": KIND, "kind_version": KIND_VERSION}
 
     @classmethod
     def load(cls, path, verify: bool = True) -> "ExtensionSpace":
         """Read a saved extension space; ``verify`` checks every file's sha256."""
         path = Path(path)
-        mf = path / "manifest.json"
         manifest = _store.read_manifest(path, kind=KIND)
         if manifest.get("kind_version") != KIND_VERSION:
-            raise _store.SpaceError(f"{mf}: extension-space version {manifest.get('kind_version')!r}, this toolkit "
-                                    f"reads version {KIND_VERSION}; rebuild the space")
-        missing = [f for f in FILES if f not in manifest["files"]]
-        if missing:
-            raise _store.SpaceError(f"{mf}: the file list is damaged (missing {', '.join(missing)})")
-        _store.check_files(path, manifest, verify)
-        arrays = {attr: _store.read_array(path / name, dtypes, ndim, mmap=name == "signatures.npy")
-                  for name, (attr, dtypes, ndim) in ARRAYS.items()}
-        rows = {k: [] for k in ("description", "parts", "length", "log_prob", "count", "synonym_class")}
-        cfile = path / "concepts.jsonl"
-        c = manifest["counts"]
-        check = _store._check_field
-        for lineno, line in enumerate(_store._read_text(cfile).splitlines(), 1):
-            try:
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise ValueError("not a JSON object")
-                if row["id"] != lineno - 1:
-                    raise ValueError(f"id {row['id']!r} out of order")
-                check(row, "description", str)
-                check(row, "parts", list)
-                check(row, "length", int, 0, 32767)
-                check(row, "log_prob", (int, float), -np.inf, np.inf)
-                check(row, "count", int, 0, c["scenes"])
-                check(row, "synonym_class", int, 0, max(c["synonym_classes"] - 1, 0))
-                if not all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x)
-                           for x in row["parts"]):
-                    raise ValueError("parts: expected a list of [role, value] string pairs")
-                for k in rows:
-                    rows[k].append(row[k])
-            except (ValueError, KeyError, TypeError, RecursionError) as exc:
-                raise _store.SpaceError(f"{cfile} line {lineno}: {str(exc)[:200]}") from None
+            raise _store.SpaceError(f"{path / 'manifest.json'}: extension-space version "
+                                    f"{manifest.get('kind_version')!r}, this toolkit reads version {KIND_VERSION}; "
+                                    "rebuild the space")
+        manifest, common, columns = cls._read(path, KIND, FILES, CONCEPT_FIELDS, others="splits/", verify=verify)
+        for lineno, parts in enumerate(columns["parts"], 1):
+            if not all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in parts):
+                raise _store.SpaceError(f"{path / 'concepts.jsonl'} line {lineno}: parts: expected a list of "
+                                        "[role, value] string pairs")
         try:
-            item_names = json.loads(_store._read_text(path / "items.json"))
-            vocab = json.loads(_store._read_text(path / "vocabulary.json"))
+            item_names = json.loads(_store.read_text(path / "items.json"))
+            vocab = json.loads(_store.read_text(path / "vocabulary.json"))
             if not isinstance(item_names, list) or not all(isinstance(x, str) for x in item_names):
                 raise ValueError("items.json: expected a list of item names")
             schema = _schema_from_dict(vocab["schema"])
@@ -602,39 +490,16 @@ class ExtensionSpace:
             vocabulary = Vocabulary(dict(v["token_kinds"]), tuple(v["roles"]), v.get("source", Vocabulary.source))
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise _store.SpaceError(f"{path}: items.json or vocabulary.json is damaged ({str(exc)[:200]})") from None
-        n = len(rows["description"])
-        codes = arrays["scene_codes"]
-        if (n != c["concepts"] or arrays["signatures"].shape != (n, -(-c["scenes"] // 64))
-                or arrays["test_signatures"].shape != (n, -(-c["test_bank"] // 64))
-                or codes.shape[0] != c["scenes"] or len(item_names) != c["scenes"] or codes.shape[1] != 1
-                or codes.shape[2] != schema.n_attributes
-                or len(arrays["test_scene_ids"]) != c["test_bank"] or len(arrays["test_drawn_for"]) != c["test_bank"]
-                or (n and int(np.max(rows["synonym_class"])) + 1 != c["synonym_classes"])):
+        codes, c = common["scene_codes"], manifest["counts"]
+        if (len(item_names) != c["scenes"] or codes.shape[1] != 1 or codes.shape[2] != schema.n_attributes
+                or max(columns["count"], default=0) > c["scenes"]):
             raise _store.SpaceError(f"{path}: file sizes disagree with manifest.json counts")
-        if codes.size:
-            lo, hi = codes.min(axis=(0, 1)), codes.max(axis=(0, 1))
-            for k, attr in enumerate(schema.attributes):
-                if lo[k] < 0 or hi[k] >= attr.n_values:
-                    raise _store.SpaceError(f"{path / 'scenes.npy'}: item label {attr.name!r} has codes outside "
-                                            f"0..{attr.n_values - 1}")
-        ids, drawn = arrays["test_scene_ids"], arrays["test_drawn_for"]
-        if len(ids) and (ids.min() < 0 or ids.max() >= c["scenes"] or drawn.min() < 0 or drawn.max() >= n):
-            raise _store.SpaceError(f"{path / 'test_scene_ids.npy'} or test_drawn_for.npy: ids out of range")
-        specs = {name.split("/", 1)[1]: _store._read_text(path / name)
+        cls._check_codes(path, codes, schema, 0)
+        specs = {name.split("/", 1)[1]: _store.read_text(path / name)
                  for name in manifest["files"] if name.startswith("splits/")}
-        return cls(descriptions=rows["description"], parts=[tuple(tuple(x) for x in p) for p in rows["parts"]],
-                   lengths=np.array(rows["length"], np.int16), log_pcfg=np.array(rows["log_prob"], np.float64),
-                   counts=np.array(rows["count"], np.int64), synonym_classes=np.array(rows["synonym_class"], np.int32),
-                   signatures=arrays["signatures"], scene_codes=arrays["scene_codes"], item_names=item_names,
-                   schema=schema, vocabulary=vocabulary,
-                   test_bank=TestBank(arrays["test_scene_ids"], arrays["test_drawn_for"], arrays["test_signatures"]),
-                   params=manifest["params"], stages=manifest["stages"], spec_files=specs, path=path)
-
-    def spec_paths(self) -> dict:
-        """``{name: path}`` of the split specs saved with the space (empty if unsaved)."""
-        if self.path is None:
-            return {}
-        return {Path(f).stem: Path(self.path) / "splits" / f for f in sorted(self.spec_files)}
+        return cls(descriptions=columns["description"], parts=[tuple(tuple(x) for x in p) for p in columns["parts"]],
+                   log_pcfg=np.array(columns["log_prob"], np.float64), item_names=item_names, schema=schema,
+                   vocabulary=vocabulary, spec_files=specs, **common)
 
 
 def _normalise_description(d, i) -> str:

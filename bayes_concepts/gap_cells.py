@@ -1,0 +1,134 @@
+"""The comp gap's cells in chunks: the oracles' results of each (split, negatives) cell,
+computed chunk by chunk of episodes on a :class:`~bayes_concepts.scale.Scheduler`.
+
+A cell's episodes are cut into ranges of at most :data:`GAP_CHUNK` episodes
+(:func:`episode_chunks`); :func:`gap_chunk`, one task, draws one range exactly as the whole
+cell would draw it and scores it with the split's strong and weak oracles; :func:`gap_cells`
+maps the tasks on a scheduler and joins each cell's chunks back in order, so the values are
+the same wherever the chunks ran.  :func:`~bayes_concepts.gap.compute_gap` is built on it.
+
+Workers get a space by path (:class:`SpaceRef`): a cluster needs the space saved, on a file
+system every worker reads (the same path on every machine).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .episodes import ARRAY_FIELDS, Episodes, sampler_for
+from .oracles import strong_and_weak
+from .scale import ScaleError, Scheduler, release_pages
+
+__all__ = ["GAP_CHUNK", "SpaceRef", "space_ref", "resolve_space", "episode_chunks", "gap_chunk", "gap_cells"]
+
+#: Episodes per task of :func:`~bayes_concepts.gap.compute_gap`: big enough that a task's
+#: fixed costs (two oracles, one sampler call) are small, small enough that the pages of a
+#: memory-mapped space one task touches stay bounded.
+GAP_CHUNK = 2_500
+
+
+# ---------------------------------------------------------------------------- spaces on workers
+@dataclass(frozen=True)
+class SpaceRef:
+    """A saved space as workers find it: its directory and the sha256 of its manifest."""
+
+    path: str
+    manifest_sha256: str
+
+
+#: The space this worker process last loaded from a :class:`SpaceRef` (one at a time).
+_SPACES: dict = {}
+
+
+def space_ref(space, scheduler: Scheduler):
+    """What a task gets for ``space``: the space itself in-process, a :class:`SpaceRef` for a
+    cluster (the space must be saved)."""
+    if not scheduler.distributed:
+        return space
+    sha = space.manifest_sha256()
+    if not sha:
+        raise ScaleError("a Dask cluster reads the space from disk: save the space first (space.save(path)) "
+                         "and give every worker the same path")
+    return SpaceRef(str(os.path.abspath(space.path)), sha)
+
+
+def resolve_space(ref):
+    """The space a task works on: ``ref`` itself, or the space a :class:`SpaceRef` names,
+    loaded once per worker process (and checked to be the same space)."""
+    if not isinstance(ref, SpaceRef):
+        return ref
+    space = _SPACES.get(ref)
+    if space is None:
+        from .spaces import load_space
+        space = load_space(ref.path, verify=False)
+        if space.manifest_sha256() != ref.manifest_sha256:
+            raise ScaleError(f"{ref.path}: the space on this worker is not the one the job was started with "
+                             f"(manifest sha256 {space.manifest_sha256()[:12]}…, expected {ref.manifest_sha256[:12]}…)")
+        _SPACES.clear()  # one space per worker at a time
+        _SPACES[ref] = space
+    return space
+
+
+# ------------------------------------------------------------------------------- the comp gap
+def episode_chunks(n_episodes: int, chunk: int = GAP_CHUNK) -> list:
+    """``[(lo, hi), ...]``: episode ranges of at most ``chunk`` episodes covering ``n_episodes``
+    (one empty range for none)."""
+    chunk = max(1, int(chunk))
+    return [(lo, min(lo + chunk, n_episodes)) for lo in range(0, n_episodes, chunk)] or [(0, 0)]
+
+
+def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_mode, keep_episodes):
+    """One task of the comp gap: episodes ``lo:hi`` of a (split, negatives) cell, drawn exactly as
+    the whole cell would draw them, scored by the split's strong and weak oracles.
+
+    task: ``(split name, negatives, cell seed, lo, hi)``; splits: name -> Split.  Returns
+    ``(concept int32 (hi-lo,), {"strong": result, "weak": result}, episodes or None)`` with each
+    result the dict of :data:`bayes_concepts.learners.scoring.RESULT_KEYS`."""
+    from .learners.scoring import score_learners  # the learners package loads torch-backed models
+    name, negatives, seed, lo, hi = task
+    space = resolve_space(space)
+    split = splits[name]
+    sampler = sampler_for(space)
+    try:
+        eps = sampler.sample(split.test, n_episodes, negatives, seed=seed, query_negatives=query_negatives,
+                             hard_mode=hard_mode, meta={"split": name, "side": "test"}, part=(lo, hi))
+        strong, weak = strong_and_weak(space, split, settings)
+        results = score_learners(space, eps, {"strong": strong, "weak": weak})
+    finally:
+        release_pages(space.signatures)
+    return eps.concept, results, (eps if keep_episodes else None)
+
+
+def _concat_episodes(parts: list) -> Episodes:
+    """One :class:`~bayes_concepts.episodes.Episodes` from the chunks of one batch, in order."""
+    meta = {k: v for k, v in parts[0].meta.items() if k != "part"}
+    for key in ("support_topup", "query_topup"):
+        meta[key] = int(sum(p.meta.get(key, 0) for p in parts))
+    return Episodes(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in ARRAY_FIELDS}, meta=meta)
+
+
+def gap_cells(space, splits: dict, cells: list, n_episodes: int, settings, seed_of, query_negatives, hard_mode,
+              keep_episodes: bool, scheduler: Scheduler, chunk: int | None = None):
+    """The oracles' results of every (split name, negatives) cell of ``cells``, in order.
+
+    Each cell's ``n_episodes`` are cut into chunks of ``chunk`` (default :data:`GAP_CHUNK`)
+    episodes, mapped with :func:`gap_chunk` on ``scheduler``; seed_of(name, negatives) gives a
+    cell's seed.  Yields ``(name, negatives, concept int32 (n,), {"strong": result, "weak":
+    result}, episodes or None)``: the same values, in the same order, wherever the chunks ran."""
+    ranges = episode_chunks(n_episodes, chunk or GAP_CHUNK)
+    tasks = [(name, neg, int(seed_of(name, neg)), lo, hi) for name, neg in cells for lo, hi in ranges]
+    shared = dict(space=space_ref(space, scheduler), splits={name: splits[name] for name, _ in cells},
+                  settings=settings, n_episodes=n_episodes, query_negatives=query_negatives, hard_mode=hard_mode,
+                  keep_episodes=keep_episodes)
+    parts = []
+    for task, part in zip(tasks, scheduler.map(gap_chunk, tasks, shared)):
+        parts.append(part)
+        if len(parts) == len(ranges):
+            concept = np.concatenate([p[0] for p in parts])
+            results = {learner: {key: np.concatenate([p[1][learner][key] for p in parts])
+                                 for key in parts[0][1][learner]} for learner in parts[0][1]}
+            eps = _concat_episodes([p[2] for p in parts]) if keep_episodes else None
+            yield task[0], task[1], concept, results, eps
+            parts = []
