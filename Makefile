@@ -23,7 +23,9 @@ demo: $(STAMP)
 figures: $(STAMP)
 	$(BIN)/bayes-concepts demo --figures paper_figs
 
+# the layers contract ([tool.importlinter] in pyproject.toml) first: an upward import or a cycle fails the build
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest tests
 
 # The README's "Speed" table: executor, space build (demo and paper presets), then

@@ -114,12 +114,12 @@ def figure(df: pd.DataFrame):
     with C.style():
         fig = Figure(figsize=(16, 5.0), layout="constrained")
         a, b, c = fig.subplots(1, 3, width_ratios=[1.1, 1.1, 1])
-        drawn = plot_gap_vs_divergence(df, ax=a, hue="benchmark",
-                                       labelled=(df["benchmark"] != "curi") | (df["compound_divergence"] == 0))
+        _, drawn = plot_gap_vs_divergence(df, ax=a, hue="benchmark",
+                                          labelled=(df["benchmark"] != "curi") | (df["compound_divergence"] == 0))
         a.set_title("(a) comp gap vs compound divergence (CURI's labelled in b)", fontsize=11)
         curi = df[df["benchmark"] == "curi"]
         top = float(curi["compound_divergence"].max()) if len(curi) else 1.0
-        zoom = plot_gap_vs_divergence(curi, ax=b, xlim=(-0.01, 1.3 * top + 0.01))
+        _, zoom = plot_gap_vs_divergence(curi, ax=b, xlim=(-0.01, 1.3 * top + 0.01))
         b.set_title("(b) CURI's nine splits (zoomed)", fontsize=11)
         kd = df[df["k"].notna()].sort_values("k") if "k" in df else df.iloc[:0]
         colours = sns.color_palette("deep", 4)

@@ -633,15 +633,16 @@ def write_paper_figures(ds, space, out_dir, args) -> list:
                           hard_mode=proto.hard_mode)
     strong, weak = strong_and_weak(space, split, proto.settings)
     index = int(np.nanargmax(strong.evaluate(eps)["posterior_entropy"]))
-    jobs = [(f"comp_gap_{neg}", lambda neg=neg: plots.comp_gap_figure(ds, neg, args.boot, args.seed))
+    jobs = [(f"comp_gap_{neg}", lambda neg=neg: plots.plot_comp_gap(ds, neg, args.boot, args.seed))
             for neg in ("hard", "easy") if neg in ds.negatives.values.tolist()]
-    jobs += [("entropy", lambda: plots.entropy_figure(ds, "hard", args.boot, args.seed)),
-             ("synonym_classes", lambda: plots.synonym_histogram(space)),
-             ("scene_properties", lambda: plots.scene_property_histograms(space)),
-             ("episode_view", lambda: plots.episode_figure(space, eps, index, strong, weak))]
+    jobs += [("entropy", lambda: plots.plot_entropies(ds, "hard", args.boot, args.seed)),
+             ("synonym_classes", lambda: plots.plot_synonym_classes(space)),
+             ("scene_properties", lambda: plots.plot_scene_properties(space)),
+             ("episode_view", lambda: plots.plot_episode(space, eps, index, strong, weak))]
     paths = []
     for name, make in jobs:
-        fig, data = make()
+        drawn, data = make()  # one Axes or an array of them, on a figure of their own
+        fig = np.ravel(drawn)[0].figure
         engine = fig.get_layout_engine()
         if engine is not None and hasattr(engine, "set"):
             try:  # room for the note below the axes' labels
@@ -832,8 +833,8 @@ def main(argv=None) -> pd.DataFrame:
     ds = datasets[first]
     if args.no_space_figures:
         for neg in ("hard", "easy"):
-            fig, data = plots.comp_gap_figure(ds, neg, args.boot, args.seed)
-            C.save_figure(fig, args.out, f"comp_gap_{neg}")
+            axes, data = plots.plot_comp_gap(ds, neg, args.boot, args.seed)
+            C.save_figure(axes[0].figure, args.out, f"comp_gap_{neg}")
             data.to_csv(args.out / f"comp_gap_{neg}.csv", index=False)
     else:
         plots.write_figures(ds, space, args.out, n_boot=args.boot, seed=args.seed)

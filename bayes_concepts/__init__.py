@@ -53,7 +53,9 @@ _EXPORTS = {
     "compute_gap": ".gap", "summarise": ".gap", "format_table": ".gap", "paired_bootstrap": ".gap",
     "audit": ".gap", "format_audit": ".gap",
     "save_results": ".results", "load_results": ".results",
-    "write_figures": ".plots", "plot_modalities": ".plots",
+    "write_figures": ".plots", "plot_comp_gap": ".plots", "plot_entropies": ".plots",
+    "plot_synonym_classes": ".plots", "plot_scene_properties": ".plots", "plot_episode": ".plots",
+    "plot_modalities": ".plots",
     # learners scored beside the oracles
     "make_learner": ".learners", "check_learner": ".learners", "score_learners": ".learners",
     "RandomLearner": ".learners", "NearestPrototype": ".learners", "ProtoNetLearner": ".learners",

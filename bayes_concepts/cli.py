@@ -95,12 +95,11 @@ def _check_output_dir(path, option: str):
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise BayesConceptsError(f"{option} {path}: exists and is not a directory")
-    first = p
-    while not first.exists():
-        first = first.parent
-    if not first.is_dir():
+    from .engine.store import nearest_existing_folder
+    first, problem = nearest_existing_folder(p)
+    if problem == "not a directory":
         raise BayesConceptsError(f"{option} {path}: {first} is not a directory")
-    if not os.access(first, os.W_OK | os.X_OK):
+    if problem:
         raise BayesConceptsError(f"{option} {path}: cannot write into {first} (permission denied)")
 
 

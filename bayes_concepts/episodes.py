@@ -39,6 +39,7 @@ import numpy as np
 
 from .bits import block_counts, block_of_rank, has_bit, pop_lowest_bit, popcount64, select_in_block, unpack_bits
 from .engine.rows import check_reads, row_at, row_source, rows_for_random_reads, word_at, words_at
+from .engine.index import signature_block_counts
 from .errors import BayesConceptsError
 from .registry import Registry
 from .rng import block_seeds, next_below
@@ -463,7 +464,6 @@ class EpisodeSampler:
     block counts) so that many batches reuse them."""
 
     def __init__(self, space):
-        from .engine.index import signature_block_counts
         self.space = space
         self.signatures = rows_for_random_reads(space.signatures)
         self.cum = signature_block_counts(space) if BLOCK == 64 else block_counts(np.asarray(space.signatures), BLOCK)

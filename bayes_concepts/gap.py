@@ -16,10 +16,12 @@ import numpy as np
 import xarray as xr
 
 from . import __version__
+from .divergence import split_divergence
 from .gap_cells import gap_cells
 from .oracles import OracleSettings
 from .results import empty_dataset
 from .scale import scheduler_scope
+from .splits import split_stats
 
 LEARNERS = ("strong", "weak")
 ORACLES = LEARNERS
@@ -244,8 +246,6 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
     :func:`~bayes_concepts.divergence.concept_structure`), and the held-out concepts the weak
     oracle gets most wrong (lowest mean AP over the test episodes in which they were the true
     concept)."""
-    from .divergence import split_divergence
-    from .splits import split_stats
     ds = compute_gap(space, {split.name: split}, ("hard", "easy"), n_episodes, settings, seed)
     rows = summarise(ds)
     cell = ds.sel(split=split.name, negatives="hard")

@@ -63,6 +63,7 @@ import numpy as np
 
 from .spaces.extension_space import ExtensionSpace, description_log_prob
 from .errors import BayesConceptsError
+from .splits import make_split
 
 __all__ = ["PairsLayout", "PairsLayoutError", "read_pairs_layout", "pair_space", "unseen_pairs_spec",
            "reference_limited_spec", "seen_pairs_per_attribute", "spec_to_toml", "build_pair_space", "PAIR_FILES"]
@@ -386,7 +387,6 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
     ``unseen_pairs`` split spec (and a ``seen_k<K>`` spec per ``ks``), save it to ``out``
     (atomically; the specs in ``out/splits/``).  Returns the summary lines to print."""
     import time
-    from .splits import make_split
     if Path(out).exists() and not overwrite:
         raise FileExistsError(f"{out} already exists (pass --force to replace it)")
     t = time.perf_counter()

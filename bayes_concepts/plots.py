@@ -1,32 +1,43 @@
 """Figures of the results Dataset and of a hypothesis space.
 
-Every figure function returns ``(fig, data)``: a :class:`matplotlib.figure.Figure`
-(built directly, without pyplot, so nothing depends on a display or a global figure
-registry) and a tidy :class:`pandas.DataFrame` holding exactly the values drawn.
+One convention, as in ArviZ: every ``plot_*`` function draws into the Axes it is given
+(``ax=`` for one panel, ``axes=`` for a grid whose shape it documents), creates a figure
+only when none is given (a :class:`matplotlib.figure.Figure` built directly, without
+pyplot, so nothing depends on a display or a global figure registry), and returns
+``(ax, data)``: the Axes drawn into (for a grid, a NumPy array of Axes of the documented
+shape; the figure is ``ax.figure`` / ``axes.flat[0].figure``) and a tidy
+:class:`pandas.DataFrame` holding exactly the numbers drawn (bar heights, interval ends,
+counts).  A grid's shared legend and its title go on the figure that holds its axes.
 Figures read only the results Dataset (:mod:`bayes_concepts.results`) and the space.
 
->>> fig, data = comp_gap_figure(ds)                                   # doctest: +SKIP
->>> fig, data = entropy_figure(ds)                                    # doctest: +SKIP
->>> fig, data = synonym_histogram(space)                              # doctest: +SKIP
->>> fig, data = scene_property_histograms(space)                      # doctest: +SKIP
->>> fig, data = episode_figure(space, episodes, 0, strong, weak)      # doctest: +SKIP
+>>> axes, data = plot_comp_gap(ds)                                    # doctest: +SKIP
+>>> axes, data = plot_entropies(ds)                                   # doctest: +SKIP
+>>> ax, data = plot_synonym_classes(space)                            # doctest: +SKIP
+>>> axes, data = plot_scene_properties(space)                         # doctest: +SKIP
+>>> ax, data = plot_episode(space, episodes, 0, strong, weak)         # doctest: +SKIP
+>>> axes, data = plot_modalities(space, episodes, 0)                  # doctest: +SKIP
+>>> ax.figure.savefig("episode.png")                                  # doctest: +SKIP
 >>> paths = write_figures(ds, space, "figures/")                      # doctest: +SKIP
 
-``comp_gap_figure``
+``plot_comp_gap``
     CURI's Figure 5: per split (ordered by mAP gap, largest first) the mean mAP (top)
     and CBA (bottom) of every learner in ``ds.learner`` with 95 % bootstrap intervals,
     and the comp gap (strong − weak, paired bootstrap interval) written at each split.
-``entropy_figure``
+``plot_entropies``
     CURI ICML Figure 4: expected posterior entropy over concepts and expected
     predictive entropy on the query set, per split, for each learner with entropies.
-``synonym_histogram``
+``plot_synonym_classes``
     CURI Figure 13: how many synonym classes (concepts with identical truth values on
     the scene bank) have each size; log-scaled count axis.
-``scene_property_histograms``
+``plot_scene_properties``
     CURI Figure 12: share of the scene bank's objects taking each value of each attribute.
-``episode_figure``
+``plot_episode``
     One episode: support and query scenes drawn top-down on the 8 × 8 location grid,
     with labels, the true concept and the oracles' most probable concepts.
+``plot_modalities``
+    A few support scenes of one episode as schema, rendered picture and spectrogram.
+``write_figures``
+    Every figure above to PNG and PDF files, with a CSV of each one's ``data``.
 """
 from __future__ import annotations
 
@@ -42,9 +53,9 @@ from matplotlib.figure import Figure  # built directly: no pyplot state, works u
 from matplotlib.lines import Line2D
 
 __all__ = ["SPLIT_NAMES", "split_label", "learner_label", "learner_color", "split_order", "bootstrap_mean",
-           "comp_gap_figure", "entropy_figure", "synonym_histogram", "scene_property_histograms",
-           "episode_figure", "write_figures", "comp_gap_data", "entropy_data", "synonym_data",
-           "scene_property_data", "oracles_for"]
+           "plot_comp_gap", "plot_entropies", "plot_synonym_classes", "plot_scene_properties", "plot_episode",
+           "plot_modalities", "write_figures", "comp_gap_data", "entropy_data", "synonym_data",
+           "scene_property_data", "object_encoding", "value_styles", "oracles_for"]
 
 #: readable names of CURI's splits (seed paper section 3); other splits fall back to their id
 SPLIT_NAMES = {
@@ -177,12 +188,26 @@ def _episodes_note(ds, negatives) -> str:
     return f"{negatives} negatives, {n:,} test episodes per split"
 
 
+def _given_axes(axes, n: int, what: str, at_least: bool = False) -> np.ndarray:
+    """``axes`` (an Axes or any array-like of Axes) as an object array, flattened row by row;
+    a clear error when it holds fewer (or, unless ``at_least``, other) than ``n`` Axes."""
+    flat = np.asarray(axes, dtype=object).ravel()
+    if len(flat) < n or (len(flat) != n and not at_least):
+        raise ValueError(f"{what} draws on {'at least ' if at_least else ''}{n} axes, got {len(flat)}")
+    return flat
+
+
+def _figure_of(drawn):
+    """The figure of what a ``plot_*`` function returned: one Axes or an array of them."""
+    return np.asarray(drawn, dtype=object).flat[0].figure
+
+
 # ---------------------------------------------------------------------------------------
 # 1. compositionality gap
 # ---------------------------------------------------------------------------------------
 
 def comp_gap_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None) -> pd.DataFrame:
-    """The values of :func:`comp_gap_figure`: one row per (metric, split, learner) with the
+    """The values of :func:`plot_comp_gap`: one row per (metric, split, learner) with the
     mean in percent, its 95 % bootstrap interval, the number of episodes and, on the rows
     of the strong oracle, the gap strong − weak (percentage points) with its paired
     bootstrap interval (:func:`bayes_concepts.gap.paired_bootstrap`)."""
@@ -208,13 +233,20 @@ def comp_gap_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
     return pd.DataFrame(rows)
 
 
-def comp_gap_figure(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None):
-    """CURI Figure 5 from a results Dataset: splits on x ordered by mAP gap (largest first),
-    mAP (%) on top and CBA (%) below; the strong and weak oracles as horizontal lines at
-    each split, every other learner (models, reference learners) as a bar between them,
-    each with the 95 % bootstrap interval of its mean over episodes; the comp gap
-    (strong − weak) shaded and written at each split.  Returns (fig, data) with ``data`` =
-    :func:`comp_gap_data`."""
+def plot_comp_gap(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None, *, axes=None):
+    """CURI Figure 5 from a results Dataset: splits on x ordered by mAP gap (largest first)
+    or in ``order``, mAP (%) on top and CBA (%) below; the strong and weak oracles as
+    horizontal lines at each split, every other learner (models, reference learners) as a
+    bar between them, each with the 95 % bootstrap interval (``n_boot`` resamples, ``seed``)
+    of its mean over episodes; the comp gap (strong − weak, percentage points) shaded and
+    written at each split with its paired bootstrap interval.
+
+    ``axes``: two Axes, mAP then CBA (e.g. ``fig.subplots(2, 1, sharex=True)``); default a
+    new figure.  The legend (below the panels) and the title go on their figure.
+    Returns ``(axes, data)``: ``axes`` an array of the two Axes; ``data`` =
+    :func:`comp_gap_data`, one row per (metric, split, learner): ``mean`` (%, the height of
+    the learner's line or bar), ``ci_lo``/``ci_hi`` (its error bar), ``episodes``, and on the
+    strong oracle's rows ``gap``, ``gap_ci_lo``, ``gap_ci_hi`` (the text at each split)."""
     order = _order(ds, negatives, order)
     data = comp_gap_data(ds, negatives, n_boot, seed, order)
     learners = _learners(ds)
@@ -224,8 +256,11 @@ def comp_gap_figure(ds, negatives: str = "hard", n_boot: int = 1000, seed: int =
     bar_width = 0.5 / max(1, len(models))
     offsets = dict(zip(models, _dodge(len(models), 0.5 - bar_width)))
     with _style():
-        fig = Figure(figsize=(max(8.0, 1.25 * len(order) + 2.5), 8.4), layout="constrained")
-        axes = fig.subplots(2, 1, sharex=True)
+        if axes is None:
+            axes = Figure(figsize=(max(8.0, 1.25 * len(order) + 2.5), 8.4), layout="constrained").subplots(
+                2, 1, sharex=True)
+        axes = _given_axes(axes, 2, "plot_comp_gap")
+        fig = axes[0].figure
         for ax, metric in zip(axes, ("ap", "cba")):
             d = data[data.metric == metric]
             for lr in models:
@@ -278,7 +313,7 @@ def comp_gap_figure(ds, negatives: str = "hard", n_boot: int = 1000, seed: int =
         fig.suptitle("Compositionality gap per split (" + _episodes_note(ds, negatives) + ")\n"
                      "error bars: 95 % bootstrap CI of each mean over episodes;  boxes: comp gap in percentage "
                      "points [paired bootstrap 95 % CI]", fontsize=11.5)
-    return fig, data
+    return axes, data
 
 
 # ---------------------------------------------------------------------------------------
@@ -291,7 +326,7 @@ ENTROPY_LABELS = {"posterior_entropy": "posterior entropy over concepts (nats)",
 
 
 def entropy_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None) -> pd.DataFrame:
-    """The values of :func:`entropy_figure`: one row per (entropy, split, learner): mean over
+    """The values of :func:`plot_entropies`: one row per (entropy, split, learner): mean over
     the episodes in which the learner has a posterior (``empty`` False and a finite value),
     its 95 % bootstrap interval, and how many of the split's episodes that is."""
     cell = _cell(ds, negatives)
@@ -313,12 +348,19 @@ def entropy_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0,
     return pd.DataFrame(rows)
 
 
-def entropy_figure(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None):
+def plot_entropies(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0, order=None, *, axes=None):
     """Expected posterior entropy (top) and expected predictive entropy (bottom) per split,
-    as in CURI ICML Figure 4, for the strong and weak oracles (and any other learner with
-    entropies).  Grouped bars with 95 % bootstrap intervals; a learner with no consistent
-    concept in an episode (``empty``) has no posterior there, so its bars average over the
-    other episodes and show that share when it is below 100 %.  Returns (fig, data)."""
+    in nats, as in CURI ICML Figure 4, for the strong and weak oracles (and any other learner
+    with entropies).  Grouped bars with 95 % bootstrap intervals; a learner with no
+    consistent concept in an episode (``empty``) has no posterior there, so its bars average
+    over the other episodes and show how many (``n=``) when that is not all of them.
+
+    ``axes``: two Axes, posterior then predictive entropy (e.g. ``fig.subplots(2, 1,
+    sharex=True)``); default a new figure.  The legend and the title go on their figure.
+    Returns ``(axes, data)``: ``axes`` an array of the two Axes; ``data`` =
+    :func:`entropy_data`, one row per (entropy, split, learner): ``mean`` (nats; the bar
+    height, 0 drawn where NaN), ``ci_lo``/``ci_hi`` (its error bar), ``episodes`` (n),
+    ``episodes_total`` and ``coverage``."""
     order = _order(ds, negatives, order)
     data = entropy_data(ds, negatives, n_boot, seed, order)
     learners = list(dict.fromkeys(data["learner"]))
@@ -326,8 +368,11 @@ def entropy_figure(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 
     width = 0.8 / max(1, len(learners))
     offsets = dict(zip(learners, _dodge(len(learners), 0.8 - width)))
     with _style():
-        fig = Figure(figsize=(max(8.0, 1.2 * len(order) + 2.5), 7.8), layout="constrained")
-        axes = fig.subplots(2, 1, sharex=True)
+        if axes is None:
+            axes = Figure(figsize=(max(8.0, 1.2 * len(order) + 2.5), 7.8), layout="constrained").subplots(
+                2, 1, sharex=True)
+        axes = _given_axes(axes, 2, "plot_entropies")
+        fig = axes[0].figure
         for ax, var in zip(axes, ENTROPIES):
             d = data[data.entropy == var]
             top = np.nanmax(d["ci_hi"].to_numpy()) if np.isfinite(d["ci_hi"]).any() else 1.0
@@ -366,7 +411,7 @@ def entropy_figure(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 
         fig.suptitle("Uncertainty of the oracles per split (" + _episodes_note(ds, negatives) + ")\n"
                      f"n = how many of the {n_total} episodes have some concept the learner knows that fits the "
                      "support (else it has no posterior); bars average over these n", fontsize=11)
-    return fig, data
+    return axes, data
 
 
 # ---------------------------------------------------------------------------------------
@@ -382,14 +427,18 @@ def synonym_data(space) -> pd.DataFrame:
                          "n_concepts": hist.astype(np.int64) * np.arange(1, len(hist) + 1)})
 
 
-def synonym_histogram(space):
+def plot_synonym_classes(space, *, ax=None):
     """CURI Figure 13: how many synonym classes have 1, 2, ... members (concepts whose truth
-    values agree on every scene of the bank).  Count axis log-scaled.  Returns (fig, data)."""
+    values agree on every scene of the bank), one bar per class size; count axis log-scaled.
+
+    ``ax``: the Axes to draw on; default a new figure.  Returns ``(ax, data)``: ``data`` =
+    :func:`synonym_data`, one row per class size 1 .. largest: ``n_classes`` (the bar
+    height; sizes no class has get no bar) and ``n_concepts`` (size × classes)."""
     data = synonym_data(space)
     n_classes = int(data["n_classes"].sum())
     with _style():
-        fig = Figure(figsize=(7.5, 4.6), layout="constrained")
-        ax = fig.subplots()
+        if ax is None:
+            ax = Figure(figsize=(7.5, 4.6), layout="constrained").subplots()
         shown = data[data.n_classes > 0]
         ax.bar(shown["class_size"], shown["n_classes"], width=0.8 if len(data) <= 60 else 1.0,
                color=sns.color_palette("deep")[0], edgecolor="white", linewidth=0.5, gid="synonym_bars")
@@ -404,7 +453,7 @@ def synonym_histogram(space):
         ax.set_title(f"Synonymy of concepts: {space.n_concepts:,} concepts form {n_classes:,} classes on "
                      f"{space.n_scenes:,} scenes\n{100 * single / max(1, n_classes):.0f} % of classes have a "
                      f"single member; the largest has {len(data)}", fontsize=11)
-    return fig, data
+    return ax, data
 
 
 def object_encoding(schema) -> dict:
@@ -509,12 +558,19 @@ def scene_property_data(space) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def scene_property_histograms(space):
+def plot_scene_properties(space, *, axes=None):
     """CURI Figure 12: one panel per attribute of the space's schema (CURI: colour, shape,
-    material, size, x bin, y bin) with the share of the scene bank's objects taking each
+    material, size, x bin, y bin) with the share (%) of the scene bank's objects taking each
     value; dashed: the share if values were uniform.  The bars of the attribute the episode
     view draws as colour (:func:`object_encoding`) take its colours (:func:`value_styles`),
-    the others one colour.  Returns (fig, data); ``data["bar_color"]`` is each bar's colour."""
+    the others one colour.
+
+    ``axes``: at least one Axes per attribute, any shape, taken row by row in schema order
+    (those left over are hidden); default a new figure of three columns.  The title goes on
+    their figure.  Returns ``(axes, data)``: ``axes`` as given (an array) or the new
+    (rows, 3) array; ``data``: :func:`scene_property_data`, one row per (attribute, value):
+    ``count``, ``share`` (%, the bar height), ``uniform_share`` (the dashed line), plus
+    ``bar_color`` (the bar's colour)."""
     data = scene_property_data(space)
     attrs = list(dict.fromkeys(data["attribute"]))
     colour_attr = object_encoding(space.schema)["color"]
@@ -529,9 +585,12 @@ def scene_property_histograms(space):
     nrow = int(np.ceil(len(attrs) / ncol))
     n_obj = int((np.asarray(space.scene_codes)[:, :, 0] >= 0).sum())
     with _style():
-        fig = Figure(figsize=(11, 3.3 * nrow + 0.8), layout="constrained")
-        axes = np.atleast_1d(fig.subplots(nrow, ncol)).ravel()
-        for ax, attr in zip(axes, attrs):
+        if axes is None:
+            axes = Figure(figsize=(11, 3.3 * nrow + 0.8), layout="constrained").subplots(nrow, ncol, squeeze=False)
+        axes = np.asarray(axes, dtype=object)
+        flat = _given_axes(axes, len(attrs), "plot_scene_properties", at_least=True)
+        fig = flat[0].figure
+        for ax, attr in zip(flat, attrs):
             d = data[data.attribute == attr]
             ax.bar(np.arange(len(d)), d["share"], color=list(d["bar_color"]), edgecolor="0.2", linewidth=0.4,
                    gid=f"prop:{attr}")
@@ -546,11 +605,11 @@ def scene_property_histograms(space):
             ax.set_title(title, fontsize=11)
             ax.set_ylabel("share of objects (%)")
             ax.set_ylim(0, max(d["share"].max(), d["uniform_share"].iloc[0]) * 1.18)
-        for ax in axes[len(attrs):]:
+        for ax in flat[len(attrs):]:
             ax.set_visible(False)
         fig.suptitle(f"Object properties in the scene bank ({space.n_scenes:,} scenes, {n_obj:,} objects); "
                      "dashed line: share if every value were equally common", fontsize=12)
-    return fig, data
+    return axes, data
 
 
 # ---------------------------------------------------------------------------------------
@@ -653,7 +712,7 @@ def _episode_images(space, scene_ids, image_size) -> np.ndarray:
     h, w = (int(v) for v in image_size)
     ids = np.asarray(scene_ids, np.int64)
     bank = None
-    if getattr(space, "path", None) is not None and hasattr(space, "rendered_bank"):
+    if space.path is not None and space.has_pictures:
         from .engine.rendered import find_rendered_bank
         bank = find_rendered_bank(space, "image", height=h, width=w)
     if bank is not None:
@@ -661,28 +720,36 @@ def _episode_images(space, scene_ids, image_size) -> np.ndarray:
     return render_scenes(np.asarray(space.scene_codes[ids]), space.schema, height=h, width=w)
 
 
-def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_oracle=None, top: int = 3, *,
-                   modality: str = "schema", image_size=(160, 240), ax=None):
-    """One episode of ``episodes``: its support and query scenes drawn top-down (objects at
-    their (x, y) bins, y bin 1 at the top), each titled with its label (+ / −, flagged when a
-    top-up or relabelled), and a text box with the true concept and the ``top`` most probable
-    concepts of the oracles (fitted here on the support when given).
+def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracle=None, top: int = 3, *,
+                 modality: str = "schema", image_size=(160, 240), ax=None):
+    """Episode ``index`` of ``episodes``: its support and query scenes drawn top-down (objects
+    at their (x, y) bins, y bin 1 at the top), each titled with its label (+ / −, flagged
+    when a top-up or relabelled), and a text box with the true concept and the ``top`` most
+    probable concepts of the oracles (fitted here on the support when given).
 
     ``modality="image"`` shows every scene as its rendered picture instead
     (:func:`~bayes_concepts.scenes.render.render_scenes` at ``image_size`` = (height, width)
     pixels; read from the space's cached rendered bank of that size when there is one).
-    ``ax``: an Axes whose area the whole view is drawn in (as inset axes; it needs about the
-    size a new figure would get, ``data.attrs["size_inches"]``); default a new figure.
 
     How an object is drawn derives from the space's schema (:func:`object_encoding`,
     :func:`value_styles`, shown in the legend); for CURI: colour = object colour,
     square / circle / triangle = cube / sphere / cylinder, bigger = large, black ring =
     metal.  A schema without ``x``/``y`` draws a scene's objects in a row, in slot order.
-    Returns (fig, data): one row per object drawn (with the scene's mean pixel value,
-    ``image_mean``, when pictures are shown); ``data.attrs["concepts"]`` is a DataFrame of
-    the concepts in the text box."""
+
+    ``ax``: the Axes whose area the whole view is drawn in (each scene, the text box and
+    the legend as inset axes: ``ax.child_axes``; it needs about the size a new figure would
+    get, ``data.attrs["size_inches"]``); default a new figure of that size, the view's Axes
+    covering it (the scenes are then axes of the figure).  Every scene's Axes has the gid
+    ``"support:k"`` / ``"query:k"``.  Returns ``(ax, data)``: ``data`` one row per object
+    drawn (set, position in the set, scene id, label, top-up and relabelled flags, the
+    object's attribute values; the scene's mean pixel value ``image_mean`` when pictures are
+    shown); ``data.attrs["concepts"]`` a DataFrame of the concepts in the text box (role,
+    rank, concept id, readable form, posterior probability, whether a synonym of the true
+    concept) and ``data.attrs["size_inches"]`` the view's (width, height)."""
     if modality not in ("schema", "image"):
         raise ValueError(f"episode view: modality must be 'schema' or 'image', got {modality!r}")
+    if modality == "image" and not space.has_pictures:
+        raise ValueError(f"episode view: a {space.kind} space has no pictures (use modality='schema')")
     e = int(index)
     if not 0 <= e < len(episodes):
         raise IndexError(f"episode {index} out of range (0..{len(episodes) - 1})")
@@ -744,8 +811,12 @@ def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_ora
     width = 2 * block_w + block_gap + 2 * margin
     height = head + set_head + nrow * row_h + 0.15 + text_h
     with _style():
-        if ax is None:
+        new_figure = ax is None
+        if new_figure:  # the scenes as axes of the figure; ``ax`` an empty, invisible Axes covering it
             fig = Figure(figsize=(width, height))
+            ax = fig.add_axes((0, 0, 1, 1), gid="episode_view")
+            ax.axis("off")
+            ax.patch.set_visible(False)
             add_axes, put_text = fig.add_axes, fig.text
         else:  # the view drawn inside ``ax``: its area is the canvas
             fig, canvas = ax.figure, ax
@@ -826,14 +897,14 @@ def episode_figure(space, episodes, index: int = 0, strong_oracle=None, weak_ora
                  f"{'picture' if modality == 'image' else 'square'} is one {layout}.\n"
                  "Title: label (+ / " + MINUS + "); top-up = random negative filling a hard set, relabelled = "
                  "random scene that satisfies the concept")
-        if ax is None:
+        if new_figure:
             fig.suptitle(title, fontsize=11, y=1 - 0.08 / height, va="top")
         else:
             put_text(0.5, 1 - 0.08 / height, title, fontsize=11, ha="center", va="top")
     data = pd.DataFrame(rows)
     data.attrs["size_inches"] = (width, height)
     data.attrs["concepts"] = pd.DataFrame(concept_rows)
-    return fig, data
+    return ax, data
 
 
 # ---------------------------------------------------------------------------------------
@@ -845,14 +916,15 @@ def oracles_for(space, split, results=None):
     (``attrs["oracle_settings"]``), else the defaults."""
     from .oracles import OracleSettings, strong_and_weak
     settings = None
-    if results is not None and "oracle_settings" in getattr(results, "attrs", {}):
+    if results is not None and "oracle_settings" in results.attrs:
         settings = OracleSettings(**json.loads(results.attrs["oracle_settings"]))
     return strong_and_weak(space, split, settings)
 
 
 def write_figures(results, space, out_dir, formats=("png", "pdf"), episodes=None, *, episode_index: int = 0,
                   oracles=None, n_boot: int = 1000, seed: int = 0, dpi: int = 150) -> list:
-    """Write every figure of ``results`` (and ``space``) to ``out_dir``: ``comp_gap_hard``,
+    """Write every figure of ``results`` (and ``space``) to ``out_dir``, each drawn by its
+    ``plot_*`` function on a new figure: ``comp_gap_hard``,
     ``comp_gap_easy`` (when the results have easy negatives), ``entropy`` (hard negatives, or
     the first negatives setting present), ``synonym_classes``, ``scene_properties`` and,
     when ``episodes`` is given, ``episode_view`` (episode ``episode_index``; with the top
@@ -865,17 +937,18 @@ def write_figures(results, space, out_dir, formats=("png", "pdf"), episodes=None
     jobs = []
     for neg in ("hard", "easy"):
         if neg in negs:
-            jobs.append((f"comp_gap_{neg}", lambda neg=neg: comp_gap_figure(results, neg, n_boot, seed)))
+            jobs.append((f"comp_gap_{neg}", lambda neg=neg: plot_comp_gap(results, neg, n_boot, seed)))
     ent_neg = "hard" if "hard" in negs else negs[0]
-    jobs.append(("entropy", lambda: entropy_figure(results, ent_neg, n_boot, seed)))
-    jobs.append(("synonym_classes", lambda: synonym_histogram(space)))
-    jobs.append(("scene_properties", lambda: scene_property_histograms(space)))
+    jobs.append(("entropy", lambda: plot_entropies(results, ent_neg, n_boot, seed)))
+    jobs.append(("synonym_classes", lambda: plot_synonym_classes(space)))
+    jobs.append(("scene_properties", lambda: plot_scene_properties(space)))
     if episodes is not None:
         strong, weak = oracles if oracles is not None else (None, None)
-        jobs.append(("episode_view", lambda: episode_figure(space, episodes, episode_index, strong, weak)))
+        jobs.append(("episode_view", lambda: plot_episode(space, episodes, episode_index, strong, weak)))
     paths = []
     for name, make in jobs:
-        fig, data = make()
+        drawn, data = make()
+        fig = _figure_of(drawn)
         for fmt in formats:
             p = out / f"{name}.{fmt}"
             # no creation date or version stamp: the same figure is the same bytes
@@ -902,13 +975,17 @@ def plot_modalities(space, episodes, index: int = 0, axes=None, *, n_scenes: int
     """``n_scenes`` support scenes of episode ``index`` (its first positives, then about
     ``n_scenes // 2`` of its first negatives, fewer when the set has fewer) as a learner sees them in each
     modality: row 1 the schema (objects drawn top-down at their bins, as in
-    :func:`episode_figure`), row 2 the rendered picture (:func:`~bayes_concepts.scenes.render.render_scenes`,
+    :func:`plot_episode`), row 2 the rendered picture (:func:`~bayes_concepts.scenes.render.render_scenes`,
     ``height × width`` pixels), row 3 the log-mel spectrogram of the synthesised sound
     (:func:`~bayes_concepts.scenes.sound.log_mel_spectrogram`, 64 mel bands, time left to right).
 
-    ``axes``: an array of shape (3, n_scenes) of axes to draw on (default: a new figure).
-    Returns (fig, data): one row per scene drawn (set position, scene id, label, objects as
-    text, mean pixel value, spectrogram shape and its maximum in natural-log power)."""
+    ``axes``: 3 × n Axes to draw on, n the number of scenes drawn (``n_scenes`` unless the
+    support set has fewer), any array-like read row by row into shape (3, n) (e.g.
+    ``fig.subplots(3, n)``); default a new figure.  The legend of the schema row (below the
+    panels) and the title go on their figure.  Returns ``(axes, data)``: ``axes`` the (3, n)
+    array; ``data`` one row per scene drawn (set position, scene id, label, objects as text,
+    mean pixel value of the picture shown, spectrogram shape (bands, frames) and its maximum
+    in natural-log power)."""
     from .scenes.render import render_scenes
     from .scenes.sound import SoundSettings, log_mel_spectrogram, synthesize_scenes
     e = int(index)
@@ -935,7 +1012,7 @@ def plot_modalities(space, episodes, index: int = 0, axes=None, *, n_scenes: int
             fig = Figure(figsize=(2.3 * n + 0.9, 6.6), layout="constrained")
             axes = np.asarray(fig.subplots(3, n, squeeze=False))
         else:
-            axes = np.asarray(axes).reshape(3, n)
+            axes = _given_axes(axes, 3 * n, "plot_modalities").reshape(3, n)
             fig = axes[0, 0].figure
         lo, hi = float(np.percentile(specs, 5)), float(specs.max())
         rows = []
@@ -966,4 +1043,4 @@ def plot_modalities(space, episodes, index: int = 0, axes=None, *, n_scenes: int
         h = int(episodes.concept[e])
         fig.suptitle(f"Episode {e}: the support set in three modalities; true concept {space.program(h).readable}",
                      fontsize=10)
-    return fig, pd.DataFrame(rows)
+    return axes, pd.DataFrame(rows)

@@ -42,11 +42,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .oracles import OracleSettings
+from .bits import gather_bits, nth_set_bits, unpack_bits
+from .gap import compute_gap
+from .metrics import average_precision, class_balanced_accuracy
+from .oracles import Oracle, OracleSettings
 from .oracles.likelihoods import size_release_likelihood
 from .oracles.priors import pcfg_release_prior
 from .registry import Registry
-from .splits import SplitSpecError
+from .resources import data_file
+from .splits import SplitSpecError, make_split, spec_files
 
 #: Tokens the release's strings carry and our canonical form drops.
 RELEASE_BINDER = ("lambda", "S.")
@@ -92,7 +96,6 @@ def release_pool(space, per_concept: int = 3, seed: int = 0) -> np.ndarray:
     """The release's AP pool: ``per_concept`` scenes drawn *with replacement* from every
     concept's extension (so a scene may appear several times): int64 (n_concepts * per_concept,)
     scene-bank ids, concept by concept."""
-    from .bits import nth_set_bits
     counts = np.asarray(space.counts, np.int64)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3303]))
     ranks = (rng.random((len(counts), per_concept)) * counts[:, None]).astype(np.int64)
@@ -114,9 +117,6 @@ def release_oracle_scores(space, split, settings, episodes, n=None, masked32: bo
 
     Returns float64 (n,) arrays ``strong_ap``, ``strong_cba``, ``weak_ap``, ``weak_cba`` and
     ``train_mass`` (the strong posterior's mass on H_train, float64)."""
-    from .bits import gather_bits, unpack_bits
-    from .metrics import average_precision, class_balanced_accuracy
-    from .oracles import Oracle
     n = len(episodes) if n is None else min(int(n), len(episodes))
     strong_ids = getattr(split, "strong_concepts", None)
     strong_ids = np.union1d(split.train, split.test) if strong_ids is None else strong_ids
@@ -194,8 +194,6 @@ class Protocol:
 
     def spec_files(self) -> list:
         """The protocol's split spec files, sorted by name."""
-        from .resources import data_file
-        from .splits import spec_files
         return spec_files(data_file(self.splits_dir))
 
     def splits(self, space, names=None) -> dict:
@@ -203,7 +201,6 @@ class Protocol:
         specs asked for are read.  Splits made by this protocol carry ``strong_concepts`` (when
         the strong oracle knows every concept), ``protocol`` (its name) and, where mixed
         programs were dropped, ``dropped`` (how many)."""
-        from .splits import make_split
         files = {p.stem: p for p in self.spec_files()}
         wanted = list(files) if names is None or list(names) == ["all"] else list(names)
         unknown = [n for n in wanted if n not in files]
@@ -243,7 +240,6 @@ class Protocol:
         """The comp-gap results Dataset of the protocol's splits (or ``splits``, a dict of splits
         already made); ``overrides`` replace ``settings``, ``query_negatives`` or ``hard_mode``
         for one run (recorded in ``attrs["protocol_overrides"]``)."""
-        from .gap import compute_gap
         known = {"settings", "query_negatives", "hard_mode"}
         bad = set(overrides) - known
         if bad:

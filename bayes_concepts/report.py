@@ -13,8 +13,9 @@ where the two rank the splits differently); per held-out split the atoms and com
 the test side over-represents and the concepts the weak oracle gets most wrong; one
 episode of the hardest held-out concept with both oracles' top concepts.
 
-Every ``plot_*`` function takes ``ax=`` (a new figure when None) and returns the drawn
-values as a DataFrame.
+Every ``plot_*`` function follows :mod:`bayes_concepts.plots`' convention: it draws into
+``ax=`` (a new figure when None) and returns ``(ax, data)``, the Axes and a DataFrame of
+the values drawn.
 
 >>> reports = audit_splits(space, load_splits(space), n_episodes=2000)       # doctest: +SKIP
 >>> print(format_audit_table(audit_frame(reports)))                            # doctest: +SKIP
@@ -147,6 +148,7 @@ def rank_disagreements(df: pd.DataFrame, a: str = "map_gap_hard", b: str = "comp
 
 # ================================================================================= figures
 def _axes(ax, size=(5.5, 4.0)):
+    """``(figure, ax)``: those of the given ``ax``, else a new figure of ``size`` inches and its Axes."""
     if ax is not None:
         return ax.figure, ax
     from matplotlib.figure import Figure
@@ -156,12 +158,16 @@ def _axes(ax, size=(5.5, 4.0)):
 
 def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compound_divergence",
                            gap: str = "map_gap_hard", hue: str | None = None, xlim=(-0.03, 1.08),
-                           labelled=None) -> pd.DataFrame:
-    """Scatter of the comp gap (``gap``, with its 95 % interval as error bars when the frame
-    has ``<gap>_lo``/``_hi``) against a divergence, one labelled point per split; ``hue``: a
-    column whose values colour the points (e.g. the benchmark); ``xlim``: the divergence axis
-    (default the whole [0, 1]); ``labelled``: bool per row, which points get a label (default
-    all).  Returns the drawn points."""
+                           labelled=None) -> tuple:
+    """Scatter of the comp gap (column ``gap`` of ``df``, percentage points, with its 95 %
+    interval as error bars when the frame has ``<gap>_lo``/``_hi``) against a divergence
+    (column ``divergence``, in [0, 1]), one labelled point per row (split) of :func:`audit_frame`;
+    ``hue``: a column whose values colour the points (e.g. the benchmark); ``xlim``: the
+    divergence axis (default the whole [0, 1]); ``labelled``: bool per row, which points get a
+    label (default all).  ``ax``: the Axes to draw on; default a new figure.
+
+    Returns ``(ax, data)``: ``data`` one row per point drawn: ``split``, ``label`` (its
+    text), the divergence (x), the gap (y), ``hue``'s column and the interval ends."""
     import seaborn as sns
     from .plots import _style, split_label
     data = df.copy()
@@ -187,8 +193,8 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
         ax.set_ylabel(_gap_label(gap))
         if hue:
             ax.legend(fontsize=8, loc="best")
-    return data[["split", "label", divergence, gap] + ([hue] if hue else [])
-                + [c for c in (f"{gap}_lo", f"{gap}_hi") if c in data]].reset_index(drop=True)
+    return ax, data[["split", "label", divergence, gap] + ([hue] if hue else [])
+                    + [c for c in (f"{gap}_lo", f"{gap}_hi") if c in data]].reset_index(drop=True)
 
 
 def _place_labels(ax, xs, ys, labels, right_of: float, fontsize: float = 8.0):
@@ -236,9 +242,12 @@ def _gap_label(gap: str) -> str:
     return f"comp gap, {metric} ({neg} negatives, points)"
 
 
-def plot_gap_intervals(df: pd.DataFrame, ax=None, metric: str = "map") -> pd.DataFrame:
-    """The comp gap of every split with its 95 % interval, hard and easy negatives side by
-    side (horizontal bars, splits in table order).  Returns the drawn bars."""
+def plot_gap_intervals(df: pd.DataFrame, ax=None, metric: str = "map") -> tuple:
+    """The comp gap (``metric``: ``"map"`` or ``"cba"``; percentage points) of every split of
+    :func:`audit_frame`'s ``df`` with its 95 % interval, hard and easy negatives side by side
+    (horizontal bars, splits top to bottom in table order).  ``ax``: the Axes to draw on;
+    default a new figure.  Returns ``(ax, data)``: ``data`` one row per bar: ``split``,
+    ``label``, ``negatives``, ``gap`` (the bar's length), ``lo`` and ``hi`` (its error bar)."""
     import seaborn as sns
     from .plots import _style, split_label
     rows = []
@@ -263,14 +272,17 @@ def plot_gap_intervals(df: pd.DataFrame, ax=None, metric: str = "map") -> pd.Dat
         ax.invert_yaxis()
         ax.set_xlabel(f"comp gap, {'mAP' if metric == 'map' else 'CBA'} (points, 95% interval)")
         ax.legend(fontsize=8, loc="best")
-    return data
+    return ax, data
 
 
 def plot_side_distributions(space, split, kind: str = "compound", top: int = 12, ax=None, structure=None,
-                            beta: float = 0.2) -> pd.DataFrame:
-    """The ``top`` atoms or compounds (``kind``) with the largest |p_test − p_train| under the
-    episode-weighted distributions of :mod:`bayes_concepts.divergence`, train and test bars
-    side by side.  Returns the drawn values (``type``, ``p_train``, ``p_test``)."""
+                            beta: float = 0.2) -> tuple:
+    """The ``top`` atoms or compounds (``kind``: ``"atom"`` or ``"compound"``) with the largest
+    |p_test − p_train| under the episode-weighted distributions of
+    :mod:`bayes_concepts.divergence` (concepts weighted by ``exp(-beta · length)``; shares in
+    [0, 1]), train and test bars side by side.  ``ax``: the Axes to draw on; default a new
+    figure.  Returns ``(ax, data)``: ``data`` one row per atom or compound drawn, largest
+    difference first: ``type`` (its name), ``p_train`` and ``p_test`` (the bar lengths)."""
     import seaborn as sns
     from .divergence import concept_structure, episode_weights, side_distribution
     from .plots import _style
@@ -293,7 +305,7 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
         ax.invert_yaxis()
         ax.set_xlabel(f"share of {kind}s (episode-weighted)")
         ax.legend(fontsize=8, loc="lower right")
-    return data
+    return ax, data
 
 
 def hardest_episode(space, report, settings=None, seed: int = 0) -> tuple:
@@ -356,7 +368,7 @@ def _hard_map_gap(report) -> float:
 def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
     """The page as blocks: ("h1"|"h2"|"p", text), ("table", head, rows), ("figure", name, fig, caption)."""
     from .divergence import concept_structure
-    from .plots import episode_figure, split_label
+    from .plots import plot_episode, split_label
     df = audit_frame(reports)
     kind = space.kind
     sha = space.manifest_sha256()
@@ -420,7 +432,8 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
     if episode_view and held:
         r = held[0]
         eps, index, strong, weak = hardest_episode(space, r, settings, seed)
-        fig, _ = episode_figure(space, eps, index, strong, weak)
+        ax, _ = plot_episode(space, eps, index, strong, weak)
+        fig = ax.figure
         b.append(("h2", "An episode"))
         b.append(("figure", "episode", fig, f"The hard-negative test episode of {split_label(r['split'])} with the "
                   "largest strong − weak AP, with the top concepts of both oracles."))

@@ -105,7 +105,9 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .errors import BayesConceptsError, ProgramError
+from .lot.grammar import curi_grammar
 from .registry import Registry
+from .resources import DataFileError, curi_splits_dir
 
 SIDES = ("train", "val", "test")
 KINDS = ("all", "random", "held_out")
@@ -341,7 +343,6 @@ class _Where:
 # ==================================================================== reading a spec
 def default_splits_dir() -> Path:
     """CURI's split specs ``hypotheses/splits/``: the installed copy, or the source tree's."""
-    from .resources import DataFileError, curi_splits_dir
     try:
         return curi_splits_dir()
     except DataFileError as exc:
@@ -928,7 +929,6 @@ def curi_splits(space, directory=None) -> dict:
 
 def is_curi_grammar(grammar) -> bool:
     """Whether ``grammar`` has CURI's vocabulary (tokens and their kinds), so CURI's split specs apply."""
-    from .lot.grammar import curi_grammar
     return grammar.token_kinds == curi_grammar().token_kinds
 
 

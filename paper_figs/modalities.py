@@ -37,7 +37,7 @@ def main(space_dir: str = "spaces/demo", episode_seed: int = 0, index: int = 0) 
                                             seed=episode_seed)
     fig = Figure(figsize=(2.05 * N_SCENES + 1.2, 6.6), layout="constrained")
     axes = np.asarray(fig.subplots(3, N_SCENES, squeeze=False))
-    _, data = plot_modalities(space, episodes, index, axes, n_scenes=N_SCENES, height=HEIGHT, width=WIDTH)
+    _, data = plot_modalities(space, episodes, index, axes=axes, n_scenes=N_SCENES, height=HEIGHT, width=WIDTH)
     labels = np.asarray(episodes.support_labels[index])
     n_pos, n_neg = int(data["label"].sum()), int((data["label"] == 0).sum())
     rate = SoundSettings().rate

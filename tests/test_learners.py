@@ -453,8 +453,8 @@ def test_comp_gap_figure_draws_models_as_bars(space, splits):
     from bayes_concepts import plots
     ds = compute_gap(space, {k: splits[k] for k in ("counting", "binding_color")}, negatives=("hard",),
                      n_episodes=30, learners={"prototype": NearestPrototype(space)})
-    fig, data = plots.comp_gap_figure(ds, "hard", n_boot=20)
-    for ax, metric in zip(fig.axes[:2], ("ap", "cba")):
+    axes, data = plots.plot_comp_gap(ds, "hard", n_boot=20)
+    for ax, metric in zip(axes, ("ap", "cba")):
         bars = [p for p in ax.patches if p.get_gid() == f"{metric}:bar:prototype"]
         order = data[(data.metric == metric) & (data.learner == "prototype")].sort_values("order")
         np.testing.assert_allclose([b.get_height() for b in bars], order["mean"])

@@ -1,6 +1,10 @@
-"""Image and sound encoders (learners/modalities.py), `train --modality` and `render`."""
+"""The modalities registry (bayes_concepts.modalities), the image and sound encoders
+(learners/modalities.py), `train --modality` and `render`."""
 from __future__ import annotations
 
+import dataclasses
+import subprocess
+import sys
 import types
 import wave
 
@@ -14,7 +18,9 @@ from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.learners import ProtoNetLearner, encoders, load_model
 from bayes_concepts.learners.modalities import ImageEncoder, SoundEncoder, resnet18_to_layer3
 from bayes_concepts.learners.protocol import LearnerError
+from bayes_concepts.modalities import Modality, modalities
 from bayes_concepts.scenes.render import render_scenes
+from bayes_concepts.scenes.sound import SoundSettings, synthesize_scenes
 from bayes_concepts.splits import curi_splits
 
 TINY_IMAGE = dict(height=32, width=48, supersample=1, channels=(8, 8), object_dim=16)
@@ -35,6 +41,41 @@ def episodes(small_space):
 
 def test_encoders_are_registered():
     assert encoders.get("image") is ImageEncoder and encoders.get("sound") is SoundEncoder
+    assert encoders.names()[:3] == ("schema", "image", "sound")
+
+
+@pytest.mark.parametrize("code,expected", [
+    ("from bayes_concepts.modalities import modalities; print(modalities.names())", "('image', 'sound')"),
+    ("from bayes_concepts.learners.encoders import encoders; print(encoders.names())", "('schema', 'image', 'sound')"),
+])
+def test_built_in_entries_resolve_in_a_fresh_process(code, expected):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
+
+
+def test_the_modalities_render_as_the_scene_renderers(small_space, codes):
+    image, sound = modalities.get("image"), modalities.get("sound")
+    assert isinstance(image, Modality) and image.name == "image" and sound.name == "sound"
+    settings = image.settings(height=24, width=36)
+    assert settings == {"height": 24, "width": 36, "supersample": 2} and image.item_shape(settings) == (24, 36, 3)
+    np.testing.assert_array_equal(image.render(codes, small_space.schema, settings),
+                                  render_scenes(codes, small_space.schema, height=24, width=36))
+    snd = SoundSettings(rate=1000, duration=0.6, note_duration=0.05, first_onset=0.01)
+    settings = sound.settings(settings=snd)
+    assert settings == dataclasses.asdict(snd) and sound.item_shape(settings) == (600,)
+    np.testing.assert_array_equal(sound.render(codes, small_space.schema, settings),
+                                  synthesize_scenes(codes, small_space.schema, snd))
+
+
+def test_encoders_render_with_their_modality_defaults(small_space):
+    image, sound = modalities.get("image"), modalities.get("sound")
+    enc = ImageEncoder.from_space(small_space, channels=(4,), object_dim=8)
+    assert enc.bank_options() == dict(image.encoder_defaults) == {"height": 80, "width": 120, "supersample": 2}
+    assert enc.renderer is image
+    snd = SoundEncoder.from_space(small_space, channels=(4,), object_dim=8)
+    assert dataclasses.asdict(snd.settings) == sound.encoder_defaults["settings"] == dataclasses.asdict(SoundSettings())
+    assert snd.renderer is sound and snd.config()["settings"] == dataclasses.asdict(SoundSettings())
 
 
 def test_image_encoder_gives_one_present_slot_per_feature_map_cell(small_space, codes):
@@ -207,13 +248,13 @@ def test_render_rejects_bad_input(small_space_dir, tmp_path, capsys, argv_tail, 
 
 def test_plot_modalities_draws_each_support_scene_three_ways(small_space, episodes):
     from bayes_concepts.plots import plot_modalities
-    fig, data = plot_modalities(small_space, episodes, 2, n_scenes=3, height=24, width=36)
-    assert len(fig.axes) >= 9
+    axes, data = plot_modalities(small_space, episodes, 2, n_scenes=3, height=24, width=36)
+    assert axes.shape == (3, 3)
     label_of = dict(zip(episodes.support_scenes[2].tolist(), episodes.support_labels[2].tolist()))
     assert len(data) == 3 and all(label_of[s] == lab for s, lab in zip(data["scene"], data["label"]))
     assert list(data["label"]) == [1, 1, 0]  # positives first, then n_scenes // 2 negatives
     assert all(shape == (64, 124) for shape in data["spectrogram_shape"])
-    images = [ax.get_images()[0].get_array() for ax in fig.axes[3:6]]
+    images = [ax.get_images()[0].get_array() for ax in axes[1]]
     np.testing.assert_array_equal(images[0], render_scenes(np.asarray(small_space.scene_codes[data["scene"][:1]]),
                                                            small_space.schema, height=24, width=36)[0])
     with pytest.raises(IndexError, match="out of range"):
@@ -223,8 +264,9 @@ def test_plot_modalities_draws_each_support_scene_three_ways(small_space, episod
 def test_episode_view_shows_rendered_pictures(small_space, episodes):
     from matplotlib.figure import Figure
 
-    from bayes_concepts.plots import episode_figure
-    fig, data = episode_figure(small_space, episodes, 1, modality="image", image_size=(24, 36))
+    from bayes_concepts.plots import plot_episode
+    ax, data = plot_episode(small_space, episodes, 1, modality="image", image_size=(24, 36))
+    fig = ax.figure
     support = episodes.support_scenes[1].tolist()
     drawn = {ax.get_gid(): ax for ax in fig.axes if (ax.get_gid() or "").startswith("support:")}
     assert len(drawn) == len(support)
@@ -235,8 +277,8 @@ def test_episode_view_shows_rendered_pictures(small_space, episodes):
     assert row["scene"] == support[0] and row["image_mean"] == pytest.approx(float(first.mean()))
     # drawn into a given Axes (as inset axes), the same rows come back
     host = Figure(figsize=data.attrs["size_inches"]).add_axes([0, 0, 1, 1])
-    fig2, data2 = episode_figure(small_space, episodes, 1, ax=host)
-    assert fig2 is host.figure and len(host.child_axes) >= 2 * len(support)
+    ax2, data2 = plot_episode(small_space, episodes, 1, ax=host)
+    assert ax2 is host and len(host.child_axes) >= 2 * len(support)
     assert list(data2["scene"]) == list(data["scene"])
     with pytest.raises(ValueError, match="modality"):
-        episode_figure(small_space, episodes, 1, modality="sound")
+        plot_episode(small_space, episodes, 1, modality="sound")

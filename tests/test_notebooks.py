@@ -1,5 +1,7 @@
-"""The notebooks run end to end on a small space (nbclient), and are stored without outputs."""
+"""The notebooks run end to end on a small space (nbclient), show their figures, and are
+stored without outputs."""
 import os
+import re
 import time
 from pathlib import Path
 
@@ -8,6 +10,8 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
+#: a cell that draws: a ``plot_*`` function, pyplot's subplots, or the observer fit's check
+DRAWS = re.compile(r"\bplot_\w+\(|\bplt\.subplots\(|\bposterior_predictive_check\(")
 
 
 def test_the_notebooks_are_listed():
@@ -35,4 +39,10 @@ def test_notebook_runs(path, small_space_dir, tmp_path, monkeypatch):
     NotebookClient(book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [o for c in book.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
     assert not errors
+    # every cell that draws shows its figure (figures are built without pyplot: the cell
+    # ends with the figure, or displays it; ``%matplotlib inline`` lets the kernel show it)
+    drawing = [c for c in book.cells if c.cell_type == "code" and DRAWS.search(c.source)]
+    assert drawing
+    for cell in drawing:
+        assert any("image/png" in o.get("data", {}) for o in cell.outputs), cell.source
     assert time.perf_counter() - t < 120

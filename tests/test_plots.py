@@ -1,12 +1,18 @@
-"""Figures: files are written, and what is drawn equals what the results Dataset / space hold."""
+"""Figures: files are written, what is drawn equals what the results Dataset / space hold,
+and every ``plot_*`` function follows one convention (draws on the axes it is given, makes
+a figure only when none is, returns ``(axes, data)`` with ``data`` the numbers drawn)."""
+import inspect
+
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from matplotlib.axes import Axes
 from matplotlib.container import ErrorbarContainer
+from matplotlib.figure import Figure
 from matplotlib.image import imread
 
-from bayes_concepts import plots
+from bayes_concepts import plots, report
 from bayes_concepts.episodes import sample_episodes
 from bayes_concepts.gap import compute_gap
 from bayes_concepts.splits import curi_splits
@@ -34,7 +40,7 @@ def episodes(space, splits):
 
 @pytest.fixture(scope="module")
 def gap_fig(ds):
-    return plots.comp_gap_figure(ds, "hard", n_boot=200)
+    return plots.plot_comp_gap(ds, "hard", n_boot=200)
 
 
 def mean_pct(ds, metric, split, learner, negatives="hard"):
@@ -84,9 +90,10 @@ def test_comp_gap_data_equals_the_dataset(ds, gap_fig):
 
 
 def test_comp_gap_artists_show_the_dataset_means(ds, gap_fig):
-    fig, data = gap_fig
+    axes, data = gap_fig
     order = expected_order(ds)
-    top, bottom = fig.axes[:2]
+    assert axes.shape == (2,) and list(axes[0].figure.axes) == list(axes)
+    top, bottom = axes
     assert [t.get_text() for t in bottom.get_xticklabels()] == [plots.split_label(s) for s in order]
     assert "Binding (colour)" in [t.get_text() for t in bottom.get_xticklabels()]
     assert "mAP (%)" in top.get_ylabel() and "accuracy (%)" in bottom.get_ylabel()
@@ -117,27 +124,27 @@ def test_comp_gap_extra_learner_is_another_series(ds):
     both = xr.concat([ds[["ap", "cba", "posterior_entropy", "predictive_entropy", "empty"]], extra[
         ["ap", "cba", "posterior_entropy", "predictive_entropy", "empty"]]], dim="learner")
     both["concept"] = ds["concept"]
-    fig, data = plots.comp_gap_figure(both.sel(negatives=["hard"]), n_boot=50)
-    series = errorbars(fig.axes[0])
+    axes, data = plots.plot_comp_gap(both.sel(negatives=["hard"]), n_boot=50)
+    series = errorbars(axes[0])
     assert set(series) == {"strong oracle", "weak oracle", "relnet"}
     order = expected_order(ds)
     assert np.allclose(series["relnet"][1], [mean_pct(both, "ap", s, "relnet") for s in order])
-    assert len({c.lines[0].get_color() for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)}) == 3
+    assert len({c.lines[0].get_color() for c in axes[0].containers if isinstance(c, ErrorbarContainer)}) == 3
     assert set(data.learner) == {"strong", "weak", "relnet"}
 
 
 def test_missing_negatives_is_a_clear_error(ds):
     with pytest.raises(ValueError, match="no 'easy' negatives"):
-        plots.comp_gap_figure(ds.sel(negatives=["hard"]), "easy")
+        plots.plot_comp_gap(ds.sel(negatives=["hard"]), "easy")
 
 
 # ------------------------------------------------------------------ entropy
 
-def test_entropy_figure_equals_the_dataset(ds):
-    fig, data = plots.entropy_figure(ds, n_boot=100)
+def test_plot_entropies_equals_the_dataset(ds):
+    axes, data = plots.plot_entropies(ds, n_boot=100)
     order = expected_order(ds)
-    assert len(fig.axes) == 2
-    for ax, var in zip(fig.axes, ("posterior_entropy", "predictive_entropy")):
+    assert axes.shape == (2,) and list(axes[0].figure.axes) == list(axes)
+    for ax, var in zip(axes, ("posterior_entropy", "predictive_entropy")):
         assert "nats" in ax.get_ylabel()
         for learner in ("strong", "weak"):
             cell = ds.sel(negatives="hard", learner=learner)
@@ -161,9 +168,9 @@ def test_entropy_figure_equals_the_dataset(ds):
 
 # ------------------------------------------------------------------ the space
 
-def test_synonym_histogram(space):
-    fig, data = plots.synonym_histogram(space)
-    ax = fig.axes[0]
+def test_plot_synonym_classes(space):
+    ax, data = plots.plot_synonym_classes(space)
+    assert isinstance(ax, Axes) and ax.figure.axes == [ax]
     assert ax.get_yscale() == "log"
     sizes = np.unique(space.synonym_classes, return_counts=True)[1]
     assert data["n_classes"].sum() == space.n_synonym_classes == len(sizes)
@@ -176,8 +183,9 @@ def test_synonym_histogram(space):
     assert np.allclose([b.get_x() + b.get_width() / 2 for b in bars], shown["class_size"])
 
 
-def test_scene_property_histograms(space):
-    fig, data = plots.scene_property_histograms(space)
+def test_plot_scene_properties(space):
+    axes, data = plots.plot_scene_properties(space)
+    assert axes.shape == (2, 3)  # six attributes in rows of three
     names = [a.name for a in space.schema.attributes]
     assert list(dict.fromkeys(data["attribute"])) == names
     counts = {n: {} for n in names}
@@ -190,7 +198,7 @@ def test_scene_property_histograms(space):
         assert d["share"].sum() == pytest.approx(100)
         for v, c in counts[n].items():
             assert d.loc[v, "count"] == c
-    visible = [ax for ax in fig.axes if ax.get_visible()]
+    visible = [ax for ax in axes.ravel() if ax.get_visible()]
     assert len(visible) == 6
     titles = [ax.get_title() for ax in visible]
     assert titles[0] == "colour" and titles[4].startswith("x bin") and titles[5].startswith("y bin")
@@ -201,10 +209,12 @@ def test_scene_property_histograms(space):
 
 # ------------------------------------------------------------------ episode view
 
-def test_episode_figure_draws_every_scene(space, splits, ds, episodes):
+def test_plot_episode_draws_every_scene(space, splits, ds, episodes):
     strong, weak = plots.oracles_for(space, splits["counting"], ds)
     e = 1
-    fig, data = plots.episode_figure(space, episodes, e, strong, weak, top=3)
+    view, data = plots.plot_episode(space, episodes, e, strong, weak, top=3)
+    fig = view.figure
+    assert fig.axes[0] is view and tuple(fig.get_size_inches()) == pytest.approx(data.attrs["size_inches"])
     for side in ("support", "query"):
         scenes = getattr(episodes, f"{side}_scenes")[e]
         labels = getattr(episodes, f"{side}_labels")[e]
@@ -234,15 +244,15 @@ def test_episode_figure_draws_every_scene(space, splits, ds, episodes):
             assert f"p = {p:.3f}" in text and space.program(int(c)).readable in text
 
 
-def test_episode_figure_flags_relabelled_scenes(space, splits):
+def test_plot_episode_flags_relabelled_scenes(space, splits):
     eps = sample_episodes(space, splits["instance_iid"], "test", "easy", n=60, seed=0)
     flagged = np.flatnonzero(eps.support_relabelled.any(1))
     if len(flagged) == 0:
         pytest.skip("no relabelled scene in these episodes")
     e = int(flagged[0])
-    fig, data = plots.episode_figure(space, eps, e)
+    view, data = plots.plot_episode(space, eps, e)
     for k in np.flatnonzero(eps.support_relabelled[e]):
-        ax = next(a for a in fig.axes if a.get_gid() == f"support:{k}")
+        ax = next(a for a in view.figure.axes if a.get_gid() == f"support:{k}")
         assert ax.get_title() == "+ relabelled"
     assert data[data.relabelled]["label"].eq(1).all()
 
@@ -270,8 +280,8 @@ def test_write_figures(tmp_path, space, splits, ds, episodes):
     assert np.allclose(strong["gap"], [mean_pct(ds, "ap", s, "strong") - mean_pct(ds, "ap", s, "weak")
                                        for s in expected_order(ds)])
     # PNG at 150 dpi: the comp-gap figure's size in inches times 150
-    fig, _ = plots.comp_gap_figure(ds, n_boot=10)
-    w, h = fig.get_size_inches()
+    axes, _ = plots.plot_comp_gap(ds, n_boot=10)
+    w, h = axes[0].figure.get_size_inches()
     assert imread(tmp_path / "comp_gap_hard.png").shape[:2] == (round(h * 150), round(w * 150))
 
 
@@ -285,8 +295,173 @@ def test_write_figures_without_easy_or_episodes(tmp_path, space, ds):
 
 def test_a_given_split_order_is_kept(ds):
     order = sorted(ds.split.values.tolist())
-    fig, data = plots.comp_gap_figure(ds, "easy", n_boot=20, order=order)
-    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == [plots.split_label(s) for s in order]
+    axes, data = plots.plot_comp_gap(ds, "easy", n_boot=20, order=order)
+    assert [t.get_text() for t in axes[1].get_xticklabels()] == [plots.split_label(s) for s in order]
     assert data[(data.learner == "weak") & (data.metric == "ap")].sort_values("order")["split"].tolist() == order
     with pytest.raises(ValueError, match="not in the results"):
-        plots.entropy_figure(ds, order=["nope"])
+        plots.plot_entropies(ds, order=["nope"])
+
+
+# ------------------------------------------------------------------ one convention for every plot_*
+# For each public plot_* function: (the axes to hand it, given the fixtures; a call drawing on
+# them; a check that the numbers returned are the numbers drawn).  Inputs are small.
+
+def bar_heights(ax, gid):
+    bars = sorted((p for p in ax.patches if p.get_gid() == gid), key=lambda p: p.get_x())
+    return np.array([b.get_height() for b in bars])
+
+
+def check_comp_gap(axes, data, ds):
+    for ax, metric in zip(axes, ("ap", "cba")):
+        d = data[data.metric == metric]
+        for learner, (x, y, segs) in errorbars(ax).items():
+            name = {plots.learner_label(lr): lr for lr in set(d.learner)}[learner]
+            s = d[d.learner == name].sort_values("order")
+            assert np.allclose(y, s["mean"]) and np.allclose([lo for lo, _ in segs], s["ci_lo"])
+            assert np.allclose([hi for _, hi in segs], s["ci_hi"])
+        texts = [t.get_text().split("\n")[0] for t in ax.texts if (t.get_gid() or "").startswith("gap:")]
+        gaps = d[d.learner == "strong"].sort_values("order")["gap"]
+        assert texts == [f"{g:.1f}" for g in gaps]
+
+
+def check_entropies(axes, data, ds):
+    for ax, var in zip(axes, plots.ENTROPIES):
+        for learner in set(data.learner):
+            d = data[(data.entropy == var) & (data.learner == learner)].sort_values("order")
+            assert np.allclose(bar_heights(ax, f"{var}:{learner}"), np.nan_to_num(d["mean"]))
+
+
+def check_synonym_classes(ax, data, ds):
+    shown = data[data.n_classes > 0]
+    assert np.array_equal(bar_heights(ax, "synonym_bars"), shown["n_classes"])
+
+
+def check_scene_properties(axes, data, ds):
+    names = list(dict.fromkeys(data.attribute))
+    flat = axes.ravel()
+    for ax, name in zip(flat, names):
+        assert np.allclose(bar_heights(ax, f"prop:{name}"), data[data.attribute == name]["share"])
+    assert not any(ax.get_visible() for ax in flat[len(names):])
+
+
+def check_episode(ax, data, ds):
+    # drawn in a given Axes, the scenes are its inset axes; on a new figure, the figure's axes
+    scenes = {a.get_gid(): a for a in ax.child_axes + ax.figure.axes
+              if (a.get_gid() or "").split(":")[0] in ("support", "query")}
+    per_scene = data.groupby(["set", "position"]).size()
+    assert len(scenes) == len(per_scene)
+    for (side, k), n_objects in per_scene.items():
+        assert len(scenes[f"{side}:{k}"].collections) - 2 == n_objects  # markers + two grid-line collections
+
+
+def check_modalities(axes, data, ds):
+    for k, row in data.iterrows():
+        picture = axes[1, k].get_images()[0].get_array()
+        spectrogram = axes[2, k].get_images()[0].get_array()
+        assert float(picture.mean()) == pytest.approx(row["image_mean"])
+        assert spectrogram.shape == row["spectrogram_shape"]
+        assert float(spectrogram.max()) == pytest.approx(row["spectrogram_max"])
+        assert axes[0, k].get_title().endswith(f"scene {row['scene']}")
+
+
+def check_gap_vs_divergence(ax, data, audit):
+    points = np.vstack([c.lines[0].get_xydata() for c in ax.containers if isinstance(c, ErrorbarContainer)])
+    assert np.allclose(points, data[["compound_divergence", "map_gap_hard"]].to_numpy())
+
+
+def check_gap_intervals(ax, data, audit):
+    widths = [p.get_width() for p in ax.patches]
+    assert np.allclose(widths, pd.concat([data[data.negatives == n]["gap"] for n in ("hard", "easy")]))
+
+
+def check_side_distributions(ax, data, audit):
+    widths = np.array([p.get_width() for p in ax.patches])
+    assert np.allclose(widths, np.concatenate([data["p_train"], data["p_test"]]))
+
+
+@pytest.fixture(scope="module")
+def audit(space, splits):
+    reports = report.audit_splits(space, {k: splits[k] for k in ("counting", "binding_color", "instance_iid")},
+                                  n_episodes=30)
+    return report.audit_frame(reports)
+
+
+#: name -> (module, the axes to give it: a function of a new Figure, the call, the check)
+CASES = {
+    "plot_comp_gap": (plots, lambda f: f.subplots(2, 1, sharex=True),
+                      lambda a, x: plots.plot_comp_gap(x["ds"], "hard", n_boot=50, axes=a), check_comp_gap),
+    "plot_entropies": (plots, lambda f: f.subplots(2, 1),
+                       lambda a, x: plots.plot_entropies(x["ds"], n_boot=50, axes=a), check_entropies),
+    "plot_synonym_classes": (plots, lambda f: f.add_subplot(),
+                             lambda a, x: plots.plot_synonym_classes(x["space"], ax=a), check_synonym_classes),
+    "plot_scene_properties": (plots, lambda f: f.subplots(2, 4),
+                              lambda a, x: plots.plot_scene_properties(x["space"], axes=a), check_scene_properties),
+    "plot_episode": (plots, lambda f: f.add_axes((0, 0, 1, 1)),
+                     lambda a, x: plots.plot_episode(x["space"], x["episodes"], 1, ax=a), check_episode),
+    "plot_modalities": (plots, lambda f: f.subplots(3, 3),
+                        lambda a, x: plots.plot_modalities(x["space"], x["episodes"], 2, axes=a, n_scenes=3,
+                                                           height=24, width=36), check_modalities),
+    "plot_gap_vs_divergence": (report, lambda f: f.add_subplot(),
+                               lambda a, x: report.plot_gap_vs_divergence(x["audit"], ax=a), check_gap_vs_divergence),
+    "plot_gap_intervals": (report, lambda f: f.add_subplot(),
+                           lambda a, x: report.plot_gap_intervals(x["audit"], ax=a), check_gap_intervals),
+    "plot_side_distributions": (report, lambda f: f.add_subplot(),
+                                lambda a, x: report.plot_side_distributions(x["space"], x["splits"]["counting"],
+                                                                            "atom", 5, ax=a),
+                                check_side_distributions),
+}
+
+
+def test_every_public_plot_function_is_covered_and_old_names_are_gone():
+    for module in (plots, report):
+        public = {n for n in module.__all__ if inspect.isfunction(getattr(module, n))}
+        drawing = {n for n in public if n.startswith("plot_")}
+        assert drawing == {n for n, case in CASES.items() if case[0] is module}
+        for n in drawing:
+            params = inspect.signature(getattr(module, n)).parameters
+            assert ("ax" in params) != ("axes" in params), n  # one of the two, defaulting to a new figure
+            assert params.get("ax", params.get("axes")).default is None
+            assert "data" in getattr(module, n).__doc__ and "Returns ``(ax" in " ".join(
+                getattr(module, n).__doc__.split()), n
+    for old in ("comp_gap_figure", "entropy_figure", "synonym_histogram", "scene_property_histograms",
+                "episode_figure"):
+        assert not hasattr(plots, old)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_plot_draws_on_the_axes_it_is_given(name, space, splits, ds, episodes, audit):
+    module, make_axes, call, check = CASES[name]
+    inputs = {"space": space, "splits": splits, "ds": ds, "episodes": episodes, "audit": audit}
+    fig = Figure(figsize=(16, 12))
+    given = make_axes(fig)
+    drawn, data = call(given, inputs)
+    assert isinstance(data, pd.DataFrame) and len(data)
+    if isinstance(given, Axes):
+        assert drawn is given
+    else:  # the same Axes, in the shape they were given
+        assert isinstance(drawn, np.ndarray) and drawn.shape == np.shape(given)
+        assert all(a is b for a, b in zip(drawn.ravel(), np.ravel(given)))
+    assert all(a.figure is fig for a in np.ravel(drawn)) and len(fig.axes) == np.size(given)  # no new axes
+    check(drawn, data, inputs["audit"] if module is report else inputs["ds"])
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_plot_makes_a_figure_when_given_no_axes(name, space, splits, ds, episodes, audit):
+    module, make_axes, call, check = CASES[name]
+    inputs = {"space": space, "splits": splits, "ds": ds, "episodes": episodes, "audit": audit}
+    drawn, data = call(None, inputs)
+    again, _ = call(None, inputs)
+    first = np.ravel(drawn)
+    assert isinstance(first[0], Axes) and np.ravel(again)[0].figure is not first[0].figure
+    assert all(a.figure is first[0].figure for a in first)
+    check(drawn, data, audit if module is report else ds)
+
+
+def test_wrong_number_of_axes_is_a_clear_error(ds, space, episodes):
+    fig = Figure()
+    with pytest.raises(ValueError, match="draws on 2 axes, got 3"):
+        plots.plot_comp_gap(ds, n_boot=10, axes=fig.subplots(3, 1))
+    with pytest.raises(ValueError, match="at least 6 axes, got 4"):
+        plots.plot_scene_properties(space, axes=fig.subplots(2, 2))
+    with pytest.raises(ValueError, match="draws on 9 axes, got 6"):
+        plots.plot_modalities(space, episodes, 2, axes=fig.subplots(2, 3), n_scenes=3, height=24, width=36)

@@ -1,8 +1,9 @@
-"""Rendered banks: a saved space's scenes drawn as pictures or played as sounds, cached.
+"""Rendered banks: a saved space's scenes rendered in a modality (pictures, sounds, ...), cached.
 
-Rendering the scene bank of a space (:func:`~bayes_concepts.scenes.render.render_scenes`,
-:func:`~bayes_concepts.scenes.sound.synthesize_scenes`) is deterministic, so its result
-is kept next to the space and read back, memory-mapped, the next time:
+Rendering the scene bank of a space in one of the registered
+:data:`~bayes_concepts.modalities.modalities` (``image``: pictures, ``sound``: clips, or
+any one added there) is deterministic, so its result is kept next to the space and read
+back, memory-mapped, the next time:
 
 >>> images = space.rendered_bank("image")                      # doctest: +SKIP
 >>> images.shape, images.dtype                                 # doctest: +SKIP
@@ -13,14 +14,18 @@ Layout, inside the space directory (:data:`RENDERED_DIR`)::
     rendered/manifest.json              the banks' table (below), with its own self_sha256
     rendered/image_80x120_ss2.npy       uint8 (n_scenes, height, width, 3) RGB pictures
     rendered/sound_8000hz_<key>.npy     float32 (n_scenes, n_samples) mono clips in [-1, 1]
+    rendered/<modality>_<...>.npy       a bank of another modality (its file name)
     rendered/.lock                      serialises renders of several processes
 
-``rendered/manifest.json`` records, for every bank, its modality, settings, dtype,
-shape, the sha256 and size of the file, and a fingerprint of the renderer's source;
-the table as a whole records the ``manifest_sha256`` of the space it was rendered
-from.  The space's own ``manifest.json`` is never touched: a space's identity (what
-results, episodes and model files record) is the same with and without rendered banks,
-and loading a space checks its files as before.
+This module knows no modality: each :class:`~bayes_concepts.modalities.Modality` says
+which options a bank takes, its dtype and per-scene shape, its file name, how to render
+it and its renderer's fingerprint; a bank is stored and checked the same way whatever
+it holds.  ``rendered/manifest.json`` records, for every bank, its modality, settings,
+dtype, shape, the sha256 and size of the file, and the renderer's fingerprint; the
+table as a whole records the ``manifest_sha256`` of the space it was rendered from.
+The space's own ``manifest.json`` is never touched: a space's identity (what results,
+episodes and model files record) is the same with and without rendered banks, and
+loading a space checks its files as before.
 
 Checks when a bank is read (each failure is a one-line :class:`SpaceError` naming the
 file; nothing is deleted or replaced without ``rebuild=True``):
@@ -29,8 +34,9 @@ file; nothing is deleted or replaced without ``rebuild=True``):
   space (same ``manifest_sha256``);
 * the file has the listed size, a ``.npy`` header with the expected dtype and shape,
   and (``verify=True``, the default) the listed sha256;
-* the renderer's source is unchanged since the bank was rendered (else the bank is
-  stale: pictures drawn today could differ);
+* the renderer's source is unchanged since the bank was rendered (the modality's
+  :meth:`~bayes_concepts.modalities.Modality.fingerprint`; else the bank is stale:
+  pictures drawn today could differ);
 * a file with a bank's name that the table does not list was not written by the
   toolkit: it is never overwritten or deleted.
 
@@ -39,12 +45,12 @@ hashed as it is written, and renamed into place before the table is updated; an
 interrupted render leaves no bank that loads.  A space that is not saved, or whose
 directory cannot be written, gets its bank rendered in memory (not cached; a warning
 says so for the latter).  Saving another space over this one (``overwrite``) deletes
-the rendered banks with it: they are the toolkit's own files.
+the rendered banks with it: they are the toolkit's own files (:func:`own_files`, declared
+in :data:`~bayes_concepts.engine.store.derived_folders`).
 """
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import io
 import json
@@ -55,14 +61,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .store import SpaceError, _fsync_dir, _fsync_write, _sha256_file, read_array
+from ..modalities import Modality, ModalityError, modalities
+from .store import SpaceError, _fsync_dir, _fsync_write, _sha256_file, derived_folders, read_array
 
-__all__ = ["RENDERED_DIR", "MODALITIES", "rendered_bank", "find_rendered_bank", "rendered_banks", "bank_settings"]
+__all__ = ["RENDERED_DIR", "rendered_bank", "find_rendered_bank", "rendered_banks", "bank_settings", "own_files"]
 
 #: Folder of a saved space that holds its rendered banks.
 RENDERED_DIR = "rendered"
-#: Modalities a bank can be rendered in.
-MODALITIES = ("image", "sound")
 _FORMAT = "bayes_concepts.rendered_banks"
 _VERSION = 1
 _TABLE = "manifest.json"
@@ -72,84 +77,54 @@ _PARTIAL = ".bayes_concepts_partial"
 CHUNK = 2048
 
 
-# ---------------------------------------------------------------- settings and names
-def bank_settings(modality: str, *, height: int | None = None, width: int | None = None,
-                  supersample: int | None = None, settings=None) -> dict:
-    """The complete settings of a bank (defaults filled in), as a JSON-able dict.
+# ---------------------------------------------------------------- modality and settings
+def _modality(name: str) -> Modality:
+    try:
+        kind = modalities.get(name)
+    except ValueError as exc:
+        raise SpaceError(f"rendered bank: {exc}") from None
+    if kind.name != name:
+        raise SpaceError(f"rendered bank: the modality registered as {name!r} is named {kind.name!r} (register a "
+                         f"modality under its own name)")
+    return kind
 
-    image: ``height``, ``width``, ``supersample`` (defaults 80, 120, 2); sound:
+
+def _settings(modality: Modality, options: dict) -> dict:
+    try:
+        return modality.settings(**options)
+    except ModalityError as exc:
+        raise SpaceError(f"rendered bank: {exc}") from None
+
+
+def bank_settings(modality: str, **options) -> dict:
+    """The complete settings of a bank of ``modality`` (defaults filled in), as a JSON-able
+    dict; the options are the modality's (:attr:`~bayes_concepts.modalities.Modality.defaults`):
+    for ``image`` ``height``, ``width``, ``supersample`` (defaults 80, 120, 2), for ``sound``
     ``settings``, a :class:`~bayes_concepts.scenes.sound.SoundSettings` or a dict of its
     fields (default its defaults: 2 s at 8 kHz)."""
-    if modality == "image":
-        from ..scenes.render import DEFAULT_HEIGHT, DEFAULT_WIDTH, _check_resolution
-        if settings is not None:
-            raise SpaceError("rendered bank: settings= is for sound banks; an image bank takes height, width, "
-                             "supersample")
-        h, w, ss = _check_resolution(DEFAULT_HEIGHT if height is None else height,
-                                     DEFAULT_WIDTH if width is None else width,
-                                     2 if supersample is None else supersample)
-        return {"height": int(h), "width": int(w), "supersample": int(ss)}
-    if modality == "sound":
-        from ..scenes.sound import SoundSettings
-        if any(v is not None for v in (height, width, supersample)):
-            raise SpaceError("rendered bank: height, width and supersample are for image banks; a sound bank "
-                             "takes settings=")
-        if settings is None:
-            settings = SoundSettings()
-        elif isinstance(settings, dict):
-            known = {f.name for f in dataclasses.fields(SoundSettings)}
-            if set(settings) - known:
-                raise SpaceError(f"rendered bank: unknown sound settings {sorted(set(settings) - known)}")
-            settings = SoundSettings(**settings)
-        elif not isinstance(settings, SoundSettings):
-            raise SpaceError(f"rendered bank: settings must be a SoundSettings or a dict, got "
-                             f"{type(settings).__name__}")
-        return dataclasses.asdict(settings)
-    raise SpaceError(f"rendered bank: unknown modality {modality!r} (expected one of {', '.join(MODALITIES)})")
+    return _settings(_modality(modality), options)
 
 
-def _bank_name(modality: str, settings: dict) -> str:
-    if modality == "image":
-        return f"image_{settings['height']}x{settings['width']}_ss{settings['supersample']}.npy"
-    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
-    return f"sound_{settings['rate']}hz_{key}.npy"
+def _check_space(space):
+    if not space.has_pictures:
+        raise SpaceError(f"rendered bank: a {space.kind} space has no scenes to render (its items are given)")
 
 
-def _renderer_fingerprint(modality: str) -> str:
-    """sha256 of the source files that decide what a bank holds: a changed renderer makes
-    the banks it drew stale."""
-    from ..scenes import camera, render, sound
-    modules = (render, camera) if modality == "image" else (sound,)
-    h = hashlib.sha256()
-    for m in modules:
-        h.update(Path(m.__file__).read_bytes())
-    return h.hexdigest()
+def _rendered(space, modality: Modality, settings: dict, codes: np.ndarray) -> np.ndarray:
+    """``modality``'s rendering of ``codes``, checked against the bank's dtype and shape."""
+    part = modality.render(codes, space.schema, settings)
+    expected = modality.shape(len(codes), settings)
+    if not isinstance(part, np.ndarray) or part.dtype != modality.dtype or part.shape != expected:
+        got = f"{part.dtype} {part.shape}" if isinstance(part, np.ndarray) else type(part).__name__
+        raise SpaceError(f"rendered bank: the {modality.name} renderer gave {got} for {len(codes)} scenes, "
+                         f"expected {modality.dtype} {expected}")
+    return part
 
 
-def _shape(space, modality: str, settings: dict) -> tuple:
-    if modality == "image":
-        return (space.n_scenes, settings["height"], settings["width"], 3)
-    from ..scenes.sound import SoundSettings
-    return (space.n_scenes, SoundSettings(**settings).n_samples)
-
-
-def _dtype(modality: str):
-    return np.dtype(np.uint8) if modality == "image" else np.dtype(np.float32)
-
-
-def _render_chunk(space, modality: str, settings: dict, codes) -> np.ndarray:
-    if modality == "image":
-        from ..scenes.render import render_scenes
-        return render_scenes(codes, space.schema, height=settings["height"], width=settings["width"],
-                             supersample=settings["supersample"])
-    from ..scenes.sound import SoundSettings, synthesize_scenes
-    return synthesize_scenes(codes, space.schema, SoundSettings(**settings))
-
-
-def _render_all(space, modality, settings, chunk=CHUNK) -> np.ndarray:
-    out = np.empty(_shape(space, modality, settings), _dtype(modality))
+def _render_all(space, modality: Modality, settings: dict, chunk=CHUNK) -> np.ndarray:
+    out = np.empty(modality.shape(space.n_scenes, settings), modality.dtype)
     for lo in range(0, space.n_scenes, chunk):
-        out[lo: lo + chunk] = _render_chunk(space, modality, settings, np.asarray(space.scene_codes[lo: lo + chunk]))
+        out[lo: lo + chunk] = _rendered(space, modality, settings, np.asarray(space.scene_codes[lo: lo + chunk]))
     return out
 
 
@@ -178,7 +153,7 @@ def _read_table(folder: Path, space_sha: str | None) -> dict:
     banks = table.get("banks")
     if not isinstance(banks, dict) or not all(
             isinstance(v, dict) and isinstance(v.get("sha256"), str) and type(v.get("bytes")) is int
-            and v.get("modality") in MODALITIES and isinstance(v.get("settings"), dict)
+            and isinstance(v.get("modality"), str) and v["modality"] and isinstance(v.get("settings"), dict)
             and isinstance(v.get("shape"), list) and Path(k).name == k and k.endswith(".npy")
             for k, v in banks.items()):
         raise SpaceError(f"{f}: the list of banks is damaged{hint}")
@@ -198,10 +173,12 @@ def _write_table(folder: Path, table: dict):
     _fsync_dir(folder)
 
 
+@derived_folders.register(RENDERED_DIR)
 def own_files(space_dir) -> set:
     """Paths (relative to ``space_dir``, as strings) of the files the toolkit wrote in its
-    :data:`RENDERED_DIR`: the table, the banks it lists, the lock and unfinished banks.
-    Empty when the folder has no readable table (its files are then nobody's we know)."""
+    :data:`RENDERED_DIR`: the table, the banks it lists, the lock and unfinished banks (of a
+    registered modality, by their file names).  Empty when the folder has no readable table
+    (its files are then nobody's we know)."""
     folder = Path(space_dir) / RENDERED_DIR
     try:
         table = _read_table(folder, None)
@@ -210,8 +187,9 @@ def own_files(space_dir) -> set:
     if not (folder / _TABLE).is_file():
         return set()
     names = {_TABLE, _LOCK, _TABLE + _PARTIAL, *table["banks"], *(b + _PARTIAL for b in table["banks"])}
-    names |= {p.name for p in folder.glob("*" + _PARTIAL)
-              if p.name[:-len(_PARTIAL)].startswith(("image_", "sound_"))}
+    partials = [p.name[:-len(_PARTIAL)] for p in folder.glob("*" + _PARTIAL)]
+    if partials:
+        names |= {n + _PARTIAL for n in partials if any(kind.owns(n) for _, kind in modalities.items())}
     return {f"{RENDERED_DIR}/{n}" for n in names}
 
 
@@ -231,14 +209,15 @@ def _locked(folder: Path):
 
 
 # ---------------------------------------------------------------- read and write
-def _load(folder: Path, name: str, entry: dict, space, modality: str, settings: dict, verify: bool) -> np.ndarray:
+def _load(folder: Path, name: str, entry: dict, space, modality: Modality, settings: dict,
+          verify: bool) -> np.ndarray:
     f = folder / name
     hint = f"; render it again with rebuild=True (bayes-concepts render {space.path} --bank --rebuild)"
-    if entry["modality"] != modality or entry["settings"] != settings:
+    if entry["modality"] != modality.name or entry["settings"] != settings:
         raise SpaceError(f"{folder / _TABLE}: the entry of {name} describes another bank{hint}")
-    if entry.get("renderer") != _renderer_fingerprint(modality):
-        raise SpaceError(f"{f}: stale (rendered by another version of the {modality} renderer, whose output may "
-                         f"differ){hint}")
+    if entry.get("renderer") != modality.fingerprint():
+        raise SpaceError(f"{f}: stale (rendered by another version of the {modality.name} renderer, whose output "
+                         f"may differ){hint}")
     size = f.stat().st_size
     if size != entry["bytes"]:
         raise SpaceError(f"{f}: {size:,} bytes, {RENDERED_DIR}/{_TABLE} says {entry['bytes']:,} (truncated or "
@@ -246,17 +225,17 @@ def _load(folder: Path, name: str, entry: dict, space, modality: str, settings: 
     if verify and _sha256_file(f) != entry["sha256"]:
         raise SpaceError(f"{f}: checksum mismatch (sha256 differs from {RENDERED_DIR}/{_TABLE}); the file is "
                          f"damaged{hint}")
-    shape = _shape(space, modality, settings)
-    arr = read_array(f, (_dtype(modality),), len(shape), mmap=True)
+    shape = modality.shape(space.n_scenes, settings)
+    arr = read_array(f, (modality.dtype,), len(shape), mmap=True)
     if arr.shape != shape or list(shape) != entry["shape"]:
         raise SpaceError(f"{f}: shape {arr.shape}, expected {shape}{hint}")
     return arr
 
 
-def _write(folder: Path, name: str, space, modality: str, settings: dict, chunk: int, log) -> dict:
+def _write(folder: Path, name: str, space, modality: Modality, settings: dict, chunk: int, log) -> dict:
     """Render the bank into ``name + _PARTIAL`` chunk by chunk, hashing as it goes, and rename it
     into place; returns its table entry."""
-    shape, dtype = _shape(space, modality, settings), _dtype(modality)
+    shape, dtype = modality.shape(space.n_scenes, settings), modality.dtype
     tmp = folder / (name + _PARTIAL)
     h, t0 = hashlib.sha256(), time.perf_counter()
     head = io.BytesIO()
@@ -266,21 +245,21 @@ def _write(folder: Path, name: str, space, modality: str, settings: dict, chunk:
         f.write(head.getvalue())
         h.update(head.getvalue())
         for lo in range(0, shape[0], chunk):
-            part = np.ascontiguousarray(_render_chunk(space, modality, settings,
-                                                      np.asarray(space.scene_codes[lo: lo + chunk])), dtype=dtype)
+            part = np.ascontiguousarray(_rendered(space, modality, settings,
+                                                  np.asarray(space.scene_codes[lo: lo + chunk])))
             data = part.data.cast("B")
             f.write(data)
             h.update(data)
             if log is not None:
-                log(f"rendered {min(lo + chunk, shape[0]):,} / {shape[0]:,} scenes ({modality})")
+                log(f"rendered {min(lo + chunk, shape[0]):,} / {shape[0]:,} scenes ({modality.name})")
         f.flush()
         os.fsync(f.fileno())
     seconds = time.perf_counter() - t0
     os.replace(tmp, folder / name)
     _fsync_dir(folder)
-    return {"modality": modality, "settings": settings, "dtype": dtype.name, "shape": list(shape),
+    return {"modality": modality.name, "settings": settings, "dtype": dtype.name, "shape": list(shape),
             "sha256": h.hexdigest(), "bytes": (folder / name).stat().st_size,
-            "renderer": _renderer_fingerprint(modality), "render_seconds": round(seconds, 3)}
+            "renderer": modality.fingerprint(), "render_seconds": round(seconds, 3)}
 
 
 def _folder_of(space) -> Path | None:
@@ -288,26 +267,30 @@ def _folder_of(space) -> Path | None:
     return None if path is None else Path(path) / RENDERED_DIR
 
 
-def rendered_bank(space, modality: str = "image", *, height: int | None = None, width: int | None = None,
-                  supersample: int | None = None, settings=None, verify: bool = True, rebuild: bool = False,
-                  chunk: int = CHUNK, log=None) -> np.ndarray:
+def rendered_bank(space, modality: str = "image", *, verify: bool = True, rebuild: bool = False,
+                  chunk: int = CHUNK, log=None, **options) -> np.ndarray:
     """Every scene of ``space``'s bank rendered in ``modality``, cached in the space directory.
 
     The first call renders the bank and writes it to the space's :data:`RENDERED_DIR`
     folder; later calls (in any process) read it back memory-mapped, after the checks of
-    the module docstring.  The pixels and samples are exactly those of
-    :func:`~bayes_concepts.scenes.render.render_scenes` /
-    :func:`~bayes_concepts.scenes.sound.synthesize_scenes` with the same settings.
+    the module docstring.  The values are exactly those of the modality's renderer
+    (:meth:`~bayes_concepts.modalities.Modality.render`: for ``image``
+    :func:`~bayes_concepts.scenes.render.render_scenes`, for ``sound``
+    :func:`~bayes_concepts.scenes.sound.synthesize_scenes`) with the same settings.
 
     Parameters
     ----------
     space : HypothesisSpace
-        A saved space (cached), or an unsaved one (rendered in memory, not cached).
-    modality : {"image", "sound"}
-    height, width, supersample : int, optional
-        Image banks: picture size and rays per pixel per axis (default 80 × 120, 2).
-    settings : SoundSettings or dict, optional
-        Sound banks: the synthesiser's settings (default 2 s at 8 kHz).
+        A saved space (cached), or an unsaved one (rendered in memory, not cached); a
+        space with ``has_pictures``.
+    modality : str
+        A name in :data:`~bayes_concepts.modalities.modalities` (``"image"``, ``"sound"``).
+    **options
+        The modality's options (:attr:`~bayes_concepts.modalities.Modality.defaults`;
+        ``None`` takes the default).  ``image``: ``height``, ``width``, ``supersample``
+        (picture size and rays per pixel per axis, default 80 × 120, 2); ``sound``:
+        ``settings``, a :class:`~bayes_concepts.scenes.sound.SoundSettings` or a dict of
+        its fields (default 2 s at 8 kHz).
     verify : bool
         Check the bank's sha256 before returning it (its size is always checked).
     rebuild : bool
@@ -321,39 +304,43 @@ def rendered_bank(space, modality: str = "image", *, height: int | None = None, 
     Returns
     -------
     bank : read-only memory-mapped ndarray
-        image: uint8 (n_scenes, height, width, 3), RGB, row 0 at the top; sound: float32
-        (n_scenes, n_samples) at ``settings.rate`` Hz.  Row ``j`` is scene ``j`` of the bank.
+        The modality's dtype, shape (n_scenes,) + its per-scene shape; row ``j`` is scene
+        ``j`` of the bank.  ``image``: uint8 (n_scenes, height, width, 3), RGB, row 0 at
+        the top; ``sound``: float32 (n_scenes, n_samples) at ``settings.rate`` Hz.
 
     Raises
     ------
     SpaceError
-        A damaged, stale or foreign cache (one line naming the file and what to do).
+        Unknown modality or options; a damaged, stale or foreign cache (one line naming
+        the file and what to do).
     """
-    settings = bank_settings(modality, height=height, width=width, supersample=supersample, settings=settings)
+    kind = _modality(modality)
+    settings = _settings(kind, options)
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise SpaceError(f"rendered bank: chunk must be a positive integer, got {chunk!r}")
+    _check_space(space)
     folder = _folder_of(space)
     if folder is None:
-        return _render_all(space, modality, settings, chunk)
+        return _render_all(space, kind, settings, chunk)
     try:
         folder.mkdir(exist_ok=True)
         writable = os.access(folder, os.W_OK | os.X_OK)
     except OSError:
         writable = False
     if not writable:
-        found = find_rendered_bank(space, modality, verify=verify, **_as_kwargs(modality, settings))
+        found = _find(space, kind, settings, verify)
         if found is not None and not rebuild:
             return found
-        warnings.warn(f"{folder}: cannot write there; the {modality} bank is rendered in memory, not cached",
+        warnings.warn(f"{folder}: cannot write there; the {kind.name} bank is rendered in memory, not cached",
                       stacklevel=2)
-        return _render_all(space, modality, settings, chunk)
+        return _render_all(space, kind, settings, chunk)
     sha = space.manifest_sha256()
-    name = _bank_name(modality, settings)
+    name = kind.file_name(settings)
     with _locked(folder):
         table = _read_table(folder, sha)
         entry = table["banks"].get(name)
         if entry is not None and (folder / name).is_file() and not rebuild:
-            return _load(folder, name, entry, space, modality, settings, verify)
+            return _load(folder, name, entry, space, kind, settings, verify)
         if entry is None and ((folder / name).exists() or (folder / name).is_symlink()):
             raise SpaceError(f"{folder / name}: exists but was not written by bayes-concepts (not listed in "
                              f"{RENDERED_DIR}/{_TABLE}): refusing to replace it; move it away")
@@ -361,30 +348,32 @@ def rendered_bank(space, modality: str = "image", *, height: int | None = None, 
         table["space_manifest_sha256"] = sha
         if not (folder / _TABLE).exists():
             _write_table(folder, table)   # claims the folder before the first bank is written
-        table["banks"][name] = _write(folder, name, space, modality, settings, int(chunk), log)
+        table["banks"][name] = _write(folder, name, space, kind, settings, int(chunk), log)
         _write_table(folder, table)
-        return _load(folder, name, table["banks"][name], space, modality, settings, verify=False)
+        return _load(folder, name, table["banks"][name], space, kind, settings, verify=False)
 
 
-def _as_kwargs(modality, settings):
-    return dict(settings) if modality == "image" else {"settings": settings}
-
-
-def find_rendered_bank(space, modality: str = "image", *, height: int | None = None, width: int | None = None,
-                       supersample: int | None = None, settings=None, verify: bool = True) -> np.ndarray | None:
-    """The cached bank of :func:`rendered_bank` if the space has one with these settings
-    (checked as there), else None; never renders.  A damaged or stale cache raises
-    :class:`SpaceError`."""
-    settings = bank_settings(modality, height=height, width=width, supersample=supersample, settings=settings)
+def _find(space, modality: Modality, settings: dict, verify: bool) -> np.ndarray | None:
     folder = _folder_of(space)
     if folder is None or not (folder / _TABLE).is_file():
         return None
-    name = _bank_name(modality, settings)
+    name = modality.file_name(settings)
     table = _read_table(folder, space.manifest_sha256())
     entry = table["banks"].get(name)
     if entry is None or not (folder / name).is_file():
         return None
     return _load(folder, name, entry, space, modality, settings, verify)
+
+
+def find_rendered_bank(space, modality: str = "image", *, verify: bool = True, **options) -> np.ndarray | None:
+    """The cached bank of :func:`rendered_bank` if the space has one of ``modality`` with
+    these options (checked as there), else None (also for a space without ``has_pictures``);
+    never renders.  A damaged or stale cache raises :class:`SpaceError`."""
+    kind = _modality(modality)
+    settings = _settings(kind, options)
+    if not space.has_pictures:
+        return None
+    return _find(space, kind, settings, verify)
 
 
 def rendered_banks(space) -> dict:

@@ -215,14 +215,26 @@ def check_save_target(path, overwrite: bool = False) -> Path:
         if (side.exists() or side.is_symlink()) and not _is_unfinished(side) and not _is_empty_dir(side):
             raise SpaceError(f"{side} exists and was not left by an interrupted bayes-concepts save (no {UNFINISHED} "
                              f"marker): refusing to delete it; move it away to save a space to {path}")
-    parent = path.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
+    parent, problem = nearest_existing_folder(path.parent)
+    if problem == "not a directory":
         raise SpaceError(f"{parent} is not a directory: cannot create {path}")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if problem:
         raise SpaceError(f"{parent}: permission denied (cannot create {path.name if parent == path.parent else path})")
     return path
+
+
+def nearest_existing_folder(path) -> tuple:
+    """``(folder, problem)``: ``path`` or its nearest existing ancestor, where a missing
+    ``path`` would be created, and why nothing can be written there (``"not a directory"``,
+    ``"permission denied"``), or None when it can."""
+    first = Path(path)
+    while not first.exists():
+        first = first.parent
+    if not first.is_dir():
+        return first, "not a directory"
+    if not os.access(first, os.W_OK | os.X_OK):
+        return first, "permission denied"
+    return first, None
 
 
 def _fsync_dir(d: Path):

@@ -7,9 +7,12 @@
 * :mod:`.conformance`: :func:`check_learner`, for any user-written learner;
 * :mod:`.reference`: ``random`` and ``prototype``, learners that need no training;
 * :mod:`.encoders`, :mod:`.poolings`, :mod:`.protonet`: CURI's neural baselines in torch
-  (schema encoder; average, concat, relnet and transformer poolings; concept loss);
+  (scene encoders; average, concat, relnet and transformer poolings; concept loss;
+  :func:`load_model`, a saved model rebuilt);
+* :mod:`.modalities`: the built-in encoders (schema, image, sound), registered in
+  :data:`encoders` on the registry's first use;
 * :mod:`.training`: meta-training with validation, early stopping, budgets, resuming;
-* :mod:`.store`: models on disk (safetensors weights and a JSON card).
+* :mod:`.store`: models on disk (safetensors weights and a JSON card), files only.
 
 >>> learner = make_learner(space, "schema-relnet", seed=0)                 # doctest: +SKIP
 >>> learner.train(split, budget="30m", out="models/relnet")                # doctest: +SKIP
@@ -24,11 +27,11 @@ from .encoders import ObjectSet, SceneEncoder, SchemaEncoder, encoders
 from .features import SchemaLayout, bag_of_values
 from .poolings import poolings
 from .protocol import Learner, LearnerError, MetaLearner, is_learner
-from .protonet import ProtoNet, ProtoNetLearner, parse_architecture
+from .protonet import ProtoNet, ProtoNetLearner, load_model, parse_architecture
 from .prototype import PrototypeLearner
 from .reference import NearestPrototype, RandomLearner, reference_learners
 from .scoring import evaluate_by_protocol, score_learner, score_learners
-from .store import is_model_dir, load_model, read_card, save_model
+from .store import is_model_dir, read_card, save_model
 from .training import TrainSettings, parse_duration, train
 
 __all__ = ["Learner", "MetaLearner", "LearnerError", "LearnerCheckError", "is_learner", "check_learner",

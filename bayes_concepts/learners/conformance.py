@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..episodes import EpisodeSampler
 from .protocol import LearnerError, learner_name
 from .scoring import evaluate_by_protocol, score_learner
 
@@ -34,7 +35,6 @@ class LearnerCheckError(LearnerError):
 
 
 def _episodes(space, split, n, seed):
-    from ..episodes import EpisodeSampler
     ids = np.arange(space.n_concepts) if split is None else split.ids("test")
     return EpisodeSampler(space).sample(ids, n, "hard", seed=seed, meta={"side": "conformance"})
 

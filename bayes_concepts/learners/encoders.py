@@ -2,8 +2,9 @@
 per-object (or per-location) feature vectors, which any pooling of
 :mod:`bayes_concepts.learners.poolings` turns into one scene embedding.
 
-The interface every encoder keeps (an image or sound encoder registers itself in
-:data:`encoders` and is used by the same poolings):
+The interface every encoder keeps (an encoder is registered in :data:`encoders` under its
+modality's name and is used by the same poolings; the built-in ``schema``, ``image`` and
+``sound`` encoders are registered by :mod:`.modalities`):
 
 ``from_codes(codes) -> torch.Tensor``
     the raw model input of scenes given as attribute codes int8 (n, S, A) (see
@@ -33,8 +34,10 @@ from .features import SchemaLayout, scene_codes
 from .protocol import LearnerError
 
 #: Scene encoders by modality name: classes with ``from_space(space, **options)`` and
-#: ``from_config(config)``.
-encoders = Registry("scene encoder")
+#: ``from_config(config)``.  The built-in ones (``schema``, ``image``, ``sound``) are
+#: registered by :mod:`bayes_concepts.learners.modalities`, imported on the registry's first
+#: use (this module does not import it).
+encoders = Registry("scene encoder", builtins=("bayes_concepts.learners.modalities",))
 
 
 class ObjectSet(NamedTuple):
@@ -70,11 +73,11 @@ class SceneEncoder(nn.Module):
         """Raise a :class:`LearnerError` if ``space``'s scenes cannot be encoded."""
 
 
-@encoders.register("schema")
 class SchemaEncoder(SceneEncoder):
-    """CURI's schema encoder: each object's feature vector (:class:`SchemaLayout`: one-hot
-    categorical attributes, normalised location; absent slots all -1) through a per-object
-    two-layer network F -> hidden_ratio·F -> object_dim (CURI: 1×1 convolutions 19 -> 57 -> 96).
+    """CURI's schema encoder (the ``schema`` entry of :data:`encoders`): each object's feature
+    vector (:class:`SchemaLayout`: one-hot categorical attributes, normalised location;
+    absent slots all -1) through a per-object two-layer network F -> hidden_ratio·F ->
+    object_dim (CURI: 1×1 convolutions 19 -> 57 -> 96).
 
     Parameters
     ----------
@@ -153,6 +156,3 @@ class SchemaEncoder(SceneEncoder):
 
     def forward(self, codes: torch.Tensor) -> ObjectSet:
         return ObjectSet(self.net(self.features(codes)), codes[..., 0] >= 0)
-
-
-from . import modalities  # noqa: E402,F401  (registers the "image" and "sound" encoders)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..scenes.schema import SceneSchema
+from ..scenes.codes import scenes_to_codes
+from .protocol import LearnerError, split_scene_input
 
 ABSENT = -1.0
 
@@ -99,8 +101,6 @@ def scene_codes(space, scenes, schema: SceneSchema | None = None) -> np.ndarray:
     """Codes int8 (n, S, A) of a learner's scene input: scene-bank ids of ``space`` or
     scene dicts (validated against ``schema``, default the space's; a scene with more
     objects than the schema's slots is an error naming it)."""
-    from ..scenes.codes import scenes_to_codes
-    from .protocol import LearnerError, split_scene_input
     kind, items = split_scene_input(scenes)
     if kind == "ids":
         return np.asarray(space.scene_codes[scene_ids(space, items)])
@@ -109,7 +109,6 @@ def scene_codes(space, scenes, schema: SceneSchema | None = None) -> np.ndarray:
 
 def scene_ids(space, ids) -> np.ndarray:
     """``ids`` as int64 (n,), checked to be scene-bank ids of ``space``."""
-    from .protocol import LearnerError
     ids = np.asarray(ids, np.int64).reshape(-1)
     if ids.size and (ids.min() < 0 or ids.max() >= space.n_scenes):
         bad = int(ids[(ids < 0) | (ids >= space.n_scenes)][0])

@@ -1,11 +1,15 @@
-"""Image and sound scene encoders: the ``image`` and ``sound``
-entries of :data:`~bayes_concepts.learners.encoders.encoders`.
+"""The built-in scene encoders of the three modalities: the ``schema``, ``image`` and
+``sound`` entries of :data:`~bayes_concepts.learners.encoders.encoders` (this module is the
+registry's built-in module: it registers them, and imports :mod:`.encoders` one way).
 
-Both keep the encoder interface of :mod:`.encoders` and feed the same four poolings:
+All keep the encoder interface of :mod:`.encoders` and feed the same four poolings:
 
+``schema``
+    :class:`~bayes_concepts.learners.encoders.SchemaEncoder`: the scenes' attribute codes.
 ``image``
-    ``from_codes`` renders the scenes (:func:`~bayes_concepts.scenes.render.render_scenes`,
-    default 80 × 120 pixels) as uint8 (n, 3, H, W); ``forward`` runs a CNN and returns
+    ``from_codes`` renders the scenes in the ``image`` modality
+    (:data:`~bayes_concepts.modalities.modalities`; default 80 × 120 pixels, its
+    ``encoder_defaults``) as uint8 (n, 3, H, W); ``forward`` runs a CNN and returns
     every cell of its last feature map as one slot (all present): features
     (B, h·w, object_dim), each cell's channels plus its normalised (row, column)
     through a linear layer.  Backbones: ``small`` (``len(channels)`` 3×3 convolutions of
@@ -14,15 +18,18 @@ Both keep the encoder interface of :mod:`.encoders` and feed the same four pooli
     trained with the rest; written here in torch, so torchvision is not needed;
     160 × 240 -> 10 × 15 cells).
 ``sound``
-    ``from_codes`` synthesises the clips (:func:`~bayes_concepts.scenes.sound.synthesize_scenes`)
-    and takes their log-mel spectrograms (:func:`~bayes_concepts.scenes.sound.log_mel_spectrogram`,
-    float32 (n, 1, n_mels, T)); ``forward`` runs a 2-d CNN of 3×3 convolutions of stride 2
-    and returns every remaining time step as one slot (all present): the channels × mel
-    rows of that step through a linear layer, float (B, T', object_dim).
+    ``from_codes`` synthesises the clips in the ``sound`` modality and takes their log-mel
+    spectrograms (:func:`~bayes_concepts.scenes.sound.log_mel_spectrogram`, float32
+    (n, 1, n_mels, T)); ``forward`` runs a 2-d CNN of 3×3 convolutions of stride 2 and
+    returns every remaining time step as one slot (all present): the channels × mel rows
+    of that step through a linear layer, float (B, T', object_dim).
 
-Inputs are made per batch; ``embed_batch`` bounds how many scenes one forward pass takes
-when a learner embeds without gradients.  When the space was saved with a rendered bank
-of the encoder's settings (:meth:`~bayes_concepts.spaces.hypothesis_space.HypothesisSpace.rendered_bank`,
+The image and sound encoders are :class:`RenderedEncoder` subclasses: their raw input is
+the scene rendered by their modality (:class:`~bayes_concepts.modalities.Modality`) with
+the options of :meth:`RenderedEncoder.bank_options`.  Inputs are made per batch;
+``embed_batch`` bounds how many scenes one forward pass takes when a learner embeds
+without gradients.  When the space was saved with a rendered bank of the encoder's
+options (:meth:`~bayes_concepts.spaces.hypothesis_space.HypothesisSpace.rendered_bank`,
 ``bayes-concepts render SPACE --bank``), ``from_space`` reads it (checksum verified) and
 the bank's scenes are looked up there instead of rendered or synthesised again: the same
 pixels and samples, faster.  Scenes that are not in the bank are rendered as usual.
@@ -37,9 +44,16 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..engine.rendered import find_rendered_bank
+from ..modalities import Modality
+from ..modalities import modalities as scene_modalities
 from ..scenes.schema import Attribute, SceneSchema
-from .encoders import ObjectSet, SceneEncoder, encoders
+from ..scenes.sound import SoundSettings, log_mel_spectrogram, n_frames_for
+from .encoders import ObjectSet, SceneEncoder, SchemaEncoder, encoders
 from .protocol import LearnerError
+
+# registered here, before the image and sound encoders, so the registry lists schema, image, sound
+encoders.register("schema", SchemaEncoder)
 
 IMAGE_BACKBONES = ("small", "resnet18")
 
@@ -106,17 +120,6 @@ class _BankLookup:
         return out
 
 
-def _attach_bank(encoder, space, modality: str, **settings):
-    """Give ``encoder`` the space's cached bank of these settings, if it has one."""
-    if getattr(space, "path", None) is None or not hasattr(space, "scene_codes"):
-        return encoder
-    from ..engine.rendered import find_rendered_bank
-    bank = find_rendered_bank(space, modality, **settings)
-    if bank is not None:
-        encoder._bank = _BankLookup(space, bank)
-    return encoder
-
-
 def _conv_bn_relu(c_in: int, c_out: int, stride: int = 2) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(c_in, c_out, 3, stride=stride, padding=1, bias=False),
                          nn.BatchNorm2d(c_out), nn.ReLU(inplace=True))
@@ -166,17 +169,62 @@ def _grid_features(fmap: torch.Tensor) -> torch.Tensor:
     return x.flatten(2).transpose(1, 2)
 
 
+class RenderedEncoder(SceneEncoder):
+    """Base of encoders whose raw input is the scene rendered in a registered modality
+    (:attr:`modality`, a name in :data:`~bayes_concepts.modalities.modalities`).
+
+    A subclass sets ``schema`` (a :class:`SceneSchema`) and ``schema_config`` and
+    implements :meth:`bank_options` and ``forward``; :meth:`rendered` gives the
+    modality's arrays of a batch of scenes, from the space's cached bank when
+    :meth:`from_space` found one of these options."""
+
+    @property
+    def renderer(self) -> Modality:
+        """The encoder's modality."""
+        return scene_modalities.get(self.modality)
+
+    def bank_options(self) -> dict:
+        """The modality options this encoder renders with (those of a matching cached bank)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_space(cls, space, **options) -> "RenderedEncoder":
+        enc = cls(schema_to_dict(space.schema), **options)
+        if space.path is not None and space.has_pictures:
+            bank = find_rendered_bank(space, enc.modality, **enc.bank_options())
+            if bank is not None:
+                enc._bank = _BankLookup(space, bank)
+        return enc
+
+    def check_space(self, space) -> None:
+        _check_schema(self, space)
+
+    def rendered(self, codes: np.ndarray) -> np.ndarray:
+        """Scene codes int (n, S, A) -> the modality's rendering (n,) + per-scene shape."""
+        codes = np.asarray(codes)
+        if codes.ndim != 3 or codes.shape[2] != self.schema.n_attributes:
+            raise LearnerError(f"scene codes: expected shape (n, slots, {self.schema.n_attributes}), "
+                               f"got {codes.shape}")
+        bank = getattr(self, "_bank", None)
+        out = bank.take(codes) if bank is not None else None
+        if out is None:
+            modality = self.renderer
+            out = modality.render(codes, self.schema, modality.settings(**self.bank_options()))
+        return out
+
+
 @encoders.register("image")
-class ImageEncoder(SceneEncoder):
+class ImageEncoder(RenderedEncoder):
     """Scenes as rendered pictures through a CNN; one slot per cell of its last feature map.
 
     Parameters
     ----------
     schema : dict
         The scene schema (:func:`schema_to_dict`), which the renderer reads.
-    height, width : int
-        Picture size in pixels (default 80 × 120; CURI: 160 × 240).
-    supersample : int
+    height, width : int, optional
+        Picture size in pixels (default: the image modality's ``encoder_defaults``,
+        80 × 120; CURI: 160 × 240).
+    supersample : int, optional
         Rays per pixel along each axis of the renderer (default 2).
     backbone : {"small", "resnet18"}
     channels : list of int
@@ -192,12 +240,16 @@ class ImageEncoder(SceneEncoder):
     #: keys of :meth:`config` that :meth:`from_space` takes (what a saved model is rebuilt with)
     space_options = ("height", "width", "supersample", "backbone", "channels", "object_dim", "embed_batch")
 
-    def __init__(self, schema: dict, height: int = 80, width: int = 120, supersample: int = 2,
-                 backbone: str = "small", channels=(32, 64, 64, 64), object_dim: int = 64, embed_batch: int = 256):
+    def __init__(self, schema: dict, height: int | None = None, width: int | None = None,
+                 supersample: int | None = None, backbone: str = "small", channels=(32, 64, 64, 64),
+                 object_dim: int = 64, embed_batch: int = 256):
         super().__init__()
         self.schema_config = schema_to_dict(schema_from_dict(schema))
         self.schema = schema_from_dict(self.schema_config)
-        self.height, self.width, self.supersample = _positive_ints((height, width, supersample), "image size")
+        defaults = self.renderer.encoder_defaults
+        size = [defaults[k] if v is None else v for k, v in
+                (("height", height), ("width", width), ("supersample", supersample))]
+        self.height, self.width, self.supersample = _positive_ints(size, "image size")
         if backbone not in IMAGE_BACKBONES:
             raise LearnerError(f"image encoder: unknown backbone {backbone!r} (expected one of "
                                f"{', '.join(IMAGE_BACKBONES)})")
@@ -231,31 +283,17 @@ class ImageEncoder(SceneEncoder):
             raise LearnerError(f"image encoder: {self.height} × {self.width} pixels leave no feature map")
         return int(fmap.shape[2]), int(fmap.shape[3])
 
-    @classmethod
-    def from_space(cls, space, **options) -> "ImageEncoder":
-        enc = cls(schema_to_dict(space.schema), **options)
-        return _attach_bank(enc, space, "image", height=enc.height, width=enc.width, supersample=enc.supersample)
+    def bank_options(self) -> dict:
+        return {"height": self.height, "width": self.width, "supersample": self.supersample}
 
     def config(self) -> dict:
         return {"schema": self.schema_config, "height": self.height, "width": self.width,
                 "supersample": self.supersample, "backbone": self.backbone_kind, "channels": list(self.channels),
                 "object_dim": self.out_dim, "embed_batch": self.embed_batch}
 
-    def check_space(self, space) -> None:
-        _check_schema(self, space)
-
     def from_codes(self, codes: np.ndarray) -> torch.Tensor:
         """Scene codes int (n, S, A) -> the rendered pictures, uint8 tensor (n, 3, H, W)."""
-        from ..scenes.render import render_scenes
-        codes = np.asarray(codes)
-        if codes.ndim != 3 or codes.shape[2] != self.schema.n_attributes:
-            raise LearnerError(f"scene codes: expected shape (n, slots, {self.schema.n_attributes}), "
-                               f"got {codes.shape}")
-        bank = getattr(self, "_bank", None)
-        images = bank.take(codes) if bank is not None else None
-        if images is None:
-            images = render_scenes(codes, self.schema, height=self.height, width=self.width,
-                                   supersample=self.supersample)
+        images = self.rendered(codes)
         return torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
 
     def forward(self, images: torch.Tensor) -> ObjectSet:
@@ -265,7 +303,7 @@ class ImageEncoder(SceneEncoder):
 
 
 @encoders.register("sound")
-class SoundEncoder(SceneEncoder):
+class SoundEncoder(RenderedEncoder):
     """Scenes as synthesised clips: log-mel spectrogram, a 2-d CNN, one slot per time step.
 
     Parameters
@@ -273,8 +311,8 @@ class SoundEncoder(SceneEncoder):
     schema : dict
         The scene schema (:func:`schema_to_dict`), which the synthesiser reads.
     settings : dict, optional
-        Fields of :class:`~bayes_concepts.scenes.sound.SoundSettings` (default: its defaults,
-        2 s at 8 kHz).
+        Fields of :class:`~bayes_concepts.scenes.sound.SoundSettings` (default: the sound
+        modality's ``encoder_defaults``, SoundSettings' defaults, 2 s at 8 kHz).
     n_mels, n_fft, hop : int
         Spectrogram settings (defaults 64 bands, 256-sample frames every 128 samples).
     channels : list of int
@@ -293,11 +331,10 @@ class SoundEncoder(SceneEncoder):
     def __init__(self, schema: dict, settings: dict | None = None, n_mels: int = 64, n_fft: int = 256,
                  hop: int = 128, channels=(16, 32, 32), object_dim: int = 64, embed_batch: int = 512):
         super().__init__()
-        from ..scenes.sound import SoundSettings, n_frames_for
         self.schema_config = schema_to_dict(schema_from_dict(schema))
         self.schema = schema_from_dict(self.schema_config)
         known = {f.name for f in dataclasses.fields(SoundSettings)}
-        settings = dict(settings or {})
+        settings = dict(self.renderer.encoder_defaults["settings"] if settings is None else settings)
         if set(settings) - known:
             raise LearnerError(f"sound encoder: unknown sound settings {sorted(set(settings) - known)} "
                                f"(expected some of {', '.join(sorted(known))})")
@@ -320,30 +357,17 @@ class SoundEncoder(SceneEncoder):
             rows, self.n_objects = (rows + 1) // 2, (self.n_objects + 1) // 2
         self.project = nn.Linear(c * rows + 1, self.out_dim)
 
-    @classmethod
-    def from_space(cls, space, **options) -> "SoundEncoder":
-        enc = cls(schema_to_dict(space.schema), **options)
-        return _attach_bank(enc, space, "sound", settings=enc.settings)
+    def bank_options(self) -> dict:
+        return {"settings": self.settings}
 
     def config(self) -> dict:
         return {"schema": self.schema_config, "settings": dataclasses.asdict(self.settings), "n_mels": self.n_mels,
                 "n_fft": self.n_fft, "hop": self.hop, "channels": list(self.channels), "object_dim": self.out_dim,
                 "embed_batch": self.embed_batch}
 
-    def check_space(self, space) -> None:
-        _check_schema(self, space)
-
     def from_codes(self, codes: np.ndarray) -> torch.Tensor:
         """Scene codes int (n, S, A) -> log-mel spectrograms float32 tensor (n, 1, n_mels, T)."""
-        from ..scenes.sound import log_mel_spectrogram, synthesize_scenes
-        codes = np.asarray(codes)
-        if codes.ndim != 3 or codes.shape[2] != self.schema.n_attributes:
-            raise LearnerError(f"scene codes: expected shape (n, slots, {self.schema.n_attributes}), "
-                               f"got {codes.shape}")
-        bank = getattr(self, "_bank", None)
-        clips = bank.take(codes) if bank is not None else None
-        if clips is None:
-            clips = synthesize_scenes(codes, self.schema, self.settings)
+        clips = self.rendered(codes)
         spec = log_mel_spectrogram(clips, self.settings.rate, n_fft=self.n_fft, hop=self.hop, n_mels=self.n_mels)
         return torch.from_numpy(spec[:, None])
 

@@ -8,7 +8,9 @@ prefix form from the pair of prototypes (CURI's concept loss, weight alpha).
 
 :class:`ProtoNetLearner` is the learner: the protocol (``fit``/``predict_proba``),
 the embed-once batch path ``evaluate(episodes)``, ``train`` (see
-:mod:`.training`), ``save``/``load`` (see :mod:`.store`).
+:mod:`.training`), ``save``/``load``: :func:`load_model` rebuilds a learner from a
+directory written by :func:`~bayes_concepts.learners.store.save_model` (files and cards:
+:mod:`.store`).
 
 >>> model = ProtoNetLearner(space, "schema", "relnet", seed=0)              # doctest: +SKIP
 >>> model.train(split, budget="5m", out="models/relnet")                    # doctest: +SKIP
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -27,6 +30,8 @@ from .encoders import encoders
 from .poolings import poolings
 from .protocol import LearnerError
 from .prototype import PrototypeLearner
+from .store import CARD, WEIGHTS, read_card, read_tensors, save_model
+from .training import train as meta_train
 
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>")
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -235,7 +240,7 @@ class ProtoNetLearner(PrototypeLearner):
 
     # ---------------------------------------------------------------- describe
     def architecture(self) -> dict:
-        """JSON-able description that rebuilds the network (see :mod:`.store`)."""
+        """JSON-able description that rebuilds the network (see :func:`load_model`)."""
         m = self.model
         return {"encoder": {"kind": self.encoder_kind, "config": m.encoder.config()},
                 "pooling": {"kind": self.pooling_kind, "config": m.pooling.config()},
@@ -322,14 +327,55 @@ class ProtoNetLearner(PrototypeLearner):
     def train(self, split, **options):
         """Meta-train on ``split``'s train concepts (see :func:`bayes_concepts.learners.training.train`
         for the options).  Returns the training history (dict)."""
-        from .training import train
-        return train(self, split, **options)
+        return meta_train(self, split, **options)
 
     def save(self, path, card: dict | None = None):
-        from .store import save_model
+        """Write the weights and card into directory ``path`` (:func:`~.store.save_model`)."""
         return save_model(self, path, card)
 
     @classmethod
     def load(cls, path, space, *, device=None, name: str | None = None, precision: str | None = None):
-        from .store import load_model
+        """The learner saved in ``path``, for ``space`` (:func:`load_model`)."""
         return load_model(path, space, device=device, name=name, precision=precision)
+
+
+def load_model(path, space, *, device=None, name: str | None = None, precision: str | None = None):
+    """Rebuild the learner saved in ``path`` for ``space`` (whose scene schema must give the
+    model's features).  ``precision`` defaults to the card's; ``name`` to the card's.  The
+    directory is read by :mod:`.store` (card and checksummed weights, no pickle)."""
+    path = Path(path)
+    card = read_card(path)
+    arch = card.get("architecture") or {}
+    try:
+        enc, pool = arch["encoder"], arch["pooling"]
+        enc_cfg, pool_cfg = dict(enc["config"]), dict(pool["config"])
+        enc_keys = getattr(encoders.get(enc["kind"]), "space_options", None) if enc["kind"] in encoders else None
+        encoder_options = {k: enc_cfg[k] for k in enc_keys or ("object_dim", "hidden_ratio") if k in enc_cfg}
+        pooling_options = {k: v for k, v in pool_cfg.items() if k not in ("in_dim", "n_objects", "out_dim")}
+        decoder = arch.get("decoder")
+        decoder_options = {k: decoder[k] for k in ("embed_dim", "hidden_dim")} if decoder else None
+        learner = ProtoNetLearner(space, enc["kind"], pool["kind"], embedding_dim=arch["embedding_dim"],
+                                  alpha=arch["alpha"], seed=card.get("seed", 0),
+                                  precision=precision or card.get("precision", "fp32"), device=device,
+                                  name=name or card.get("name"), encoder_options=encoder_options,
+                                  pooling_options=pooling_options, decoder_options=decoder_options,
+                                  vocabulary=arch.get("vocabulary"))
+    except (KeyError, TypeError) as exc:
+        raise LearnerError(f"{path / CARD}: incomplete architecture ({exc})") from None
+    learner.model.encoder.check_space(space)
+    built = learner.model.encoder.config()
+    for key in ("feature_names", "table_shapes", "n_slots", "schema"):
+        if key in enc_cfg and enc_cfg[key] != built.get(key):
+            raise LearnerError(f"{path}: the model's encoder expects {key} {enc_cfg[key]}; this space gives "
+                               f"{built.get(key)}")
+    tensors = read_tensors(path / card.get("weights", WEIGHTS), card.get("weights_sha256"))
+    expected = learner.model.state_dict().keys()
+    missing, unexpected = expected - tensors.keys(), tensors.keys() - expected
+    if missing or unexpected:
+        raise LearnerError(f"{path / WEIGHTS}: weights do not match the card's architecture "
+                           f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})")
+    learner.model.load_state_dict(tensors)
+    learner.model.eval()
+    learner.weights_changed()
+    learner.card = card
+    return learner

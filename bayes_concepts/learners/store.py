@@ -11,11 +11,12 @@
     the latest training state (weights, Adam moments, random state, step), for
     resuming (:mod:`.training`).
 
-Writes are atomic (temporary name, then rename).  Loading reads JSON and safetensors
-only; nothing is unpickled.
+Writes are atomic (temporary name, then rename).  Reading reads JSON and safetensors
+only; nothing is unpickled.  This module knows files and cards, not networks: rebuilding a
+learner from its card is :func:`bayes_concepts.learners.protonet.load_model`.
 
 >>> save_model(learner, "models/relnet")                         # doctest: +SKIP
->>> learner = load_model("models/relnet", space)                 # doctest: +SKIP
+>>> card = read_card("models/relnet")                            # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -122,45 +123,3 @@ def save_model(learner, path, extra: dict | None = None) -> Path:
     write_json_atomic(path / CARD, card)
     learner.card = card
     return path
-
-
-def load_model(path, space, *, device=None, name: str | None = None, precision: str | None = None):
-    """Rebuild the learner saved in ``path`` for ``space`` (whose scene schema must give the
-    model's features).  ``precision`` defaults to the card's; ``name`` to the card's."""
-    from .encoders import encoders
-    from .protonet import ProtoNetLearner
-    path = Path(path)
-    card = read_card(path)
-    arch = card.get("architecture") or {}
-    try:
-        enc, pool = arch["encoder"], arch["pooling"]
-        enc_cfg, pool_cfg = dict(enc["config"]), dict(pool["config"])
-        enc_keys = getattr(encoders.get(enc["kind"]), "space_options", None) if enc["kind"] in encoders else None
-        encoder_options = {k: enc_cfg[k] for k in enc_keys or ("object_dim", "hidden_ratio") if k in enc_cfg}
-        pooling_options = {k: v for k, v in pool_cfg.items() if k not in ("in_dim", "n_objects", "out_dim")}
-        decoder = arch.get("decoder")
-        decoder_options = {k: decoder[k] for k in ("embed_dim", "hidden_dim")} if decoder else None
-        learner = ProtoNetLearner(space, enc["kind"], pool["kind"], embedding_dim=arch["embedding_dim"],
-                                  alpha=arch["alpha"], seed=card.get("seed", 0),
-                                  precision=precision or card.get("precision", "fp32"), device=device,
-                                  name=name or card.get("name"), encoder_options=encoder_options,
-                                  pooling_options=pooling_options, decoder_options=decoder_options,
-                                  vocabulary=arch.get("vocabulary"))
-    except (KeyError, TypeError) as exc:
-        raise LearnerError(f"{path / CARD}: incomplete architecture ({exc})") from None
-    learner.model.encoder.check_space(space)
-    built = learner.model.encoder.config()
-    for key in ("feature_names", "table_shapes", "n_slots", "schema"):
-        if key in enc_cfg and enc_cfg[key] != built.get(key):
-            raise LearnerError(f"{path}: the model's encoder expects {key} {enc_cfg[key]}; this space gives "
-                               f"{built.get(key)}")
-    tensors = read_tensors(path / card.get("weights", WEIGHTS), card.get("weights_sha256"))
-    missing, unexpected = learner.model.state_dict().keys() - tensors.keys(), tensors.keys() - learner.model.state_dict().keys()
-    if missing or unexpected:
-        raise LearnerError(f"{path / WEIGHTS}: weights do not match the card's architecture "
-                           f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})")
-    learner.model.load_state_dict(tensors)
-    learner.model.eval()
-    learner.weights_changed()
-    learner.card = card
-    return learner

@@ -35,7 +35,8 @@ import torch
 
 from ..episodes import EpisodeSampler
 from .protocol import LearnerError
-from .store import (WEIGHTS, read_tensors, save_model, sha256_file, write_json_atomic, write_tensors_atomic)
+from .store import (WEIGHTS, read_card, read_tensors, save_model, sha256_file, write_json_atomic,
+                    write_tensors_atomic)
 
 CHECKPOINT = "checkpoint.safetensors"
 CHECKPOINT_STATE = "checkpoint.json"
@@ -364,7 +365,6 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
     opt = torch.optim.Adam(learner.model.parameters(), lr=settings.lr)
     state = _read_checkpoint(out, learner, opt, identity) if resume else _State()
     if resume and out is not None and (out / WEIGHTS).exists():
-        from .store import read_card
         best_card = read_card(out)
         best_weights = read_tensors(out / WEIGHTS, best_card.get("weights_sha256"))
     else:

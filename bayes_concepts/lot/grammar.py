@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import GrammarError
+from ..resources import DataFileError, default_grammar_path as packaged_grammar_path
 from ..scenes.schema import Attribute, SceneSchema
 from .rule_registry import rejection_rules as registered_rules
 
@@ -378,7 +379,6 @@ def token_arity(token: str, kinds: dict) -> int:
 
 def default_grammar_path() -> Path:
     """CURI's grammar ``hypotheses/curi.pcfg``: the installed copy, or the source tree's."""
-    from ..resources import DataFileError, default_grammar_path as packaged_grammar_path
     try:
         return packaged_grammar_path()
     except DataFileError as exc:

@@ -14,7 +14,8 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import ProgramError
-from .grammar import IGNORED, NUM, Grammar, curi_grammar
+from .grammar import IGNORED, NUM, Grammar, curi_grammar, token_arity
+from .logprob import derivation_log_prob
 
 BOOL, OBJ, SET, INT = "BOOL", "OBJ", "SET", "INT"
 QUANTIFIERS = {"exists=": "exists", "for-all=": "forall"}
@@ -184,7 +185,6 @@ class Program:
         A program without the final quantifier (a collapsed x-free program) stands
         for both ``… exists=`` and ``… for-all=``; its probability is their sum.
         """
-        from .logprob import derivation_log_prob
         grammar = grammar or self.grammar
         if self.quantifier is None:
             return float(np.logaddexp(*(derivation_log_prob(self.tokens + (q,), grammar)[0]
@@ -193,7 +193,6 @@ class Program:
 
     def derivation_depth(self, grammar: Grammar | None = None) -> int:
         """Depth of the program's most probable derivation (start symbol at depth 0)."""
-        from .logprob import derivation_log_prob
         tokens = self.tokens if self.quantifier else self.tokens + ("exists=",)
         return derivation_log_prob(tokens, grammar or self.grammar)[1]
 
@@ -418,7 +417,6 @@ def _list_and_value(lst: Node, v: Node, i, fail, grammar):
 
 def _prefix_to_postfix(tokens: list, grammar: Grammar, shown: str) -> list:
     kinds = grammar.token_kinds
-    from .grammar import token_arity
 
     def arity(t):
         k = kinds.get(t)
