@@ -11,7 +11,7 @@ import torch
 import xarray as xr
 
 from bayes_concepts.cogsci import (CensoredBeta, fit_ideal_observer, log_beta_cdf_small, oracle_predictive,
-                                   posterior_predictive_check, posterior_summary, prepare_observer_data,
+                                   plot_posterior_predictive_check, posterior_predictive_check, posterior_summary, prepare_observer_data,
                                    simulate_learner)
 from bayes_concepts.cogsci.data import concept_bits
 from bayes_concepts.cogsci.ppc import GID_OBSERVED, GID_PPC_INTERVAL, GID_PPC_MEAN
@@ -237,13 +237,12 @@ def test_result_roundtrips_through_netcdf(binary_fit, tmp_path):
 # ----------------------------------------------------------------- posterior predictive check
 def test_posterior_predictive_check(space, binary_fit):
     episodes, data, y, ds = binary_fit
-    fig, df = posterior_predictive_check(ds, space, episodes, y, data=data, max_draws=100)
+    ax, df = plot_posterior_predictive_check(ds, space, episodes, y, data=data, max_draws=100)
     assert list(df.columns) == ["bin_low", "bin_high", "n", "predicted", "observed", "ppc_mean", "ppc_low",
                                 "ppc_high", "inside"]
     assert df["n"].sum() == y.size and len(df) >= 4
     assert (df["ppc_low"] <= df["ppc_mean"]).all() and (df["ppc_mean"] <= df["ppc_high"]).all()
     assert df["inside"].mean() >= 0.6                        # data simulated from the model fit well
-    ax = fig.axes[0]
     lines = {ln.get_gid(): ln for ln in ax.get_lines()}
     np.testing.assert_array_equal(lines[GID_OBSERVED].get_xdata(), df["predicted"].to_numpy())
     np.testing.assert_array_equal(lines[GID_OBSERVED].get_ydata(), df["observed"].to_numpy())
@@ -255,10 +254,10 @@ def test_posterior_predictive_check(space, binary_fit):
     np.testing.assert_allclose(segs[:, 0, 1], df["ppc_low"])
     np.testing.assert_allclose(segs[:, 1, 1], df["ppc_high"])
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    ax.figure.savefig(buf, format="png")
     assert buf.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
     # same table when the data are rebuilt from the result's attrs, and seeded
-    _, again = posterior_predictive_check(ds, space, episodes, y, max_draws=100)
+    again = posterior_predictive_check(ds, space, episodes, y, max_draws=100)
     assert again.equals(df)
     # the binned observed rates are plain means of the responses
     assert np.isclose((df["observed"] * df["n"]).sum() / df["n"].sum(), y.mean())
@@ -272,9 +271,9 @@ def test_ppc_graded_and_missing(space, sampler):
     ds = xr.Dataset({k: (("chain", "draw"), np.full((1, 8), v)) for k, v in
                      {"beta": 0.3, "epsilon": 0.1, "lapse": 0.05, "concentration": 20.0}.items()},
                     attrs={"kind": "graded", "concepts": "all", "grouped": 1, "max_extra_mistakes": -1})
-    fig, df = posterior_predictive_check(ds, space, episodes, y, n_bins=5)
+    ax, df = plot_posterior_predictive_check(ds, space, episodes, y, n_bins=5)
     assert df["n"].sum() == np.isfinite(y).sum()
-    assert "graded" in fig.axes[0].get_title()
+    assert "graded" in ax.get_title()
 
 
 def test_concept_subset_is_recorded(space, sampler):
@@ -297,3 +296,20 @@ def test_observer_data_shapes(space, sampler):
     counts = torch.exp(grouped.log_count).sum(dim=1)
     assert torch.allclose(counts, torch.full((12,), float(space.n_concepts), dtype=torch.float64))
     assert (grouped.min_mistakes == 0).all()                 # the true concept is in the set
+
+
+def test_ppc_draws_into_a_given_axes(space, sampler):
+    from matplotlib.figure import Figure
+    episodes = sampler.sample(np.arange(space.n_concepts), 10, "hard", seed=15)
+    data = prepare_observer_data(space, episodes)
+    y = simulate_learner(space, episodes, 0.3, 0.1, 0.05, seed=0, data=data)
+    ds = xr.Dataset({k: (("chain", "draw"), np.full((1, 6), v)) for k, v in
+                     {"beta": 0.3, "epsilon": 0.1, "lapse": 0.05}.items()},
+                    attrs={"kind": "binary", "concepts": "all", "grouped": 1, "max_extra_mistakes": -1})
+    fig = Figure()
+    given = fig.add_subplot()
+    ax, df = plot_posterior_predictive_check(ds, space, episodes, y, n_bins=4, data=data, ax=given)
+    assert ax is given and fig.axes == [given]
+    lines = {ln.get_gid(): ln for ln in ax.get_lines()}
+    np.testing.assert_array_equal(lines[GID_OBSERVED].get_ydata(), df["observed"].to_numpy())
+    assert df.equals(posterior_predictive_check(ds, space, episodes, y, n_bins=4, data=data))

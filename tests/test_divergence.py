@@ -197,7 +197,7 @@ def test_audit_table_report_and_rank_comparison(pairs, tmp_path):
     assert iid["map_gap_hard"] == 0 and iid["compound_divergence"] == pytest.approx(0, abs=1e-12)
     assert iid["weak_coverage_hard"] == 100
     assert "compound div." in format_audit_table(df)
-    drawn = plot_gap_vs_divergence(df)
+    _, drawn = plot_gap_vs_divergence(df)
     assert np.array_equal(drawn["compound_divergence"], df["compound_divergence"])
     rk = rank_disagreements(df)
     assert set(rk["split"]) == set(splits) and np.isfinite(rk.attrs["spearman"])

@@ -345,14 +345,14 @@ def test_drawing_channels_and_value_styles_derive_from_the_schema():
     assert sizes["tiny"] < sizes["small"] < sizes["huge"]
 
 
-def test_scene_property_histograms_of_a_new_attribute(texture_space, olive_space):
-    fig, data = plots.scene_property_histograms(texture_space)
-    visible = [ax for ax in fig.axes if ax.get_visible()]
+def test_plot_scene_properties_of_a_new_attribute(texture_space, olive_space):
+    axes, data = plots.plot_scene_properties(texture_space)
+    visible = [ax for ax in axes.ravel() if ax.get_visible()]
     assert [ax.get_title() for ax in visible][-1] == "texture" and len(visible) == 7
     d = data[data.attribute == "texture"]
     assert d["value"].tolist() == list(TEXTURES) and d["share"].sum() == pytest.approx(100)
-    fig, data = plots.scene_property_histograms(olive_space)
-    bars = [p for ax in fig.axes for p in ax.patches if p.get_gid() == "prop:color"]
+    axes, data = plots.plot_scene_properties(olive_space)
+    bars = [p for ax in axes.ravel() for p in ax.patches if p.get_gid() == "prop:color"]
     colours = data[data.attribute == "color"]
     assert colours.set_index("value").loc["olive", "bar_color"] == "#808000"
     assert [to_hex(b.get_facecolor()) for b in bars] == colours["bar_color"].tolist()
@@ -361,7 +361,8 @@ def test_scene_property_histograms_of_a_new_attribute(texture_space, olive_space
 def test_episode_view_draws_the_new_attribute_and_a_schema_without_locations(texture_space, tmp_path):
     split = make_split(texture_space, {"name": "r", "kind": "random", "fractions": {"train": 0.8, "test": 0.2}})
     eps = sample_episodes(texture_space, split, "test", "hard", n=2, seed=0)
-    fig, data = plots.episode_figure(texture_space, eps, 0)
+    view, data = plots.plot_episode(texture_space, eps, 0)
+    fig = view.figure
     hatches = plots.value_styles(texture_space.schema.attribute("texture"), "hatch")
     for k, sid in enumerate(eps.support_scenes[0]):
         ax = next(a for a in fig.axes if a.get_gid() == f"support:{k}")
@@ -377,7 +378,8 @@ def test_episode_view_draws_the_new_attribute_and_a_schema_without_locations(tex
     space = HypothesisSpace.build(grammar=path, samples=5_000, scenes=2_000, seed=0, scene_sampler="uniform")
     split = make_split(space, {"name": "r", "kind": "random", "fractions": {"train": 0.8, "test": 0.2}})
     eps = sample_episodes(space, split, "test", "hard", n=2, seed=0)
-    fig, data = plots.episode_figure(space, eps, 0)
+    view, data = plots.plot_episode(space, eps, 0)
+    fig = view.figure
     colours = plots.value_styles(space.schema.attribute("color"), "color")
     for k, sid in enumerate(eps.query_scenes[0]):
         ax = next(a for a in fig.axes if a.get_gid() == f"query:{k}")

@@ -449,7 +449,7 @@ def test_cli_train_then_gap_with_the_model(small_space_dir, tmp_path, capsys):
     assert "ENCODER-POOLING" in capsys.readouterr().err
 
 
-def test_comp_gap_figure_draws_models_as_bars(space, splits):
+def test_plot_comp_gap_draws_models_as_bars(space, splits):
     from bayes_concepts import plots
     ds = compute_gap(space, {k: splits[k] for k in ("counting", "binding_color")}, negatives=("hard",),
                      n_episodes=30, learners={"prototype": NearestPrototype(space)})

@@ -45,18 +45,19 @@ def response_probabilities(ds, data: ObserverData, max_draws: int | None = 200, 
 
 
 def posterior_predictive_check(ds, space, episodes, responses, *, n_bins: int = 10, prob: float = 0.9,
-                               max_draws: int | None = 200, seed: int = 0, data: ObserverData | None = None,
-                               figsize=(5.0, 4.5)):
+                               max_draws: int | None = 200, seed: int = 0,
+                               data: ObserverData | None = None) -> pd.DataFrame:
     """Observed vs posterior-predictive response rates, binned by predicted probability.
 
     ds: the result of :func:`~bayes_concepts.cogsci.fit_ideal_observer` (its attrs give the
     response kind and the concept set); responses: the (E, Q) responses it was fitted to
     (NaN = missing); max_draws: posterior draws used (a seeded subsample); prob: width of
-    the predictive intervals.  Returns ``(Figure, DataFrame)``; one row per non-empty bin:
-    ``bin_low``, ``bin_high``, ``n`` (responses), ``predicted`` (mean r̄ in the bin, the
-    x of the plot), ``observed`` (mean response), ``ppc_mean``, ``ppc_low``, ``ppc_high``
-    (mean and ``prob`` equal-tailed interval of the replicated bin means), ``inside``.
-    The figure (no pyplot; Agg canvas) plots exactly these columns.
+    the predictive intervals.  Returns a DataFrame, one row per non-empty bin: ``bin_low``,
+    ``bin_high``, ``n`` (responses), ``predicted`` (mean r̄ in the bin), ``observed`` (mean
+    response), ``ppc_mean``, ``ppc_low``, ``ppc_high`` (mean and ``prob`` equal-tailed
+    interval of the replicated bin means), ``inside``; ``attrs`` hold the kind, ``prob``,
+    the draws, bins, seed and the number of responses.  :func:`plot_posterior_predictive_check`
+    draws it.
     """
     kind = ds.attrs.get("kind", "binary")
     if data is None:
@@ -92,11 +93,25 @@ def posterior_predictive_check(ds, space, episodes, responses, *, n_bins: int = 
                      "predicted": float(r_bar[sel].mean()), "observed": obs, "ppc_mean": float(stat.mean()),
                      "ppc_low": float(low), "ppc_high": float(high), "inside": bool(low <= obs <= high)})
     df = pd.DataFrame(rows)
-    df.attrs.update({"kind": kind, "prob": prob, "n_draws": int(r.shape[0]), "n_bins": n_bins, "seed": seed})
+    df.attrs.update({"kind": kind, "prob": prob, "n_draws": int(r.shape[0]), "n_bins": n_bins, "seed": seed,
+                     "n_responses": int(seen.sum())})
+    return df
 
-    fig = Figure(figsize=figsize, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+
+def plot_posterior_predictive_check(ds, space, episodes, responses, *, n_bins: int = 10, prob: float = 0.9,
+                                    max_draws: int | None = 200, seed: int = 0, data: ObserverData | None = None,
+                                    ax=None, figsize=(5.0, 4.5)) -> tuple:
+    """Draw :func:`posterior_predictive_check` (same arguments) on ``ax`` (a new figure of
+    ``figsize`` inches, no pyplot, when None): the identity line, the predictive intervals
+    and means, and the observed rates, each at the bin's ``predicted`` x.  Returns
+    ``(ax, DataFrame)``: the axes and exactly the numbers drawn."""
+    df = posterior_predictive_check(ds, space, episodes, responses, n_bins=n_bins, prob=prob, max_draws=max_draws,
+                                    seed=seed, data=data)
+    kind = df.attrs["kind"]
+    if ax is None:
+        fig = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
     ax.plot([0, 1], [0, 1], ls=":", color="0.6", lw=1, label="identity")
     iv = ax.vlines(df["predicted"], df["ppc_low"], df["ppc_high"], color="C0", lw=3, alpha=0.4,
                    label=f"posterior predictive {prob:.0%} interval")
@@ -109,6 +124,6 @@ def posterior_predictive_check(ds, space, episodes, responses, *, n_bins: int = 
     obs_line.set_gid(GID_OBSERVED)
     ax.set(xlim=(0, 1), ylim=(-0.02, 1.02), xlabel="predicted response probability (posterior mean)",
            ylabel="response rate" if kind == "binary" else "mean graded response",
-           title=f"Posterior predictive check ({kind}, {int(seen.sum()):,} responses)")
+           title=f"Posterior predictive check ({kind}, {df.attrs['n_responses']:,} responses)")
     ax.legend(loc="upper left", fontsize="small", frameon=False)
-    return fig, df
+    return ax, df
