@@ -1,4 +1,4 @@
-"""The difficulty report of a benchmark: one page a reviewer can read (issue: "audit any benchmark").
+"""The difficulty report of a benchmark: one page a reviewer can read.
 
 :func:`audit_splits` audits every split of a space (:func:`bayes_concepts.gap.audit`:
 sizes, leakage, comp gap with paired-bootstrap intervals for hard and easy negatives, weak

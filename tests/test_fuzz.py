@@ -19,12 +19,16 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
-from bayes_concepts.engine.store import FILES
+from bayes_concepts.engine.store import SPACE_ARRAYS
+from bayes_concepts.spaces.hypothesis_space import GRAMMAR_FILE
 from bayes_concepts.errors import BayesConceptsError, ProgramError
 from bayes_concepts.lot import Program, curi_grammar, sample_programs
 from bayes_concepts.lot.grammar import IGNORED, OPERATORS, VARIABLES
 from bayes_concepts.scenes import read_scenes_jsonl
 from bayes_concepts.splits import load_spec, make_split
+
+#: the files of a saved program space
+FILES = ("concepts.jsonl", GRAMMAR_FILE, *SPACE_ARRAYS)
 
 EXAMPLES = int(os.environ.get("BAYES_CONCEPTS_FUZZ_EXAMPLES", "2000"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,

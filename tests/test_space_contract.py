@@ -175,12 +175,34 @@ def test_no_space_class_borrows_through_getattr():
         assert "__getattr__" not in path.read_text(), path
 
 
-def test_curi_release_figures_resolve_in_a_fresh_process():
-    code = ("import bayes_concepts as bc\n"
-            "f = bc.plots.oracles_for\n"
-            "s = bc.load_space(%r)\n"
-            "import bayes_concepts.oracles as o\n"
-            "o.priors.get('pcfg_release'); o.likelihoods.get('size_release')\n"
-            "print('ok')\n") % str(SAVED / "curi_release")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+def test_curi_release_figures_resolve_in_a_fresh_process(tmp_path):
+    """Results of CURI's release protocol record its prior and likelihood by name; a fresh
+    process that never imported the protocols module rebuilds their oracles."""
+    space = load_space(SAVED / "curi_release")
+    proto = get_protocol("curi-release")
+    ds = proto.compute_gap(space, ["concept_iid"], n_episodes=20, seed=0)
+    bc.save_results(ds, tmp_path / "release.nc")
+    code = ("import sys, tomllib\n"
+            "import bayes_concepts as bc\n"
+            "space = bc.load_space(sys.argv[1]); ds = bc.load_results(sys.argv[2])\n"
+            "assert 'bayes_concepts.protocols' not in sys.modules\n"
+            "split = bc.make_split(space, tomllib.loads(open(sys.argv[3]).read()))\n"
+            "strong, weak = bc.plots.oracles_for(space, split, ds)\n"
+            "print(weak.settings.prior, weak.settings.likelihood)\n")
+    spec = bc.data_file(proto.splits_dir) / "concept_iid.toml"
+    out = subprocess.run([sys.executable, "-c", code, str(SAVED / "curi_release"), str(tmp_path / "release.nc"),
+                          str(spec)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["pcfg_release", "size_release"]
+
+
+def test_a_manifest_laid_out_otherwise_is_refused(tmp_path):
+    """The identity of a space is the sha256 of its manifest's bytes: the same content with a
+    trailing carriage return would be a second identity for one space."""
+    import shutil
+    copy = tmp_path / "program"
+    shutil.copytree(SAVED / "program", copy)
+    mf = copy / "manifest.json"
+    mf.write_bytes(mf.read_bytes() + b"\r")
+    with pytest.raises(bc.spaces.SpaceError, match="not laid out"):
+        load_space(copy, verify=False)

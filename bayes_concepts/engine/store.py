@@ -291,7 +291,7 @@ def commit_directory(partial: Path, path: Path, manifest: dict):
     """Write ``manifest.json`` (with its ``self_sha256``) into ``partial`` and rename ``partial``
     to ``path``, replacing an existing directory only once the new one is complete."""
     manifest["self_sha256"] = _manifest_digest(manifest)
-    _fsync_write(partial / "manifest.json", (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+    _fsync_write(partial / "manifest.json", _manifest_bytes(manifest))
     _fsync_dir(partial)
     _, old = _sidecars(path)
     if path.exists():
@@ -306,6 +306,11 @@ def commit_directory(partial: Path, path: Path, manifest: dict):
     _fsync_dir(path)
     if old.exists():
         _remove_unfinished(old)
+
+
+def _manifest_bytes(manifest: dict) -> bytes:
+    """``manifest.json`` as the toolkit writes it: sorted keys, two-space indents, a final newline."""
+    return (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
 
 
 def _manifest_digest(manifest: dict) -> str:
@@ -341,6 +346,11 @@ def read_manifest(path, kind: str | None = "program") -> dict:
                          f"{FORMAT_VERSION}; rebuild the space")
     if manifest.get("self_sha256") != _manifest_digest(manifest):
         raise SpaceError(f"{mf}: checksum mismatch (its content does not match its self_sha256); "
+                         "the manifest is damaged")
+    if mf.read_bytes() != _manifest_bytes(manifest):
+        # the space's identity is the sha256 of these bytes: the same content laid out otherwise
+        # would be another identity for the same space
+        raise SpaceError(f"{mf}: not laid out as bayes-concepts writes it (spaces or line breaks changed); "
                          "the manifest is damaged")
     found = space_kind(manifest)
     if kind is not None and found != kind:
