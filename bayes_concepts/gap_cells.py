@@ -20,6 +20,7 @@ import numpy as np
 from .episodes import ARRAY_FIELDS, Episodes, sampler_for
 from .oracles import strong_and_weak
 from .scale import ScaleError, Scheduler, release_pages
+from .spaces import load_space
 
 __all__ = ["GAP_CHUNK", "SpaceRef", "space_ref", "resolve_space", "episode_chunks", "gap_chunk", "gap_cells"]
 
@@ -61,7 +62,6 @@ def resolve_space(ref):
         return ref
     space = _SPACES.get(ref)
     if space is None:
-        from .spaces import load_space
         space = load_space(ref.path, verify=False)
         if space.manifest_sha256() != ref.manifest_sha256:
             raise ScaleError(f"{ref.path}: the space on this worker is not the one the job was started with "

@@ -52,6 +52,12 @@ import seaborn as sns
 from matplotlib.figure import Figure  # built directly: no pyplot state, works under any (or no) display
 from matplotlib.lines import Line2D
 
+from .engine.rendered import find_rendered_bank
+from .gap import paired_bootstrap
+from .oracles import OracleSettings, strong_and_weak
+from .scenes.render import render_scenes
+from .scenes.sound import SoundSettings, log_mel_spectrogram, synthesize_scenes
+
 __all__ = ["SPLIT_NAMES", "split_label", "learner_label", "learner_color", "split_order", "bootstrap_mean",
            "plot_comp_gap", "plot_entropies", "plot_synonym_classes", "plot_scene_properties", "plot_episode",
            "plot_modalities", "write_figures", "comp_gap_data", "entropy_data", "synonym_data",
@@ -211,7 +217,6 @@ def comp_gap_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
     mean in percent, its 95 % bootstrap interval, the number of episodes and, on the rows
     of the strong oracle, the gap strong − weak (percentage points) with its paired
     bootstrap interval (:func:`bayes_concepts.gap.paired_bootstrap`)."""
-    from .gap import paired_bootstrap
     cell = _cell(ds, negatives)
     order = _order(ds, negatives, order)
     learners = _learners(ds)
@@ -708,12 +713,10 @@ def _episode_images(space, scene_ids, image_size) -> np.ndarray:
     """Pictures uint8 (n, H, W, 3) of bank scenes: from the space's cached rendered bank of
     that size when it has one (:meth:`~bayes_concepts.spaces.hypothesis_space.HypothesisSpace.rendered_bank`),
     else rendered now."""
-    from .scenes.render import render_scenes
     h, w = (int(v) for v in image_size)
     ids = np.asarray(scene_ids, np.int64)
     bank = None
     if space.path is not None and space.has_pictures:
-        from .engine.rendered import find_rendered_bank
         bank = find_rendered_bank(space, "image", height=h, width=w)
     if bank is not None:
         return np.asarray(bank[ids])
@@ -914,7 +917,6 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
 def oracles_for(space, split, results=None):
     """Strong and weak oracles of ``split`` with the oracle settings recorded in ``results``
     (``attrs["oracle_settings"]``), else the defaults."""
-    from .oracles import OracleSettings, strong_and_weak
     settings = None
     if results is not None and "oracle_settings" in results.attrs:
         settings = OracleSettings(**json.loads(results.attrs["oracle_settings"]))
@@ -986,8 +988,6 @@ def plot_modalities(space, episodes, index: int = 0, axes=None, *, n_scenes: int
     array; ``data`` one row per scene drawn (set position, scene id, label, objects as text,
     mean pixel value of the picture shown, spectrogram shape (bands, frames) and its maximum
     in natural-log power)."""
-    from .scenes.render import render_scenes
-    from .scenes.sound import SoundSettings, log_mel_spectrogram, synthesize_scenes
     e = int(index)
     if not 0 <= e < len(episodes):
         raise IndexError(f"episode {index} out of range (0..{len(episodes) - 1})")

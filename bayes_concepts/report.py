@@ -33,6 +33,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesConceptsError
+from .divergence import concept_structure, episode_weights, side_distribution
+from .episodes import EpisodeSampler
+from .gap import audit, cell_seed
+from .oracles import OracleSettings, strong_and_weak
+from .plots import _style, plot_episode, split_label
 
 __all__ = ["audit_splits", "audit_frame", "format_audit_table", "rank_disagreements", "plot_gap_vs_divergence",
            "plot_gap_intervals", "plot_side_distributions", "hardest_episode", "write_report", "ReportError"]
@@ -49,8 +54,6 @@ def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int
     with the concept structure for the divergences computed once.  Each report gains
     ``seconds`` (wall time of its audit) and ``split_object`` (the Split).  ``log(str)``
     receives one line per split."""
-    from .divergence import concept_structure
-    from .gap import audit
     structure = concept_structure(space)
     out = []
     for split in (splits.values() if isinstance(splits, dict) else splits):
@@ -169,7 +172,6 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
     Returns ``(ax, data)``: ``data`` one row per point drawn: ``split``, ``label`` (its
     text), the divergence (x), the gap (y), ``hue``'s column and the interval ends."""
     import seaborn as sns
-    from .plots import _style, split_label
     data = df.copy()
     data["label"] = [split_label(s) for s in data["split"]]
     groups = list(dict.fromkeys(data[hue])) if hue else [None]
@@ -249,7 +251,6 @@ def plot_gap_intervals(df: pd.DataFrame, ax=None, metric: str = "map") -> tuple:
     default a new figure.  Returns ``(ax, data)``: ``data`` one row per bar: ``split``,
     ``label``, ``negatives``, ``gap`` (the bar's length), ``lo`` and ``hi`` (its error bar)."""
     import seaborn as sns
-    from .plots import _style, split_label
     rows = []
     for _, r in df.iterrows():
         for neg in ("hard", "easy"):
@@ -284,8 +285,6 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
     figure.  Returns ``(ax, data)``: ``data`` one row per atom or compound drawn, largest
     difference first: ``type`` (its name), ``p_train`` and ``p_test`` (the bar lengths)."""
     import seaborn as sns
-    from .divergence import concept_structure, episode_weights, side_distribution
-    from .plots import _style
     st = structure if structure is not None else concept_structure(space)
     counts, names = (st.atoms, st.atom_names) if kind == "atom" else (st.compounds, st.compound_names)
     dist = {}
@@ -312,9 +311,6 @@ def hardest_episode(space, report, settings=None, seed: int = 0) -> tuple:
     """(episodes, index, strong, weak): the hard-negative test episodes the audit scored
     (redrawn with the same seed, so identical) and the index of the one with the largest
     strong − weak AP; the oracles of the split."""
-    from .episodes import EpisodeSampler
-    from .gap import cell_seed
-    from .oracles import strong_and_weak
     ds = report["results"]
     name = report["split"]
     cell = ds.sel(split=name, negatives="hard")
@@ -352,7 +348,6 @@ def _html_table(head, rows) -> str:
 
 
 def _settings_text(settings) -> str:
-    from .oracles import OracleSettings
     st = settings if settings is not None else OracleSettings()
     prior = f"{st.prior} prior" + (f" (beta {st.beta:g})" if st.prior == "length" else "")
     lik = f"{st.likelihood} likelihood" + (f" (epsilon {st.epsilon:g})" if st.likelihood == "noisy" else "")
@@ -367,8 +362,6 @@ def _hard_map_gap(report) -> float:
 
 def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
     """The page as blocks: ("h1"|"h2"|"p", text), ("table", head, rows), ("figure", name, fig, caption)."""
-    from .divergence import concept_structure
-    from .plots import plot_episode, split_label
     df = audit_frame(reports)
     kind = space.kind
     sha = space.manifest_sha256()

@@ -71,3 +71,16 @@ def test_the_contract_holds_and_fails_on_an_upward_import(tmp_path):
     broken = _lint(tmp_path)
     assert broken.returncode != 0
     assert "bayes_concepts.scenes.schema -> bayes_concepts.gap" in broken.stdout
+
+
+def test_git_ignores_no_file_of_the_package():
+    """A source file that git ignores never reaches a clone (an ignore pattern once swallowed
+    the package's own ``spaces/``)."""
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        return  # an installed copy or an archive: nothing is committed from here
+    out = subprocess.run(["git", "ls-files", "--others", "--ignored", "--exclude-standard", "--", "bayes_concepts",
+                          "tests", "hypotheses", "benchmarks", "analyses", "notebooks"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.split()
+    ignored = [f for f in out if "__pycache__" not in f and not f.endswith(".pyc")
+               and not f.startswith(("notebooks/.ipynb_checkpoints",))]
+    assert not ignored, ignored

@@ -1,0 +1,107 @@
+"""Everything derived from a space's files, built on first use and kept with the space.
+
+A :class:`SpaceIndex` belongs to one space (``space.index``): no other object keeps
+derived state about a space, and nothing is ever set on a space from outside it.  Each
+structure is computed once, on the first call that needs it:
+
+==========================  =============================================================
+``scene_concepts()``        per-scene concept bitsets, uint64 (n_scenes, ceil(n/64)): the
+                            transposed signatures (an array, or a row file for a large
+                            saved space; :mod:`bayes_concepts.engine.index`)
+``class_representatives()`` int64 (n_classes,): the first concept of each synonym class
+``test_bank_index()``       CSR ``(ptr, idx)`` of the test-bank scenes each synonym class is
+                            true on: int64 (n_classes + 1,), int32 (nnz,)
+``test_bank_scene_classes`` the transpose, split into lanes by class id (what the noisy
+                            oracle's test-bank scores sum)
+``positives_in_test_bank``  int64 (n,): test-bank scenes each concept is true on
+``concept_ids()``           dict: a concept's description string -> its id
+``item_ids()``              dict: an item's name -> its id (spaces of named items)
+``scene_bank()``            the scene bank as packed bitsets (spaces over scenes)
+``derived(name, build)``    any other structure a later stage derives from the space (the
+                            episode sampler's tables): ``build()`` runs once per name
+==========================  =============================================================
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..bits import unpack_bits
+from ..engine import index as _disk_index
+from ..engine.test_bank import scene_class_lanes
+from ..scenes import SceneBank
+
+__all__ = ["SpaceIndex"]
+
+
+class SpaceIndex:
+    """The derived structures of one space (see the module docstring); ``space.index``."""
+
+    def __init__(self, space):
+        self.space = space
+        self._built: dict = {}
+
+    def _memo(self, name: str, build):
+        if name not in self._built:
+            self._built[name] = build()
+        return self._built[name]
+
+    def derived(self, name: str, build):
+        """The structure ``name`` derived from the space: ``build()`` the first time, then kept.
+        For later stages (the episode sampler) that must not hang state on the space."""
+        return self._memo(f"derived:{name}", build)
+
+    def scene_concepts(self):
+        """uint64 (n_scenes, ceil(n_concepts/64)); bit h of row s: concept h is true on scene s.
+        An array in memory for small spaces, else a
+        :class:`~bayes_concepts.engine.rows.RowFile` (``rows[ids]`` gives an array)."""
+        return self._memo("scene_concepts", lambda: _disk_index.scene_concepts(self.space))
+
+    def class_representatives(self) -> np.ndarray:
+        """int64 (n_classes,): the first concept of each synonym class."""
+        return self._memo("class_representatives", lambda: np.unique(
+            self.space.synonym_classes, return_index=True)[1].astype(np.int64))
+
+    def test_bank_index(self) -> tuple:
+        """The test-bank scenes each synonym class is true on, CSR ``(ptr, idx)``: int64
+        (n_classes + 1,), int32 (nnz,)."""
+        return self._memo("test_bank_index", self._build_test_bank_index)
+
+    def _build_test_bank_index(self) -> tuple:
+        first = self.class_representatives()
+        bank = self.space.test_bank
+        sig = bank.signatures
+        ptr = np.zeros(len(first) + 1, np.int64)
+        ptr[1:] = np.cumsum(np.bitwise_count(np.asarray(sig)[first]).sum(axis=1, dtype=np.int64))
+        idx = np.empty(ptr[-1], np.int32)
+        for lo in range(0, len(first), 1024):  # unpack in blocks to bound memory
+            bits = unpack_bits(np.asarray(sig[first[lo: lo + 1024]]), bank.n_scenes)
+            idx[ptr[lo]: ptr[min(lo + 1024, len(first))]] = np.nonzero(bits)[1]
+        return ptr, idx
+
+    def test_bank_scene_classes(self) -> tuple:
+        """The synonym classes each test-bank scene belongs to, in lanes by class id:
+        ``(lane_ptr, classes)``, int64 (T·4 + 1,) and uint16 (int32 past 65,536 classes)
+        (nnz,); see :func:`~bayes_concepts.engine.test_bank.scene_class_lanes`."""
+        return self._memo("test_bank_scene_classes", lambda: scene_class_lanes(
+            *self.test_bank_index(), self.space.test_bank.n_scenes))
+
+    def positives_in_test_bank(self) -> np.ndarray:
+        """int64 (n_concepts,): test-bank scenes each concept is true on."""
+        return self._memo("positives_in_test_bank", lambda: np.bitwise_count(
+            np.asarray(self.space.test_bank.signatures)).sum(axis=1, dtype=np.int64))
+
+    def concept_ids(self) -> dict:
+        """A concept's description string (``space.programs[i]``) -> ``i``."""
+        return self._memo("concept_ids", lambda: {p: i for i, p in enumerate(self.space.programs)})
+
+    def item_ids(self) -> dict:
+        """An item's name -> its id (spaces whose items have names)."""
+        return self._memo("item_ids", lambda: {name: j for j, name in enumerate(self.space.item_names)})
+
+    def scene_bank(self):
+        """The scene bank as a :class:`~bayes_concepts.scenes.SceneBank` (bitsets packed once)."""
+        return self._memo("scene_bank", lambda: SceneBank.from_codes(np.asarray(self.space.scene_codes),
+                                                                     self.space.schema))
+
+    def __repr__(self):
+        return f"SpaceIndex(built: {', '.join(self._built) or 'nothing yet'})"
