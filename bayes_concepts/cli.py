@@ -51,6 +51,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _Given(argparse._StoreAction):
+    """Store action that also records the option as given on the command line (in
+    ``args._given``), so an option given with its default value is told from one left out."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        namespace._given = set(getattr(namespace, "_given", ())) | {self.dest}
+
+
+def _given(args) -> set:
+    """The ``dest`` names of the :class:`_Given` options given on the command line."""
+    return set(getattr(args, "_given", ()))
+
+
 def _whole(minimum: int):
     """argparse type: a whole number >= ``minimum``."""
     def parse(text):
@@ -203,11 +217,11 @@ def cmd_eval(args) -> int:
     programs = [Program.parse(text, g) for text in args.program]
     schema = g.schema.with_max_objects(args.max_objects)
     scenes = read_scenes_jsonl(args.scenes, schema)
-    if scenes:
-        bank = SceneBank.from_scenes(scenes, schema)
-        labels = signature_bits(evaluate_programs(programs, bank, g), bank.n_scenes).astype(int)
-    else:
-        labels = [[] for _ in programs]
+    if not scenes:
+        from .errors import SceneError
+        raise SceneError(f"--scenes {args.scenes}: no scenes in the file (it is empty or holds only blank lines)")
+    bank = SceneBank.from_scenes(scenes, schema)
+    labels = signature_bits(evaluate_programs(programs, bank, g), bank.n_scenes).astype(int)
     if args.json:
         print(json.dumps({text: [int(v) for v in row] for text, row in zip(args.program, labels)},
                          ensure_ascii=False))
@@ -448,16 +462,44 @@ def _splits_for(space, names=None, specs=None):
     return load_splits(space, names, specs)
 
 
+def _release_protocol(space):
+    """The ``curi-release`` protocol when ``space`` was built with CURI's release grammar (its
+    manifest's ``params.grammar.file`` is ``curi_release.pcfg``: ``space build --preset curi``),
+    else None.  Such a space has no built-in splits of its own: its splits are the protocol's."""
+    grammar = space.params.get("grammar")
+    if isinstance(grammar, dict) and grammar.get("file") == "curi_release.pcfg":
+        from .protocols import get_protocol
+        return get_protocol("curi-release")
+    return None
+
+
+def _no_splits(args, what: str):
+    """The one-line error for a space that offers no split to ``what``."""
+    return BayesConceptsError(f"{args.dir}: no splits to {what}: the space's grammar is not CURI's and it has no "
+                              "saved split specs; give --spec FILE (a split spec, TOML)")
+
+
 def cmd_splits(args) -> int:
+    """Sizes and leakage of the space's splits.  Without --protocol and --spec, a space built
+    with CURI's release grammar lists the splits of protocol ``curi-release`` (and says so);
+    a space that offers no split at all is an error."""
     from .splits import splits_json, splits_table
     space = _load_space(args.dir)
     protocol = _protocol(args)
+    auto = protocol is None and not args.spec and _release_protocol(space)
+    if auto:
+        protocol = auto
     splits = (_protocol_splits(space, protocol, None, args.spec) if protocol is not None
               else _splits_for(space, specs=args.spec))
+    if not splits:
+        raise _no_splits(args, "list")
     if args.json:
         print(json.dumps(splits_json(space, splits)))
     else:
         print(splits_table(space, splits))
+        if auto:
+            print(f"splits of protocol {auto.name}: {args.dir} was built with CURI's release grammar "
+                  "(curi_release.pcfg)")
     return 0
 
 
@@ -550,16 +592,23 @@ def cmd_gap(args) -> int:
         _check_output_file(args.out, "--out")
     space = _load_space(args.dir)
     protocol = _protocol(args)
+    overrides = _protocol_overrides(args, protocol) if protocol is not None else {}
+    if protocol is None and not args.spec and _release_protocol(space):
+        raise BayesConceptsError(f"{args.dir} was built with CURI's release grammar (curi_release.pcfg): its splits "
+                                 "are those of protocol curi-release; give --protocol curi-release (or --spec FILE)")
     names = [args.split] if args.split != "all" else None
     splits = (_protocol_splits(space, protocol, names, args.spec) if protocol is not None
               else _splits_for(space, names, args.spec))
+    if not splits:
+        raise _no_splits(args, "score")
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     t = time.perf_counter()
     from .learners import learners_for_gap
     learners = learners_for_gap(space, splits, args.learner, args.seed)
     settings, query_negatives, hard_mode = (
         (_settings(args), args.query_negatives, args.hard_mode) if protocol is None
-        else (protocol.settings, protocol.query_negatives, protocol.hard_mode))
+        else (overrides.get("settings", protocol.settings), overrides.get("query_negatives", protocol.query_negatives),
+              overrides.get("hard_mode", protocol.hard_mode)))
     with _progress_output():
         ds = compute_gap(space, splits, negatives, args.episodes, settings, args.seed,
                          query_negatives=query_negatives, hard_mode=hard_mode,
@@ -567,6 +616,9 @@ def cmd_gap(args) -> int:
     if protocol is not None:
         ds.attrs["protocol"] = protocol.name
         ds.attrs["protocol_info"] = json.dumps(protocol.info(), sort_keys=True)
+        if overrides:  # as Protocol.compute_gap records them
+            ds.attrs["protocol_overrides"] = json.dumps(
+                {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in overrides.items()}, sort_keys=True)
     rows = summarise(ds, seed=args.seed)
     if args.out:
         save_results(ds, args.out)
@@ -577,7 +629,8 @@ def cmd_gap(args) -> int:
         return 0
     print(format_table(rows))
     print(f"\n{args.episodes:,} test episodes per cell; "
-          + (f"protocol {protocol.name}; " if protocol is not None else "")
+          + (f"protocol {protocol.name}" + (f" overridden by {_override_text(args)}" if overrides else "") + "; "
+             if protocol is not None else "")
           + f"oracle settings {ds.attrs['oracle_settings']}; "
           f"{time.perf_counter() - t:.1f} s" + (f"; results written to {args.out}" if args.out else ""))
     return 0
@@ -701,6 +754,8 @@ def cmd_posterior(args) -> int:
         labels.append(s["label"])
     _check_consistent_labels(support, labels, args.support, settings)
     query = read_scenes_jsonl(args.query, schema) if args.query else []
+    if args.query and not query:
+        raise BayesConceptsError(f"--query {args.query}: no scenes in the file (it is empty or holds only blank lines)")
     hard = args.negatives == "hard"
     if args.split:
         split = _splits_for(space, [args.split], args.spec)[args.split]
@@ -731,6 +786,9 @@ def cmd_posterior(args) -> int:
 
 
 def cmd_audit(args) -> int:
+    """Audit splits.  Without --spec, a space built with CURI's release grammar is audited on the
+    splits of protocol ``curi-release`` (with the oracle settings of the options; the output says
+    so); a space that offers no split at all is an error."""
     from .gap import format_audit
     from .report import audit_frame, audit_splits, format_audit_table, write_report
     from .splits import load_spec
@@ -740,15 +798,20 @@ def cmd_audit(args) -> int:
         names = None if args.split == "all" else [args.split]
     else:  # the --spec files' splits, else every split the space offers (CURI's nine, or its saved specs)
         names = [load_spec(s)["name"] for s in args.spec] if args.spec else None
-    splits = _splits_for(space, names, args.spec)
+    auto = not args.spec and _release_protocol(space)  # a release-grammar space: the protocol's nine splits
+    splits = _protocol_splits(space, auto, names) if auto else _splits_for(space, names, args.spec)
+    if not splits:
+        raise _no_splits(args, "audit")
     t = time.perf_counter()
     reports = audit_splits(space, splits, args.episodes, _settings(args), args.seed)
     print(format_audit(reports[0]) if len(reports) == 1 else format_audit_table(audit_frame(reports)))
     if args.report:
         paths = write_report(space, reports, args.report, settings=_settings(args), seed=args.seed)
         print(f"\nreport: {paths[0]}" + (f" (+ {len(paths) - 1} figures)" if len(paths) > 1 else ""))
-    print(f"\n{len(reports)} split(s), {args.episodes:,} test episodes per split and negatives; "
-          f"{time.perf_counter() - t:.1f} s")
+    print(f"\n{len(reports)} split(s)"
+          + (f" of protocol {auto.name} ({args.dir} was built with CURI's release grammar; oracle settings as "
+             "the options give them)" if auto else "")
+          + f", {args.episodes:,} test episodes per split and negatives; {time.perf_counter() - t:.1f} s")
     return 0
 
 
@@ -760,29 +823,58 @@ def cmd_space_from_pairs(args) -> int:
     return 0
 
 
-#: Oracle and episode options that a protocol fixes, with the parser's defaults.
-_PROTOCOL_FIXES = {"prior": "length", "beta": 0.2, "likelihood": "size", "epsilon": 0.05, "weak_empty": "zero",
-                   "query_negatives": None, "hard_mode": "union"}
+#: Oracle and episode options whose values a protocol fixes (``args`` attribute names).  Given
+#: explicitly together with --protocol, each replaces the protocol's value for the run (a
+#: recorded override); left out, the protocol's value applies -- never the option's default.
+_PROTOCOL_FIXES = ("prior", "beta", "likelihood", "epsilon", "weak_empty", "query_negatives", "hard_mode")
+_SETTINGS_FIELDS = ("prior", "beta", "likelihood", "epsilon", "weak_empty")
+_OVERRIDE_NOTE = "; with --protocol: given explicitly, replaces the protocol's value (recorded as an override)"
 
 
 def _protocol_option(p):
     from .protocols import protocols
     p.add_argument("--protocol", choices=protocols.names(), default=None,
                    help="compute as a named protocol: its nine splits, oracle settings and query negatives ("
-                        + _choices(protocols) + ")")
+                        + _choices(protocols) + "); an oracle or negatives option given explicitly with it "
+                        "replaces the protocol's value for this run, recorded in the results "
+                        "(attrs protocol_overrides) and in the printed settings")
 
 
 def _protocol(args):
-    """The protocol named by --protocol (None without it); the options it fixes must be left alone."""
+    """The protocol named by --protocol (None without it)."""
     name = getattr(args, "protocol", None)
     if name is None:
         return None
     from .protocols import protocols
-    given = [k for k, v in _PROTOCOL_FIXES.items() if hasattr(args, k) and getattr(args, k) != v]
-    if given:
-        raise ValueError(f"--protocol {name} fixes the oracle settings and negatives; drop "
-                         + ", ".join("--" + k.replace("_", "-") for k in given))
     return protocols.get(name)
+
+
+def _protocol_overrides(args, protocol) -> dict:
+    """The options of :data:`_PROTOCOL_FIXES` given explicitly on the command line, as overrides
+    of ``protocol`` (the keyword arguments :meth:`Protocol.compute_gap` takes): ``settings``
+    (the protocol's oracle settings with the given fields replaced), ``query_negatives``,
+    ``hard_mode``.  An option left out keeps the protocol's value."""
+    given = _given(args)
+    overrides = {}
+    fields = {k: getattr(args, k) for k in _SETTINGS_FIELDS if k in given}
+    if fields:
+        try:
+            overrides["settings"] = protocol.settings_with(**fields)
+        except BayesConceptsError:
+            raise
+        except ValueError as exc:  # "beta must be in ..." names the field: name the option
+            raise BayesConceptsError(f"--{exc}") from None
+    for k in ("query_negatives", "hard_mode"):
+        if k in given:
+            overrides[k] = getattr(args, k)
+    return overrides
+
+
+def _override_text(args) -> str:
+    """``--prior length, --query-negatives hard``: the options given explicitly that replace the
+    protocol's values (empty when none)."""
+    given = _given(args)
+    return ", ".join(f"--{k.replace('_', '-')} {getattr(args, k)}" for k in _PROTOCOL_FIXES if k in given)
 
 
 def _protocol_splits(space, protocol, names=None, specs=None) -> dict:
@@ -803,24 +895,30 @@ def _choices(registry) -> str:
     return "; ".join(f"{name}: {describe(obj)}" for name, obj in registry.items())
 
 
-def _hard_mode_option(p):
+def _hard_mode_option(p, protocol: bool = False):
     from .episodes import hard_negative_modes
-    p.add_argument("--hard-mode", choices=hard_negative_modes.names(), default="union",
-                   help=f"how hard negatives are drawn ({_choices(hard_negative_modes)})")
+    p.add_argument("--hard-mode", choices=hard_negative_modes.names(), default="union", action=_Given,
+                   help=f"how hard negatives are drawn ({_choices(hard_negative_modes)}; default union)"
+                        + (_OVERRIDE_NOTE if protocol else ""))
 
 
-def _oracle_options(p):
+def _oracle_options(p, protocol: bool = False):
+    """--prior, --beta, --likelihood, --epsilon, --weak-empty and --seed; with ``protocol`` (the
+    command has --protocol) their help says that, given explicitly, they override the protocol."""
     from .oracles import empty_policies, likelihoods, priors
-    p.add_argument("--prior", choices=priors.names(), default="length",
-                   help=f"prior over concepts ({_choices(priors)})")
-    p.add_argument("--beta", type=_finite, default=0.2, help="rate of the length prior per token (default 0.2)")
-    p.add_argument("--likelihood", choices=likelihoods.names(), default="size",
-                   help=f"likelihood of the support labels ({_choices(likelihoods)})")
-    p.add_argument("--epsilon", type=_finite, default=0.05,
-                   help="label-noise rate of the noisy likelihood, in (0, 0.5) (default 0.05)")
-    p.add_argument("--weak-empty", choices=empty_policies.names(), default="zero",
-                   help=f"what an oracle does when no concept fits the support ({_choices(empty_policies)})")
-    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    note = _OVERRIDE_NOTE if protocol else ""
+    p.add_argument("--prior", choices=priors.names(), default="length", action=_Given,
+                   help=f"prior over concepts ({_choices(priors)}; default length){note}")
+    p.add_argument("--beta", type=_finite, default=0.2, action=_Given,
+                   help=f"rate of the length prior per token (default 0.2){note}")
+    p.add_argument("--likelihood", choices=likelihoods.names(), default="size", action=_Given,
+                   help=f"likelihood of the support labels ({_choices(likelihoods)}; default size){note}")
+    p.add_argument("--epsilon", type=_finite, default=0.05, action=_Given,
+                   help=f"label-noise rate of the noisy likelihood, in (0, 0.5) (default 0.05){note}")
+    p.add_argument("--weak-empty", choices=empty_policies.names(), default="zero", action=_Given,
+                   help=f"what an oracle does when no concept fits the support ({_choices(empty_policies)}; "
+                        f"default zero){note}")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
 
 
 def _scheduler_option(p, what: str):
@@ -855,7 +953,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sample", help="draw programs from the grammar")
     p.add_argument("--n", type=_whole(0), default=10, help="programs to draw (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the draw (a whole number >= 0; default 0)")
     p.add_argument("--max-depth", type=_whole(1), default=None,
                    help="maximum derivation depth, the start symbol at depth 0 (default: the grammar's, 6)")
     p.add_argument("--log-prob", action="store_true", help="print the PCFG log-probability before each program")
@@ -880,7 +978,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how scenes are sampled (default clevr: CLEVR's ground plane and camera)")
     p.add_argument("--scenes-from", nargs="+", metavar="FILE", help="JSON Lines (.jsonl) or CLEVR (.json) scene files")
     p.add_argument("--max-depth", type=_whole(1), help="maximum derivation depth (default: the grammar's)")
-    p.add_argument("--seed", type=int, help="master seed of the build (default 0)")
+    p.add_argument("--seed", type=_whole(0), help="master seed of the build (a whole number >= 0; default 0)")
     p.add_argument("--force", action="store_true",
                    help="replace OUT if it is a saved space (a directory holding anything else is never deleted)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -896,7 +994,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only the pairs are concepts (default: also every attribute and every object alone)")
     p.add_argument("--k", type=int, nargs="+", metavar="K",
                    help="also save reference-limited splits seen_kK: K seen pairs per attribute (RLCL)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the test bank and the seen_kK splits (default 0)")
+    p.add_argument("--seed", type=_whole(0), default=0,
+                   help="seed of the test bank and the seen_kK splits (a whole number >= 0; default 0)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.set_defaults(func=cmd_space_from_pairs)
     p = sp.add_parser("info", help="summarise a space: counts, histograms, manifest sha256")
@@ -930,7 +1029,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=_whole(1), required=True, help="episodes to draw")
     p.add_argument("--side", choices=["train", "val", "test"], default="test",
                    help="which concepts of the split (default test)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
     p.add_argument("--out", required=True, metavar="FILE.npz", help="the episodes file to write")
     p.set_defaults(func=cmd_episodes)
 
@@ -940,16 +1039,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
     p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both",
                    help="support negatives: hard, easy or both (default)")
-    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
-                   help="negatives of the query set (default: as --negatives; random: CURI's released code)")
-    _hard_mode_option(p)
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None, action=_Given,
+                   help="negatives of the query set (default: as --negatives; random: CURI's released code)"
+                        + _OVERRIDE_NOTE)
+    _hard_mode_option(p, protocol=True)
     p.add_argument("--episodes", type=_whole(1), default=20_000,
                    help="test episodes per split and negatives (default 20,000)")
     _protocol_option(p)
     p.add_argument("--learner", action="append", metavar="MODEL_DIR|NAME",
                    help="also score a trained model (scored on its training split) or a reference learner "
                         "(random, prototype) on the same episodes; repeatable")
-    _oracle_options(p)
+    _oracle_options(p, protocol=True)
     p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
     p.add_argument("--json", action="store_true", help="print the table, the settings and the seed as JSON")
     _scheduler_option(p, "the oracles' episode chunks")
@@ -981,7 +1081,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="arithmetic precision (auto: bf16 on a CPU with fast bfloat16 products, else fp32)")
     p.add_argument("--threads", type=int, help="torch threads (default: every core)")
     p.add_argument("--name", help="the model's name in results (default ENCODER-POOLING)")
-    p.add_argument("--seed", type=int, default=0, help="seed of initialisation and episodes (default 0)")
+    p.add_argument("--seed", type=_whole(0), default=0,
+                   help="seed of initialisation and episodes (a whole number >= 0; default 0)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in MODEL_DIR")
     p.set_defaults(func=cmd_train)
 
@@ -1032,7 +1133,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--space", required=True, metavar="DIR", help="the space the results were computed on")
     p.add_argument("--out", default="paper_figs", metavar="DIR", help="directory for the figures (default paper_figs)")
     p.add_argument("--episode-split", default="concept_iid", help="split of the episode view")
-    p.add_argument("--seed", type=int, default=0, help="seed of the episode view and bootstrap (default 0)")
+    p.add_argument("--seed", type=_whole(0), default=0,
+                   help="seed of the episode view and bootstrap (a whole number >= 0; default 0)")
     p.set_defaults(func=cmd_figures)
 
     p = sub.add_parser("demo", help="build the demo space if missing, print the comp-gap table, write results")
@@ -1041,7 +1143,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default spaces/demo)")
     p.add_argument("--episodes", type=_whole(1), default=2000,
                    help="test episodes per split and negatives (default 2000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the episodes (default 0)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
     p.add_argument("--out", default="results.nc", metavar="FILE.nc", help="results file to write (default results.nc)")
     p.add_argument("--figures", default="demo_figs", metavar="DIR",
                    help="directory for the figures (default demo_figs; '' to skip figures; "

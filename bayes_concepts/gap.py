@@ -17,6 +17,7 @@ import xarray as xr
 
 from . import __version__
 from .divergence import split_divergence
+from .errors import BayesConceptsError
 from .gap_cells import gap_cells
 from .oracles import OracleSettings
 from .results import empty_dataset
@@ -81,6 +82,33 @@ def _learner_info(table: dict) -> dict:
     return info
 
 
+def _whole_number(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_gap_input(splits, negatives, n_episodes, seed, query_negatives) -> tuple:
+    """Raise a one-line :class:`BayesConceptsError` for input :func:`compute_gap` cannot score;
+    returns ``negatives`` as a tuple (a single string is one setting)."""
+    if not splits:
+        raise BayesConceptsError("no splits to score: give a dict {name: Split} with at least one split "
+                                 "(e.g. load_splits(space), or a protocol's splits(space))")
+    if not _whole_number(n_episodes) or n_episodes < 1:
+        raise BayesConceptsError(f"n_episodes must be a whole number >= 1, got {n_episodes!r}")
+    if not _whole_number(seed) or seed < 0:
+        raise BayesConceptsError(f"seed must be a whole number >= 0, got {seed!r}")
+    negatives = (negatives,) if isinstance(negatives, str) else tuple(negatives)
+    if not negatives:
+        raise BayesConceptsError("negatives is empty: give 'hard', 'easy' or both, e.g. ('hard', 'easy')")
+    bad = [n for n in negatives if n not in ("hard", "easy")]
+    if bad:
+        raise BayesConceptsError(f"negatives must be 'hard' or 'easy' (or a sequence of them), got {bad[0]!r}")
+    if len(set(negatives)) != len(negatives):
+        raise BayesConceptsError(f"negatives lists a setting twice: {negatives!r}")
+    if query_negatives not in (None, "hard", "easy", "random"):
+        raise BayesConceptsError(f"query_negatives must be None, 'hard', 'easy' or 'random', got {query_negatives!r}")
+    return negatives
+
+
 def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
                 progress: bool = False, hard_mode: str = "union", learners=None, scheduler=None) -> xr.Dataset:
@@ -99,10 +127,16 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     None, this process; ``"local:N"``, a LocalCluster; a Dask scheduler address, for a saved
     space every worker can read; see :mod:`bayes_concepts.gap_cells`); the results are the
     same, value for value.  Other learners
-    are scored in this process on the same episodes."""
+    are scored in this process on the same episodes.
+
+    Bad input raises :class:`~bayes_concepts.errors.BayesConceptsError` (one line, before any
+    work): no splits, ``n_episodes`` not a whole number >= 1, ``seed`` not a whole number
+    >= 0, ``negatives`` empty or other than ``"hard"``/``"easy"`` (a single string, e.g.
+    ``"hard"``, is one setting), ``query_negatives`` other than None/hard/easy/random."""
     from tqdm.auto import tqdm
     from .learners.scoring import score_learners
     settings = settings or OracleSettings()
+    negatives = _check_gap_input(splits, negatives, n_episodes, seed, query_negatives)
     names = list(splits)
     table = _learner_table(learners, names)
     all_learners = (*ORACLES, *table)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .bits import gather_bits, nth_set_bits, unpack_bits
+from .errors import BayesConceptsError
 from .gap import compute_gap
 from .metrics import average_precision, class_balanced_accuracy
 from .oracles import Oracle, OracleSettings
@@ -239,11 +240,14 @@ class Protocol:
                     progress: bool = False, splits=None, **overrides):
         """The comp-gap results Dataset of the protocol's splits (or ``splits``, a dict of splits
         already made); ``overrides`` replace ``settings``, ``query_negatives`` or ``hard_mode``
-        for one run (recorded in ``attrs["protocol_overrides"]``)."""
+        for one run (recorded in ``attrs["protocol_overrides"]``); an unknown override, and the bad
+        input :func:`~bayes_concepts.gap.compute_gap` refuses, raise a one-line
+        :class:`~bayes_concepts.errors.BayesConceptsError`."""
         known = {"settings", "query_negatives", "hard_mode"}
         bad = set(overrides) - known
         if bad:
-            raise TypeError(f"unknown override {', '.join(sorted(bad))} (expected {', '.join(sorted(known))})")
+            raise BayesConceptsError(f"protocol {self.name}: unknown override {', '.join(sorted(bad))} "
+                                     f"(expected {', '.join(sorted(known))})")
         splits = self.splits(space, names) if splits is None else splits
         ds = compute_gap(space, splits, negatives, n_episodes, overrides.get("settings", self.settings), seed,
                          query_negatives=overrides.get("query_negatives", self.query_negatives),

@@ -52,9 +52,25 @@ def validate(ds: xr.Dataset, where: str = "results") -> xr.Dataset:
 
 
 def save_results(ds: xr.Dataset, path) -> Path:
-    """Write ``ds`` to netCDF atomically (temp file, then rename)."""
+    """Write ``ds`` to netCDF atomically (temp file ``<path>.partial``, then rename).
+
+    Missing parent folders of ``path`` are created (as ``space build`` creates the folders
+    above its output).  A ``path`` that is a directory, a parent that is a file, or a folder
+    that cannot be written raises :class:`ResultsError` naming the path."""
     path = Path(path)
     validate(ds)
+    if path.is_dir():
+        raise ResultsError(f"{path}: is a directory; give a results file name (e.g. results.nc)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in (path.parent, *path.parent.parents) if p.exists() and not p.is_dir()), path.parent)
+        raise ResultsError(f"{path}: cannot create its folder: {blocker} is a file, not a folder") from None
+    except PermissionError:
+        first = next((p for p in path.parent.parents if p.is_dir()), path.parent)
+        raise ResultsError(f"{path}: cannot create folder {path.parent} (permission denied in {first})") from None
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise ResultsError(f"{path}: cannot write into {path.parent} (permission denied)")
     tmp = path.with_name(path.name + ".partial")
     enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars}
     try:
