@@ -16,6 +16,7 @@ the manner of scikit-learn's scorers or pynndescent's named distances::
 """
 from __future__ import annotations
 
+import sys
 from importlib import import_module
 from typing import Callable, Iterator
 
@@ -23,8 +24,10 @@ from typing import Callable, Iterator
 class Registry:
     """A named collection of implementations of one extension point.
 
-    ``what`` names the kind of thing (``"prior"``) in error messages.  Entries are kept in
-    registration order; ``names()`` is what a command line offers as choices.
+    ``what`` names the kind of thing (``"prior"``) in error messages.  ``names()`` is what a
+    command line offers as choices: the built-in entries first, in the order of their
+    modules in ``builtins`` and of registration within a module, then the others in
+    registration order -- the same whichever module was imported first.
 
     ``builtins`` names the modules (dotted paths) whose import registers the built-in
     entries.  They are imported on the registry's first use, so every built-in name
@@ -35,6 +38,7 @@ class Registry:
     def __init__(self, what: str, doc: str = "", builtins: tuple = ()):
         self.what = what
         self._registered: dict = {}
+        self._origin: dict = {}  # name -> the module that registered it
         self._builtins = tuple(builtins)
         self._loading = not self._builtins
         if doc:
@@ -55,11 +59,13 @@ class Registry:
         """
         if not isinstance(name, str) or not name or name != name.strip() or " " in name:
             raise ValueError(f"a {self.what} name must be a non-empty word, got {name!r}")
+        origin = sys._getframe(1).f_globals.get("__name__")
 
         def add(o):
             if name in self._entries and not replace:
                 raise ValueError(f"a {self.what} named {name!r} is already registered (pass replace=True)")
             self._entries[name] = o
+            self._origin[name] = origin
             return o
 
         return add if obj is None else add(obj)
@@ -74,25 +80,26 @@ class Registry:
         try:
             return self._entries[name]
         except (KeyError, TypeError):
-            raise ValueError(f"unknown {self.what} {name!r} (expected one of {', '.join(self._entries)})") from None
+            raise ValueError(f"unknown {self.what} {name!r} (expected one of {', '.join(self.names())})") from None
 
     def names(self) -> tuple:
-        return tuple(self._entries)
+        rank = {m: i for i, m in enumerate(self._builtins)}
+        return tuple(sorted(self._entries, key=lambda n: rank.get(self._origin.get(n), len(rank))))  # stable
 
     def __contains__(self, name) -> bool:
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
+        return iter(self.names())
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def items(self):
-        return self._entries.items()
+        return [(n, self._entries[n]) for n in self.names()]
 
     def __repr__(self):
-        return f"Registry({self.what!r}: {', '.join(self._entries)})"
+        return f"Registry({self.what!r}: {', '.join(self.names())})"
 
 
 def describe(obj: Callable) -> str:

@@ -225,3 +225,23 @@ def test_release_prior_and_likelihood_need_no_protocols_import():
 def test_modules_and_registries_reachable_from_the_package():
     _fresh("import bayes_concepts as bc; bc.protocols; bc.scale; bc.learners; bc.plots; "
            "bc.priors.get('pcfg_release'); bc.rejection_rules.get('top_forall_non_x')")
+
+
+def test_listing_order_does_not_depend_on_which_module_was_imported_first():
+    import subprocess
+    import sys
+    seen = set()
+    for first in ("image", "sound"):
+        code = (f"import bayes_concepts.modalities.{first}\n"
+                "from bayes_concepts.modalities import modalities\nprint(' '.join(modalities.names()))\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-1000:]
+        seen.add(out.stdout.strip())
+    assert seen == {"image sound"}
+
+
+def test_user_entries_come_after_the_built_ins():
+    from bayes_concepts.registry import Registry
+    reg = Registry("thing", builtins=("bayes_concepts.oracles.priors",))
+    reg.register("mine", object())
+    assert reg.names() == ("mine",) and list(reg) == ["mine"] and dict(reg.items())["mine"] is reg.get("mine")
