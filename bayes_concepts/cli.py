@@ -688,7 +688,7 @@ def _render_bank(args) -> int:
                                  "and no --out")
     space = _load_space(args.space)
     if not space.has_pictures:
-        raise BayesConceptsError(f"{args.space}: a {space.kind} space has no pictures: its concepts are given sets "
+        raise BayesConceptsError(f"{args.space}: this {space.kind} space has no pictures: its concepts are given sets "
                                  f"of {space.scene_noun}s, not scenes that can be drawn (render --bank needs a program "
                                  "space)")
     options = {} if args.sound else {"height": args.height, "width": args.width}
