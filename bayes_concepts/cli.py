@@ -614,11 +614,7 @@ def cmd_gap(args) -> int:
                          query_negatives=query_negatives, hard_mode=hard_mode,
                          progress=not args.json, learners=learners, scheduler=args.scheduler)
     if protocol is not None:
-        ds.attrs["protocol"] = protocol.name
-        ds.attrs["protocol_info"] = json.dumps(protocol.info(), sort_keys=True)
-        if overrides:  # as Protocol.compute_gap records them
-            ds.attrs["protocol_overrides"] = json.dumps(
-                {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in overrides.items()}, sort_keys=True)
+        protocol.record(ds, overrides)
     rows = summarise(ds, seed=args.seed)
     if args.out:
         save_results(ds, args.out)

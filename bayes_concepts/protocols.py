@@ -252,6 +252,11 @@ class Protocol:
         ds = compute_gap(space, splits, negatives, n_episodes, overrides.get("settings", self.settings), seed,
                          query_negatives=overrides.get("query_negatives", self.query_negatives),
                          hard_mode=overrides.get("hard_mode", self.hard_mode), progress=progress)
+        return self.record(ds, overrides)
+
+    def record(self, ds, overrides: dict | None = None):
+        """Mark results ``ds`` as computed by this protocol (``attrs["protocol"]``,
+        ``"protocol_info"`` and, when any, ``"protocol_overrides"``); returns ``ds``."""
         ds.attrs["protocol"] = self.name
         ds.attrs["protocol_info"] = json.dumps(self.info(), sort_keys=True)
         if overrides:

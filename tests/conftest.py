@@ -14,6 +14,7 @@ import dataclasses
 
 import pytest
 
+from bayes_concepts.cli import main
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 
 SMALL_BUILD = dict(samples=20_000, scenes=5_000, seed=0)
@@ -41,3 +42,21 @@ def saved_copy(space, tmp_path_factory, name: str):
     path = tmp_path_factory.mktemp(name) / "space"
     dataclasses.replace(space).save(path)
     return path
+
+
+def run(argv, capsys) -> tuple:
+    """``(status, stdout, stderr)`` of the CLI run in-process (a usage error exits)."""
+    try:
+        status = main([str(a) for a in argv])
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_one_line_error(status, err, *needles):
+    assert status == 2, err
+    assert err.count("\n") == 1 and err.endswith("\n"), err
+    assert "error" in err and "Traceback" not in err
+    for needle in needles:
+        assert needle in err, (needle, err)

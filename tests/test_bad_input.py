@@ -35,6 +35,7 @@ from bayes_concepts.episodes import Episodes
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.lot.program import MAX_PROGRAM_NESTING, MAX_PROGRAM_TOKENS
 from bayes_concepts.results import load_results
+from conftest import assert_one_line_error, run
 
 ENV = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
 RED = {"color": "red", "shape": "cube", "material": "metal", "size": "large", "x": 3, "y": 5}
@@ -50,23 +51,6 @@ def snapshot(root: Path) -> dict:
         out[str(p.relative_to(root))] = None if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
     return out
 
-
-def run(argv, capsys) -> tuple:
-    """``(status, stdout, stderr)`` of the CLI run in-process (a usage error exits)."""
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def assert_one_line_error(status, err, *needles):
-    assert status == 2, err
-    assert err.count("\n") == 1 and err.endswith("\n"), err
-    assert "error" in err and "Traceback" not in err
-    for needle in needles:
-        assert needle in err, (needle, err)
 
 
 def write_jsonl(path: Path, rows) -> Path:

@@ -17,32 +17,15 @@ import pytest
 
 import bayes_concepts as bc
 from bayes_concepts import cli
-from bayes_concepts.cli import main
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.protocols import Protocol, get_protocol
 from bayes_concepts.results import ResultsError, load_results, save_results
+from conftest import assert_one_line_error, run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "saved_spaces" / "curi_release"
 PROGRAM = "x color? red = exists="
 
-
-def run(argv, capsys) -> tuple:
-    """``(status, stdout, stderr)`` of the CLI run in-process (a usage error exits)."""
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def assert_one_line_error(status, err, *needles):
-    assert status == 2, err
-    assert err.count("\n") == 1 and err.endswith("\n"), err
-    assert "error" in err and "Traceback" not in err
-    for needle in needles:
-        assert needle in err, (needle, err)
 
 
 @pytest.fixture(scope="module")

@@ -334,7 +334,8 @@ def read_manifest(path, kind: str | None = "program") -> dict:
         raise SpaceError(f"{mf}: part of an unfinished save (bayes-concepts was interrupted while writing or "
                          f"replacing {path}; its {UNFINISHED} marker is still there): build the space again")
     try:
-        manifest = json.loads(mf.read_text(encoding="utf-8"))
+        written = mf.read_bytes()
+        manifest = json.loads(written.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise SpaceError(f"{mf}: not valid JSON ({str(exc)[:200]})") from None
     except OSError as exc:
@@ -347,7 +348,7 @@ def read_manifest(path, kind: str | None = "program") -> dict:
     if manifest.get("self_sha256") != _manifest_digest(manifest):
         raise SpaceError(f"{mf}: checksum mismatch (its content does not match its self_sha256); "
                          "the manifest is damaged")
-    if mf.read_bytes() != _manifest_bytes(manifest):
+    if written != _manifest_bytes(manifest):
         # the space's identity is the sha256 of these bytes: the same content laid out otherwise
         # would be another identity for the same space
         raise SpaceError(f"{mf}: not laid out as bayes-concepts writes it (spaces or line breaks changed); "
