@@ -17,23 +17,41 @@ from ..lot.grammar import Grammar, curi_grammar
 from ..lot.program import Program
 from .kernels import run_plan
 from .plan import BankLayout, Plan, PlanBuilder
+from .relational_plan import RelationalPlanBuilder, relational_layout
 
 #: Per-thread register file budget: the chunk of scenes a thread works on is sized so that
 #: its registers stay near the caches (measured: 64-128 words per chunk is best here).
 REGISTER_BYTES = 8 * 2**20
 
 
-def layout_of(bank) -> BankLayout:
+def layout_of(bank, grammar: Grammar | None = None) -> BankLayout:
+    """The bank block layout programs of ``grammar`` read: CURI's, or with the relation rows
+    a relational grammar needs (:class:`.relational_plan.RelationalLayout`)."""
+    if grammar is not None and grammar.is_relational:
+        return relational_layout(bank, grammar)
     return BankLayout(bank.schema, bank.value_offset, bank.n_slots)
 
 
+def bank_block(bank, grammar: Grammar | None = None) -> np.ndarray:
+    """The rows of ``bank`` a plan compiled for ``grammar`` reads: uint64 (rows, n_words)."""
+    return layout_of(bank, grammar).block(bank)
+
+
 def compile_for(programs, bank, grammar: Grammar | None = None) -> Plan:
-    """Compile ``programs`` (Program objects or postfix strings) for ``bank``'s layout."""
+    """Compile ``programs`` (Program objects or postfix strings) for ``bank``'s layout.
+
+    A relational grammar's programs go through :class:`.relational_plan.RelationalPlanBuilder`;
+    CURI's language through CURI's :class:`.plan.PlanBuilder`."""
     grammar = grammar or curi_grammar()
-    builder = PlanBuilder(grammar, layout_of(bank))
+    layout = layout_of(bank, grammar)
+    builder = (RelationalPlanBuilder if grammar.is_relational else PlanBuilder)(grammar, layout)
     for p in programs:
         builder.add(p if isinstance(p, Program) else Program.parse(p, grammar))
     return builder.finish()
+
+
+def _rows(plan: Plan, bank) -> np.ndarray:
+    return (plan.layout or BankLayout(bank.schema, bank.value_offset, bank.n_slots)).block(bank)
 
 
 def chunk_words_for(plan: Plan, n_words: int, budget: int = REGISTER_BYTES) -> int:
@@ -45,7 +63,7 @@ def run(plan: Plan, bank, chunk_words: int | None = None, bank_rows: np.ndarray 
     """Run a compiled plan on ``bank``: uint64 signatures (n_outputs, n_words), padding bits 0.
 
     ``bank_rows`` (from :meth:`BankLayout.rows_of`) may be passed to reuse it across calls."""
-    rows = BankLayout.rows_of(bank) if bank_rows is None else bank_rows
+    rows = _rows(plan, bank) if bank_rows is None else bank_rows
     cw = chunk_words or chunk_words_for(plan, bank.n_words)
     out, _ = run_plan(plan.instructions, rows, plan.n_regs, plan.n_outputs, cw, False, bank.n_scenes)
     return out
@@ -55,7 +73,7 @@ def count(plan: Plan, bank, chunk_words: int | None = None, bank_rows: np.ndarra
     """Number of scenes of ``bank`` each output of ``plan`` is true on: int64 (n_outputs,).
 
     Same as ``popcount(run(plan, bank))`` without materialising the signatures."""
-    rows = BankLayout.rows_of(bank) if bank_rows is None else bank_rows
+    rows = _rows(plan, bank) if bank_rows is None else bank_rows
     cw = chunk_words or chunk_words_for(plan, bank.n_words)
     _, counts = run_plan(plan.instructions, rows, plan.n_regs, plan.n_outputs, cw, True, bank.n_scenes)
     return counts

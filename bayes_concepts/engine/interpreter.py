@@ -1,18 +1,22 @@
 """The slow, obvious interpreter: one program on one scene, by the semantics table.
 
-This is the executable specification of the language; the
-bit-sliced executor is tested against it.  Values are attribute *codes* (index in
-the value list, so ordered types compare by code), counts are ints, lists are
-Python lists, sets are lists of object indices.
+This is the executable specification of the language; the bit-sliced executor is tested
+against it.  Values are attribute *codes* (index in the value list, so ordered types compare
+by code), counts are ints, lists are Python lists, sets are sorted lists of object indices,
+objects are object indices.  Each operator's meaning is its registered ``interpret``
+(:mod:`bayes_concepts.lot.operators`); a ``unique`` that finds no object or several makes the
+whole program false on the scene.
 """
 from __future__ import annotations
 
 from ..lot.grammar import NUM, Grammar
+from ..lot.operators import PresuppositionFailure, operator_of
 from ..lot.program import Node, Program
+from ..lot.relational_operators import SAME_ATTRIBUTE
 
 
 def _constant(node: Node, grammar: Grammar):
-    if node.type == NUM:
+    if node.type in (NUM, "INT"):
         return int(node.op)
     return grammar.value_types[node.type].values.index(node.op)
 
@@ -23,49 +27,62 @@ def _object_codes(scene: dict, grammar: Grammar) -> list:
     return [{a.name: a.values.index(obj[a.name]) for a in schema.attributes} for obj in scene["objects"]]
 
 
+class World:
+    """What the operators' interpreter semantics read of one scene."""
+
+    def __init__(self, scene: dict, grammar: Grammar):
+        self.grammar = grammar
+        self.objects = _object_codes(scene, grammar)
+        self.n_objects = len(self.objects)
+        self.relationships = scene.get("relationships") or {}
+
+    def code(self, i: int, attribute: str) -> int:
+        return self.objects[i][attribute]
+
+    def attribute_of(self, token: str) -> str:
+        return SAME_ATTRIBUTE[token]
+
+    def related(self, relation: str, a: int, b: int) -> bool:
+        """Object a is ``relation`` of object b (CLEVR: a in ``relationships[relation][b]``)."""
+        lists = self.relationships.get(relation)
+        if lists is None:
+            raise ValueError(f"the scene has no relationships[{relation!r}]")
+        return a != b and a in lists[b]
+
+    def n_values(self, type_name: str) -> int:
+        return len(self.grammar.value_types[type_name].values)
+
+
 def evaluate(program: Program | str, scene: dict, grammar: Grammar | None = None) -> bool:
     """Truth value of ``program`` on ``scene`` (a dict in the JSON Lines scene format)."""
     if isinstance(program, str):
         program = Program.parse(program, grammar)
     grammar = grammar or program.grammar
-    objects = _object_codes(scene, grammar)
-    if not objects:
+    world = World(scene, grammar)
+    if not world.n_objects:
         raise ValueError("a scene needs at least one object")
     props = grammar.properties
+    every = list(range(world.n_objects))
 
-    def ev(node: Node, x: int | None):
+    def ev(node: Node, env: dict):
         op, kind, ch = node.op, node.kind, node.children
         if kind == "constant":
             return _constant(node, grammar)
         if kind == "variable":
-            if op == "x":
-                return x
-            return [i for i in range(len(objects)) if op == "S" or i != x]
+            if op == "S":
+                return every
+            if op == "non-x-S":
+                return [i for i in every if i != env["x"]]
+            return env[op]
         if kind == "property":
-            arg = ev(ch[0], x)
+            arg = ev(ch[0], env)
             attr = props[op].attribute
             if isinstance(arg, list):
-                return [objects[i][attr] for i in arg]
-            return objects[arg][attr]
-        if kind == "compare":
-            a, b = ev(ch[0], x), ev(ch[1], x)
-            return a == b if op == "=" else a > b
-        if kind == "logic":
-            if op == "not":
-                return not ev(ch[0], x)
-            a, b = ev(ch[0], x), ev(ch[1], x)
-            return (a and b) if op == "and" else (a or b)
-        if kind in ("set_quantifier", "count"):
-            values, v = ev(ch[0], x), ev(ch[1], x)
-            matches = [e == v for e in values]
-            if op == "count=":
-                return sum(matches)
-            if op == "exists=":
-                return any(matches)
-            return len(matches) > 0 and all(matches)  # for-all= is False on an empty list
-        if kind == "quantifier":
-            truths = [ev(ch[0], i) for i in range(len(objects))]
-            return any(truths) if op == "exists=" else all(truths)
-        raise AssertionError(f"unknown node kind {kind}")
+                return [world.code(i, attr) for i in arg]
+            return world.code(arg, attr)
+        return operator_of(op).interpret(ev, node, env, world)
 
-    return bool(ev(program.root, None))
+    try:
+        return bool(ev(program.root, {}))
+    except PresuppositionFailure:
+        return False

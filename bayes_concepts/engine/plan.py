@@ -78,6 +78,8 @@ class Plan:
     n_outputs: int
     n_bank_rows: int
     n_nodes: int
+    #: the bank layout the plan reads (its :meth:`BankLayout.block` gives the bank rows)
+    layout: object = None
 
     @property
     def n_instructions(self) -> int:
@@ -103,6 +105,10 @@ class BankLayout:
 
     def value_row(self, attribute: int, code: int, slot: int = 0) -> int:
         return (self.value_offset[attribute] + code) * self.n_slots + slot
+
+    def block(self, bank) -> np.ndarray:
+        """The bank block this layout describes, for ``bank``."""
+        return self.rows_of(bank)
 
     @staticmethod
     def rows_of(bank) -> np.ndarray:
@@ -325,7 +331,7 @@ class PlanBuilder:
     def finish(self) -> Plan:
         """Allocate physical rows (reusing dead registers) and return the :class:`Plan`."""
         if not self.instr:
-            return Plan(np.zeros((0, 9), np.int64), self.layout.n_rows, 0, self.layout.n_rows, 0)
+            return Plan(np.zeros((0, 9), np.int64), self.layout.n_rows, 0, self.layout.n_rows, 0, self.layout)
         ins = np.array(self.instr, dtype=np.int64)
         n_ins = len(ins)
         n_v = len(self.vsize)
@@ -350,7 +356,7 @@ class PlanBuilder:
         out[:, 5] = ins[:, 8]
         out[:, 6:9] = ins[:, 9:12]
         n_regs = int(max(self.layout.n_rows, (base + np.array(self.vsize)).max()))
-        return Plan(out, n_regs, self.n_outputs, self.layout.n_rows, len(self.memo))
+        return Plan(out, n_regs, self.n_outputs, self.layout.n_rows, len(self.memo), self.layout)
 
 
 def _allocate(first, last, size, n_bank_rows) -> np.ndarray:

@@ -30,12 +30,14 @@ import numpy as np
 from ..errors import GrammarError
 from ..resources import DataFileError, default_grammar_path as packaged_grammar_path
 from ..scenes.schema import Attribute, SceneSchema
+from .operators import BINDER_SEPARATOR, CURI_OPERATORS, operator_of, operators as registered_operators
 from .rule_registry import rejection_rules as registered_rules
 
-#: Operator tokens whose meaning is fixed by the language.
-OPERATORS = ("=", ">", "and", "or", "not", "for-all=", "exists=", "count=")
-#: Tokens naming the object variable and the two sets.
+#: CURI's operator tokens: the operators of a grammar file without an ``operators`` line.
+OPERATORS = CURI_OPERATORS
+#: Tokens naming the object variable and the two sets (every grammar has them).
 VARIABLES = ("x", "S", "non-x-S")
+_VARIABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Tokens accepted in CURI's released strings and dropped.
 IGNORED = ("lambda", "S.")
 #: Comparison operators: a program comparing two constants is rejected by the sampler.
@@ -86,7 +88,8 @@ class Grammar:
     """
 
     def __init__(self, value_types, properties, productions, start, max_depth, source="<grammar>", *,
-                 objects=DEFAULT_OBJECTS, rejection_rules=(), aliases=None):
+                 objects=DEFAULT_OBJECTS, rejection_rules=(), aliases=None, operators=None, variables=(),
+                 relations=()):
         self.value_types = {t.name: t for t in value_types}
         self.properties = {p.token: p for p in properties}
         self.productions = tuple(productions)
@@ -96,6 +99,12 @@ class Grammar:
         self.min_objects, self.sample_min_objects, self.max_objects = (int(k) for k in objects)
         self.rejection_rules = tuple(rejection_rules)
         self.aliases = dict(aliases or {})
+        #: the operators the language uses (an ``operators`` line; CURI's eight without one)
+        self.operators = tuple(operators) if operators is not None else CURI_OPERATORS
+        #: the object variables binders may bind, besides x (a ``variables`` line)
+        self.variables = tuple(dict.fromkeys(("x",) + tuple(variables)))
+        #: the relations between objects the domain's scenes carry (a ``relations`` line)
+        self.relations = tuple(relations)
         self.nonterminals = tuple(dict.fromkeys(p.lhs for p in self.productions))
         self._by_lhs = {nt: tuple(p for p in self.productions if p.lhs == nt) for nt in self.nonterminals}
         self._check()
@@ -114,6 +123,7 @@ class Grammar:
     def from_text(cls, text: str, source: str = "<grammar>") -> "Grammar":
         value_types, properties, groups, rejection_rules, aliases = [], [], [], [], {}
         start, max_depth, objects = None, 6, None
+        declared = {}  # 'operators' / 'variables' / 'relations' -> names
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.split("#", 1)[0].strip()
             if not line:
@@ -174,13 +184,16 @@ class Grammar:
                 objects = _read_objects(words, where)
             elif words[0] == "reject":
                 rejection_rules.extend(_read_reject(words, rejection_rules, where))
+            elif words[0] in ("operators", "variables", "relations"):
+                declared[words[0]] = _read_names(words, declared, where)
             elif words[0] == "alias":
                 if len(words) != 3 or words[1] in aliases:
                     raise GrammarError(f"{where}: expected 'alias TOKEN VALUE' with a TOKEN not aliased before")
                 aliases[words[1]] = (words[2], where)
             else:
                 raise GrammarError(f"{where}: cannot read {words[0]!r} (expected a rule 'LHS -> ...', "
-                                   "'value', 'property', 'start', 'max_depth', 'objects', 'reject' or 'alias')")
+                                   "'value', 'property', 'start', 'max_depth', 'objects', 'reject', 'alias', 'operators', "
+                                   "'variables' or 'relations')")
         if start is None:
             raise GrammarError(f"{source}: no 'start SYMBOL' line")
         # normalise: each LHS's group weights sum to 1, split evenly inside a group
@@ -198,7 +211,8 @@ class Grammar:
                                    "type and the alias must not be one")
         return cls(value_types, properties, productions, start, max_depth, source,
                    objects=objects or DEFAULT_OBJECTS, rejection_rules=rejection_rules,
-                   aliases={t: v for t, (v, _) in aliases.items()})
+                   aliases={t: v for t, (v, _) in aliases.items()}, operators=declared.get("operators"),
+                   variables=declared.get("variables", ()), relations=declared.get("relations", ()))
 
     def _check(self):
         src = self.source
@@ -208,9 +222,29 @@ class Grammar:
         for name in self.rejection_rules:
             if name not in registered_rules:
                 raise GrammarError(f"{src}: {_unknown_rule(name, registered_rules)}")
+        for name in self.operators:
+            if name not in registered_operators:
+                raise GrammarError(f"{src}: operators: unknown operator {name!r} (registered: "
+                                   f"{' '.join(registered_operators.names())}; a new operator is registered in "
+                                   "bayes_concepts.lot.operators.operators before the grammar is read)")
+        for name in self.variables:
+            if not _VARIABLE_NAME.match(name) or name in VARIABLES[1:]:
+                raise GrammarError(f"{src}: variables: {name!r} is not a variable name (lower-case letters, digits, _)")
+            if name in registered_operators or name in self.properties:
+                raise GrammarError(f"{src}: variables: {name!r} is also an operator or property token")
         for p in self.properties.values():
             if p.type not in self.value_types:
                 raise GrammarError(f"{src}: property {p.token} has unknown type {p.type!r}")
+        attributes = {p.attribute for p in self.properties.values()}
+        for name in self.operators:
+            op = registered_operators.get(name)
+            if op.kind == "relation" and op.check is not None:
+                if name.startswith("same_") and name[5:] not in attributes:
+                    raise GrammarError(f"{src}: operators: {name} compares attribute {name[5:]!r}, which no "
+                                       "property of this grammar reads")
+                if not name.startswith("same_") and name not in self.relations:
+                    raise GrammarError(f"{src}: operators: relation {name!r} is not on the 'relations' line "
+                                       f"(the scene schema's relations: {' '.join(self.relations) or 'none'})")
         if self.start not in self._by_lhs:
             raise GrammarError(f"{src}: start symbol {self.start!r} has no rule")
         known = self.token_kinds
@@ -227,19 +261,26 @@ class Grammar:
                 if not _INT.match(v) and v in seen:
                     raise GrammarError(f"{src}: value {v!r} belongs to both {seen[v]} and {t.name}")
                 seen[v] = t.name
-                if v in OPERATORS or v in VARIABLES or v in self.properties:
+                if v in self.operators or v in VARIABLES or v in self.variables or v in self.properties:
                     raise GrammarError(f"{src}: value {v!r} is also an operator, variable or property token")
 
     # ---------------------------------------------------------------- vocabulary
     @cached_property
     def token_kinds(self) -> dict:
         """Map token -> kind: 'operator', 'variable', 'property', 'value' (non-integer constants)."""
-        kinds = {t: "operator" for t in OPERATORS}
-        kinds.update({t: "variable" for t in VARIABLES})
+        kinds = {}
+        for name in self.operators:
+            if registered_operators.get(name).binds:
+                kinds.update({f"{name}{BINDER_SEPARATOR}{v}": "operator" for v in self.variables})
+            else:
+                kinds[name] = "operator"
+        kinds.update({t: "variable" for t in VARIABLES + self.variables})
         kinds.update({t: "property" for t in self.properties})
         for vt in self.value_types.values():
             for v in vt.values:
                 kinds[v] = "integer" if _INT.match(v) else "value"
+        for p in self.productions:  # integer literals (counts) a grammar without integer types uses
+            kinds.update({sym: "integer" for sym in p.rhs if _INT.match(sym) and sym not in kinds})
         return kinds
 
     @cached_property
@@ -261,7 +302,13 @@ class Grammar:
                 raise GrammarError(f"{self.source}: attribute {p.attribute!r} is read with two different types")
             attrs[p.attribute] = Attribute(p.attribute, values, vt.ordered)
         return SceneSchema(tuple(attrs.values()), max_objects=self.max_objects, min_objects=self.min_objects,
-                           sample_min_objects=self.sample_min_objects)
+                           sample_min_objects=self.sample_min_objects, relations=self.relations)
+
+    @property
+    def is_relational(self) -> bool:
+        """Whether the language goes beyond CURI's: an operator other than CURI's eight, or an
+        object variable besides x.  Its programs are compiled by the relational plan builder."""
+        return any(op not in CURI_OPERATORS for op in self.operators) or len(self.variables) > 1
 
     # ------------------------------------------------------------ probabilities
     def rules(self, lhs: str) -> tuple:
@@ -367,13 +414,28 @@ def _read_reject(words, earlier, where) -> list:
     return names
 
 
+def _read_names(words, declared, where) -> tuple:
+    """``operators|variables|relations NAME ...`` -> the names (each once, the line once)."""
+    if words[0] in declared:
+        raise GrammarError(f"{where}: a second '{words[0]}' line")
+    names = tuple(words[1:])
+    if not names:
+        raise GrammarError(f"{where}: expected '{words[0]} NAME [NAME ...]'")
+    if len(set(names)) != len(names):
+        raise GrammarError(f"{where}: {words[0]}: a name is given twice")
+    return names
+
+
 def token_arity(token: str, kinds: dict) -> int:
-    """Number of operands a token takes (set quantifiers: 2)."""
+    """Number of operands a token takes (CURI's set quantifiers: 2)."""
     kind = kinds[token]
     if kind in ("value", "integer", "variable"):
         return 0
     if kind == "property" or token == "not":
         return 1
+    op = operator_of(token)
+    if op is not None and token not in CURI_OPERATORS:
+        return op.arity
     return 2
 
 

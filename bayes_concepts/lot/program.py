@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ProgramError
 from .grammar import IGNORED, NUM, Grammar, curi_grammar, token_arity
 from .logprob import derivation_log_prob
+from .operators import CURI_OPERATORS, OperatorTypeError, operator_of, operators, split_binder
 
 BOOL, OBJ, SET, INT = "BOOL", "OBJ", "SET", "INT"
 QUANTIFIERS = {"exists=": "exists", "for-all=": "forall"}
@@ -186,15 +187,16 @@ class Program:
         for both ``… exists=`` and ``… for-all=``; its probability is their sum.
         """
         grammar = grammar or self.grammar
-        if self.quantifier is None:
+        if self.quantifier is None and not grammar.is_relational:
             return float(np.logaddexp(*(derivation_log_prob(self.tokens + (q,), grammar)[0]
                                         for q in QUANTIFIERS)))
         return derivation_log_prob(self.tokens, grammar)[0]
 
     def derivation_depth(self, grammar: Grammar | None = None) -> int:
         """Depth of the program's most probable derivation (start symbol at depth 0)."""
-        tokens = self.tokens if self.quantifier else self.tokens + ("exists=",)
-        return derivation_log_prob(tokens, grammar or self.grammar)[1]
+        grammar = grammar or self.grammar
+        tokens = self.tokens if self.quantifier or grammar.is_relational else self.tokens + ("exists=",)
+        return derivation_log_prob(tokens, grammar)[1]
 
     def __eq__(self, other):
         return isinstance(other, Program) and self.tokens == other.tokens
@@ -259,7 +261,12 @@ def _describe(t: str) -> str:
         return "an integer"
     if t.startswith("LIST["):
         return f"a list of {element_type(t)}"
-    return {BOOL: "a BOOL", OBJ: "the object x", SET: "a set"}.get(t, f"a {t}")
+    return {BOOL: "a BOOL", OBJ: "an object", SET: "a set"}.get(t, f"a {t}")
+
+
+def _describe_in(t: str, grammar: Grammar) -> str:
+    """As :func:`_describe`; CURI's language has one object, x."""
+    return "the object x" if t == OBJ and not grammar.is_relational else _describe(t)
 
 
 def _unify(a: Node, b: Node, grammar: Grammar):
@@ -312,23 +319,33 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
         if kind is None and grammar.is_integer(tok):
             kind = "integer"
         if kind is None:
-            fail("unknown token (expected a value, a property such as color?, an operator "
-                 "(= > and or not exists= for-all= count=), x, S or non-x-S)", i)
+            fail(_unknown_token(tok, grammar), i)
         if kind == "value":
             stack.append(Node(tok, (), grammar.value_of[tok], "constant", i))
         elif kind == "integer":
             stack.append(Node(tok, (), INT, "constant", i))
         elif kind == "variable":
-            stack.append(Node(tok, (), OBJ if tok == "x" else SET, "variable", i))
+            stack.append(Node(tok, (), SET if tok in ("S", "non-x-S") else OBJ, "variable", i))
+        elif kind == "operator" and tok not in CURI_OPERATORS:
+            op = operator_of(tok)
+            args = pop(i, op.arity, f"{op.arity} operand{'s' if op.arity != 1 else ''} ({op.signature})")
+            try:
+                result = op.check(args, grammar, tok)
+            except OperatorTypeError as exc:
+                fail(f"{exc} ({op.name}: {op.signature})", i)
+            if result == INT:
+                result = NUM
+            stack.append(Node(tok, tuple(args), result, op.kind, i))
         elif kind == "property":
-            (arg,) = pop(i, 1, "one operand (x or a set)")
+            (arg,) = pop(i, 1, "one operand (an object or a set)" if grammar.is_relational else "one operand (x or a set)")
             vtype = grammar.properties[tok].type
             if arg.type == OBJ:
                 stack.append(Node(tok, (arg,), vtype, "property", i))
             elif arg.type == SET:
                 stack.append(Node(tok, (arg,), list_of(vtype), "property", i))
             else:
-                fail(f"expects x or a set (S, non-x-S), got {_describe(arg.type)}", i)
+                fail(f"expects an object or a set, got {_describe_in(arg.type, grammar)}" if grammar.is_relational else
+                     f"expects x or a set (S, non-x-S), got {_describe_in(arg.type, grammar)}", i)
         elif tok in ("=", ">"):
             a, b = pop(i, 2, "two operands")
             t = _unify(a, b, grammar)
@@ -339,7 +356,7 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
                     fail(f"integer {lit.op} is not a {other.type} value (expected one of "
                          f"{' '.join(vt.values)})", i)
             if t is None or t in (BOOL, OBJ, SET) or t.startswith("LIST["):
-                fail(f"cannot compare {_describe(a.type)} with {_describe(b.type)} "
+                fail(f"cannot compare {_describe_in(a.type, grammar)} with {_describe_in(b.type, grammar)} "
                      "(expected two values of the same type)", i)
             if tok == ">" and not (t == NUM or grammar.value_types[t].ordered):
                 ordered = sorted([NUM] + [v.name for v in grammar.value_types.values() if v.ordered])
@@ -349,12 +366,12 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
             a, b = pop(i, 2, "two BOOL operands")
             for arg in (a, b):
                 if arg.type != BOOL:
-                    fail(f"expects BOOL operands, got {_describe(arg.type)}", i)
+                    fail(f"expects BOOL operands, got {_describe_in(arg.type, grammar)}", i)
             stack.append(Node(tok, (a, b), BOOL, "logic", i))
         elif tok == "not":
             (a,) = pop(i, 1, "one BOOL operand")
             if a.type != BOOL:
-                fail(f"expects a BOOL operand, got {_describe(a.type)}", i)
+                fail(f"expects a BOOL operand, got {_describe_in(a.type, grammar)}", i)
             stack.append(Node(tok, (a,), BOOL, "logic", i))
         elif tok == "count=":
             lst, v = pop(i, 2, "a list and a value")
@@ -368,7 +385,7 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
                 fail("stack underflow: expects a BOOL body (quantifier over x∈S) or a list and a value", i)
             top = stack[-1]
             if top.type != BOOL:
-                fail(f"quantifier over a non-boolean: expects a BOOL body, got {_describe(top.type)}", i)
+                fail(f"quantifier over a non-boolean: expects a BOOL body, got {_describe_in(top.type, grammar)}", i)
             if i != n - 1:
                 fail("a quantifier over x∈S must be the last token (a set quantifier expects a list and a value)", i)
             if len(stack) != 1:
@@ -391,28 +408,117 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
         span = " ".join(tokens[first:extra.position + 1])
         raise ProgramError(
             f"leftover values: the program leaves {len(stack)} values on the stack (expected exactly one BOOL); "
-            f"nothing uses the {_describe(extra.type).split(' ', 1)[-1]} computed by {span!r}",
+            f"nothing uses the {_describe_in(extra.type, grammar).split(' ', 1)[-1]} computed by {span!r}",
             shown, positions[first])
     root = stack[0]
     if root.type != BOOL:
-        raise ProgramError(f"{tokens[-1]!r}: the program computes {_describe(root.type)}, expected a BOOL",
+        raise ProgramError(f"{tokens[-1]!r}: the program computes {_describe_in(root.type, grammar)}, expected a BOOL",
                            shown, positions[-1])
-    if root.kind != "quantifier":
-        for node in root.walk():
-            if node.op in ("x", "non-x-S"):
-                raise ProgramError(f"{node.op!r} used without a quantifier (end the program with exists= or "
-                                   "for-all= to bind x)", shown, positions[node.position])
+    _check_scopes(root, grammar, tokens, positions, shown)
     return root
+
+
+def _unknown_token(tok: str, grammar: Grammar) -> str:
+    """Why a token is not in the grammar's vocabulary."""
+    name, var = split_binder(tok)
+    if name in operators:
+        op = operators.get(name)
+        if op.binds and var is None:
+            return (f"the binder {name} needs a variable: write {name}:VAR with VAR one of "
+                    f"{' '.join(grammar.variables)}")
+        if name not in grammar.operators:
+            return f"operator {name!r} is not declared by this grammar (its operators: {' '.join(grammar.operators)})"
+        if var is not None:
+            return f"{var!r} is not a variable of this grammar (its variables: {' '.join(grammar.variables)})"
+    listed = {"exists=": 0, "for-all=": 1, "count=": 2}  # CURI's eight as CURI lists them
+    shown = sorted((t for t in grammar.operators if not operators.get(t).binds), key=lambda t: listed.get(t, -1))
+    ops = " ".join(shown)
+    binders = " ".join(f"{t}:VAR" for t in grammar.operators if operators.get(t).binds)
+    variables = " ".join(grammar.variables[1:])
+    return ("unknown token (expected a value, a property such as color?, an operator "
+            f"({ops}{' ' + binders if binders else ''}), x{', ' + variables if variables else ''}, S or non-x-S)")
+
+
+def _binder_var(node: Node) -> str | None:
+    if node.kind == "quantifier":
+        return "x"
+    return split_binder(node.op)[1] if node.kind == "binder" else None
+
+
+def free_variables(root: Node) -> dict:
+    """Map node id -> frozenset of the object variables free in that subtree (``non-x-S``
+    counts as a use of x), computed bottom-up without recursion."""
+    free = {}
+    for node in _postorder_nodes(root):
+        if node.kind == "variable":
+            here = frozenset() if node.op == "S" else frozenset({"x" if node.op == "non-x-S" else node.op})
+        else:
+            here = frozenset().union(*(free[id(c)] for c in node.children))
+            var = _binder_var(node)
+            if var is not None:
+                here = free[id(node.children[0])] if node.kind == "binder" else frozenset()
+                body = free[id(node.children[-1])] - {var}
+                here = here | body
+        free[id(node)] = here
+    return free
+
+
+def _postorder_nodes(root: Node) -> list:
+    out, todo = [], [(root, False)]
+    while todo:
+        node, expanded = todo.pop()
+        if expanded or not node.children:
+            out.append(node)
+            continue
+        todo.append((node, True))
+        todo.extend((c, False) for c in reversed(node.children))
+    return out
+
+
+def _check_scopes(root: Node, grammar: Grammar, tokens, positions, shown):
+    """Every variable is bound by an enclosing binder (x: by the final quantifier or a binder
+    of x); no binder binds a variable an enclosing binder already binds; ``unique`` takes a
+    set that names no bound variable."""
+    todo = [(root, frozenset())]
+    free = None
+    while todo:
+        node, bound = todo.pop()
+        var = _binder_var(node)
+        if node.kind == "variable" and node.op != "S":
+            used = "x" if node.op == "non-x-S" else node.op
+            if used not in bound:
+                if used == "x" and not grammar.is_relational:
+                    raise ProgramError(f"{node.op!r} used without a quantifier (end the program with exists= or "
+                                       "for-all= to bind x)", shown, positions[node.position])
+                binders = " or ".join(f"{b}:{used}" for b in grammar.operators if operators.get(b).binds)
+                how = f"{binders}" + (" or a final exists=/for-all=" if used == "x" else "")
+                raise ProgramError(f"{node.op!r}: variable {used} is not bound here (no {how} encloses it)",
+                                   shown, positions[node.position])
+        if node.kind == "unique":
+            free = free or free_variables(root)
+            names = sorted(free[id(node.children[0])])
+            if names:
+                raise ProgramError(f"{tokens[node.position]!r}: unique needs a set that names no bound variable, "
+                                   f"this one depends on {', '.join(names)}", shown, positions[node.position])
+        if var is not None:
+            if var in bound:
+                raise ProgramError(f"{tokens[node.position]!r}: binds {var} again inside a binder of {var} "
+                                   "(shadowing; use another variable)", shown, positions[node.position])
+            if node.kind == "binder":
+                todo.append((node.children[0], bound))
+            todo.append((node.children[-1], bound | {var}))
+            continue
+        todo.extend((c, bound) for c in node.children)
 
 
 def _list_and_value(lst: Node, v: Node, i, fail, grammar):
     et = element_type(lst.type)
     if et is None:
-        fail(f"expects a list (a property of S or non-x-S) and a value, got {_describe(lst.type)} "
-             f"and {_describe(v.type)}", i)
+        fail(f"expects a list (a property of S or non-x-S) and a value, got {_describe_in(lst.type, grammar)} "
+             f"and {_describe_in(v.type, grammar)}", i)
     if v.type == et or (v.type == INT and _int_fits(v.op, et, grammar)):
         return (lst, _retype(v, et))
-    fail(f"expects a {et} value to compare the list's elements with, got {_describe(v.type)}", i)
+    fail(f"expects a {et} value to compare the list's elements with, got {_describe_in(v.type, grammar)}", i)
 
 
 def _prefix_to_postfix(tokens: list, grammar: Grammar, shown: str) -> list:
@@ -472,7 +578,7 @@ def _render(node: Node, st: _Style, top=False) -> str:
     if node.kind == "constant":
         return st.word(op)
     if node.kind == "variable":
-        return {"x": "x", "S": "S", "non-x-S": st.minus_x}[op]
+        return {"S": "S", "non-x-S": st.minus_x}.get(op, op)
     if node.kind == "property":
         return f"{st.func(op.rstrip('?'))}({_render(ch[0], st)})"
     if node.kind == "compare":
@@ -480,6 +586,12 @@ def _render(node: Node, st: _Style, top=False) -> str:
     if node.kind in ("set_quantifier", "count"):
         name = {"exists=": "any", "for-all=": "all", "count=": "count"}[op]
         return f"{st.func(name)}({_render(ch[0], st)} = {_render(ch[1], st)})"
+    if op not in CURI_OPERATORS:
+        operator = operator_of(op)
+        form = operator.unicode if st is UNICODE else operator.latex
+        texts = [_render(c, st, top=node.kind == "binder" and k == len(ch) - 1) for k, c in enumerate(ch)]
+        text = form(texts, split_binder(op)[1])
+        return f"({text})" if node.kind == "binder" and node.type == BOOL and not top else text
     if op == "not":
         inner = _render(ch[0], st, top=True)
         bare = ch[0].kind == "set_quantifier" or ch[0].op == "not"

@@ -16,8 +16,9 @@ uniform over its values, independently.
     Needs the schema attributes ``size`` (values among ``small``/``large``, CLEVR's
     radii) and ``x``, ``y`` (location bins ``1..n``); a schema without them is a
     :class:`~bayes_concepts.errors.SceneError` naming what is missing (use
-    ``uniform`` for such a domain).  Any other attributes are sampled uniformly.
-    Locations are made like CLEVR's renderer makes them, then binned:
+    ``uniform`` for such a domain; a schema with relations needs only ``size``, and
+    is not binned where it lacks ``x``/``y``).  Any other attributes are sampled
+    uniformly.  Locations are made like CLEVR's renderer makes them, then binned:
 
     * every object is a disc of radius 0.7 (``large``) or 0.35 (``small``);
     * object centres are uniform on the ground plane ``[-3, 3]^2``, subject to
@@ -30,7 +31,20 @@ uniform over its values, independently.
       distribution.  CLEVR's own script instead retries a single object up to 50
       times before restarting, also rejects pairs closer than a 0.4 margin along
       the left/right/front/behind directions, shrinks cubes' radius by
-      sqrt(2) and jitters the camera; none of that is reproduced;
+      sqrt(2) and jitters the camera; for a schema without relations none of
+      that is reproduced;
+    * a schema with relations (``schema.relations``, e.g. CLEVR's left/right/front/
+      behind) is placed with CLEVR's two further rules, since they shape its
+      relations: the margin rule (a new object is rejected when
+      ``0 < dot(new - old, d) < 0.4`` for an earlier object and one of the four
+      directions ``d`` of :data:`~bayes_concepts.scenes.schema.CLEVR_DIRECTIONS`, so
+      every pair of objects is at least 0.4 apart along left/right and along
+      front/behind, or exactly level) and its retries (50 draws per object, then the
+      scene starts over from its first object).  Unlike CLEVR, a restart keeps the
+      objects' sizes (CLEVR draws them again); cubes keep their full radius and the
+      camera is fixed, as above.  :func:`sample_clevr_scenes` also returns the
+      centres, from which :class:`~bayes_concepts.scenes.bank.SceneBank` computes the
+      relations (:mod:`bayes_concepts.scenes.relations`);
     * the centre of an object is at height ``z = radius``;
     * centres are projected through the fixed camera of
       :mod:`bayes_concepts.scenes.camera` (Blender's default camera at about
@@ -57,14 +71,17 @@ import numpy as np
 
 from ..errors import SceneError
 from .camera import pixels_to_bins, project_points
-from .schema import CURI_SCHEMA, SceneSchema
+from .schema import CLEVR_DIRECTIONS, CLEVR_RELATIONS, CURI_SCHEMA, SceneSchema
 
 __all__ = [
     "SAMPLERS",
     "CLEVR_RADII",
     "CLEVR_PLANE_HALF_WIDTH",
     "CLEVR_MIN_DIST",
+    "CLEVR_MARGIN",
+    "CLEVR_TRIES_PER_OBJECT",
     "sample_scenes",
+    "sample_clevr_scenes",
     "sample_clevr_positions",
     "clevr_schema_problems",
 ]
@@ -76,22 +93,32 @@ CLEVR_RADII = {"small": 0.35, "large": 0.7}
 CLEVR_PLANE_HALF_WIDTH = 3.0
 #: CLEVR's ``--min_dist``: minimum gap between two objects' discs.
 CLEVR_MIN_DIST = 0.25
+#: CLEVR's ``--margin``: along each of its four directions, two objects' centres are
+#: at least this far apart (or exactly level); used for schemas with relations.
+CLEVR_MARGIN = 0.4
+#: CLEVR's ``--max_retries``: draws for one object before the scene starts over.
+CLEVR_TRIES_PER_OBJECT = 50
 #: Give up on a scene after this many single-object draws (impossible layouts).
 _MAX_DRAWS_PER_SCENE = 20_000_000
 _CHUNK = 1 << 16
 
 
 @numba.njit(nogil=True)  # no on-disk cache: numba pickles its cache index
-def _place_discs(rng, radii, n_objects, half, min_dist, max_draws, out):  # pragma: no cover
-    """Joint rejection sampling of disc centres, scene by scene.
+def _place_discs(rng, radii, n_objects, half, min_dist, margin, dirs, tries_per_object,
+                 max_draws, out):  # pragma: no cover
+    """Sequential placement of disc centres, scene by scene.
 
-    radii (m, S) float64, n_objects (m,) int64, out (m, S, 2) float64 (written).
-    Returns -1, or the index of a scene that could not be placed.
+    radii (m, S) float64, n_objects (m,) int64, dirs (K, 2) float64, out (m, S, 2)
+    float64 (written).  A draw for the next object is kept when it passes both rules
+    against every object already placed; after ``tries_per_object`` rejected draws for
+    one object the scene restarts from its first object.  Returns -1, or the index
+    of a scene that could not be placed within ``max_draws`` draws.
     """
     m = radii.shape[0]
     for i in range(m):
         k = n_objects[i]
         placed = 0
+        tries = 0
         draws = 0
         while placed < k:
             if draws >= max_draws:
@@ -99,6 +126,7 @@ def _place_discs(rng, radii, n_objects, half, min_dist, max_draws, out):  # prag
             x = rng.uniform(-half, half)
             y = rng.uniform(-half, half)
             draws += 1
+            tries += 1
             r = radii[i, placed]
             ok = True
             for j in range(placed):
@@ -107,18 +135,28 @@ def _place_discs(rng, radii, n_objects, half, min_dist, max_draws, out):  # prag
                 if math.sqrt(dx * dx + dy * dy) - r - radii[i, j] < min_dist:
                     ok = False
                     break
+                if margin > 0.0:
+                    for q in range(dirs.shape[0]):
+                        along = dx * dirs[q, 0] + dy * dirs[q, 1]
+                        if 0.0 < along < margin:
+                            ok = False
+                            break
+                    if not ok:
+                        break
             if ok:
                 out[i, placed, 0] = x
                 out[i, placed, 1] = y
                 placed += 1
-            else:
+                tries = 0
+            elif tries >= tries_per_object:
                 placed = 0
+                tries = 0
     return -1
 
 
 def sample_clevr_positions(radii, n_objects, seed=0, *, half_width=CLEVR_PLANE_HALF_WIDTH,
-                           min_dist=CLEVR_MIN_DIST):
-    """Ground-plane positions of objects under CLEVR's minimum-distance rule.
+                           min_dist=CLEVR_MIN_DIST, margin=0.0, tries_per_object=1):
+    """Ground-plane positions of objects under CLEVR's placement rules.
 
     Parameters
     ----------
@@ -127,12 +165,21 @@ def sample_clevr_positions(radii, n_objects, seed=0, *, half_width=CLEVR_PLANE_H
     n_objects : int array (m,)
         Objects per scene; they occupy slots ``0 .. n_objects[i]-1``.
     seed : int, SeedSequence or Generator
+    margin : float
+        CLEVR's ``--margin`` rule when ``> 0``: a new object is rejected when, for
+        some earlier object and one of the four directions ``d`` of
+        :data:`~bayes_concepts.scenes.schema.CLEVR_DIRECTIONS`,
+        ``0 < dot(new - old, d) < margin``.  ``0`` (default): no such rule.
+    tries_per_object : int
+        Draws for one object before the scene restarts from its first object.  ``1``
+        (default) makes the positions uniform over the valid configurations (joint
+        rejection); CLEVR's generator uses 50 (:data:`CLEVR_TRIES_PER_OBJECT`).
 
     Returns
     -------
     xy : float64 array (m, S, 2)
-        Centres, uniform on ``[-half_width, half_width]^2`` conditioned on
-        ``dist - r_i - r_j >= min_dist`` for every pair; NaN in empty slots.
+        Centres on ``[-half_width, half_width]^2`` with ``dist - r_i - r_j >= min_dist``
+        for every pair (and the margin rule); NaN in empty slots.
     """
     rng = np.random.default_rng(seed)
     radii = np.ascontiguousarray(radii, dtype=np.float64)
@@ -142,14 +189,20 @@ def sample_clevr_positions(radii, n_objects, seed=0, *, half_width=CLEVR_PLANE_H
                          f"and {n_objects.shape}")
     if n_objects.size and (n_objects.min() < 0 or n_objects.max() > radii.shape[1]):
         raise ValueError("n_objects must be in 0..S")
+    if isinstance(tries_per_object, bool) or int(tries_per_object) != tries_per_object \
+            or tries_per_object < 1:
+        raise ValueError(f"tries_per_object must be a positive integer, got {tries_per_object!r}")
+    dirs = np.ascontiguousarray(
+        [CLEVR_DIRECTIONS[r][:2] for r in CLEVR_RELATIONS], dtype=np.float64)
     out = np.full(radii.shape + (2,), np.nan)
     bad = _place_discs(rng, radii, n_objects, float(half_width), float(min_dist),
-                       _MAX_DRAWS_PER_SCENE, out)
+                       float(margin), dirs, int(tries_per_object), _MAX_DRAWS_PER_SCENE, out)
     if bad >= 0:
+        rule = f" and margin {margin}" if margin > 0 else ""
         raise SceneError(
             f"clevr sampler: could not place {n_objects[bad]} objects with radii "
             f"{np.round(radii[bad, :n_objects[bad]], 3).tolist()} on the "
-            f"[-{half_width}, {half_width}]^2 plane at minimum distance {min_dist}")
+            f"[-{half_width}, {half_width}]^2 plane at minimum distance {min_dist}{rule}")
     return out
 
 
@@ -164,10 +217,13 @@ def clevr_schema_problems(schema: SceneSchema, location_bins=None) -> list:
 
     It needs an attribute ``size`` whose values all have a CLEVR radius
     (:data:`CLEVR_RADII`) and attributes ``x`` and ``y`` with values ``1..n`` (with
-    ``location_bins=(first, last)``: values that include ``first..last``).
+    ``location_bins=(first, last)``: values that include ``first..last``).  A schema
+    with relations may lack ``x`` and ``y``: its objects are placed (and their
+    relations found) without location bins.
     """
     names = schema.names
-    missing = [a for a in ("size", "x", "y") if a not in names]
+    needed = ("size",) if schema.relations else ("size", "x", "y")
+    missing = [a for a in needed if a not in names]
     problems = []
     if missing:
         problems.append(f"the schema has no attribute {' or '.join(repr(a) for a in missing)} "
@@ -214,7 +270,7 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = N
     schema : SceneSchema, optional
         Default: CURI's (:data:`~bayes_concepts.scenes.schema.CURI_SCHEMA`).  ``uniform`` samples any
         schema; ``clevr`` needs attributes ``size`` (values small/large), ``x`` and
-        ``y`` (see :func:`clevr_schema_problems`).
+        ``y`` (a schema with relations: ``size`` only; see :func:`clevr_schema_problems`).
     seed : int, SeedSequence or Generator
     location_bins : (first, last), optional
         ``clevr`` only: bin the image into ``last - first + 1`` columns and rows numbered
@@ -226,8 +282,36 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = N
     Returns
     -------
     codes : int8 ndarray, shape (n, schema.max_objects, schema.n_attributes)
-        ``-1`` in empty slots; objects fill slots ``0..k-1``.
+        ``-1`` in empty slots; objects fill slots ``0..k-1``.  For ``clevr`` the
+        codes of :func:`sample_clevr_scenes` with the same arguments.
     """
+    return _sample(n, sampler, schema, seed, location_bins)[0]
+
+
+def sample_clevr_scenes(n: int, schema: SceneSchema | None = None, seed=0, *,
+                        location_bins=None):
+    """Sample ``n`` scenes with the ``clevr`` sampler, keeping the objects' positions.
+
+    Same arguments and the same ``codes`` as ``sample_scenes(n, "clevr", schema, seed,
+    location_bins=...)``.  A schema with relations (``schema.relations``) is placed
+    with CLEVR's margin rule and retries (see the module docstring).
+
+    Returns
+    -------
+    codes : int8 ndarray (n, S, A)
+        As :func:`sample_scenes`.
+    positions : float32 ndarray (n, S, 3)
+        Objects' centres ``(x, y, z)`` in world units: ``x, y`` on the ground plane
+        ``[-3, 3]^2``, ``z`` = the object's radius; NaN in empty slots.  Rounded to
+        float32 (like the ``3d_coords`` of CLEVR's files).
+    """
+    codes, xyz = _sample(n, "clevr", schema, seed, location_bins)
+    return codes, xyz.astype(np.float32)
+
+
+def _sample(n, sampler, schema, seed, location_bins):
+    """``(codes, xyz)`` of :func:`sample_scenes` (``xyz``: float64 (n, S, 3) centres for
+    ``clevr``, NaN in empty slots; ``None`` for ``uniform``)."""
     n = _check_n(n)
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r} (expected one of {', '.join(SAMPLERS)})")
@@ -252,49 +336,54 @@ def sample_scenes(n: int, sampler: str = "clevr", schema: SceneSchema | None = N
             continue
         codes[:, :, a] = rng.integers(0, attr.n_values, size=(n, S), dtype=np.int8)
 
+    xyz = None
     if sampler == "clevr":
-        _clevr_locations(codes, n_objects, schema, rng, location_bins)
+        xyz = _clevr_locations(codes, n_objects, schema, rng, location_bins)
     codes[empty] = -1
-    return codes
+    return codes, xyz
 
 
-def _clevr_locations(codes, n_objects, schema, rng, location_bins=None) -> None:
-    """Fill the x/y codes of ``codes`` in place (chunks of ``_CHUNK`` scenes)."""
+def _placement(schema: SceneSchema) -> dict:
+    """Keyword arguments of :func:`sample_clevr_positions` for ``schema``'s scenes."""
+    if schema.relations:
+        return dict(margin=CLEVR_MARGIN, tries_per_object=CLEVR_TRIES_PER_OBJECT)
+    return {}
+
+
+def _clevr_locations(codes, n_objects, schema, rng, location_bins=None) -> np.ndarray:
+    """Fill the x/y codes of ``codes`` in place (chunks of ``_CHUNK`` scenes); return the
+    centres, float64 ``(n, S, 3)`` (``z`` = radius), NaN in empty slots.
+
+    Bins are numbered ``first..last`` with ``location_bins``, else ``1..n`` over the
+    ``n`` values of ``x`` (columns) and of ``y`` (rows); a bin is stored as the code of
+    that value in the attribute.  A location attribute the schema lacks (only a schema
+    with relations may) is skipped.
+    """
     a_size = schema.attribute_index("size")
-    a_x, a_y = schema.attribute_index("x"), schema.attribute_index("y")
-    x_attr, y_attr = schema.attribute("x"), schema.attribute("y")
-    if location_bins is not None:
-        _binned_locations(codes, n_objects, schema, rng, location_bins)
-        return
+    located = [a for a in ("x", "y") if a in schema.names]
+    if location_bins is None:
+        first = 1
+        n_bins = {a: schema.attribute(a).n_values if a in located else 1 for a in ("x", "y")}
+    else:
+        first, last = location_bins
+        n_bins = {"x": last - first + 1, "y": last - first + 1}
+    code_of = {a: np.array([schema.attribute(a).values.index(b)
+                            for b in range(first, first + n_bins[a])], np.int8)
+               for a in located}
     radius_of_code = np.array([CLEVR_RADII[v] for v in schema.attribute("size").values])
+    placement = _placement(schema)
     n = codes.shape[0]
+    centres = np.full((n, codes.shape[1], 3), np.nan)
     for lo in range(0, n, _CHUNK):
         hi = min(n, lo + _CHUNK)
         radii = radius_of_code[codes[lo:hi, :, a_size]]
-        xy = sample_clevr_positions(radii, n_objects[lo:hi], rng)
+        xy = sample_clevr_positions(radii, n_objects[lo:hi], rng, **placement)
         xyz = np.concatenate([xy, radii[:, :, None]], axis=2)
-        xyz = np.nan_to_num(xyz)  # empty slots: any finite point, masked later
-        px, py, _ = project_points(xyz)
-        bx, by = pixels_to_bins(px, py, x_attr.n_values, y_attr.n_values)
-        codes[lo:hi, :, a_x] = bx - 1
-        codes[lo:hi, :, a_y] = by - 1
-
-
-def _binned_locations(codes, n_objects, schema, rng, location_bins) -> None:
-    """:func:`_clevr_locations` with bins numbered ``first..last`` (values, stored as their
-    codes in the x/y attributes)."""
-    a_size = schema.attribute_index("size")
-    a_x, a_y = schema.attribute_index("x"), schema.attribute_index("y")
-    first, last = location_bins
-    code_of = {a: np.array([schema.attribute(a).values.index(b) for b in range(first, last + 1)], np.int8)
-               for a in ("x", "y")}
-    radius_of_code = np.array([CLEVR_RADII[v] for v in schema.attribute("size").values])
-    for lo in range(0, codes.shape[0], _CHUNK):
-        hi = min(codes.shape[0], lo + _CHUNK)
-        radii = radius_of_code[codes[lo:hi, :, a_size]]
-        xy = sample_clevr_positions(radii, n_objects[lo:hi], rng)
-        xyz = np.nan_to_num(np.concatenate([xy, radii[:, :, None]], axis=2))
-        px, py, _ = project_points(xyz)
-        bx, by = pixels_to_bins(px, py, last - first + 1, last - first + 1, first=first)
-        codes[lo:hi, :, a_x] = code_of["x"][bx - first]
-        codes[lo:hi, :, a_y] = code_of["y"][by - first]
+        centres[lo:hi] = np.where(np.isnan(xy[:, :, :1]), np.nan, xyz)
+        if not located:
+            continue
+        px, py, _ = project_points(np.nan_to_num(xyz))  # empty slots: masked later
+        bins = dict(zip(("x", "y"), pixels_to_bins(px, py, n_bins["x"], n_bins["y"], first=first)))
+        for a in located:
+            codes[lo:hi, :, schema.attribute_index(a)] = code_of[a][bins[a] - first]
+    return centres

@@ -30,8 +30,7 @@ from ..resources import data_file
 from ..scenes import SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_scenes, scenes_to_codes
 from ..scale import Scheduler
 from ..engine.chunked import count_programs, signatures_stage
-from ..engine.executor import compile_for
-from ..engine.plan import BankLayout
+from ..engine.executor import bank_block, compile_for
 from ..engine.test_bank import draw_test_bank
 
 #: Named build settings.  ``demo`` builds in seconds here and is what ``make demo`` and the
@@ -230,7 +229,7 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     bank, sources = scene_bank_stage(p, scenes_from, grammar, seeds[1])
     times["scenes"] = time.perf_counter() - t
     t = time.perf_counter()
-    bank_rows = BankLayout.rows_of(bank)
+    bank_rows = bank_block(bank, grammar)
     plan = compile_for(programs, bank, grammar)
     counts = count_programs(plan, bank_rows, bank.n_scenes, sched)
     del plan

@@ -1,0 +1,95 @@
+"""Operators of the language as data: the registry :data:`operators`.
+
+An :class:`Operator` is everything the toolkit knows about one operator token:
+
+* ``name`` and ``arity``; ``binds``: a *binder* (``filter``, ``exists``, ``forall``) is
+  written ``NAME:VAR`` (``filter:y``) and binds the object variable ``VAR`` in its last
+  operand;
+* ``signature``: its typed signature, as text (``"SET BOOL -> SET"``), and ``check``:
+  ``check(operands, grammar) -> result type`` for the parser, raising
+  :class:`OperatorTypeError` with what is wrong;
+* ``interpret``: its meaning for the slow interpreter
+  (:mod:`bayes_concepts.engine.interpreter`), ``interpret(evaluate, node, env)`` where
+  ``evaluate(child, env)`` evaluates an operand under the variable bindings ``env``;
+* ``compile``: its bit-sliced kernel, ``compile(builder, node, operands)`` emitting
+  instructions through the relational plan builder (:mod:`bayes_concepts.engine.relational_plan`);
+  the eight operators of CURI's language are also compiled by CURI's own plan builder;
+* ``unicode`` / ``latex``: ``form(operand_texts, variable) -> str``, the readable forms;
+* ``prover``: its meaning for the synonym prover (``"curi"`` for the operators the prover
+  reasons about; ``None``: programs using it are compared by their signatures only).
+
+A grammar file declares the operators its language uses on an ``operators`` line (without
+one: CURI's eight, :data:`CURI_OPERATORS`).  A new operator is one module that registers an
+:class:`Operator`::
+
+    from bayes_concepts.lot.operators import Operator, operators
+    operators.register("xor", Operator("xor", 2, "logic", "BOOL BOOL -> BOOL", check=..., ...))
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..registry import Registry
+
+#: CURI's eight operators: what a grammar file without an ``operators`` line uses.
+CURI_OPERATORS = ("=", ">", "and", "or", "not", "for-all=", "exists=", "count=")
+#: The separator of a binder token: ``filter:y`` is the binder ``filter`` over variable ``y``.
+BINDER_SEPARATOR = ":"
+
+
+class OperatorTypeError(Exception):
+    """An operator's operands have the wrong types (the parser adds the token and position)."""
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One operator of the language (see the module docstring)."""
+
+    name: str
+    arity: int
+    kind: str
+    signature: str
+    check: Callable | None = None
+    interpret: Callable | None = None
+    compile: Callable | None = None
+    unicode: Callable | None = None
+    latex: Callable | None = None
+    binds: bool = False
+    prover: str | None = None
+    summary: str = ""
+
+
+#: The registered operators: name -> :class:`Operator`.  CURI's eight are built in
+#: (:mod:`bayes_concepts.lot.curi_operators`), and so are the relational ones
+#: (:mod:`bayes_concepts.lot.relational_operators`).
+operators = Registry("operator", builtins=("bayes_concepts.lot.curi_operators",
+                                           "bayes_concepts.lot.relational_operators"))
+
+
+def split_binder(token: str) -> tuple:
+    """``"filter:y"`` -> ``("filter", "y")``; any other token -> ``(token, None)``."""
+    if BINDER_SEPARATOR in token and not token.startswith(BINDER_SEPARATOR):
+        name, _, var = token.partition(BINDER_SEPARATOR)
+        return name, var
+    return token, None
+
+
+def operator_of(token: str) -> Operator | None:
+    """The registered operator a token names (a binder token names its binder), or None."""
+    name, var = split_binder(token)
+    if name not in operators:
+        return None
+    op = operators.get(name)
+    if op.binds != (var is not None):
+        return None
+    return op
+
+
+__all__ = ["Operator", "OperatorTypeError", "operators", "operator_of", "split_binder", "CURI_OPERATORS",
+           "BINDER_SEPARATOR"]
+
+
+class PresuppositionFailure(Exception):
+    """Raised by the interpreter when ``unique`` finds no object or more than one: the
+    concept using it is false on that scene."""
