@@ -624,6 +624,14 @@ def cmd_gap(args) -> int:
         _print_json({**_run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
         return 0
     print(format_table(rows))
+    if protocol is not None and protocol.results_note(ds):
+        missing = {n: getattr(s, "excluded", None) or {} for n, s in splits.items()}
+        shown = [f"{n} {m['test']}" for n, m in missing.items() if m.get("test")]
+        train = max((m.get("train", 0) for m in missing.values()), default=0)
+        if shown or train:
+            print(f"instantiations that are not concepts of the space (the build's firing filter dropped them: true on "
+                  f"too few or too many scenes), left out: baselines {train}; " + ", ".join(shown))
+        print(protocol.results_note(ds))
     print(f"\n{args.episodes:,} test episodes per cell; "
           + (f"protocol {protocol.name}" + (f" overridden by {_override_text(args)}" if overrides else "") + "; "
              if protocol is not None else "")
@@ -959,10 +967,12 @@ def build_parser() -> argparse.ArgumentParser:
         dest="space_command", required=True)
     p = sp.add_parser("build", help="build a hypothesis space into directory OUT")
     p.add_argument("out", metavar="OUT", help="directory to write: new, empty, or (with --force) a saved space")
-    p.add_argument("--preset", choices=["demo", "paper", "curi"], default=None,
+    p.add_argument("--preset", choices=["demo", "paper", "curi", "clevr"], default=None,
                    help="demo: 200,000 samples x 100,000 scenes; paper: CURI's 2,000,000 x 990,000 as the paper "
                         "describes it (default); curi: the space of CURI's release (its grammar file, local "
-                        "retries at its depth, location bins 0..7, filter > 10 and < 10%%)")
+                        "retries at its depth, location bins 0..7, filter > 10 and < 10%%); clevr: CLEVR's "
+                        "relational language (clevr.pcfg, 3-10 objects with 3-D positions and CLEVR's relations), "
+                        "20,000 samples x 20,000 scenes plus 100 concepts of each CLOSURE family (protocol closure)")
     p.add_argument("--samples", type=_whole(1), help="programs to sample from the grammar (default: the preset's)")
     p.add_argument("--programs", metavar="FILE",
                    help="build from the programs in FILE (one per line; CURI's released strings accepted) "

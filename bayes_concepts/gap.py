@@ -233,14 +233,15 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
 
 def format_table(rows: list) -> str:
     """The comp-gap table as text, splits ordered by mAP gap (largest first)."""
-    head = (f"{'split':<15}{'neg':<5}{'strong mAP':>11}{'weak mAP':>9}{'mAP gap [95% CI]':>23}"
+    w = max([15] + [len(r["split"]) + 1 for r in rows])
+    head = (f"{'split':<{w}}{'neg':<5}{'strong mAP':>11}{'weak mAP':>9}{'mAP gap [95% CI]':>23}"
             f"{'strong CBA':>11}{'weak CBA':>9}{'CBA gap [95% CI]':>23}{'weak empty':>11}{'H post':>8}"
             f"{'H pred':>8}{'episodes':>9}")
     lines = [head, "-" * len(head)]
     for r in sorted(rows, key=lambda r: (r["negatives"], -r["gap"]["map"])):
         g = r["gap"]
         lines.append(
-            f"{r['split']:<15}{r['negatives']:<5}{r['strong']['map']:>11.1f}{r['weak']['map']:>9.1f}"
+            f"{r['split']:<{w}}{r['negatives']:<5}{r['strong']['map']:>11.1f}{r['weak']['map']:>9.1f}"
             f"{g['map']:>8.1f} [{g['map_ci'][0]:>5.1f}, {g['map_ci'][1]:>5.1f}]"
             f"{r['strong']['cba']:>11.1f}{r['weak']['cba']:>9.1f}"
             f"{g['cba']:>8.1f} [{g['cba_ci'][0]:>5.1f}, {g['cba_ci'][1]:>5.1f}]"

@@ -51,7 +51,7 @@ from .oracles.likelihoods import size_release_likelihood
 from .oracles.priors import pcfg_release_prior
 from .registry import Registry
 from .resources import data_file
-from .splits import SplitSpecError, make_split, spec_files
+from .splits import Split, SplitSpecError, make_split, spec_files
 
 #: Tokens the release's strings carry and our canonical form drops.
 RELEASE_BINDER = ("lambda", "S.")
@@ -227,6 +227,10 @@ class Protocol:
         split.protocol = self.name
         return split
 
+    def results_note(self, ds) -> str:
+        """Lines printed under the protocol's comp-gap table (none for this protocol)."""
+        return ""
+
     def settings_with(self, **changes) -> OracleSettings:
         return replace(self.settings, **changes)
 
@@ -266,6 +270,82 @@ class Protocol:
         return ds
 
 
+@dataclass(frozen=True)
+class ClosureProtocol(Protocol):
+    """CLOSURE's seven test families as comp-gap splits of a relational CLEVR space.
+
+    Every split has the same training concepts -- those of the CLEVR baseline templates CLOSURE
+    derives its tests from (its Appendix F, Figure 9) -- and the concepts of one CLOSURE family
+    (Figure 8) as its test side; val is empty.  The concepts are the instantiations of
+    :func:`bayes_concepts.closure.family_concepts` (``per_family`` of each, seed 0: what
+    ``space build --preset clevr`` adds to the space).  Instantiations the space lacks (the build's
+    firing filter dropped them: true on too few or too many scenes) are counted per split
+    (``split.excluded``) and shown, never silently dropped.
+    """
+
+    per_family: int = 100
+
+    def spec_files(self) -> list:
+        return []
+
+    def family_programs(self, space) -> dict:
+        from .closure import family_concepts, load_families
+        per_family = int(space.params.get("closure_per_family") or self.per_family)
+        families = load_families()
+        return families, family_concepts(families, per_family, 0)
+
+    def splits(self, space, names=None) -> dict:
+        families, programs = self.family_programs(space)
+        roles = {f.name: f.role for f in families.values()}
+        tests = [n for n in programs if roles[n] == "test"]
+        wanted = tests if names is None or list(names) == ["all"] else list(names)
+        unknown = [n for n in wanted if n not in tests]
+        if unknown:
+            raise SplitSpecError(f"protocol {self.name!r} has no split {', '.join(map(repr, unknown))} "
+                                 f"(its splits: {', '.join(tests)})")
+
+        def ids(texts):
+            found = [space.find(t) for t in texts]
+            return np.array(sorted({i for i in found if i is not None}), np.int64), sum(i is None for i in found)
+
+        train, train_missing = ids([t for n, texts in programs.items() if roles[n] == "train" for t in texts])
+        if not len(train):
+            raise SplitSpecError(f"protocol {self.name}: none of the CLEVR baseline concepts is a concept of this "
+                                 "space; build it with space build --preset clevr")
+        out = {}
+        for name in wanted:
+            test, missing = ids(programs[name])
+            test = np.setdiff1d(test, train)
+            if not len(test):
+                raise SplitSpecError(f"protocol {self.name}: no concept of family {name} is in this space "
+                                     f"({missing} instantiations missing); build it with space build --preset clevr")
+            split = Split(name, train, np.zeros(0, np.int64), test,
+                          {"kind": "closure", "family": name, "per_family": len(programs[name])}, None,
+                          f"CLOSURE {name}: test = its concepts, train = the CLEVR baselines' concepts",
+                          space.n_concepts)
+            split.excluded = {"train": int(train_missing), "test": int(missing)}
+            out[name] = self.adapt(space, split)
+        return out
+
+    def results_note(self, ds) -> str:
+        """The models' drops CLOSURE reports, per family, beside the ideal observers' gap."""
+        from .closure import load_reported
+        rep = load_reported()
+        families = [str(s) for s in ds["split"].values]
+        lines = [f"CLOSURE's reported drops (baseline - zero-shot accuracy, points; {rep.paper}):"]
+        header = f"  {'model':<16}" + "".join(f"{f:>17}" for f in families)
+        lines.append(header)
+        for model in rep.models:
+            cells = []
+            for f in families:
+                try:
+                    cells.append(f"{rep.drop(model, f):>17.1f}")
+                except (KeyError, ValueError):
+                    cells.append(f"{'-':>17}")
+            lines.append(f"  {model:<16}" + "".join(cells))
+        return "\n".join(lines)
+
+
 #: The named protocols.
 protocols = Registry("protocol")
 
@@ -279,11 +359,17 @@ protocols.register("curi-release", Protocol(
     strong_knows_all=True, drop_mixed=("binding_color", "binding_shape")))
 
 
+protocols.register("closure", ClosureProtocol(
+    "closure", "CLOSURE's seven test families on a CLEVR space (--preset clevr): train = the CLEVR baselines' "
+    "concepts, test = one family's; length prior, deterministic likelihood, hard query negatives", "closure",
+    OracleSettings(prior="length", beta=0.2, likelihood="consistent", weak_empty="zero")))
+
+
 def get_protocol(name) -> Protocol:
     """The registered protocol ``name`` (a :class:`Protocol` passes through)."""
     return name if isinstance(name, Protocol) else protocols.get(name)
 
 
-__all__ = ["Protocol", "protocols", "get_protocol", "release_string", "release_token_counts",
+__all__ = ["Protocol", "ClosureProtocol", "protocols", "get_protocol", "release_string", "release_token_counts",
            "mixed_values", "pcfg_release_prior", "size_release_likelihood", "release_pool", "release_oracle_scores",
            "RELEASE_BINDER"]

@@ -27,7 +27,8 @@ from ..lot.program import Program
 from ..lot.rejection import rejection_reason
 from ..lot.sampler import sample_programs
 from ..resources import data_file
-from ..scenes import SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_scenes, scenes_to_codes
+from ..scenes import (SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_clevr_scenes, sample_scenes,
+                      scenes_to_arrays, scenes_to_codes)
 from ..scale import Scheduler
 from ..engine.chunked import count_programs, signatures_stage
 from ..engine.executor import bank_block, compile_for
@@ -44,6 +45,12 @@ PRESETS = {
     "paper": dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr"),
     "curi": dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr", grammar_file="curi_release.pcfg",
                  retries="local", max_depth=5, location_bins=(0, 7), filter_bounds="open"),
+    # CLEVR's relational language (hypotheses/clevr.pcfg): 3-10 objects with 3-D positions and
+    # CLEVR's four spatial relations; the programs sampled from the grammar plus the concepts of
+    # CLOSURE's seven families and their CLEVR baselines (closure_per_family of each), which
+    # protocol closure splits on
+    "clevr": dict(samples=20_000, scenes=20_000, scene_sampler="clevr", grammar_file="clevr.pcfg",
+                  closure_per_family=100),
 }
 
 #: Build options beside the sizes and seeds:
@@ -57,13 +64,15 @@ PRESETS = {
 #:   values include 0);
 #: * ``filter_bounds``: ``"closed"`` keeps concepts true on >= ``min_count`` scenes and
 #:   <= ``max_rate`` of them; ``"open"`` (the release's) on > ``min_count`` and < ``max_rate``;
-#: * ``grammar_file``: a grammar of ``hypotheses/`` used when no grammar is given.
+#: * ``grammar_file``: a grammar of ``hypotheses/`` used when no grammar is given;
+#: * ``closure_per_family``: None, or how many concepts of each of CLOSURE's families
+#:   (:mod:`bayes_concepts.closure`, seed 0) join the sampled programs.
 DEFAULTS = dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr", max_depth=None, seed=0,
                 min_count=10, max_rate=0.10, test_positives=3, retries="whole", location_bins=None,
-                filter_bounds="closed", grammar_file=None)
+                filter_bounds="closed", grammar_file=None, closure_per_family=None)
 #: Options recorded in a space's manifest only when they differ from DEFAULTS (so spaces built
 #: before they existed keep their manifests).
-_OPTIONAL_PARAMS = ("retries", "location_bins", "filter_bounds")
+_OPTIONAL_PARAMS = ("retries", "location_bins", "filter_bounds", "closure_per_family")
 FILTER_BOUNDS = ("closed", "open")
 
 
@@ -107,6 +116,24 @@ def sample_stage(grammar, n, seed, max_depth, bar, log, stages, retries="whole")
     return programs, logp
 
 
+def _with_closure_families(programs, logp, grammar, per_family, log, stages) -> tuple:
+    """The programs plus the concepts of CLOSURE's families (those not among them yet)."""
+    from ..closure import family_concepts
+    seen = {prog.postfix for prog in programs}
+    added = 0
+    for texts in family_concepts(None, per_family, 0).values():
+        for text in texts:
+            prog = Program.parse(text, grammar)
+            if prog.postfix not in seen:
+                seen.add(prog.postfix)
+                programs.append(prog)
+                logp.append(prog.log_prob(grammar))
+                added += 1
+    stages["closure_families_added"] = added
+    log(f"CLOSURE's families: {added:,} concepts added ({per_family} per family)")
+    return programs, logp
+
+
 def given_programs_stage(texts, grammar, reject, where, bar, log, stages) -> tuple:
     """Parse given program strings (CURI's released form accepted), dedupe, and apply the
     grammar's rejection rules if ``reject``.  Log-probabilities come from the grammar (-inf
@@ -134,6 +161,8 @@ def given_programs_stage(texts, grammar, reject, where, bar, log, stages) -> tup
 
 
 def scene_bank_codes(p, scenes_from, schema, seed):
+    if schema.relations:
+        return _relational_scene_arrays(p, scenes_from, schema, seed)
     if not scenes_from:
         if p["scene_sampler"] not in ("clevr", "uniform"):
             raise ValueError(f"unknown scene sampler {p['scene_sampler']!r} (expected 'clevr' or 'uniform')")
@@ -152,9 +181,35 @@ def scene_bank_codes(p, scenes_from, schema, seed):
 
 
 
+def _relational_scene_arrays(p, scenes_from, schema, seed):
+    """Scenes of a schema with relations: ``((codes, positions, relations), sources)``."""
+    if not scenes_from:
+        if p["scene_sampler"] != "clevr":
+            raise ValueError(f"scenes with relations are sampled by the clevr sampler, not {p['scene_sampler']!r}")
+        codes, positions = sample_clevr_scenes(int(p["scenes"]), schema, seed=seed)
+        return (codes, positions, None), None
+    parts, sources = [], []
+    for f in scenes_from:
+        f = Path(f)
+        scenes = load_clevr_scenes(f, schema) if f.suffix == ".json" else read_scenes_jsonl(f, schema)
+        parts.append(scenes_to_arrays(scenes, schema, where=str(f)))
+        sources.append({"file": f.name, "sha256": hashlib.sha256(f.read_bytes()).hexdigest(),
+                        "scenes": len(parts[-1][0])})
+    codes = np.concatenate([c for c, _, _ in parts], axis=0)
+    positions = None if any(q is None for _, q, _ in parts) else np.concatenate([q for _, q, _ in parts], axis=0)
+    relations = np.concatenate([r for _, _, r in parts], axis=0)
+    return (codes, positions, relations), sources
+
+
 def scene_bank_stage(p, scenes_from, grammar, seed) -> tuple:
     """The scene bank: sampled (``p["scene_sampler"]``, ``p["scenes"]``) or read from files.
     Returns (SceneBank, sources or None); records the bank size in ``p``."""
+    if grammar.schema.relations:
+        (codes, positions, relations), sources = scene_bank_codes(p, scenes_from, grammar.schema, int(seed))
+        if sources is not None:
+            p["scenes"] = int(len(codes))
+            p["scenes_from"] = sources
+        return SceneBank(codes, grammar.schema, positions=positions, relations=relations), sources
     schema = grammar.schema if not scenes_from else grammar.schema.with_max_objects(10)
     codes, sources = scene_bank_codes(p, scenes_from, schema, int(seed))
     if sources is not None:
@@ -223,6 +278,8 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
         texts = list(programs)
         programs, logp = given_programs_stage(texts, grammar, reject, programs_source or "<programs>", bar, log,
                                               stages)
+    if p.get("closure_per_family"):
+        programs, logp = _with_closure_families(programs, logp, grammar, int(p["closure_per_family"]), log, stages)
     times["programs"] = time.perf_counter() - t
 
     t = time.perf_counter()
