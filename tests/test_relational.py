@@ -238,3 +238,41 @@ variables y
 start START
 START -> S y color? red = filter:y exist
 """
+
+
+# ------------------------------------------------------------------ preset clevr, protocol closure
+@pytest.fixture(scope="module")
+def clevr_space_dir(tmp_path_factory):
+    from bayes_concepts.spaces import HypothesisSpace
+    out = tmp_path_factory.mktemp("clevr") / "space"
+    space = HypothesisSpace.build("clevr", samples=300, scenes=3000)
+    space.save(out)
+    return out
+
+
+def test_the_clevr_preset_builds_relational_concepts_with_closure_s_families(clevr_space_dir):
+    from bayes_concepts.spaces import load_space
+    space = load_space(clevr_space_dir)
+    assert space.grammar.is_relational and space.schema.relations == RELATIONS
+    assert space.params["closure_per_family"] == 100
+    assert any("filter:y" in p for p in space.programs)
+    assert space.params["grammar"]["file"] == "clevr.pcfg"
+
+
+def test_gap_with_protocol_closure_prints_the_seven_families_and_closure_s_drops(clevr_space_dir, capsys):
+    from conftest import run as run_cli
+    status, out, err = run_cli(["gap", str(clevr_space_dir), "--protocol", "closure", "--episodes", "100",
+                                "--negatives", "hard"], capsys)
+    assert status == 0, err
+    families = ["embed_spa_mat", "embed_mat_spa", "compare_mat", "compare_mat_spa", "and_mat_spa", "or_mat",
+                "or_mat_spa"]
+    table = out.split("metrics in percent")[0]
+    assert all(f"\n{f} " in table for f in families), out
+    assert "CLOSURE's reported drops" in out and "FiLM" in out
+    assert "[" in table  # intervals
+
+
+def test_protocol_closure_refuses_a_space_without_its_concepts(small_space_dir, capsys):
+    from conftest import assert_one_line_error, run as run_cli
+    status, out, err = run_cli(["gap", str(small_space_dir), "--protocol", "closure", "--episodes", "10"], capsys)
+    assert_one_line_error(status, err, "none of the CLEVR baseline concepts", "--preset clevr")
