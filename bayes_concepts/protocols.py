@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .bits import gather_bits, nth_set_bits, unpack_bits
-from .errors import BayesConceptsError
+from .errors import BayesConceptsError, ProgramError
 from .gap import compute_gap
 from .metrics import average_precision, class_balanced_accuracy
 from .oracles import Oracle, OracleSettings
@@ -304,8 +304,14 @@ class ClosureProtocol(Protocol):
             raise SplitSpecError(f"protocol {self.name!r} has no split {', '.join(map(repr, unknown))} "
                                  f"(its splits: {', '.join(tests)})")
 
+        def find(text):
+            try:
+                return space.find(text)
+            except ProgramError:  # not a program of this space's language
+                return None
+
         def ids(texts):
-            found = [space.find(t) for t in texts]
+            found = [find(t) for t in texts]
             return np.array(sorted({i for i in found if i is not None}), np.int64), sum(i is None for i in found)
 
         train, train_missing = ids([t for n, texts in programs.items() if roles[n] == "train" for t in texts])
