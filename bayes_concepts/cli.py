@@ -178,11 +178,58 @@ def _log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def _parse_programs(texts, grammar) -> list:
+    """Parse the programs given on the command line with ``grammar``.  A program that fails
+    in CURI's language (a grammar without relational operators or variables) on a token of
+    the relational languages -- a variable such as ``y``, a binder such as ``filter:y``, a
+    relational operator such as ``left`` -- gets a hint at the end of its one-line error:
+    that token is unknown there, and such programs need a relational grammar."""
+    from .errors import ProgramError
+    from .lot import Program
+    out = []
+    for text in texts:
+        try:
+            out.append(Program.parse(text, grammar))
+        except ProgramError as exc:
+            hint = _relational_hint(exc, text, grammar)
+            if hint is None:
+                raise
+            prefix = (f"in program {exc.program!r}, " if exc.program else "") + f"token {exc.position}: "
+            message = str(exc)[len(prefix):] if str(exc).startswith(prefix) else str(exc)
+            raise ProgramError(f"{message}; {hint}", exc.program, exc.position) from None
+    return out
+
+
+def _relational_hint(exc, text, grammar):
+    """The hint of :func:`_parse_programs` for error ``exc`` of ``text``, or None."""
+    import re
+    from .lot.operators import operators, split_binder
+    if grammar.is_relational or exc.position is None:
+        return None
+    given = text.split() if isinstance(text, str) else list(text)
+    if not 0 <= exc.position < len(given):
+        return None
+    tok = given[exc.position]
+    if tok in grammar.token_kinds:
+        return None
+    name, var = split_binder(tok)
+    if var is None and re.fullmatch(r"[a-z]", tok):  # an object variable of a relational language
+        return (f"{tok} is unknown (unbound) in CURI's language, whose one object variable is x, bound by the final "
+                f"exists=/for-all=: programs with variables such as {tok} need a relational grammar, e.g. "
+                "--grammar hypotheses/clevr.pcfg")
+    if name in operators and name not in grammar.operators:
+        return (f"{name} is a relational operator, not one of CURI's language: give a grammar that declares it, "
+                "e.g. --grammar hypotheses/clevr.pcfg")
+    return None
+
+
 def cmd_explain(args) -> int:
-    from .lot import Program, rejection_reason
+    from .lot import rejection_reason
+    from .synonyms import unprovable_operators
     g = _grammar(args)
     text = " ".join(args.program)
-    p = Program.parse(text, g)
+    (p,) = _parse_programs([text], g)
+    unprovable = unprovable_operators(p)
     info = {
         "program": p.postfix,
         "readable": p.readable,
@@ -193,9 +240,10 @@ def cmd_explain(args) -> int:
         "uses_x": p.uses_x,
         "quantifier": p.quantifier,
         "rejected_by": rejection_reason(p),
+        "not_provable": list(unprovable),
     }
     if args.json:
-        print(json.dumps(info, ensure_ascii=False))
+        _print_json(info)  # a program the grammar cannot derive has log_pcfg -inf: null in JSON
         return 0
     rows = [("program", info["program"]), ("readable", info["readable"]), ("latex", info["latex"]),
             ("prefix", info["prefix"]), ("length", str(info["length"])),
@@ -203,6 +251,9 @@ def cmd_explain(args) -> int:
             ("uses x", "yes" if p.uses_x else "no (the quantifier can be collapsed)" if p.quantifier else "no"),
             ("quantifier", {"exists": "∃x∈S", "forall": "∀x∈S", None: "none"}[p.quantifier]),
             ("rejection", f"rejected by rule '{info['rejected_by']}'" if info["rejected_by"] else "kept")]
+    if unprovable:
+        rows.append(("synonyms", "not provable: the synonym prover does not reason about "
+                                 f"{', '.join(unprovable)}; synonyms are decided by signatures only"))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
@@ -211,11 +262,10 @@ def cmd_explain(args) -> int:
 
 def cmd_eval(args) -> int:
     from .engine import evaluate_programs, signature_bits
-    from .lot import Program
     from .scenes import SceneBank, read_scenes_jsonl
     g = _grammar(args)
-    programs = [Program.parse(text, g) for text in args.program]
-    schema = g.schema.with_max_objects(args.max_objects)
+    programs = _parse_programs(args.program, g)
+    schema = g.schema.with_max_objects(args.max_objects or g.schema.max_objects)
     scenes = read_scenes_jsonl(args.scenes, schema)
     if not scenes:
         from .errors import SceneError
@@ -380,8 +430,10 @@ def cmd_space_info(args) -> int:
     rate_edges = [0, 1e-4, 1e-3, 1e-2, 0.05, 0.1000001]
     rate_hist = _histogram(rate, rate_edges)
     size_hist = {int(s): int(c) for s, c in zip(*np.unique(sizes, return_counts=True))}
+    unprovable = _unprovable_concepts(space)
     info = {"concepts": space.n_concepts, "scenes": space.n_scenes, "test_bank": space.test_bank.n_scenes,
-            "synonym_classes": space.n_synonym_classes, "params": space.params, "stages": space.stages,
+            "synonym_classes": space.n_synonym_classes, "not_provable_concepts": unprovable[0],
+            "params": space.params, "stages": space.stages,
             "length_histogram": length_hist,
             "firing_rate_histogram": {f"({rate_edges[i]:g}, {min(rate_edges[i + 1], 0.1):g}]": int(c)
                                       for i, c in enumerate(rate_hist)},
@@ -401,6 +453,10 @@ def cmd_space_info(args) -> int:
     print(f"built from {origin} (seed {p.get('seed')}{depth}), scenes: {src}")
     print(f"manifest sha256 {info['manifest_sha256']} (recorded by results and episodes files)"
           + ("" if not args.no_verify else "; file checksums NOT verified (--no-verify)"))
+    if unprovable[0]:
+        print(f"synonym classes are decided by signatures on the {space.n_scenes:,} scenes; {unprovable[0]:,} of "
+              f"{space.n_concepts:,} concepts use operators the synonym prover does not reason about "
+              f"({', '.join(unprovable[1])}): their classes are not provable")
 
     def bars(title, hist):
         print(f"\n{title}")
@@ -426,11 +482,14 @@ def cmd_space_show(args) -> int:
             raise BayesConceptsError(f"concept id {i} out of range (the space has {space.n_concepts:,} concepts, "
                                      f"ids 0..{space.n_concepts - 1})")
     else:
-        i = space.find(what)
+        from .splits import find_alpha_equivalent
+        i = find_alpha_equivalent(space, what)
         if i is None:
             print(f"{Program.parse(what, space.grammar).readable}: not a concept of this space "
                   "(rejected, filtered out by firing rate, or never sampled)")
             return 1
+        if space.find(what) is None:
+            print(f"(the space holds this program with other names of its bound variables: #{i})")
     p = space.program(i)
     syn = [j for j in space.synonyms(i) if j != i]
     print(f"id          {i}")
@@ -439,12 +498,31 @@ def cmd_space_show(args) -> int:
     print(f"length      {p.length}")
     print(f"log p_pcfg  {space.log_pcfg[i]:.4f}")
     print(f"count       {space.count(i):,} of {space.n_scenes:,} scenes ({space.count(i) / space.n_scenes:.3%})")
-    print(f"synonyms    class {space.synonym_class(i)}, {len(syn)} other member{'s' if len(syn) != 1 else ''}")
+    from .synonyms import unprovable_operators
+    unprovable = unprovable_operators(p)
+    print(f"synonyms    class {space.synonym_class(i)}, {len(syn)} other member{'s' if len(syn) != 1 else ''}"
+          + (f" (by signatures on the {space.n_scenes:,} scenes; not provable: the synonym prover does not reason "
+             f"about {', '.join(unprovable)})" if unprovable else ""))
     for j in syn[: args.max_synonyms]:
         print(f"  {j:>8}  {space.program(j).readable}")
     if len(syn) > args.max_synonyms:
         print(f"  ... and {len(syn) - args.max_synonyms} more")
     return 0
+
+
+def _unprovable_concepts(space) -> tuple:
+    """``(n, operators)``: how many concepts of a program space use operators the synonym
+    prover does not reason about, and which (from the programs' tokens, without parsing)."""
+    from .synonyms import unprovable_tokens
+    tokens = unprovable_tokens(space.grammar) if space.has_grammar else {}
+    if not tokens:
+        return 0, []
+    n, used = 0, {}
+    for text in space.programs:
+        hit = [tokens[t] for t in text.split() if t in tokens]
+        n += bool(hit)
+        used.update(dict.fromkeys(hit))
+    return n, list(used)
 
 
 def _load_space(path):
@@ -473,10 +551,14 @@ def _release_protocol(space):
     return None
 
 
-def _no_splits(args, what: str):
+def _no_splits(args, what: str, space=None):
     """The one-line error for a space that offers no split to ``what``."""
+    grammar = (space.params.get("grammar") if space is not None else None) or {}
+    clevr = isinstance(grammar, dict) and grammar.get("file") == "clevr.pcfg" and hasattr(args, "protocol")
     return BayesConceptsError(f"{args.dir}: no splits to {what}: the space's grammar is not CURI's and it has no "
-                              "saved split specs; give --spec FILE (a split spec, TOML)")
+                              "saved split specs; give --spec FILE (a split spec, TOML)"
+                              + (" or --protocol closure (CLOSURE's families: the space was built with clevr.pcfg)"
+                                 if clevr else ""))
 
 
 def cmd_splits(args) -> int:
@@ -492,7 +574,7 @@ def cmd_splits(args) -> int:
     splits = (_protocol_splits(space, protocol, None, args.spec) if protocol is not None
               else _splits_for(space, specs=args.spec))
     if not splits:
-        raise _no_splits(args, "list")
+        raise _no_splits(args, "list", space)
     if args.json:
         print(json.dumps(splits_json(space, splits)))
     else:
@@ -518,10 +600,15 @@ def cmd_episodes(args) -> int:
 
 
 def _describe_scene(scene: dict) -> str:
-    """Objects as 'large red metal cube @(3,5)': every attribute but the location, then x, y."""
+    """Objects as 'large red metal cube @(3,5)': every attribute but the location, then x, y; an
+    object with a 3-D position (a scene with relations) as 'red metal cube @(-1.33,0.87)', its
+    ground-plane coordinates."""
     def one(o):
-        words = " ".join(str(v) for k, v in o.items() if k not in ("x", "y"))
-        return words + (f" @({o['x']},{o['y']})" if "x" in o and "y" in o else "")
+        words = " ".join(str(v) for k, v in o.items() if k not in ("x", "y", "3d_coords"))
+        if "x" in o and "y" in o:
+            return words + f" @({o['x']},{o['y']})"
+        xyz = o.get("3d_coords")
+        return words + (f" @({xyz[0]:.2f},{xyz[1]:.2f})" if xyz else "")
     return "; ".join(one(o) for o in scene["objects"])
 
 
@@ -600,7 +687,7 @@ def cmd_gap(args) -> int:
     splits = (_protocol_splits(space, protocol, names, args.spec) if protocol is not None
               else _splits_for(space, names, args.spec))
     if not splits:
-        raise _no_splits(args, "score")
+        raise _no_splits(args, "score", space)
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     t = time.perf_counter()
     from .learners import learners_for_gap
@@ -673,12 +760,15 @@ def cmd_render(args) -> int:
     if not 0 <= args.scene_id < space.n_scenes:
         raise BayesConceptsError(f"scene id {args.scene_id} out of range (the space has {space.n_scenes:,} "
                                  f"scenes, 0..{space.n_scenes - 1})")
-    codes = np.asarray(space.scene_codes[scene_ids(space, [args.scene_id])[0]])
+    j = scene_ids(space, [args.scene_id])[0]
+    codes = np.asarray(space.scene_codes[j])
     if args.sound:
         settings = SoundSettings()
         write_wav(synthesize_scene(codes, space.schema, settings), settings.rate, args.out)
     else:
-        render_scene_png(codes, space.schema, args.out, height=args.height or 160, width=args.width or 240)
+        positions = space.positions([j])  # objects placed in 3-D (spaces whose scenes carry relations)
+        render_scene_png(codes, space.schema, args.out, None if positions is None else positions[0],
+                         height=args.height or 160, width=args.width or 240)
     print(f"scene {args.scene_id} written to {args.out}")
     return 0
 
@@ -790,31 +880,53 @@ def cmd_posterior(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    """Audit splits.  Without --spec, a space built with CURI's release grammar is audited on the
-    splits of protocol ``curi-release`` (with the oracle settings of the options; the output says
-    so); a space that offers no split at all is an error."""
+    """Audit splits.  With --protocol, the protocol's splits (and any --spec splits) with its
+    oracle settings and query negatives (an oracle option given explicitly replaces the
+    protocol's value).  Without --protocol and --spec, a space built with CURI's release grammar
+    is audited on the splits of protocol ``curi-release`` (with the oracle settings of the
+    options; the output says so); a space that offers no split at all is an error."""
     from .gap import format_audit
     from .report import audit_frame, audit_splits, format_audit_table, write_report
     from .splits import load_spec
     _settings(args)  # a bad --beta or --epsilon is an error before any work
     space = _load_space(args.dir)
+    protocol = _protocol(args)
+    overrides = _protocol_overrides(args, protocol) if protocol is not None else {}
     if args.split:
         names = None if args.split == "all" else [args.split]
+    elif protocol is not None:  # every split of the protocol, and the --spec files' splits
+        names = None
     else:  # the --spec files' splits, else every split the space offers (CURI's nine, or its saved specs)
         names = [load_spec(s)["name"] for s in args.spec] if args.spec else None
-    auto = not args.spec and _release_protocol(space)  # a release-grammar space: the protocol's nine splits
-    splits = _protocol_splits(space, auto, names) if auto else _splits_for(space, names, args.spec)
+    auto = protocol is None and not args.spec and _release_protocol(space)  # a release-grammar space
+    if protocol is not None:
+        splits = _protocol_splits(space, protocol, names, args.spec)
+    else:
+        splits = _protocol_splits(space, auto, names) if auto else _splits_for(space, names, args.spec)
     if not splits:
-        raise _no_splits(args, "audit")
+        raise _no_splits(args, "audit", space)
+    settings = overrides.get("settings", protocol.settings) if protocol is not None else _settings(args)
+    episodes = ({"query_negatives": protocol.query_negatives, "hard_mode": protocol.hard_mode}
+                if protocol is not None else {})
     t = time.perf_counter()
-    reports = audit_splits(space, splits, args.episodes, _settings(args), args.seed)
+    reports = audit_splits(space, splits, args.episodes, settings, args.seed, **episodes)
     print(format_audit(reports[0]) if len(reports) == 1 else format_audit_table(audit_frame(reports)))
+    if protocol is not None:
+        missing = {n: getattr(s, "excluded", None) or {} for n, s in splits.items()}
+        shown = [f"{n} {m['test']}" for n, m in missing.items() if m.get("test")]
+        train = max((m.get("train", 0) for m in missing.values()), default=0)
+        if shown or train:
+            print(f"instantiations that are not concepts of the space (the build's firing filter dropped them), left "
+                  f"out: baselines {train}; " + ", ".join(shown))
     if args.report:
-        paths = write_report(space, reports, args.report, settings=_settings(args), seed=args.seed)
+        title = f"Difficulty report: protocol {protocol.name}" if protocol is not None else None
+        paths = write_report(space, reports, args.report, settings=settings, seed=args.seed, title=title)
         print(f"\nreport: {paths[0]}" + (f" (+ {len(paths) - 1} figures)" if len(paths) > 1 else ""))
     print(f"\n{len(reports)} split(s)"
           + (f" of protocol {auto.name} ({args.dir} was built with CURI's release grammar; oracle settings as "
              "the options give them)" if auto else "")
+          + (f" of protocol {protocol.name}" + (f" overridden by {_override_text(args)}" if overrides else "")
+             + f"; oracle settings {json.dumps(settings.as_dict(), sort_keys=True)}" if protocol is not None else "")
           + f", {args.episodes:,} test episodes per split and negatives; {time.perf_counter() - t:.1f} s")
     return 0
 
@@ -838,7 +950,7 @@ _OVERRIDE_NOTE = "; with --protocol: given explicitly, replaces the protocol's v
 def _protocol_option(p):
     from .protocols import protocols
     p.add_argument("--protocol", choices=protocols.names(), default=None,
-                   help="compute as a named protocol: its nine splits, oracle settings and query negatives ("
+                   help="compute as a named protocol: its splits, oracle settings and query negatives ("
                         + _choices(protocols) + "); an oracle or negatives option given explicitly with it "
                         "replaces the protocol's value for this run, recorded in the results "
                         "(attrs protocol_overrides) and in the printed settings")
@@ -941,16 +1053,19 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--grammar", metavar="FILE", help="grammar file (default: hypotheses/curi.pcfg)")
     sub = ap.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("explain", help="show a program's readable form, LaTeX, length and PCFG log-prob")
+    p = sub.add_parser("explain", help="show a program's readable form, LaTeX, length and PCFG log-prob (a "
+                                       "relational program: with --grammar hypotheses/clevr.pcfg)")
     p.add_argument("program", nargs="+", help="postfix program (quote it, or give its tokens)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_explain)
 
-    p = sub.add_parser("eval", help="evaluate programs on the scenes of a JSON Lines file")
+    p = sub.add_parser("eval", help="evaluate programs on the scenes of a JSON Lines file (with --grammar "
+                                    "hypotheses/clevr.pcfg: relational programs on scenes with '3d_coords' or "
+                                    "'relationships')")
     p.add_argument("program", nargs="+", help="one or more postfix programs, each quoted")
     p.add_argument("--scenes", required=True, metavar="FILE.jsonl", help="scenes, one JSON object per line")
-    p.add_argument("--max-objects", type=_whole(1), default=5,
-                   help="most objects a scene may have (default 5; CLEVR: 10)")
+    p.add_argument("--max-objects", type=_whole(1), default=None,
+                   help="most objects a scene may have (default: the grammar's; CURI's 5, clevr.pcfg's 10)")
     p.add_argument("--json", action="store_true",
                    help='print {"<program>": [0, 1, ...]}; default: one line per scene, one label per program')
     p.set_defaults(func=cmd_eval)
@@ -1107,13 +1222,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("audit", help="audit splits: sizes, leakage, comp gap, coverage, entropies, divergences")
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
-    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (default: the space's own splits)")
-    p.add_argument("--split", help="audit only this split (or 'all'); default: the --spec splits, else all")
+    p.add_argument("--spec", nargs="+", metavar="FILE",
+                   help="split spec files (default: the space's own splits; with --protocol, added to its splits)")
+    p.add_argument("--split", help="audit only this split (or 'all'); default: the --spec splits, else all (with "
+                                   "--protocol: the protocol's and the --spec splits)")
     p.add_argument("--episodes", type=_whole(1), default=2000,
                    help="test episodes per split and negatives (default 2000)")
     p.add_argument("--report", metavar="OUT.md|OUT.html",
                    help="also write a one-page difficulty report (Markdown with PNGs, or one HTML file)")
-    _oracle_options(p)
+    _protocol_option(p)
+    _oracle_options(p, protocol=True)
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("render", help="draw one scene of a space as a PNG picture, or a WAV sound with --sound; "

@@ -20,7 +20,14 @@ What the atoms and compounds of a concept are:
   (``space.programs``, x-free programs collapsed), counted with multiplicity; compounds
   are its parent–child sub-trees, one per edge of the syntax tree, written
   ``parent(k:child)`` with the child's argument slot k (``=(0:color?)`` in
-  ``x color? red =``), also with multiplicity;
+  ``x color? red =``), also with multiplicity.  In a language with binders
+  (``filter:y``, ``exists:y``, ``forall:y``: a grammar whose ``operators`` line declares
+  one) the names of object variables are renamed away: a binder token counts as its
+  operator (``filter:y`` and ``filter:z`` are the atom ``filter``) and every object
+  variable (``x``, ``y``, ...) as the atom :data:`VARIABLE_ATOM`, in atoms and compounds
+  alike, so two programs that differ only in their variables' names have the same atoms
+  and compounds (``color?(0:VAR)``, ``filter(1:=)``).  Which binder a variable refers to
+  is not an atom or compound, as in CURI's language; CURI's programs keep ``x``;
 * a description of an :class:`~bayes_concepts.spaces.extension_space.ExtensionSpace`
   (duck-typed: any space with ``atoms_and_compounds(i)``): for an (attribute, object)
   pair the atoms are the attribute and the object, the compound the pair; a primitive
@@ -44,11 +51,13 @@ import scipy.sparse as sp
 
 __all__ = ["ConceptStructure", "concept_structure", "program_atoms_and_compounds", "episode_weights",
            "side_distribution", "chernoff_coefficient", "split_divergence", "divergence_table",
-           "ATOM_ALPHA", "COMPOUND_ALPHA"]
+           "ATOM_ALPHA", "COMPOUND_ALPHA", "VARIABLE_ATOM"]
 
 #: Chernoff α of the atom and the compound divergence (Keysers et al. 2020)
 ATOM_ALPHA = 0.5
 COMPOUND_ALPHA = 0.1
+#: the atom every object variable of a language with binders stands as (names renamed away)
+VARIABLE_ATOM = "VAR"
 
 
 @dataclass
@@ -66,13 +75,51 @@ class ConceptStructure:
     compound_names: list
 
 
+def _has_binders(grammar) -> bool:
+    """Whether the grammar's language binds variables by name (declares a binder operator)."""
+    from .lot.operators import operators
+    return any(name in operators and operators.get(name).binds for name in getattr(grammar, "operators", ()))
+
+
+def _atom_of(node, rename: bool) -> str:
+    """A syntax-tree node's atom: its token, or with ``rename`` a binder's operator name and
+    :data:`VARIABLE_ATOM` for an object variable."""
+    if not rename:
+        return node.op
+    if node.kind == "binder":
+        from .lot.operators import split_binder
+        return split_binder(node.op)[0]
+    if node.kind == "variable" and node.type == "OBJ":
+        return VARIABLE_ATOM
+    return node.op
+
+
 def program_atoms_and_compounds(program) -> tuple:
     """(atoms, compounds) of a parsed program: its postfix tokens, and one
-    ``parent(k:child)`` per edge of its syntax tree (both lists, with repeats)."""
-    atoms = list(program.tokens)
-    compounds = [f"{node.op}({k}:{child.op})" for node in program.root.walk()
+    ``parent(k:child)`` per edge of its syntax tree (both lists, with repeats).  In a
+    language with binders, variable names are renamed away (see the module docstring)."""
+    rename = _has_binders(program.grammar)
+    nodes = list(program.root.walk())
+    if rename:
+        atoms = [_atom_of(node, True) for node in _postorder(program.root)]
+    else:
+        atoms = list(program.tokens)
+    compounds = [f"{_atom_of(node, rename)}({k}:{_atom_of(child, rename)})" for node in nodes
                  for k, child in enumerate(node.children)]
     return atoms, compounds
+
+
+def _postorder(root) -> list:
+    """The nodes of a syntax tree in postfix order (the order of the program's tokens)."""
+    out, todo = [], [(root, False)]
+    while todo:
+        node, expanded = todo.pop()
+        if expanded or not node.children:
+            out.append(node)
+            continue
+        todo.append((node, True))
+        todo.extend((c, False) for c in reversed(node.children))
+    return out
 
 
 def _sparse(rows: list, n: int) -> tuple:

@@ -274,14 +274,16 @@ def format_models(rows: list, models: list) -> str:
 
 
 def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None = None, seed: int = 0,
-          n_worst: int = 10, structure=None) -> dict:
+          n_worst: int = 10, structure=None, query_negatives: str | None = None, hard_mode: str = "union") -> dict:
     """A one-page audit of a split: sizes, leakage, comp gap (both metrics, hard and easy
     negatives), weak coverage, entropies, atom and compound divergence (``"divergence"``:
     :func:`bayes_concepts.divergence.split_divergence`; ``structure`` reuses a
     :func:`~bayes_concepts.divergence.concept_structure`), and the held-out concepts the weak
     oracle gets most wrong (lowest mean AP over the test episodes in which they were the true
-    concept)."""
-    ds = compute_gap(space, {split.name: split}, ("hard", "easy"), n_episodes, settings, seed)
+    concept).  ``query_negatives`` and ``hard_mode``: how episodes are drawn, as for
+    :func:`compute_gap` (a protocol's)."""
+    ds = compute_gap(space, {split.name: split}, ("hard", "easy"), n_episodes, settings, seed,
+                     query_negatives=query_negatives, hard_mode=hard_mode)
     rows = summarise(ds)
     cell = ds.sel(split=split.name, negatives="hard")
     concepts = cell["concept"].values

@@ -49,16 +49,20 @@ class ReportError(BayesConceptsError):
 
 # ==================================================================================== audit
 def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
-                 log=None) -> list:
+                 log=None, query_negatives: str | None = None, hard_mode: str = "union") -> list:
     """:func:`~bayes_concepts.gap.audit` of every split (a dict ``{name: Split}`` or a list),
     with the concept structure for the divergences computed once.  Each report gains
     ``seconds`` (wall time of its audit) and ``split_object`` (the Split).  ``log(str)``
-    receives one line per split."""
+    receives one line per split.  ``query_negatives`` and ``hard_mode`` draw the episodes as
+    :func:`~bayes_concepts.gap.compute_gap` does (a protocol's; default: as the support's,
+    union).  Works on relational spaces alike (their atoms and compounds: see
+    :mod:`bayes_concepts.divergence`)."""
     structure = concept_structure(space)
     out = []
     for split in (splits.values() if isinstance(splits, dict) else splits):
         t = time.perf_counter()
-        r = audit(space, split, n_episodes, settings, seed, n_worst, structure=structure)
+        r = audit(space, split, n_episodes, settings, seed, n_worst, structure=structure,
+                  query_negatives=query_negatives, hard_mode=hard_mode)
         r["seconds"] = time.perf_counter() - t
         r["split_object"] = split
         if log is not None:

@@ -56,13 +56,20 @@ of the rules below; a concept matching **any** rule is *held out*, every other c
     the program has at least this many tokens (>= 1).
 ``programs = ["x color? red = exists="]``
     these programs (postfix; each must parse and be a concept of the space; an x-free
-    program given with its quantifier is matched in its collapsed form).
+    program given with its quantifier is matched in its collapsed form; in a relational
+    language a program that differs from a concept only in the names of its bound variables
+    is that concept: :func:`find_alpha_equivalent`).
 
 Tokens are matched against the tokens of the concept's canonical postfix string -- the form in
 ``space.programs``, whose x-free programs have lost their final quantifier -- whatever role the
 token plays there.  So ``"1"`` matches a location 1 and the number 1 alike (CURI's token
 heuristic, kept on purpose).  Every token must be a token of the space's grammar (operator,
-variable, property, value) or an integer.
+variable, property, value, relation) or an integer.  In a relational language a binder is
+written with its variable (``filter:y``): a rule naming the binder alone (``"filter"``,
+``"exists"``, ``"forall"``) matches it over any variable, one naming ``"filter:y"`` only
+over ``y``.  ``counts`` reads CURI's ``count=`` comparisons; a grammar without ``count=``
+(CLEVR's counts a set with ``count``) has none, and the rule is an error there: hold out
+``count`` with ``tokens`` or ``pairs`` instead.
 
 Further keys of a held-out split: ``synonym_aware`` (default false, as in CURI's structured
 splits): when true, a synonym class with one held-out member is held out whole, so no train
@@ -618,14 +625,34 @@ def _validate_programs(progs, where, key):
     return list(progs)
 
 
+def _binder_names(grammar) -> dict:
+    """The binder tokens of ``grammar`` (``filter:y``, ...) -> their operator (``filter``)."""
+    from .lot.operators import split_binder
+    out = {}
+    for tok, kind in grammar.token_kinds.items():
+        name, var = split_binder(tok)
+        if kind == "operator" and var is not None:
+            out[tok] = name
+    return out
+
+
 def _token_sets(space) -> list:
-    return [frozenset(p.split()) for p in space.programs]
+    """Each concept's tokens; a binder token ``filter:y`` also counts as ``filter``."""
+    binders = _binder_names(space.grammar) if space.has_grammar else {}
+    sets = []
+    for p in space.programs:
+        toks = p.split()
+        if binders:
+            toks = toks + [binders[t] for t in toks if t in binders]
+        sets.append(frozenset(toks))
+    return sets
 
 
 @split_rules.register("tokens", validate=lambda v, where, key: _token_list(v, where, key),
                       tokens=lambda v: list(v))
 def _tokens_rule(space, value, table):
-    """the concept's program uses any of these tokens"""
+    """the concept's program uses any of these tokens (a binder named alone, filter, matches it
+    over every variable: filter:y, filter:z, ...)"""
     wanted = frozenset(value)
     return np.fromiter((not wanted.isdisjoint(t) for t in _token_sets(space)), bool, space.n_concepts)
 
@@ -633,7 +660,8 @@ def _tokens_rule(space, value, table):
 @split_rules.register("pairs", validate=_validate_pairs, tokens=lambda v: [t for p in v for t in p],
                       options={"pairs_require_any": (lambda v, where, key: _token_list(v, where, key), list)})
 def _pairs_rule(space, value, table):
-    """the program uses both tokens of some pair (and, with pairs_require_any, one of those tokens)"""
+    """the program uses both tokens of some pair (and, with pairs_require_any, one of those tokens; a
+    binder named alone matches it over every variable)"""
     pairs = [tuple(p) for p in value]
     need = frozenset(table.get("pairs_require_any", ()))
     return np.fromiter(((not need or not need.isdisjoint(t)) and any(a in t and b in t for a, b in pairs)
@@ -657,13 +685,75 @@ def _min_length_rule(space, value, table):
     return np.asarray(space.lengths) >= value
 
 
+def _variable_tokens(grammar) -> tuple:
+    """(object variables, binder tokens -> binder name) of a grammar with binders; empty
+    otherwise."""
+    binders = _binder_names(grammar)
+    return (frozenset(getattr(grammar, "variables", ())) if binders else frozenset()), binders
+
+
+def _skeleton(tokens, variables, binders) -> tuple:
+    """Tokens with variable names blanked (variables ``_``, binders by their name)."""
+    return tuple("_" if t in variables else binders.get(t, t) for t in tokens)
+
+
+def alpha_normal_tokens(program) -> tuple:
+    """The postfix tokens of a parsed program with every bound variable renamed by the depth
+    of its binder (``filter:v1`` over the outermost, ``v2`` inside it, ...; ``x`` of a final
+    quantifier kept): alpha-equivalent programs -- equal up to the names of their bound
+    variables -- have equal tokens."""
+    from .lot.operators import split_binder
+    out = []
+    todo = [(program.root, {}, 0, False)]
+    while todo:
+        node, env, depth, expanded = todo.pop()
+        if expanded or not node.children:
+            if node.kind == "binder":
+                out.append(f"{split_binder(node.op)[0]}:v{depth + 1}")
+            elif node.kind == "variable" and node.op in env:
+                out.append(env[node.op])
+            else:
+                out.append(node.op)
+            continue
+        todo.append((node, env, depth, True))
+        kids = []
+        for k, child in enumerate(node.children):
+            if node.kind == "binder" and k == len(node.children) - 1:
+                kids.append((child, {**env, split_binder(node.op)[1]: f"v{depth + 1}"}, depth + 1, False))
+            else:
+                kids.append((child, env, depth, False))
+        todo.extend(reversed(kids))
+    return tuple(out)
+
+
+def find_alpha_equivalent(space, program):
+    """The id of the concept of ``space`` that equals ``program`` (a postfix string or a
+    Program) up to the names of its bound variables, or None.  Tries the exact program
+    first (:meth:`space.find`); a space whose language has no binders has no other match.
+    Raises :class:`~bayes_concepts.errors.ProgramError` when the program does not parse."""
+    from .lot import Program
+    p = program if isinstance(program, Program) else Program.parse(program, space.grammar)
+    i = space.find(p)
+    variables, binders = _variable_tokens(space.grammar)
+    if i is not None or not binders:
+        return i
+    p = p.collapsed()
+    want, key = _skeleton(p.tokens, variables, binders), alpha_normal_tokens(p)
+    for j, text in enumerate(space.programs):
+        tokens = text.split()
+        if len(tokens) == len(want) and _skeleton(tokens, variables, binders) == want \
+                and alpha_normal_tokens(space.program(j)) == key:
+            return j
+    return None
+
+
 @split_rules.register("programs", validate=_validate_programs)
 def _programs_rule(space, value, table):
-    """these programs (each must be a concept of the space)"""
+    """these programs (each must be a concept of the space, up to the names of bound variables)"""
     mask = np.zeros(space.n_concepts, bool)
     for p in value:
         try:
-            i = space.find(p)
+            i = find_alpha_equivalent(space, p) if space.has_grammar else space.find(p)
         except ProgramError as exc:
             raise SplitRuleError(f"held_out.programs entry {p!r} does not parse ({exc})", p) from None
         if i is None:
@@ -716,12 +806,22 @@ def _check_tokens(spec: dict, grammar, where: _Where):
     kinds = grammar.token_kinds
     gname = Path(str(grammar.source)).name
     hint = getattr(grammar, "token_hint", None)  # a space of descriptions (ExtensionSpace) names its own tokens
-    expected = (f"not a token of the space's concept descriptions: expected {hint}" if hint else
-                f"not a token of the grammar {gname}: expected a value such as 'red', a property such as 'color?', "
-                "an operator, x, S, non-x-S or an integer")
+    binders = sorted(set(_binder_names(grammar).values())) if not hint else []
+    if hint:
+        expected = f"not a token of the space's concept descriptions: expected {hint}"
+    elif binders:
+        variables = " ".join(getattr(grammar, "variables", ("x",)))
+        example = "filter" if "filter" in binders else binders[0]
+        expected = (f"not a token of the grammar {gname}: expected a value such as 'red', a property such as "
+                    f"'color?', an operator or relation of its operators line, a binder alone ({' or '.join(binders)}: "
+                    f"over any variable) or with its variable ({example}:y), a variable ({variables}), S or "
+                    "an integer")
+    else:
+        expected = (f"not a token of the grammar {gname}: expected a value such as 'red', a property such as "
+                    "'color?', an operator, x, S, non-x-S or an integer")
 
     def known(tok, key):
-        if tok in kinds or _INT_TOKEN.match(tok):
+        if tok in kinds or _INT_TOKEN.match(tok) or tok in binders:
             return
         raise where.error(f"unknown token {tok!r} in held_out.{key} ({expected})", ("held_out", key), tok)
 
@@ -733,6 +833,11 @@ def _check_tokens(spec: dict, grammar, where: _Where):
             if opt in h and tokens:
                 for tok in tokens(h[opt]):
                     known(tok, opt)
+    if h.get("counts") and not hint and "count=" not in kinds:
+        first = h["counts"][0]["value"]
+        raise where.error(f"held_out.counts holds out CURI's count= comparisons, and the grammar {gname} has no "
+                          "count= operator; hold out its own counting with tokens = [\"count\"] or a pair such as "
+                          "pairs = [[\"count\", \"2\"]]", ("held_out", "counts"), first)
     for c in h.get("counts", ()):
         if not (_INT_TOKEN.match(c["value"]) or kinds.get(c["value"]) == "value"):
             raise where.error(f"held_out.counts value {c['value']!r} is not a constant (expected a value such as "
@@ -1032,5 +1137,6 @@ def splits_json(space, splits) -> dict:
 
 
 __all__ = ["Split", "SplitSpecError", "load_spec", "make_split", "make_splits", "curi_splits", "load_splits",
+           "find_alpha_equivalent", "alpha_normal_tokens",
            "is_curi_grammar", "split_rules", "SplitRule", "SplitRuleError", "spec_files",
            "default_splits_dir", "split_from_predicate", "split_stats", "splits_table", "splits_json"]

@@ -401,6 +401,9 @@ CASES = {
     "plot_modalities": (plots, lambda f: f.subplots(3, 3),
                         lambda a, x: plots.plot_modalities(x["space"], x["episodes"], 2, axes=a, n_scenes=3,
                                                            height=24, width=36), check_modalities),
+    "plot_closure_families": (plots, lambda f: f.add_subplot(),
+                              lambda a, x: plots.plot_closure_families(x["closure_ds"], ax=a, n_boot=50),
+                              lambda ax, data, ds: check_closure_families(ax, data)),
     "plot_gap_vs_divergence": (report, lambda f: f.add_subplot(),
                                lambda a, x: report.plot_gap_vs_divergence(x["audit"], ax=a), check_gap_vs_divergence),
     "plot_gap_intervals": (report, lambda f: f.add_subplot(),
@@ -429,9 +432,10 @@ def test_every_public_plot_function_is_covered_and_old_names_are_gone():
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_plot_draws_on_the_axes_it_is_given(name, space, splits, ds, episodes, audit):
+def test_plot_draws_on_the_axes_it_is_given(name, space, splits, ds, episodes, audit, closure_ds):
     module, make_axes, call, check = CASES[name]
-    inputs = {"space": space, "splits": splits, "ds": ds, "episodes": episodes, "audit": audit}
+    inputs = {"space": space, "splits": splits, "ds": ds, "episodes": episodes, "audit": audit,
+              "closure_ds": closure_ds}
     fig = Figure(figsize=(16, 12))
     given = make_axes(fig)
     drawn, data = call(given, inputs)
@@ -446,9 +450,10 @@ def test_plot_draws_on_the_axes_it_is_given(name, space, splits, ds, episodes, a
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_plot_makes_a_figure_when_given_no_axes(name, space, splits, ds, episodes, audit):
+def test_plot_makes_a_figure_when_given_no_axes(name, space, splits, ds, episodes, audit, closure_ds):
     module, make_axes, call, check = CASES[name]
-    inputs = {"space": space, "splits": splits, "ds": ds, "episodes": episodes, "audit": audit}
+    inputs = {"space": space, "splits": splits, "ds": ds, "episodes": episodes, "audit": audit,
+              "closure_ds": closure_ds}
     drawn, data = call(None, inputs)
     again, _ = call(None, inputs)
     first = np.ravel(drawn)
@@ -465,3 +470,150 @@ def test_wrong_number_of_axes_is_a_clear_error(ds, space, episodes):
         plots.plot_scene_properties(space, axes=fig.subplots(2, 2))
     with pytest.raises(ValueError, match="draws on 9 axes, got 6"):
         plots.plot_modalities(space, episodes, 2, axes=fig.subplots(2, 3), n_scenes=3, height=24, width=36)
+
+
+# ------------------------------------------------------------------ CLOSURE's families
+
+CLOSURE_FAMILIES = ["embed_spa_mat", "embed_mat_spa", "compare_mat", "compare_mat_spa", "and_mat_spa", "or_mat",
+                    "or_mat_spa"]
+
+
+@pytest.fixture(scope="module")
+def closure_ds():
+    """A results Dataset shaped like protocol closure's (the seven families as splits, plus one
+    split that is no family), with metrics drawn at random: each family its own gap."""
+    from bayes_concepts.results import empty_dataset
+    splits = CLOSURE_FAMILIES + ["not_a_family"]
+    ds = empty_dataset(splits, ("hard", "easy"), ("strong", "weak"), 60)
+    rng = np.random.default_rng(7)
+    for k, split in enumerate(splits):
+        for neg in ("hard", "easy"):
+            ds["ap"].loc[dict(split=split, negatives=neg, learner="strong")] = rng.uniform(0.85, 1.0, 60)
+            ds["ap"].loc[dict(split=split, negatives=neg, learner="weak")] = rng.uniform(0, 0.1 + 0.05 * k, 60)
+            for var, top in (("cba", 1.0), ("posterior_entropy", 2.0), ("predictive_entropy", 0.7)):
+                ds[var].loc[dict(split=split, negatives=neg)] = rng.uniform(0.0, top, (2, 60))
+    ds["weak_empty"] = ds["empty"].sel(learner="weak", drop=True)
+    return ds
+
+
+def scatter_points(ax, gid):
+    return np.asarray([c for c in ax.collections if c.get_gid() == gid][0].get_offsets(), float)
+
+
+def check_closure_families(ax, data):
+    """What is drawn is ``data``: the circles at (gap, mean drop), their error bars the gap's
+    interval, each model's markers at (gap, its drop), a label per family."""
+    assert np.allclose(scatter_points(ax, "closure:mean"), data[["gap", "mean_drop"]].to_numpy())
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 1
+    segs = bars[0].lines[2][0].get_segments()
+    assert np.allclose([s[0, 0] for s in segs], data["gap_ci_lo"]) and np.allclose([s[1, 0] for s in segs],
+                                                                                   data["gap_ci_hi"])
+    drops = data.attrs["drops"]
+    for model in dict.fromkeys(drops["model"]):
+        per = drops[drops.model == model].set_index("family")["drop"].reindex(data["family"]).to_numpy()
+        pts = scatter_points(ax, f"closure:model:{model}")
+        assert np.allclose(pts[:, 0], data["gap"]) and np.allclose(pts[:, 1], per, equal_nan=True)
+    labels = {t.get_gid(): t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("closure:label:")}
+    assert labels == {f"closure:label:{f}": f for f in data["family"]}
+
+
+def test_closure_families_data_equals_the_dataset_and_the_reported_drops(closure_ds):
+    from scipy.stats import spearmanr
+
+    from bayes_concepts.closure import load_reported
+    from bayes_concepts.gap import paired_bootstrap
+    rep = load_reported()
+    ax, data = plots.plot_closure_families(closure_ds, negatives="easy", n_boot=200, seed=3)
+    assert data["family"].tolist() == CLOSURE_FAMILIES  # the split that is no family is left out
+    assert (data["negatives"] == "easy").all() and (data["episodes"] == 60).all()
+    for _, r in data.iterrows():
+        cell = closure_ds.sel(split=r["family"], negatives="easy")
+        gap = paired_bootstrap(100 * cell["ap"].sel(learner="strong").values,
+                               100 * cell["ap"].sel(learner="weak").values, 200, 3)
+        assert (r["gap"], r["gap_ci_lo"], r["gap_ci_hi"]) == pytest.approx(gap)
+        assert r["gap_ci_lo"] <= r["gap"] <= r["gap_ci_hi"]
+        drops = [rep.drop(m, r["family"]) for m in rep.models]
+        assert r["mean_drop"] == pytest.approx(np.mean(drops))
+        assert (r["min_drop"], r["max_drop"], r["n_models"]) == (min(drops), max(drops), len(rep.models))
+    # the weak oracle's ap rises with the split's position, so the gap falls: rank 1 is the first family
+    assert data["gap_rank"].tolist() == [1, 2, 3, 4, 5, 6, 7]
+    assert data.sort_values("drop_rank")["family"].iloc[0] == "and_mat_spa"  # CLOSURE's largest mean drop
+    expect = spearmanr(data["gap"], data["mean_drop"])
+    assert data.attrs["spearman"] == pytest.approx({"rho": expect.statistic, "p": expect.pvalue, "n": 7})
+    by_model = data.attrs["spearman_by_model"].set_index("model")
+    assert by_model.index.tolist() == list(rep.models)
+    mac = [rep.drop("MAC", f) for f in CLOSURE_FAMILIES]
+    assert by_model.loc["MAC", "rho"] == pytest.approx(spearmanr(data["gap"], mac).statistic)
+    assert len(data.attrs["drops"]) == 7 * len(rep.models)
+    check_closure_families(ax, data)
+
+
+def test_closure_families_axes_say_what_and_in_which_units(closure_ds):
+    ax, data = plots.plot_closure_families(closure_ds, n_boot=50)
+    assert "comp gap" in ax.get_xlabel() and "percentage points" in ax.get_xlabel()
+    assert "drop" in ax.get_ylabel() and "percentage points" in ax.get_ylabel()
+    rho = data.attrs["spearman"]["rho"]
+    shown = f"{rho:+.2f}".replace("-", "\u2212")
+    assert f"\u03c1(gap, mean drop) = {shown}" in ax.get_title() and "60 test episodes" in ax.get_title()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("FiLM (\u03c1 = ") for t in legend) and any("mean over models" in t for t in legend)
+
+
+def test_closure_families_takes_summarised_rows_the_gap_json_and_own_drops(closure_ds):
+    from bayes_concepts.gap import summarise
+    _, from_ds = plots.plot_closure_families(closure_ds, n_boot=100)
+    rows = summarise(closure_ds, n_boot=100)
+    for given in (rows, {"results": rows}):
+        _, from_rows = plots.plot_closure_families(given, n_boot=100)
+        pd.testing.assert_frame_equal(from_rows, from_ds)
+    own = {"my_model": {"or_mat": 30.0, "and_mat_spa": 10.0, "embed_spa_mat": 20.0}}
+    ax, data = plots.plot_closure_families(closure_ds, reported=own, n_boot=50)
+    assert data["family"].tolist() == ["embed_spa_mat", "and_mat_spa", "or_mat"]  # families with a drop
+    assert data["mean_drop"].tolist() == [20.0, 10.0, 30.0]
+    check_closure_families(ax, data)
+
+
+def test_closure_families_of_the_committed_full_size_results():
+    import json
+    from pathlib import Path
+    path = Path(__file__).parents[1] / "benchmarks" / "results" / "closure_gap.json"
+    results = json.loads(path.read_text())
+    ax, data = plots.plot_closure_families(results)
+    rows = {r["split"]: r for r in results["results"] if r["negatives"] == "hard"}
+    assert data["family"].tolist() == CLOSURE_FAMILIES and (data["episodes"] == 5000).all()
+    for _, r in data.iterrows():
+        assert r["gap"] == rows[r["family"]]["gap"]["map"]
+        assert [r["gap_ci_lo"], r["gap_ci_hi"]] == rows[r["family"]]["gap"]["map_ci"]
+    assert -1 <= data.attrs["spearman"]["rho"] <= 1
+    check_closure_families(ax, data)
+
+
+def test_closure_families_on_a_tiny_clevr_space_agrees_with_the_gap_table():
+    """End to end: a clevr space, protocol closure, the figure's numbers = the table's."""
+    from bayes_concepts.gap import summarise
+    from bayes_concepts.protocols import protocols
+    from bayes_concepts.spaces import HypothesisSpace
+    space = HypothesisSpace.build("clevr", samples=300, scenes=1500)
+    ds = protocols.get("closure").compute_gap(space, negatives="hard", n_episodes=30)
+    ax, data = plots.plot_closure_families(ds)
+    table = {r["split"]: r["gap"] for r in summarise(ds)}
+    assert data["family"].tolist() == CLOSURE_FAMILIES
+    for _, r in data.iterrows():
+        assert r["gap"] == pytest.approx(table[r["family"]]["map"])
+        assert [r["gap_ci_lo"], r["gap_ci_hi"]] == pytest.approx(table[r["family"]]["map_ci"])
+    check_closure_families(ax, data)
+
+
+def test_closure_families_errors(ds, closure_ds):
+    with pytest.raises(ValueError, match="no split of the results is a CLOSURE family"):
+        plots.plot_closure_families(ds, n_boot=10)  # CURI's splits
+    with pytest.raises(ValueError, match="no 'easy' negatives"):
+        plots.plot_closure_families(closure_ds.sel(negatives=["hard"]), negatives="easy", n_boot=10)
+    with pytest.raises(ValueError, match="no 'easy' negatives"):
+        from bayes_concepts.gap import summarise
+        plots.plot_closure_families(summarise(closure_ds.sel(negatives=["hard"]), n_boot=10), negatives="easy")
+    with pytest.raises(ValueError, match="reported must be"):
+        plots.plot_closure_families(closure_ds, reported=[1, 2], n_boot=10)
+    with pytest.raises(ValueError, match="results must be"):
+        plots.plot_closure_families("closure_gap.json")

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import io
 import json
 import os
@@ -110,9 +111,15 @@ def _check_space(space):
         raise SpaceError(f"rendered bank: a {space.kind} space has no scenes to render (its items are given)")
 
 
-def _rendered(space, modality: Modality, settings: dict, codes: np.ndarray) -> np.ndarray:
-    """``modality``'s rendering of ``codes``, checked against the bank's dtype and shape."""
-    part = modality.render(codes, space.schema, settings)
+def _rendered(space, modality: Modality, settings: dict, codes: np.ndarray, lo: int = 0) -> np.ndarray:
+    """``modality``'s rendering of ``codes`` (the bank's scenes from ``lo`` on), checked against
+    the bank's dtype and shape.  A space whose scenes have 3-D positions (relational spaces)
+    gives them to a modality whose ``render`` takes ``positions``."""
+    positions = space.positions(slice(lo, lo + len(codes)))
+    extra = {}
+    if positions is not None and "positions" in inspect.signature(modality.render).parameters:
+        extra["positions"] = np.asarray(positions)
+    part = modality.render(codes, space.schema, settings, **extra)
     expected = modality.shape(len(codes), settings)
     if not isinstance(part, np.ndarray) or part.dtype != modality.dtype or part.shape != expected:
         got = f"{part.dtype} {part.shape}" if isinstance(part, np.ndarray) else type(part).__name__
@@ -124,7 +131,7 @@ def _rendered(space, modality: Modality, settings: dict, codes: np.ndarray) -> n
 def _render_all(space, modality: Modality, settings: dict, chunk=CHUNK) -> np.ndarray:
     out = np.empty(modality.shape(space.n_scenes, settings), modality.dtype)
     for lo in range(0, space.n_scenes, chunk):
-        out[lo: lo + chunk] = _rendered(space, modality, settings, np.asarray(space.scene_codes[lo: lo + chunk]))
+        out[lo: lo + chunk] = _rendered(space, modality, settings, np.asarray(space.scene_codes[lo: lo + chunk]), lo)
     return out
 
 
@@ -246,7 +253,7 @@ def _write(folder: Path, name: str, space, modality: Modality, settings: dict, c
         h.update(head.getvalue())
         for lo in range(0, shape[0], chunk):
             part = np.ascontiguousarray(_rendered(space, modality, settings,
-                                                  np.asarray(space.scene_codes[lo: lo + chunk])))
+                                                  np.asarray(space.scene_codes[lo: lo + chunk]), lo))
             data = part.data.cast("B")
             f.write(data)
             h.update(data)

@@ -16,7 +16,14 @@ columns, a few files of their own and a section of the manifest:
 ``test_signatures.npy`` uint64 (n_concepts, ceil(T/64)) labels on the test bank
 (the kind's files)     ``grammar.pcfg`` for a program space; ``items.json``,
                        ``vocabulary.json`` and ``splits/*.toml`` for a space of items
+(optional arrays)      only in spaces that have them (:data:`OPTIONAL_ARRAYS`): a
+                       program space whose scenes carry relations adds
+                       ``scene_relations.npy`` and, when its scenes have positions,
+                       ``scene_positions.npy``
 =====================  ==========================================================
+
+A space without optional arrays lists none in its manifest, so its files and manifest
+are exactly what they were before optional arrays existed.
 
 Folders derived from those files (the per-scene concept index ``index/``, rendered
 pictures and sounds ``rendered/``) are not listed in ``manifest.json``, so they leave the
@@ -60,6 +67,20 @@ SPACE_ARRAYS = {
     "test_signatures.npy": ((np.uint64,), 2),
 }
 MAPPED_ARRAYS = ("signatures.npy",)
+#: Arrays a kind of space may add (same form as :data:`SPACE_ARRAYS`), written and listed in
+#: the manifest only by spaces that have them; each has one row per scene of the bank.  A kind
+#: names those it reads (``read_space_directory(optional_arrays=...)``); any other is an
+#: unexpected file.
+#:
+#: * ``scene_positions.npy``: float32 (n_scenes, max_objects, 3), the objects' centres
+#:   (world x, y, z in CLEVR's units), NaN in empty slots;
+#: * ``scene_relations.npy``: uint8 (n_scenes, ceil(R * S * S / 8)), the bool relation array
+#:   ``rel[i, r, a, b]`` (object a is relation r of object b, S = max_objects) of each scene
+#:   flattened in (r, a, b) order and packed with ``np.packbits(..., bitorder="little")``.
+OPTIONAL_ARRAYS = {
+    "scene_positions.npy": ((np.float32,), 3),
+    "scene_relations.npy": ((np.uint8,), 2),
+}
 
 #: Folders of a saved space that the toolkit derives from its files (not in the manifest):
 #: folder name -> ``own_files(space_dir)``, the paths (relative to the space directory, as
@@ -460,32 +481,42 @@ def write_space_directory(path, overwrite: bool, *, concepts: list, texts: dict,
     concepts: one dict per concept, in id order (the lines of ``concepts.jsonl``); texts:
     file name -> bytes (the kind's own files, ``splits/NAME.toml`` included); arrays: file
     name -> array for every file of :data:`SPACE_ARRAYS` (cast to the first allowed dtype
-    when of another); manifest: every field but ``files`` and ``self_sha256``, which are
-    added here."""
+    when of another) and for those of :data:`OPTIONAL_ARRAYS` the space has (an absent or
+    None one is neither written nor listed); manifest: every field but ``files`` and
+    ``self_sha256``, which are added here."""
+    unknown = [name for name in arrays if name not in SPACE_ARRAYS and name not in OPTIONAL_ARRAYS]
+    if unknown:
+        raise ValueError(f"write_space_directory: {unknown[0]!r} is not an array a space saves")
+    optional = [name for name in OPTIONAL_ARRAYS if arrays.get(name) is not None]
     path, partial = start_directory(path, overwrite)
     lines = [json.dumps(row) for row in concepts]
     _fsync_write(partial / "concepts.jsonl", ("\n".join(lines) + "\n" if lines else "").encode())
     for name, data in texts.items():
         (partial / name).parent.mkdir(parents=True, exist_ok=True)
         _fsync_write(partial / name, data)
-    for name, (dtypes, _) in SPACE_ARRAYS.items():
+    for name in (*SPACE_ARRAYS, *optional):
+        dtypes = {**SPACE_ARRAYS, **OPTIONAL_ARRAYS}[name][0]
         a = np.asanyarray(arrays[name])
         _save_npy(partial / name, a if a.dtype in [np.dtype(d) for d in dtypes] else a.astype(dtypes[0]))
-    names = ["concepts.jsonl", *texts, *SPACE_ARRAYS]
+    names = ["concepts.jsonl", *texts, *SPACE_ARRAYS, *optional]
     commit_directory(partial, path, {**manifest, "files": file_entries(partial, names)})
     return path
 
 
 def read_space_directory(path, kind: str, *, files: tuple, fields: tuple, others: str | None = None,
-                         verify: bool = True) -> tuple:
+                         optional_arrays: tuple = (), verify: bool = True) -> tuple:
     """Read and check a saved space of ``kind``: ``(manifest, arrays, columns)``.
 
     files: the kind's own files, which must be listed in the manifest; others: the folder
-    (``"splits/"``) of any further files the kind may list, None if it lists no others; fields: ``(key, types, lo, hi)`` of the ``concepts.jsonl`` columns
-    besides ``id`` (``lo``/``hi`` None for strings and lists).  ``arrays`` maps each file of
-    :data:`SPACE_ARRAYS` to its array (``signatures.npy`` memory-mapped), ``columns`` each
-    field to its list of values.  Sizes are always checked against the manifest; sha256 too
-    if ``verify``; the arrays' shapes against the manifest's counts and the concept table.
+    (``"splits/"``) of any further files the kind may list, None if it lists no others;
+    fields: ``(key, types, lo, hi)`` of the ``concepts.jsonl`` columns besides ``id``
+    (``lo``/``hi`` None for strings and lists); optional_arrays: the files of
+    :data:`OPTIONAL_ARRAYS` the kind may list (which of them a space must have is the
+    kind's to check).  ``arrays`` maps each file of :data:`SPACE_ARRAYS` to its array
+    (``signatures.npy`` memory-mapped), and each optional array the manifest lists to its
+    array (one row per scene, checked here); ``columns`` maps each field to its list of
+    values.  Sizes are always checked against the manifest; sha256 too if ``verify``; the
+    arrays' shapes against the manifest's counts and the concept table.
     Anything wrong is a :class:`SpaceError` naming the file."""
     path = Path(path)
     mf = path / "manifest.json"
@@ -494,7 +525,9 @@ def read_space_directory(path, kind: str, *, files: tuple, fields: tuple, others
     missing = [f for f in expected if f not in manifest["files"]]
     if missing:
         raise SpaceError(f"{mf}: the file list is damaged (missing {', '.join(missing)})")
-    extra = [f for f in manifest["files"] if f not in expected and not (others and f.startswith(others))]
+    listed = tuple(f for f in optional_arrays if f in OPTIONAL_ARRAYS and f in manifest["files"])
+    extra = [f for f in manifest["files"]
+             if f not in expected and f not in listed and not (others and f.startswith(others))]
     if extra:
         raise SpaceError(f"{mf}: the file list is damaged (expected {', '.join(expected)}"
                          f"{f' and {others}*' if others else ''}; found {extra[0]!r})")
@@ -502,6 +535,12 @@ def read_space_directory(path, kind: str, *, files: tuple, fields: tuple, others
     arrays = {name: read_array(path / name, dtypes, ndim, mmap=name in MAPPED_ARRAYS)
               for name, (dtypes, ndim) in SPACE_ARRAYS.items()}
     c = manifest["counts"]
+    for name in listed:
+        dtypes, ndim = OPTIONAL_ARRAYS[name]
+        arrays[name] = read_array(path / name, dtypes, ndim)
+        if arrays[name].shape[0] != c["scenes"]:
+            raise SpaceError(f"{path / name}: {arrays[name].shape[0]:,} rows, manifest.json counts "
+                             f"{c['scenes']:,} scenes")
     columns = {key: [] for key, *_ in fields}
     cfile = path / "concepts.jsonl"
     for lineno, line in enumerate(_read_text(cfile).splitlines(), 1):

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from ..registry import Registry
-from .features import SchemaLayout, scene_codes
+from .features import ABSENT, SchemaLayout, relation_rows, scene_codes
 from .protocol import LearnerError
 
 #: Scene encoders by modality name: classes with ``from_space(space, **options)`` and
@@ -92,18 +92,39 @@ class SchemaEncoder(SceneEncoder):
         Output size per object (CURI: 96).
     hidden_ratio : int
         Hidden width as a multiple of the feature count (CURI: 3).
+    relations : list of str
+        The relations of a space whose scenes carry them (CLEVR's left, right, front,
+        behind; empty: none).  Each object then also gets the relation features of
+        :mod:`~bayes_concepts.learners.features` (its slot, and its relation bits to every
+        slot); the model input of a scene is its codes with the relation rows appended
+        (int8 (n, S, A + R·S)), the relations read from the space's scene bank by the
+        scene's codes (:meth:`from_space`).  A scene whose objects are those of two bank
+        scenes with different relations has unknown relation bits (0.5; counted in
+        ``ambiguous_scenes``); a scene not in the bank is an error.
+
+    Notes
+    -----
+    The relations of a relational space come from ``space.relations(ids)`` (the space keeps
+    them: ``scene_relations.npy``); a space whose scenes should carry relations but that holds
+    none is refused with a one-line :class:`LearnerError`.
     """
 
     modality = "schema"
 
-    def __init__(self, feature_names, table_shapes, n_slots: int, object_dim: int = 96, hidden_ratio: int = 3):
+    def __init__(self, feature_names, table_shapes, n_slots: int, object_dim: int = 96, hidden_ratio: int = 3,
+                 relations=()):
         super().__init__()
         self.feature_names = [str(n) for n in feature_names]
         self.table_shapes = [tuple(int(v) for v in s) for s in table_shapes]
         self.n_objects = int(n_slots)
         self.out_dim = int(object_dim)
         self.hidden_ratio = int(hidden_ratio)
+        self.relations = [str(r) for r in relations]
+        self.ambiguous_scenes = 0
+        self._lookup = None
         n_features = sum(w for _, w in self.table_shapes)
+        if self.relations:
+            n_features += self.n_objects * (1 + len(self.relations))
         if n_features != len(self.feature_names):
             raise LearnerError(f"schema encoder: {len(self.feature_names)} feature names for tables of "
                                f"{n_features} columns")
@@ -115,18 +136,28 @@ class SchemaEncoder(SceneEncoder):
     @classmethod
     def from_space(cls, space, object_dim: int = 96, hidden_ratio: int = 3) -> "SchemaEncoder":
         layout = SchemaLayout.from_schema(space.schema)
-        enc = cls(layout.names, [t.shape for t in layout.tables], layout.n_slots, object_dim, hidden_ratio)
+        lookup = _RelationLookup(space) if layout.relations else None
+        enc = cls(layout.names, [t.shape for t in layout.tables], layout.n_slots, object_dim, hidden_ratio,
+                  relations=layout.relations)
         with torch.no_grad():
             for a, t in enumerate(layout.tables):
                 getattr(enc, f"table_{a}").copy_(torch.from_numpy(t))
+        if lookup is not None:
+            enc._lookup = lookup
+            enc.ambiguous_scenes = lookup.ambiguous_scenes
         return enc
 
     def config(self) -> dict:
-        return {"feature_names": self.feature_names, "table_shapes": [list(s) for s in self.table_shapes],
-                "n_slots": self.n_objects, "object_dim": self.out_dim, "hidden_ratio": self.hidden_ratio}
+        out = {"feature_names": self.feature_names, "table_shapes": [list(s) for s in self.table_shapes],
+               "n_slots": self.n_objects, "object_dim": self.out_dim, "hidden_ratio": self.hidden_ratio}
+        if self.relations:  # only then: the configs of models of spaces without relations stay as they were
+            out["relations"] = list(self.relations)
+        return out
 
     def check_space(self, space) -> None:
         layout = SchemaLayout.from_schema(space.schema)
+        if layout.relations:
+            _stored_relations(space)
         if list(layout.names) != self.feature_names:
             raise LearnerError("the space's scene schema gives the features " + ", ".join(layout.names) +
                                "; the model was built for " + ", ".join(self.feature_names))
@@ -135,10 +166,22 @@ class SchemaEncoder(SceneEncoder):
                                f"for {self.n_objects}")
 
     def from_codes(self, codes: np.ndarray) -> torch.Tensor:
-        """Codes int (n, S, A) padded with -1 to (n, n_slots, A), as an int8 tensor."""
+        """Codes int (n, S, A) padded with -1 to (n, n_slots, A), as an int8 tensor; with
+        relations, each object's relation row appended: int8 (n, n_slots, A + R·n_slots)."""
         codes = np.asarray(codes)
         if codes.ndim != 3 or codes.shape[2] != len(self.table_shapes):
             raise LearnerError(f"scene codes: expected shape (n, slots, {len(self.table_shapes)}), got {codes.shape}")
+        if self.relations:
+            if self._lookup is None:
+                raise LearnerError("this schema encoder sees relations (" + ", ".join(self.relations) + "), which it "
+                                   "reads from its space's scene bank: build it with from_space(space)")
+            rows = self._lookup.rows(codes)
+            codes = np.concatenate([self._pad(codes), rows.astype(np.int8)], axis=2)
+            return torch.from_numpy(np.ascontiguousarray(codes, np.int8))
+        return torch.from_numpy(np.ascontiguousarray(self._pad(codes), np.int8))
+
+    def _pad(self, codes: np.ndarray) -> np.ndarray:
+        """Codes int (n, S, A) padded with -1 (or cut) to (n, n_slots, A)."""
         s = codes.shape[1]
         if s > self.n_objects:
             if (codes[:, self.n_objects:, 0] >= 0).any():
@@ -147,12 +190,74 @@ class SchemaEncoder(SceneEncoder):
         elif s < self.n_objects:
             pad = np.full((len(codes), self.n_objects - s, codes.shape[2]), -1, np.int8)
             codes = np.concatenate([codes, pad], axis=1)
-        return torch.from_numpy(np.ascontiguousarray(codes, np.int8))
+        return codes
 
     def features(self, codes: torch.Tensor) -> torch.Tensor:
-        """The layout's features of codes int (B, S, A): float32 (B, S, F)."""
-        idx = codes.long() + 1
-        return torch.cat([getattr(self, f"table_{a}")[idx[..., a]] for a in range(len(self.table_shapes))], dim=-1)
+        """The layout's features of codes int (B, S, A) (with relations: the model input of
+        :meth:`from_codes`, (B, S, A + R·S)): float32 (B, S, F)."""
+        n_attributes = len(self.table_shapes)
+        idx = codes[..., :n_attributes].long() + 1
+        out = torch.cat([getattr(self, f"table_{a}")[idx[..., a]] for a in range(n_attributes)], dim=-1)
+        if not self.relations:
+            return out
+        rows = codes[..., n_attributes:].float()
+        b, s = rows.shape[:2]
+        bits = torch.where(rows < 0, torch.full_like(rows, 0.5), rows)
+        onehot = torch.eye(s, dtype=out.dtype, device=out.device).expand(b, s, s)
+        rel = torch.cat([onehot, bits.to(out.dtype)], dim=-1)
+        rel = torch.where((codes[..., 0] >= 0).unsqueeze(-1), rel, torch.full_like(rel, ABSENT))
+        return torch.cat([out, rel], dim=-1)
 
     def forward(self, codes: torch.Tensor) -> ObjectSet:
         return ObjectSet(self.net(self.features(codes)), codes[..., 0] >= 0)
+
+
+def _stored_relations(space):
+    """The space's relations accessor, or a one-line :class:`LearnerError` naming what is
+    missing when the space's scenes should carry relations but it holds none."""
+    names = ", ".join(space.schema.relations)
+    if space.relations(slice(0, 1)) is None:
+        raise LearnerError(f"the space's scenes carry relations ({names}) but it holds none (no scene_relations.npy: "
+                           "a space saved before relations were kept); the schema encoder needs them for its relation "
+                           "features: rebuild the space")
+    return space.relations
+
+
+class _RelationLookup:
+    """The relation rows (:func:`~bayes_concepts.learners.features.relation_rows`) of the scenes
+    of a space's bank, found by their codes.  Codes that two bank scenes with different
+    relations share give unknown rows (-1; ``ambiguous_scenes`` counts those scenes); codes
+    not in the bank are a :class:`LearnerError`."""
+
+    def __init__(self, space):
+        self.relations = _stored_relations(space)
+        codes = np.ascontiguousarray(np.asarray(space.scene_codes), dtype=np.int8)
+        self.slots, self.n_relations = codes.shape[1], len(space.schema.relations)
+        index, dupes = {}, {}
+        for j, row in enumerate(codes):
+            key = row.tobytes()
+            first = index.setdefault(key, j)
+            if first != j:
+                dupes.setdefault(key, [first]).append(j)
+        self.ambiguous_scenes = 0
+        for key, rows in dupes.items():
+            rel = self.relations(np.asarray(rows, np.int64))
+            if not (rel == rel[:1]).all():
+                index[key] = -1
+                self.ambiguous_scenes += len(rows)
+        self.index = index
+
+    def rows(self, codes: np.ndarray) -> np.ndarray:
+        """int8 (n, S, R·S) relation rows of scenes given by their codes (n, S, A)."""
+        if codes.shape[1] != self.slots:
+            raise LearnerError(f"scene codes with {codes.shape[1]} slots; the space's scenes have {self.slots}")
+        keys = np.ascontiguousarray(codes, dtype=np.int8)
+        found = np.array([self.index.get(row.tobytes(), -2) for row in keys], np.int64)
+        if (found == -2).any():
+            raise LearnerError("a scene that is not in the space's scene bank: the schema encoder of a space with "
+                               "relations reads each scene's relations from the bank (give bank scene ids)")
+        out = np.full((len(codes), self.slots, self.n_relations * self.slots), -1, np.int8)
+        known = found >= 0
+        if known.any():
+            out[known] = relation_rows(self.relations(found[known]), self.n_relations, self.slots)
+        return out

@@ -10,9 +10,22 @@ becomes a one-hot block, one with integer values (a location bin) one number, th
 bin centre scaled to (0, 1): ``(code + 0.5) / n_values``.  For CURI's schema that is
 8 + 3 + 2 + 2 one-hot features plus x and y: 17 per object.
 
+A schema whose scenes carry relations (``schema.relations``: CLEVR's left, right, front,
+behind) adds *relation features*: the scene's relation bits per ordered object pair, laid
+out per object.  The object in slot ``a`` gets its slot as a one-hot block (``slot=0`` ...
+``slot=S-1``) and, for every relation ``r`` and slot ``b``, ``rel[r, a, b]``: 1 when it is
+``r`` of the object in slot ``b`` (feature ``r:slot=b``), else 0 -- S + R·S features (50 for
+CLEVR's 4 relations and 10 slots).  A pooling over pairs (relation network, transformer)
+reads the pair (a, b)'s bit from a's row and b's slot.  ``features(codes, relations)``
+takes the relations as bool (n, R, S, S) (``space.relations(ids)``; the bit ``rel[i, r, a, b]``
+of :mod:`bayes_concepts.scenes.relations`); an unknown bit (-1) is 0.5.
+
 >>> layout = SchemaLayout.from_schema(space.schema)      # doctest: +SKIP
 >>> layout.features(space.scene_codes[:4]).shape          # doctest: +SKIP
 (4, 5, 17)
+>>> clevr = SchemaLayout.from_schema(clevr_space.schema)                     # doctest: +SKIP
+>>> clevr.features(clevr_space.scene_codes[:4], clevr_space.relations(range(4))).shape  # doctest: +SKIP
+(4, 10, 65)
 """
 from __future__ import annotations
 
@@ -45,11 +58,15 @@ class SchemaLayout:
         ``ABSENT``), row ``c + 1`` the features of code ``c``.
     n_slots : int
         Object slots per scene (the schema's ``max_objects``).
+    relations : tuple of str
+        The relations the scenes carry (empty: no relation features).  Their features come
+        after the attributes' in ``names`` (see the module docstring).
     """
 
     names: tuple
     tables: tuple
     n_slots: int
+    relations: tuple = ()
 
     @classmethod
     def from_schema(cls, schema: SceneSchema) -> "SchemaLayout":
@@ -65,24 +82,70 @@ class SchemaLayout:
                 t[1:] = np.eye(n, dtype=np.float32)
                 names.extend(f"{attr.name}={v}" for v in attr.values)
             tables.append(t)
-        return cls(tuple(names), tuple(tables), int(schema.max_objects))
+        relations = tuple(getattr(schema, "relations", ()) or ())
+        names.extend(relation_feature_names(relations, int(schema.max_objects)))
+        return cls(tuple(names), tuple(tables), int(schema.max_objects), relations)
 
     @property
     def n_features(self) -> int:
         return len(self.names)
 
     @property
+    def n_attribute_features(self) -> int:
+        """Features of the attributes (the ``names`` before the relation features)."""
+        return sum(t.shape[1] for t in self.tables)
+
+    @property
     def n_attributes(self) -> int:
         return len(self.tables)
 
-    def features(self, codes) -> np.ndarray:
+    def features(self, codes, relations=None) -> np.ndarray:
         """Features of scenes given as codes: int (n, S, A) with -1 in empty slots
-        (:mod:`bayes_concepts.scenes.codes`) -> float32 (n, S, n_features)."""
+        (:mod:`bayes_concepts.scenes.codes`) -> float32 (n, S, n_features).  A layout with
+        relations needs the scenes' ``relations``: bool or int (n, R, S, S), -1 unknown."""
         codes = np.asarray(codes)
-        return np.concatenate([t[codes[..., a].astype(np.int64) + 1] for a, t in enumerate(self.tables)], axis=-1)
+        attrs = np.concatenate([t[codes[..., a].astype(np.int64) + 1] for a, t in enumerate(self.tables)], axis=-1)
+        if not self.relations:
+            return attrs
+        if relations is None:
+            raise LearnerError(f"the scenes carry relations ({', '.join(self.relations)}): their features need the "
+                               "scenes' relations (space.relations(ids))")
+        rows = relation_rows(relations, len(self.relations), codes.shape[1])
+        return np.concatenate([attrs, relation_features(rows, codes[..., 0] >= 0)], axis=-1)
 
     def as_dict(self) -> dict:
-        return {"names": list(self.names), "n_slots": self.n_slots}
+        return {"names": list(self.names), "n_slots": self.n_slots, "relations": list(self.relations)}
+
+
+def relation_feature_names(relations, n_slots: int) -> list:
+    """Names of the relation features of one object (empty without relations): its slot
+    one-hot ``slot=k``, then ``r:slot=b`` for every relation r and slot b."""
+    if not relations:
+        return []
+    return [f"slot={k}" for k in range(n_slots)] + [f"{r}:slot={b}" for r in relations for b in range(n_slots)]
+
+
+def relation_rows(relations, n_relations: int, n_slots: int) -> np.ndarray:
+    """Relations bool/int (n, R, S, S) -> int8 (n, S, R·S): row ``a`` of each scene holds
+    ``rel[r, a, b]`` for r, then b (1, 0, or -1 unknown)."""
+    rel = np.asarray(relations)
+    if rel.ndim != 4 or rel.shape[1:] != (n_relations, n_slots, n_slots):
+        raise LearnerError(f"relations: expected shape (n, {n_relations}, {n_slots}, {n_slots}), got {rel.shape}")
+    rel = rel.astype(np.int8)
+    return np.ascontiguousarray(rel.transpose(0, 2, 1, 3).reshape(len(rel), n_slots, n_relations * n_slots))
+
+
+def relation_features(rows, present) -> np.ndarray:
+    """Relation features float32 (n, S, S + R·S) from :func:`relation_rows`' int (n, S, R·S)
+    and the present slots bool (n, S): the slot one-hot, then the bits (unknown -1 -> 0.5);
+    every feature of an empty slot is ``ABSENT``."""
+    rows = np.asarray(rows)
+    n, s = rows.shape[:2]
+    bits = np.where(rows < 0, 0.5, rows).astype(np.float32)
+    onehot = np.broadcast_to(np.eye(s, dtype=np.float32), (n, s, s))
+    out = np.concatenate([onehot, bits], axis=-1)
+    out[~np.asarray(present, bool)] = ABSENT
+    return out
 
 
 def bag_of_values(codes, schema: SceneSchema) -> np.ndarray:

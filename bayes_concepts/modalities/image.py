@@ -4,7 +4,8 @@
 Options: ``height``, ``width`` (pixels, default 80 × 120) and ``supersample`` (rays per
 pixel along each axis, default 2).  A bank is uint8 (n_scenes, height, width, 3), RGB,
 row 0 at the top, cached as ``image_<height>x<width>_ss<supersample>.npy``.  Its
-fingerprint is the source of the renderer and of its camera.
+fingerprint is the source of the renderer and of its camera.  Scenes of a schema with
+relations (no ``x``/``y`` attributes) are placed by their objects' ``positions``.
 """
 from __future__ import annotations
 
@@ -37,9 +38,11 @@ class Image(Modality):
     def item_shape(self, settings: dict) -> tuple:
         return (settings["height"], settings["width"], 3)
 
-    def render(self, codes, schema, settings: dict) -> np.ndarray:
-        return renderer.render_scenes(codes, schema, height=settings["height"], width=settings["width"],
-                                      supersample=settings["supersample"])
+    def render(self, codes, schema, settings: dict, positions=None) -> np.ndarray:
+        """``positions``: the objects' 3-D centres, float (n, S, 3), which place them (a schema
+        with relations has no ``x``/``y`` attributes; see :func:`~bayes_concepts.scenes.render.render_scenes`)."""
+        return renderer.render_scenes(codes, schema, positions=positions, height=settings["height"],
+                                      width=settings["width"], supersample=settings["supersample"])
 
     def file_name(self, settings: dict) -> str:
         return f"image_{settings['height']}x{settings['width']}_ss{settings['supersample']}.npy"

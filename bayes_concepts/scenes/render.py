@@ -24,9 +24,14 @@ The picture
   location bin in CLEVR's 480 × 320 frame (bin ``b`` of ``n`` spans pixels
   ``[(b-1)·480/n, b·480/n)`` in x, likewise in y from the top), which is the inverse of
   the binning rule of the ``clevr`` sampler.  So y bin 1 is far away (small, high in
-  the picture) and y bin 8 close to the camera.  Visibility is exact per ray (the
-  nearest surface wins, which is painter's order by depth made exact, and is right
-  even when two objects share a bin and interpenetrate).
+  the picture) and y bin 8 close to the camera.  Scenes given with ``positions`` (the
+  objects' 3-D centres in CLEVR's world units, as the ``clevr`` sampler and CLEVR's
+  ``3d_coords`` give them; a schema with relations has no location bins) stand each
+  object on the ground at its centre's x, y (CLEVR's ground is [-3, 3]², all of it in
+  the picture), seen through the same camera as CLEVR's renderer saw it: the objects
+  nearer the camera (bottom of the picture) are larger.  Visibility is exact per ray
+  (the nearest surface wins, which is painter's order by depth made exact, and is
+  right even when two objects share a bin and interpenetrate).
 * **Materials.** ``rubber``: diffuse (Lambert) with a faint broad sheen; ``metal``: a
   darker diffuse part, a tinted reflection of a sky/ground environment and a sharp
   white specular highlight.  Objects do not shadow or reflect each other.
@@ -34,13 +39,19 @@ The picture
 * **Anti-aliasing.** Each pixel is the mean of ``supersample × supersample`` rays on a
   regular grid inside the pixel; the result is rounded to ``uint8``.
 
+``positions``: float (n_scenes, n_slots, 3) (one scene: (n_slots, 3)), the same slots as
+the codes; values in empty slots are ignored, an object's must be finite.  When given
+they place the objects and the ``x``/``y`` attributes, if any, are not used; when not
+given the pixels are exactly what they were before positions could be given.
+
 Attributes are looked up in the schema *by name*; what a schema lacks or names
 differently is handled as follows (this is the documented contract):
 
 =========== ============================ =================================================
 attribute   values understood            if the schema lacks it / has another value
 =========== ============================ =================================================
-``x``/``y`` any number of bins ``n``     **required**: :class:`SceneError` if absent
+``x``/``y`` any number of bins ``n``     **required** unless ``positions`` are given:
+                                         :class:`SceneError` if absent
 ``shape``   cube, sphere, cylinder       absent: every object is a ``sphere``;
                                          another value: :class:`SceneError`
 ``color``   CLEVR's 8 colour names       absent: every object is ``gray``; another value:
@@ -53,7 +64,7 @@ attribute   values understood            if the schema lacks it / has another va
                                          :class:`SceneError`
 =========== ============================ =================================================
 
-Determinism: a pixel depends only on its scene's codes and the resolution settings
+Determinism: a pixel depends only on its scene's codes (and positions) and the resolution settings
 (not on the batch, the thread count or the order of the scenes), in float64 without
 ``fastmath``.
 """
@@ -164,12 +175,14 @@ def _palette(values) -> np.ndarray:
 
 
 @lru_cache(maxsize=16)
-def _attribute_tables(schema: SceneSchema):
-    """Per attribute of ``schema``: (column index or -1, value table) for the renderer."""
+def _attribute_tables(schema: SceneSchema, placed: bool = False):
+    """Per attribute of ``schema``: (column index or -1, value table) for the renderer.
+    ``placed``: the objects' positions are given, so the schema needs no ``x``/``y``."""
     names = schema.names
     for req in ("x", "y"):
-        if req not in names:
-            raise SceneError(f"render: the schema has no {req!r} attribute (needed to place objects)")
+        if req not in names and not placed:
+            raise SceneError(f"render: the schema has no {req!r} attribute (needed to place objects): give "
+                             "the objects' positions")
 
     def col(name):
         return schema.attribute_index(name) if name in names else -1
@@ -203,7 +216,7 @@ def _attribute_tables(schema: SceneSchema):
     return {
         "shape": (col("shape"), shape_of), "material": (col("material"), metal_of),
         "size": (col("size"), radius_of), "color": (col("color"), rgb_of),
-        "x": (col("x"), schema.attribute("x").n_values), "y": (col("y"), schema.attribute("y").n_values),
+        **{k: (col(k), schema.attribute(k).n_values) for k in ("x", "y") if k in names},
     }
 
 
@@ -221,7 +234,25 @@ def _centre_height(shape, r):
     return np.where(shape == SHAPE_CUBE, r / math.sqrt(2.0), r)
 
 
-def object_geometry(codes, schema: SceneSchema = CURI_SCHEMA):
+def _checked_positions(positions, codes, valid) -> np.ndarray:
+    """``positions`` as float64 (n, S, 3) for the padded ``codes`` (n, S, A): the slots given
+    (at most S), NaN-free where ``valid``."""
+    pos = np.asarray(positions, dtype=np.float64)
+    n, S, _ = codes.shape
+    if pos.ndim != 3 or pos.shape[0] != n or pos.shape[1] > S or pos.shape[2] != 3:
+        raise SceneError(f"render: positions must have shape ({n}, n_slots <= {S}, 3), got {pos.shape}")
+    out = np.zeros((n, S, 3))
+    out[:, :pos.shape[1]] = pos
+    bad = valid & ~np.isfinite(out).all(axis=2)
+    if pos.shape[1] < S:
+        bad[:, pos.shape[1]:] = valid[:, pos.shape[1]:]
+    if bad.any():
+        i, slot = np.argwhere(bad)[0]
+        raise SceneError(f"render: positions[{i}, {slot}]: the object's position is missing or not finite")
+    return out
+
+
+def object_geometry(codes, schema: SceneSchema = CURI_SCHEMA, positions=None):
     """World geometry of the objects of a batch of scenes.
 
     Parameters
@@ -229,6 +260,9 @@ def object_geometry(codes, schema: SceneSchema = CURI_SCHEMA):
     codes : int array (n_scenes, n_slots, schema.n_attributes)
         Scene codes (see :mod:`bayes_concepts.scenes.codes`), ``-1`` in empty slots.
     schema : SceneSchema
+    positions : float array (n_scenes, n_slots, 3), optional
+        The objects' centres in world units: each object stands on the ground at its
+        centre's x, y (instead of where its ``x``/``y`` bins place it).
 
     Returns
     -------
@@ -238,7 +272,7 @@ def object_geometry(codes, schema: SceneSchema = CURI_SCHEMA):
         turn about the vertical, RGB in [0, 1].  Empty slots have valid = 0.
     """
     codes, _ = check_codes(codes, schema)
-    tab = _attribute_tables(schema)
+    tab = _attribute_tables(schema, positions is not None)
     n, S, _ = codes.shape
     valid = codes[:, :, 0] >= 0
 
@@ -251,16 +285,19 @@ def object_geometry(codes, schema: SceneSchema = CURI_SCHEMA):
     metal = lookup("material")
     r = lookup("size")
     rgb = lookup("color")
-    (cx_col, nx), (cy_col, ny) = tab["x"], tab["y"]
-    px = (np.maximum(codes[:, :, cx_col], 0) + 0.5) * (IMAGE_WIDTH / nx)
-    py = (np.maximum(codes[:, :, cy_col], 0) + 0.5) * (IMAGE_HEIGHT / ny)
-    origin, right, up, forward = _camera()
-    f = _focal(IMAGE_WIDTH)
-    d = (forward[None, None, :] + ((px - IMAGE_WIDTH / 2) / f)[..., None] * right
-         - ((py - IMAGE_HEIGHT / 2) / f)[..., None] * up)
-    h = _centre_height(shape, r)
-    t = (h - origin[2]) / d[..., 2]     # d_z < 0 everywhere in CLEVR's frame
-    centre = origin + t[..., None] * d
+    if positions is not None:
+        centre = _checked_positions(positions, codes, valid)
+    else:
+        (cx_col, nx), (cy_col, ny) = tab["x"], tab["y"]
+        px = (np.maximum(codes[:, :, cx_col], 0) + 0.5) * (IMAGE_WIDTH / nx)
+        py = (np.maximum(codes[:, :, cy_col], 0) + 0.5) * (IMAGE_HEIGHT / ny)
+        origin, right, up, forward = _camera()
+        f = _focal(IMAGE_WIDTH)
+        d = (forward[None, None, :] + ((px - IMAGE_WIDTH / 2) / f)[..., None] * right
+             - ((py - IMAGE_HEIGHT / 2) / f)[..., None] * up)
+        h = _centre_height(shape, r)
+        t = (h - origin[2]) / d[..., 2]     # d_z < 0 everywhere in CLEVR's frame
+        centre = origin + t[..., None] * d
 
     out = np.zeros((n, S, _NP))
     out[..., _P_VALID] = valid
@@ -619,18 +656,18 @@ def _tables(height, width, ss):
     return background, rays, ground
 
 
-def _prepare(codes, schema, height, width, supersample):
+def _prepare(codes, schema, height, width, supersample, positions=None):
     height, width, supersample = _check_resolution(height, width, supersample)
     arr = np.asarray(codes)
     if arr.ndim != 3:
         raise SceneError(f"render: codes must have shape (n_scenes, n_slots, n_attributes), got {arr.shape}")
-    params = object_geometry(arr, schema)
+    params = object_geometry(arr, schema, positions)
     rects = _screen_rects(params, height, width)
     return params, rects, height, width, supersample
 
 
-def _run(codes, schema, height, width, supersample, out, want_masks):
-    params, rects, height, width, ss = _prepare(codes, schema, height, width, supersample)
+def _run(codes, schema, height, width, supersample, out, want_masks, positions=None):
+    params, rects, height, width, ss = _prepare(codes, schema, height, width, supersample, positions)
     n, S, _ = params.shape
     if out is None:
         out = np.empty((n, height, width, 3), dtype=np.uint8)
@@ -643,7 +680,7 @@ def _run(codes, schema, height, width, supersample, out, want_masks):
     return out, masks
 
 
-def render_scenes(codes, schema: SceneSchema = CURI_SCHEMA, *, height: int = DEFAULT_HEIGHT,
+def render_scenes(codes, schema: SceneSchema = CURI_SCHEMA, *, positions=None, height: int = DEFAULT_HEIGHT,
                   width: int = DEFAULT_WIDTH, supersample: int = 2, out=None) -> np.ndarray:
     """Render a batch of scenes as CLEVR-like pictures (module docstring: the picture).
 
@@ -655,6 +692,9 @@ def render_scenes(codes, schema: SceneSchema = CURI_SCHEMA, *, height: int = DEF
         :func:`~bayes_concepts.scenes.check_codes`.
     schema : SceneSchema
         Attributes are found by name; see the module docstring for what is required.
+    positions : float array (n_scenes, n_slots, 3), optional
+        The objects' 3-D centres (CLEVR's world units): they place the objects, which a
+        schema without ``x``/``y`` attributes (one with relations) needs.
     height, width : int
         Image size in pixels (default 80 × 120; CURI used 160 × 240).
     supersample : int
@@ -667,18 +707,30 @@ def render_scenes(codes, schema: SceneSchema = CURI_SCHEMA, *, height: int = DEF
     images : uint8 ndarray (n_scenes, height, width, 3)
         RGB, row 0 at the top.  The same scene always gives the same pixels.
     """
-    return _run(codes, schema, height, width, supersample, out, False)[0]
+    return _run(codes, schema, height, width, supersample, out, False, positions)[0]
 
 
-def render_scene(scene_codes, schema: SceneSchema = CURI_SCHEMA, **kwargs) -> np.ndarray:
-    """Render one scene: ``scene_codes`` int (n_slots, n_attributes) -> uint8 (H, W, 3)."""
+def _one_scene(scene_codes, positions):
+    """One scene's codes (and positions) as a batch of one."""
     arr = np.asarray(scene_codes)
     if arr.ndim != 2:
         raise SceneError(f"render: codes of one scene must have shape (n_slots, n_attributes), got {arr.shape}")
-    return render_scenes(arr[None], schema, **kwargs)[0]
+    if positions is None:
+        return arr[None], None
+    pos = np.asarray(positions)
+    if pos.ndim != 2:
+        raise SceneError(f"render: positions of one scene must have shape (n_slots, 3), got {pos.shape}")
+    return arr[None], pos[None]
 
 
-def object_masks(codes, schema: SceneSchema = CURI_SCHEMA, *, height: int = DEFAULT_HEIGHT,
+def render_scene(scene_codes, schema: SceneSchema = CURI_SCHEMA, positions=None, **kwargs) -> np.ndarray:
+    """Render one scene: ``scene_codes`` int (n_slots, n_attributes) (and its objects'
+    ``positions`` float (n_slots, 3), see :func:`render_scenes`) -> uint8 (H, W, 3)."""
+    codes, pos = _one_scene(scene_codes, positions)
+    return render_scenes(codes, schema, positions=pos, **kwargs)[0]
+
+
+def object_masks(codes, schema: SceneSchema = CURI_SCHEMA, *, positions=None, height: int = DEFAULT_HEIGHT,
                  width: int = DEFAULT_WIDTH, supersample: int = 2):
     """Pixel footprint of every object, as drawn by :func:`render_scenes`.
 
@@ -686,9 +738,9 @@ def object_masks(codes, schema: SceneSchema = CURI_SCHEMA, *, height: int = DEFA
     ``masks`` of shape ``(n_scenes, schema.max_objects, H, W)``; ``masks[i, s, y, x]`` is
     True iff at least one of the pixel's rays sees object ``s`` of scene ``i`` as its
     nearest surface (its colour then enters the pixel).  Empty slots have empty masks;
-    an object's shadow is not part of its footprint.
+    an object's shadow is not part of its footprint.  ``positions`` as in :func:`render_scenes`.
     """
-    return _run(codes, schema, height, width, supersample, None, True)
+    return _run(codes, schema, height, width, supersample, None, True, positions)
 
 
 # ================================================================================
@@ -752,14 +804,14 @@ def _np_hit(kind, O, D, p):
     return t_best, nrm
 
 
-def render_scenes_reference(codes, schema: SceneSchema = CURI_SCHEMA, *, height: int = DEFAULT_HEIGHT,
-                            width: int = DEFAULT_WIDTH, supersample: int = 2):
+def render_scenes_reference(codes, schema: SceneSchema = CURI_SCHEMA, *, positions=None,
+                            height: int = DEFAULT_HEIGHT, width: int = DEFAULT_WIDTH, supersample: int = 2):
     """Slow twin of :func:`object_masks`: every ray of every pixel against every object.
 
     Same arguments and returns as :func:`object_masks` (images uint8 (n, H, W, 3),
     masks bool (n, S, H, W)); plain numpy, no screen rectangles, no numba.  For tests.
     """
-    params, _, height, width, ss = _prepare(codes, schema, height, width, supersample)
+    params, _, height, width, ss = _prepare(codes, schema, height, width, supersample, positions)
     n, S, _ = params.shape
     origin = _camera()[0]
     _, rays, ground_table = _tables(height, width, ss)
@@ -820,8 +872,9 @@ def render_scenes_reference(codes, schema: SceneSchema = CURI_SCHEMA, *, height:
 # files
 # ================================================================================
 
-def render_scene_png(scene_codes, schema: SceneSchema, path, **kwargs) -> Path:
-    """Render one scene (int codes (n_slots, n_attributes)) and write it as a PNG.
+def render_scene_png(scene_codes, schema: SceneSchema, path, positions=None, **kwargs) -> Path:
+    """Render one scene (int codes (n_slots, n_attributes); the objects' ``positions``
+    float (n_slots, 3) for a schema without ``x``/``y``) and write it as a PNG.
 
     ``kwargs`` go to :func:`render_scenes` (``height``, ``width``, ``supersample``).
     The file is written to a temporary name next to ``path`` and renamed, so a failure
@@ -829,7 +882,7 @@ def render_scene_png(scene_codes, schema: SceneSchema, path, **kwargs) -> Path:
     """
     import matplotlib.image
 
-    image = render_scene(scene_codes, schema, **kwargs)
+    image = render_scene(scene_codes, schema, positions, **kwargs)
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp.png")
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..bits import unpack_bits
 from ..errors import BayesConceptsError, ProgramError
 from ..lot.grammar import Grammar, curi_grammar, load_grammar
 from ..lot.program import Program
@@ -333,10 +334,31 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
                                    "rejection_rules": bool(reject)}
     params["grammar"] = {"file": Path(grammar.source).name,
                          "sha256": hashlib.sha256(grammar_text.encode()).hexdigest()}
-    return dict(programs=[c.postfix for c in concepts], lengths=np.array([c.length for c in concepts], np.int16),
-                log_pcfg=log_pcfg, counts=final_counts, synonym_classes=classes, signatures=signatures,
-                scene_codes=bank.codes, test_bank=test_bank, params=params, stages=stages, grammar=grammar,
-                grammar_text=grammar_text, build_seconds=times)
+    fields = dict(programs=[c.postfix for c in concepts], lengths=np.array([c.length for c in concepts], np.int16),
+                  log_pcfg=log_pcfg, counts=final_counts, synonym_classes=classes, signatures=signatures,
+                  scene_codes=bank.codes, test_bank=test_bank, params=params, stages=stages, grammar=grammar,
+                  grammar_text=grammar_text, build_seconds=times)
+    if bank.relation_bits is not None:  # scenes with relations keep them (and their positions, if any)
+        fields.update(scene_positions=bank.positions, scene_relations=packed_relations(bank))
+    return fields
+
+
+#: Scenes per block when a bank's relations are packed (a multiple of 64).
+_RELATION_BLOCK = 1 << 15
+
+
+def packed_relations(bank) -> np.ndarray:
+    """A bank's relations as a space keeps them: uint8 (n_scenes, ceil(R·S·S/8)), row ``i``
+    the bool array ``bank.relations()[i]`` (R, S, S) flattened in (r, a, b) order and packed
+    little-endian (``np.packbits(..., bitorder="little")``); computed block by block from the
+    bank's bitsets, so the unpacked array is never held whole."""
+    R, S, n = len(bank.relation_names), bank.n_slots, bank.n_scenes
+    out = np.empty((n, -(-R * S * S // 8)), np.uint8)
+    for lo in range(0, n, _RELATION_BLOCK):
+        hi = min(n, lo + _RELATION_BLOCK)
+        bits = unpack_bits(np.ascontiguousarray(bank.relation_bits[..., lo // 64: -(-hi // 64)]), hi - lo)
+        out[lo:hi] = np.packbits(np.moveaxis(bits, -1, 0).reshape(hi - lo, -1), axis=1, bitorder="little")
+    return out
 
 
 def synonym_classes(signatures: np.ndarray) -> np.ndarray:

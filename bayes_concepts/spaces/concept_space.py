@@ -36,6 +36,10 @@ Capabilities are declared by each kind as class attributes, never guessed:
 ``has_programs`` (concepts are programs: ``program(i)`` parses, the synonym prover
 applies), ``has_grammar`` (``grammar`` is a grammar file's :class:`Grammar`), and
 ``has_pictures`` (scenes can be rendered as pictures and sounds: ``rendered_bank``).
+What a space's scenes carry besides their codes is asked, never probed: ``positions()``
+and ``relations()`` give the objects' 3-D centres and the relations between them, or None
+(the default: a program space whose scenes carry relations has both, saved as optional
+arrays of the store).
 """
 from __future__ import annotations
 
@@ -162,6 +166,18 @@ class ConceptSpace:
         bank ids or as scene dicts (what a dict may be depends on the kind)."""
         raise NotImplementedError
 
+    def positions(self, scenes=None):
+        """float32 (n, max_objects, 3): the 3-D centres of the objects of ``scenes`` (bank ids,
+        or a slice; None: every scene), NaN in empty slots; None when the space's scenes have
+        no positions (the default; a program space whose scenes carry relations has them)."""
+        return None
+
+    def relations(self, scenes=None):
+        """bool (n, R, max_objects, max_objects): the relations of ``scenes`` (as in
+        :meth:`positions`), ``[i, r, a, b]`` iff in scene ``i`` object ``a`` is relation ``r``
+        of object ``b``; None when the space's scenes carry no relations (the default)."""
+        return None
+
     def atoms_and_compounds(self, i: int) -> tuple:
         """(atoms, compounds) of concept ``i`` for the divergence measures (kinds without
         programs; program spaces derive them from the parsed program)."""
@@ -185,6 +201,12 @@ class ConceptSpace:
         """The kind's own values that equality compares (besides every space's arrays)."""
         return ()
 
+    def _own_arrays(self) -> dict:
+        """The kind's optional arrays (:data:`~bayes_concepts.engine.store.OPTIONAL_ARRAYS`):
+        file name -> array, or None for one this space does not have (then it is neither
+        saved nor listed in the manifest).  Equality compares them too."""
+        return {}
+
     def __eq__(self, other) -> bool:
         if type(other) is not type(self):
             return NotImplemented
@@ -194,7 +216,8 @@ class ConceptSpace:
                 and self._own_fields() == other._own_fields()
                 and all(np.array_equal(np.asarray(getattr(self, a)), np.asarray(getattr(other, a))) for a in arrays)
                 and all(np.array_equal(np.asarray(getattr(self.test_bank, a)), np.asarray(getattr(other.test_bank, a)))
-                        for a in tb))
+                        for a in tb)
+                and _same_arrays(self._own_arrays(), other._own_arrays()))
 
     __hash__ = None
 
@@ -229,7 +252,8 @@ class ConceptSpace:
                     **section, "counts": {**self._counts(), **section.get("counts", {})}}
         arrays = {"signatures.npy": self.signatures, "scenes.npy": self.scene_codes,
                   "test_scene_ids.npy": self.test_bank.scene_ids, "test_drawn_for.npy": self.test_bank.drawn_for,
-                  "test_signatures.npy": self.test_bank.signatures}
+                  "test_signatures.npy": self.test_bank.signatures,
+                  **{name: a for name, a in self._own_arrays().items() if a is not None}}
         path = _store.write_space_directory(path, overwrite, concepts=self._concept_rows(),
                                             texts=self._own_files(), arrays=arrays, manifest=manifest)
         adopt_build_index(self, path)
@@ -237,18 +261,25 @@ class ConceptSpace:
         return path
 
     @staticmethod
-    def _read(path, kind: str, files: tuple, fields: tuple, others=None, verify: bool = True) -> tuple:
-        """``(manifest, fields)`` read through the store: the common constructor arguments
-        (arrays, test bank, params, stages, path) and the concept table's columns."""
+    def _read(path, kind: str, files: tuple, fields: tuple, others=None, verify: bool = True,
+              optional_arrays: dict | None = None) -> tuple:
+        """``(manifest, fields, columns)`` read through the store: the common constructor
+        arguments (arrays, test bank, params, stages, path) and the concept table's columns.
+        optional_arrays: file of :data:`~bayes_concepts.engine.store.OPTIONAL_ARRAYS` -> the
+        kind's constructor argument that holds it; each is among the arguments, its array
+        when the manifest lists the file, else None (the kind checks which it needs)."""
+        optional_arrays = dict(optional_arrays or {})
         manifest, arrays, columns = _store.read_space_directory(path, kind, files=files, fields=fields,
-                                                                others=others, verify=verify)
+                                                                others=others, optional_arrays=tuple(optional_arrays),
+                                                                verify=verify)
         common = dict(signatures=arrays["signatures.npy"], scene_codes=arrays["scenes.npy"],
                       counts=np.array(columns["count"], np.int64),
                       synonym_classes=np.array(columns["synonym_class"], np.int32),
                       lengths=np.array(columns["length"], np.int16),
                       test_bank=TestBank(arrays["test_scene_ids.npy"], arrays["test_drawn_for.npy"],
                                          arrays["test_signatures.npy"]),
-                      params=manifest["params"], stages=manifest["stages"], path=Path(path))
+                      params=manifest["params"], stages=manifest["stages"], path=Path(path),
+                      **{key: arrays.get(name) for name, key in optional_arrays.items()})
         return manifest, common, columns
 
     @staticmethod
@@ -260,6 +291,16 @@ class ConceptSpace:
                 if lo[k] < lowest or hi[k] >= len(attr.values):
                     raise _store.SpaceError(f"{Path(path) / 'scenes.npy'}: attribute {attr.name!r} has value codes "
                                             f"outside {lowest}..{len(attr.values) - 1}")
+
+
+def _same_arrays(mine: dict, theirs: dict) -> bool:
+    """Two kinds' optional arrays are the same: the same names have arrays, all equal (NaN
+    equal to NaN)."""
+    mine = {k: v for k, v in mine.items() if v is not None}
+    theirs = {k: v for k, v in theirs.items() if v is not None}
+    return mine.keys() == theirs.keys() and all(
+        np.array_equal(np.asarray(v), np.asarray(theirs[k]), equal_nan=np.asarray(v).dtype.kind == "f")
+        for k, v in mine.items())
 
 
 #: kind of space (the manifest's ``kind``) -> its class; each kind registers itself

@@ -8,7 +8,13 @@ programs), :meth:`HypothesisSpace.from_programs` (given programs; both run the s
 
 On disk (``manifest.json`` has no ``kind``, or ``"program"``): the files of every space
 (:mod:`bayes_concepts.engine.store`), ``concepts.jsonl`` with ``program`` and ``log_pcfg``
-columns, and ``grammar.pcfg``, the grammar the space was built from.
+columns, and ``grammar.pcfg``, the grammar the space was built from.  A space whose
+grammar's scenes carry relations (``relations`` line; CLEVR's left, right, front, behind)
+also keeps them, as ``scene_relations.npy`` (uint8 (N, ceil(R·S·S/8)): each scene's bool
+(R, S, S) relation array flattened and packed with ``np.packbits(..., bitorder="little")``),
+and its objects' 3-D positions, as ``scene_positions.npy`` (float32 (N, S, 3), NaN in
+empty slots; absent when the scenes were read from files without ``3d_coords``).  Other
+spaces have neither file, and their manifests are what they were before these files existed.
 
 >>> space = HypothesisSpace.build(preset="demo")          # doctest: +SKIP
 >>> space.n_concepts, space.n_scenes                        # doctest: +SKIP
@@ -32,6 +38,7 @@ from ..lot.program import Program
 from ..scale import scheduler_scope
 from ..scenes import SceneBank
 from ..scenes.codes import codes_to_scene
+from ..scenes.relations import relationships_lists
 from . import build as _build
 from .concept_space import ConceptSpace, space_kinds
 
@@ -40,6 +47,9 @@ __all__ = ["HypothesisSpace", "TestBank", "FORMAT_VERSION", "PRESETS"]
 PRESETS = _build.PRESETS
 #: the kind's own file
 GRAMMAR_FILE = "grammar.pcfg"
+#: the optional arrays of a space whose scenes carry relations, and the fields holding them
+POSITIONS_FILE, RELATIONS_FILE = "scene_positions.npy", "scene_relations.npy"
+SCENE_ARRAYS = {POSITIONS_FILE: "scene_positions", RELATIONS_FILE: "scene_relations"}
 #: the concept table's columns besides ``id``: (key, types, lowest, highest)
 CONCEPT_FIELDS = (("program", str, None, None), ("length", int, 1, 32767), ("log_pcfg", (int, float), -np.inf, 0.0),
                   ("count", int, 0, None), ("synonym_class", int, 0, None))
@@ -67,6 +77,14 @@ class HypothesisSpace(ConceptSpace):
         The domain: value types, properties, object limits, rejection rules.
     grammar_text : str
         The grammar file's text, saved with the space.
+    scene_positions : float32 ndarray, (N, max_objects, 3), or None
+        The objects' centres (world x, y, z in CLEVR's units; x, y on the ground in [-3, 3]),
+        NaN in empty slots: only for scenes with relations (and then None when the scenes
+        were read from files without positions).
+    scene_relations : uint8 ndarray, (N, ceil(R·max_objects²/8)), or None
+        The scenes' relations packed (see the module docstring; :meth:`relations` unpacks
+        them): given exactly when the grammar's scenes carry relations.  A bool
+        (N, R, S, S) array given to the constructor is packed.
 
     Examples
     --------
@@ -77,11 +95,21 @@ class HypothesisSpace(ConceptSpace):
     programs: list
     grammar: Grammar
     grammar_text: str
+    scene_positions: np.ndarray | None = None
+    scene_relations: np.ndarray | None = None
 
     kind = "program"
     has_programs = True
     has_grammar = True
     has_pictures = True
+
+    def __post_init__(self):
+        if self.scene_positions is not None:
+            self.scene_positions = np.asarray(self.scene_positions, np.float32)
+        rel = self.scene_relations
+        if rel is not None and np.asarray(rel).dtype == np.bool_:
+            rel = np.asarray(rel)
+            self.scene_relations = np.packbits(rel.reshape(len(rel), -1), axis=1, bitorder="little")
 
     # ------------------------------------------------------------------ access
     def program(self, i: int) -> Program:
@@ -92,8 +120,35 @@ class HypothesisSpace(ConceptSpace):
         return self.grammar.schema.with_max_objects(int(self.scene_codes.shape[1]))
 
     def scene(self, j: int) -> dict:
-        """Scene ``j`` of the bank as a dict in the JSON Lines scene format."""
-        return codes_to_scene(self.scene_codes[j], self.schema)
+        """Scene ``j`` of the bank as a dict in the JSON Lines scene format.  Scenes with
+        positions give every object its ``"3d_coords"`` ``[x, y, z]``; scenes with relations
+        add the scene's ``"relationships"`` (CLEVR's form: ``relationships[r][b]`` lists the
+        objects that are ``r`` of object ``b``)."""
+        scene = codes_to_scene(self.scene_codes[j], self.schema)
+        if self.scene_positions is not None:
+            for obj, xyz in zip(scene["objects"], self.scene_positions[j]):
+                obj["3d_coords"] = [float(v) for v in xyz]
+        if self.scene_relations is not None:
+            scene["relationships"] = relationships_lists(self.relations([j])[0], self.schema.relations,
+                                                         len(scene["objects"]))
+        return scene
+
+    def positions(self, scenes=None):
+        """float32 (n, S, 3): the objects' 3-D centres in ``scenes`` (bank ids, or a slice;
+        None: every scene), NaN in empty slots; None when the scenes have no positions."""
+        if self.scene_positions is None:
+            return None
+        return self.scene_positions if scenes is None else self.scene_positions[_rows(scenes)]
+
+    def relations(self, scenes=None):
+        """The relations of ``scenes`` (bank ids, or a slice; None: every scene) unpacked:
+        bool (n, R, S, S), ``[i, r, a, b]`` iff in scene ``i`` object ``a`` is
+        ``schema.relations[r]`` of object ``b`` (as ``scene_bank().relations()``); None when
+        the scenes carry no relations."""
+        if self.scene_relations is None:
+            return None
+        packed = self.scene_relations if scenes is None else self.scene_relations[_rows(scenes)]
+        return unpack_relations(packed, len(self.schema.relations), int(self.scene_codes.shape[1]))
 
     def scene_bank(self) -> SceneBank:
         """The scene bank as a :class:`SceneBank` (bitsets packed on first use)."""
@@ -125,6 +180,9 @@ class HypothesisSpace(ConceptSpace):
     def _own_fields(self) -> tuple:
         return (self.grammar_text,)
 
+    def _own_arrays(self) -> dict:
+        return {POSITIONS_FILE: self.scene_positions, RELATIONS_FILE: self.scene_relations}
+
     # ------------------------------------------------------------------ store
     def _concept_rows(self) -> list:
         return [{"id": i, "program": prog, "length": int(self.lengths[i]), "log_pcfg": float(self.log_pcfg[i]),
@@ -140,7 +198,8 @@ class HypothesisSpace(ConceptSpace):
     @classmethod
     def load(cls, path, verify: bool = True) -> "HypothesisSpace":
         """Read a saved space; ``verify`` checks every file's sha256 against the manifest."""
-        manifest, common, columns = cls._read(path, "program", (GRAMMAR_FILE,), CONCEPT_FIELDS, verify=verify)
+        manifest, common, columns = cls._read(path, "program", (GRAMMAR_FILE,), CONCEPT_FIELDS, verify=verify,
+                                              optional_arrays=SCENE_ARRAYS)
         path = Path(path)
         max_objects = manifest["counts"].get("max_objects")
         codes = common["scene_codes"]
@@ -154,6 +213,8 @@ class HypothesisSpace(ConceptSpace):
             raise _store.SpaceError(f"{path / 'scenes.npy'}: {codes.shape[2]} attributes per object, the grammar's "
                                     f"scene schema has {len(grammar.schema.attributes)}")
         cls._check_codes(path, codes, grammar.schema, -1)
+        _check_scene_arrays(path, codes, grammar.schema.relations, common["scene_positions"],
+                            common["scene_relations"])
         return cls(programs=columns["program"], log_pcfg=np.array(columns["log_pcfg"], np.float64), grammar=grammar,
                    grammar_text=grammar_text, **common)
 
@@ -216,3 +277,64 @@ class HypothesisSpace(ConceptSpace):
             return cls(**_build.build_fields(p, grammar, scenes_from, programs=list(programs),
                                              programs_source=source, reject=reject, progress=progress, log=log,
                                              scheduler=sched, spill=spill))
+
+
+def _rows(scenes):
+    """Bank ids (anything array-like) as an int64 index; a slice as it is."""
+    return scenes if isinstance(scenes, slice) else np.asarray(scenes, np.int64)
+
+
+def unpack_relations(packed, n_relations: int, n_slots: int) -> np.ndarray:
+    """Packed relation rows (uint8 (n, ceil(R·S·S/8)), as in ``scene_relations.npy``) -> bool
+    (n, R, S, S)."""
+    packed = np.asarray(packed, np.uint8)
+    n, size = len(packed), n_relations * n_slots * n_slots
+    return np.unpackbits(packed, axis=1, count=size, bitorder="little").reshape(
+        n, n_relations, n_slots, n_slots).astype(bool)
+
+
+#: scenes per block when a loaded space's relations are checked
+_CHECK_BLOCK = 1 << 15
+
+
+def _check_scene_arrays(path: Path, codes: np.ndarray, names: tuple, positions, relations):
+    """A loaded space's positions and relations agree with its grammar and scenes: relations
+    exactly when the scenes carry them (positions only then), one row per scene of the right
+    size, positions finite for every object and NaN in empty slots, relations only between
+    two different objects of a scene.  Anything else is a :class:`SpaceError` naming the file."""
+    n, S = codes.shape[:2]
+    if not names:
+        for name, a in ((POSITIONS_FILE, positions), (RELATIONS_FILE, relations)):
+            if a is not None:
+                raise _store.SpaceError(f"{path / name}: the grammar's scenes carry no relations, so the space "
+                                        "keeps no positions or relations (the file does not belong here)")
+        return
+    if relations is None:
+        raise _store.SpaceError(f"{path / RELATIONS_FILE}: missing (the grammar's scenes carry relations: "
+                                f"{', '.join(names)}; manifest.json does not list the file)")
+    occupied = codes[:, :, 0] >= 0
+    if positions is not None:
+        if positions.shape != (n, S, 3):
+            raise _store.SpaceError(f"{path / POSITIONS_FILE}: shape {positions.shape}, expected {(n, S, 3)}")
+        finite = np.isfinite(positions)
+        bad = (occupied & ~finite.all(axis=2)) | (~occupied & finite.any(axis=2))
+        if bad.any():
+            i, slot = np.argwhere(bad)[0]
+            what = "object's position is not finite" if occupied[i, slot] else "empty slot has a position (not NaN)"
+            raise _store.SpaceError(f"{path / POSITIONS_FILE}: scene {i}, slot {slot}: the {what}")
+    R = len(names)
+    width = -(-R * S * S // 8)
+    if relations.shape != (n, width):
+        raise _store.SpaceError(f"{path / RELATIONS_FILE}: shape {relations.shape}, expected {(n, width)} "
+                                f"({R} relations of {S} objects, packed)")
+    if (R * S * S) % 8 and n and (relations[:, -1] >> ((R * S * S) % 8)).any():
+        raise _store.SpaceError(f"{path / RELATIONS_FILE}: padding bits set (the file is damaged)")
+    distinct = ~np.eye(S, dtype=bool)
+    for lo in range(0, n, _CHECK_BLOCK):
+        rel = unpack_relations(relations[lo: lo + _CHECK_BLOCK], R, S)
+        occ = occupied[lo: lo + _CHECK_BLOCK]
+        bad = rel & ~(occ[:, None, :, None] & occ[:, None, None, :] & distinct)
+        if bad.any():
+            i, r, a, b = np.argwhere(bad)[0]
+            raise _store.SpaceError(f"{path / RELATIONS_FILE}: scene {lo + i}: {names[r]} of slots {a} and {b} is "
+                                    "set, but one of them is empty or they are the same object")

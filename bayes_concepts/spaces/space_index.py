@@ -16,7 +16,8 @@ structure is computed once, on the first call that needs it:
 ``positives_in_test_bank``  int64 (n,): test-bank scenes each concept is true on
 ``concept_ids()``           dict: a concept's description string -> its id
 ``item_ids()``              dict: an item's name -> its id (spaces of named items)
-``scene_bank()``            the scene bank as packed bitsets (spaces over scenes)
+``scene_bank()``            the scene bank as packed bitsets (spaces over scenes), with
+                            positions and relations when the space keeps them
 ``derived(name, build)``    any other structure a later stage derives from the space (the
                             episode sampler's tables): ``build()`` runs once per name
 ==========================  =============================================================
@@ -99,9 +100,18 @@ class SpaceIndex:
         return self._memo("item_ids", lambda: {name: j for j, name in enumerate(self.space.item_names)})
 
     def scene_bank(self):
-        """The scene bank as a :class:`~bayes_concepts.scenes.SceneBank` (bitsets packed once)."""
-        return self._memo("scene_bank", lambda: SceneBank.from_codes(np.asarray(self.space.scene_codes),
-                                                                     self.space.schema))
+        """The scene bank as a :class:`~bayes_concepts.scenes.SceneBank` (bitsets packed once),
+        with the scenes' positions and relations when the space has them (its
+        ``positions()`` and ``relations()``: program spaces whose scenes carry relations)."""
+        return self._memo("scene_bank", self._build_scene_bank)
+
+    def _build_scene_bank(self):
+        space = self.space
+        codes = np.asarray(space.scene_codes)
+        relations = space.relations()
+        if relations is None:
+            return SceneBank.from_codes(codes, space.schema)
+        return SceneBank(codes, space.schema, positions=space.positions(), relations=relations)
 
     def __repr__(self):
         return f"SpaceIndex(built: {', '.join(self._built) or 'nothing yet'})"

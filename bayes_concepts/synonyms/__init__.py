@@ -11,14 +11,16 @@ classification of a hypothesis space's synonym classes in ``classify``.
 >>> find_counterexample("x color? red = exists=", "x color? red = for-all=") is not None
 True
 """
-from .classify import (CLASS_COLUMNS, MEMBER_COLUMNS, STATUS, STATUS_ORDER, ProofGroups, SynonymClassification,
-                       class_status, classify_synonym_classes, first_occurrence_labels, proof_groups,
-                       summarise_statuses)
+from .atoms import NotProvable, unprovable_operators, unprovable_tokens
+from .classify import (CLASS_COLUMNS, MEMBER_COLUMNS, STATUS, STATUS_ORDER, UNPROVABLE, ProofGroups,
+                       SynonymClassification, class_status, classify_synonym_classes, first_occurrence_labels,
+                       proof_groups, summarise_statuses)
 from .counterexamples import counterexample_bank, find_counterexample, separating_scene
 from .prover import (LEVELS, MAX_MINTERMS, EquivalenceProver, ExpansionTooLarge, SynonymError, Verdict,
                      prove_equivalent)
 
-__all__ = ["CLASS_COLUMNS", "MEMBER_COLUMNS", "STATUS", "STATUS_ORDER", "ProofGroups", "SynonymClassification",
-           "class_status", "classify_synonym_classes", "first_occurrence_labels", "proof_groups",
-           "summarise_statuses", "counterexample_bank", "find_counterexample", "separating_scene", "LEVELS",
-           "MAX_MINTERMS", "EquivalenceProver", "ExpansionTooLarge", "SynonymError", "Verdict", "prove_equivalent"]
+__all__ = ["CLASS_COLUMNS", "MEMBER_COLUMNS", "STATUS", "STATUS_ORDER", "UNPROVABLE", "ProofGroups",
+           "SynonymClassification", "class_status", "classify_synonym_classes", "first_occurrence_labels",
+           "proof_groups", "summarise_statuses", "counterexample_bank", "find_counterexample", "separating_scene",
+           "LEVELS", "MAX_MINTERMS", "EquivalenceProver", "ExpansionTooLarge", "SynonymError", "Verdict",
+           "prove_equivalent", "NotProvable", "unprovable_operators", "unprovable_tokens"]

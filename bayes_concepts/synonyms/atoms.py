@@ -17,14 +17,66 @@ Terms (the operands of atoms) are nested tuples:
 * ``("count", list_term, value_term)``.
 
 Atom keys are ``("cmp", op, a, b)`` and ``("setq", "exists" | "forall", list, value)``.
+
+Only programs of CURI's operators have a form: the operators registered with
+``prover="curi"`` (:mod:`bayes_concepts.lot.operators`).  A program that uses any other
+operator (the relational ones: binders ``filter:y``, ``exist``, ``count``, ``unique``,
+relations, ...) is *not provable* (:func:`unprovable_operators`; :meth:`AtomTable.form`
+raises :class:`NotProvable`): its synonyms are decided by signatures only.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import BayesConceptsError
 from ..lot.grammar import Grammar, curi_grammar
+from ..lot.operators import operator_of, split_binder
 from ..lot.program import Program
 from . import sat
+
+#: syntax-tree node kinds that are no operator (leaves and properties)
+_NOT_OPERATORS = ("constant", "variable", "property")
+
+
+class NotProvable(BayesConceptsError):
+    """A program that uses operators the synonym prover does not reason about; ``program``
+    is its postfix text, ``operators`` those operators' names (binders without their
+    variable), in order of first use."""
+
+    def __init__(self, program: str, operators: tuple):
+        self.program, self.operators = program, tuple(operators)
+        super().__init__(f"{program!r} is not provable: the synonym prover reasons about CURI's operators only, not "
+                         f"{', '.join(self.operators)}; its synonyms are decided by signatures only")
+
+
+def unprovable_operators(program) -> tuple:
+    """The operators of a parsed program that the synonym prover does not reason about
+    (registered with ``prover`` other than ``"curi"``), binders by their name
+    (``filter:y`` -> ``filter``), each once in order of first use; ``()`` for a program of
+    CURI's operators."""
+    out = []
+    for node in program.root.walk():
+        if node.kind in _NOT_OPERATORS:
+            continue
+        op = operator_of(node.op)
+        if op is None or op.prover != "curi":
+            out.append(op.name if op is not None else split_binder(node.op)[0])
+    return tuple(dict.fromkeys(out))
+
+
+def unprovable_tokens(grammar) -> dict:
+    """The operator tokens of ``grammar`` the synonym prover does not reason about, each
+    with its operator's name (``{"filter:y": "filter", "exist": "exist", ...}``; empty
+    for CURI's grammar): a program is not provable iff one of its tokens is a key (a fast
+    test on the postfix text, without parsing)."""
+    out = {}
+    for tok, kind in grammar.token_kinds.items():
+        if kind != "operator":
+            continue
+        op = operator_of(tok)
+        if op is None or op.prover != "curi":
+            out[tok] = op.name if op is not None else split_binder(tok)[0]
+    return out
 
 
 def uses_x(term) -> bool:
@@ -127,10 +179,18 @@ class AtomTable:
         self._forms: dict = {}
 
     def form(self, program) -> ProgramForm:
-        """The (cached) :class:`ProgramForm` of a program (postfix string or Program)."""
+        """The (cached) :class:`ProgramForm` of a program (postfix string or Program).
+
+        Raises
+        ------
+        NotProvable
+            When the program uses an operator the prover does not reason about."""
         text = program if isinstance(program, str) else program.postfix
         if text not in self._forms:
             parsed = Program.parse(text, self.grammar)
+            unprovable = unprovable_operators(parsed)
+            if unprovable:
+                raise NotProvable(text, unprovable)
             body = self._formula(parsed.body)
             atoms = tuple(dict.fromkeys(sat.variables(body)))
             self._forms[text] = ProgramForm(parsed.quantifier, body, atoms, normal_form(body))

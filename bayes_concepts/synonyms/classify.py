@@ -13,7 +13,10 @@ bank.  For every class with two or more members, :func:`classify_synonym_classes
    check groups cannot be equivalent and are not tried, unless ``verify``);
 3. labels the class with the weakest level that proves all members equivalent, else
    ``empirical (refuted)`` when a check scene separates members (the scene is reported
-   and re-checked with the reference interpreter) or ``empirical (undecided)``.
+   and re-checked with the reference interpreter), else ``not provable (signatures
+   only)`` when some member uses an operator the prover does not reason about (the
+   relational ones: see :mod:`~bayes_concepts.synonyms.prover`), else ``empirical
+   (undecided)``.  The column ``unprovable`` counts such members of each class.
 """
 from __future__ import annotations
 
@@ -26,22 +29,26 @@ import pandas as pd
 
 from ..engine import evaluate_programs
 from ..engine.interpreter import evaluate
-from ..scenes import codes_to_scene, pack_bits
+from ..scenes import pack_bits
 from .counterexamples import counterexample_bank, separating_scene
 from .prover import LEVELS, MAX_MINTERMS, EquivalenceProver, ExpansionTooLarge, SynonymError
 
 #: level or outcome -> the status a class gets
 STATUS = {"propositional": "propositional", "first-order": "first-order", "domain": "domain facts",
-          "refuted": "empirical (refuted)", "undecided": "empirical (undecided)"}
-#: the statuses, strongest proof first
-STATUS_ORDER = list(STATUS.values())
+          "refuted": "empirical (refuted)", "undecided": "empirical (undecided)",
+          "unprovable": "not provable (signatures only)"}
+#: the statuses of classes of programs the prover reasons about (CURI's), strongest proof first
+STATUS_ORDER = [STATUS[k] for k in ("propositional", "first-order", "domain", "refuted", "undecided")]
+#: the status of a class with members the prover does not reason about (relational programs),
+#: neither refuted nor proved: only such spaces have it, after :data:`STATUS_ORDER`
+UNPROVABLE = STATUS["unprovable"]
 #: columns of :attr:`SynonymClassification.classes`
 CLASS_COLUMNS = ["class", "size", "status", "propositional", "first_order", "domain", "refuted", "refuted_multi_object",
                  "groups_propositional", "groups_first_order", "groups_domain", "groups_check_bank", "too_large",
-                 "representative", "readable", "concepts", "count", "counterexample"]
+                 "unprovable", "representative", "readable", "concepts", "count", "counterexample"]
 #: columns of :attr:`SynonymClassification.members`
 MEMBER_COLUMNS = ["concept", "class", "program", "readable", "length", "group_propositional", "group_first_order",
-                  "group_domain", "group_check_bank"]
+                  "group_domain", "group_check_bank", "provable"]
 
 
 def first_occurrence_labels(keys) -> np.ndarray:
@@ -133,13 +140,16 @@ def proof_groups(programs, prover: EquivalenceProver, check_groups, verify: bool
     return ProofGroups(by_level, too_large, violations)
 
 
-def class_status(groups: ProofGroups, n_check_groups: int) -> str:
-    """The status of a class (one of :data:`STATUS_ORDER`): the weakest level with a single
-    proof group, else refuted when it has several check groups, else undecided."""
+def class_status(groups: ProofGroups, n_check_groups: int, n_unprovable: int = 0) -> str:
+    """The status of a class (one of :data:`STATUS_ORDER`, or :data:`UNPROVABLE`): the weakest level with a single
+    proof group, else refuted when it has several check groups, else not provable when
+    ``n_unprovable`` members use operators the prover does not reason about, else undecided."""
     for level in LEVELS:
         if groups.n_groups(level) == 1:
             return STATUS[level]
-    return STATUS["refuted"] if n_check_groups > 1 else STATUS["undecided"]
+    if n_check_groups > 1:
+        return STATUS["refuted"]
+    return STATUS["unprovable"] if n_unprovable else STATUS["undecided"]
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,8 @@ class SynonymClassification:
     classes : pandas.DataFrame
         One row per synonym class with two or more members, columns
         :data:`CLASS_COLUMNS`: ``status``; whether it is proved whole at each level;
+        ``unprovable``: members whose programs use operators the prover does not reason
+        about (relational ones);
         ``refuted`` (some check scene separates members) and ``refuted_multi_object``
         (some check scene with at least the space's ``sample_min_objects`` objects
         does); the number of groups per level and on the check bank; ``too_large``;
@@ -159,7 +171,7 @@ class SynonymClassification:
         ``first``/``second``, ``true_for``/``false_for``; empty when not refuted).
     members : pandas.DataFrame
         One row per member concept, columns :data:`MEMBER_COLUMNS`, with its group at each
-        level and on the check bank.
+        level and on the check bank, and whether the prover reasons about its program.
     violations : int
         Proofs contradicted by a check scene, or scenes on which the executor and the
         reference interpreter disagree: must be 0.
@@ -226,12 +238,13 @@ def classify_synonym_classes(space, check_scenes: int = 200_000, seed: int = 0, 
         check = first_occurrence_labels(class_signatures)
         n_check = int(check.max()) + 1
         n_check_preferred = int(first_occurrence_labels(class_signatures & preferred_words).max()) + 1
+        provable = [prover.provable(p) for p in programs]
         groups = proof_groups(programs, prover, check, verify)
         violations += groups.violations
         counterexample = ""
         if n_check > 1:
             second, s = separating_scene(class_signatures, 0, bank.n_scenes, preferred)
-            scene = codes_to_scene(bank.codes[s], bank.schema)
+            scene = bank.scene(s)
             truth = [evaluate(p, scene, space.grammar) for p in programs]
             violations += truth[0] == truth[second]  # the executor and the reference interpreter disagree
             counterexample = json.dumps({
@@ -240,12 +253,13 @@ def classify_synonym_classes(space, check_scenes: int = 200_000, seed: int = 0, 
                 "false_for": [i for i, t in zip(ids, truth) if not t]})
         n_groups = {level: groups.n_groups(level) for level in LEVELS}
         class_rows.append({
-            "class": int(c), "size": len(ids), "status": class_status(groups, n_check),
+            "class": int(c), "size": len(ids), "status": class_status(groups, n_check, provable.count(False)),
             "propositional": n_groups["propositional"] == 1, "first_order": n_groups["first-order"] == 1,
             "domain": n_groups["domain"] == 1, "refuted": n_check > 1, "refuted_multi_object": n_check_preferred > 1,
             "groups_propositional": n_groups["propositional"], "groups_first_order": n_groups["first-order"],
             "groups_domain": n_groups["domain"], "groups_check_bank": n_check, "too_large": groups.too_large,
-            "representative": programs[0], "readable": space.program(ids[0]).readable,
+            "unprovable": provable.count(False), "representative": programs[0],
+            "readable": space.program(ids[0]).readable,
             "concepts": " ".join(map(str, ids)), "count": int(space.counts[ids[0]]),
             "counterexample": counterexample})
         for j, i in enumerate(ids):
@@ -253,7 +267,8 @@ def classify_synonym_classes(space, check_scenes: int = 200_000, seed: int = 0, 
                 "concept": i, "class": int(c), "program": programs[j], "readable": space.program(i).readable,
                 "length": int(space.lengths[i]), "group_propositional": int(groups.labels["propositional"][j]),
                 "group_first_order": int(groups.labels["first-order"][j]),
-                "group_domain": int(groups.labels["domain"][j]), "group_check_bank": int(check[j])})
+                "group_domain": int(groups.labels["domain"][j]), "group_check_bank": int(check[j]),
+                "provable": bool(provable[j])})
     classes = pd.DataFrame(class_rows, columns=CLASS_COLUMNS)
     members = pd.DataFrame(member_rows, columns=MEMBER_COLUMNS)
     return SynonymClassification(classes, members, int(violations), int(bank.n_scenes), prover)
@@ -270,11 +285,13 @@ def summarise_statuses(classes: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row per status of :data:`STATUS_ORDER` and a last row for all classes, columns
-        ``status``, ``classes``, ``concepts``, ``share of classes %``, ``largest class``.
+        One row per status of :data:`STATUS_ORDER`, then one for :data:`UNPROVABLE` when some
+        class has it (a space of relational programs), and a last row for all classes,
+        columns ``status``, ``classes``, ``concepts``, ``share of classes %``, ``largest class``.
     """
     rows = []
-    for status in STATUS_ORDER:
+    statuses = STATUS_ORDER + ([UNPROVABLE] if (classes.status == UNPROVABLE).any() else [])
+    for status in statuses:
         d = classes[classes.status == status]
         rows.append({"status": status, "classes": len(d), "concepts": int(d["size"].sum()),
                      "share of classes %": 100 * len(d) / max(1, len(classes)),

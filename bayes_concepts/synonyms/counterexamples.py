@@ -6,6 +6,11 @@ The search runs the programs with the bit-sliced executor on a *counterexample b
 half "clumped" scenes whose objects draw each attribute from one or two values, so that
 coincidences rare under uniform sampling (all objects alike, all in one column) occur
 often.  A separating scene is re-checked with the slow reference interpreter.
+
+A schema whose scenes carry relations (CLEVR's left, right, front, behind) places the
+objects of the bank with the ``clevr`` sampler (its positions, hence its number of objects
+per scene, and CLEVR's margin rule, so every relation is well defined) and computes the
+relations from the positions; the attribute codes are drawn as above.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import numpy as np
 from ..engine import evaluate_programs
 from ..engine.interpreter import evaluate
 from ..lot.grammar import Grammar, curi_grammar
-from ..scenes import SceneBank, SceneSchema, codes_to_scene, unpack_bits
+from ..scenes import SceneBank, SceneSchema, unpack_bits
 from .prover import SynonymError
 
 #: spawn key of the counterexample bank's random stream (next to the caller's seed)
@@ -37,16 +42,22 @@ def counterexample_bank(schema: SceneSchema, n_scenes: int, seed: int = 0) -> Sc
     Returns
     -------
     SceneBank
-        ``bank.codes`` int8 (n_scenes, max_objects, n_attributes), −1 in empty slots.
+        ``bank.codes`` int8 (n_scenes, max_objects, n_attributes), −1 in empty slots; with
+        positions and relations when the schema has relations.
     """
     if n_scenes < 1:
         raise SynonymError(f"a counterexample bank needs n_scenes >= 1, got {n_scenes}")
     bank_schema = SceneSchema(schema.attributes, max_objects=schema.max_objects, min_objects=1,
-                              sample_min_objects=1)
+                              sample_min_objects=1, relations=schema.relations)
     rng = np.random.default_rng(np.random.SeedSequence([seed, BANK_STREAM]))
     slots, n_attributes = bank_schema.max_objects, bank_schema.n_attributes
     sizes = np.array([a.n_values for a in bank_schema.attributes])
     n_objects = rng.integers(1, slots + 1, size=n_scenes)
+    positions = None
+    if bank_schema.relations:
+        from ..scenes.samplers import sample_clevr_scenes
+        _, positions = sample_clevr_scenes(n_scenes, bank_schema, np.random.SeedSequence([seed, BANK_STREAM, 1]))
+        n_objects = np.isfinite(positions[:, :, 0]).sum(axis=1)
     codes = (rng.random((n_scenes, slots, n_attributes)) * sizes).astype(np.int8)
     clumped = np.arange(n_scenes) >= n_scenes // 2
     # clumped scenes: per (scene, attribute) a pool of one or two values
@@ -56,6 +67,8 @@ def counterexample_bank(schema: SceneSchema, n_scenes: int, seed: int = 0) -> Sc
     clump = np.where(second, pool[:, 1:2, :], pool[:, 0:1, :])
     codes[clumped] = clump[clumped]
     codes[np.arange(slots)[None, :] >= n_objects[:, None]] = -1
+    if positions is not None:
+        return SceneBank(codes, bank_schema, positions=positions)
     return SceneBank.from_codes(codes, bank_schema)
 
 
@@ -126,7 +139,7 @@ def find_counterexample(program_a, program_b, grammar: Grammar | None = None, *,
     found = separating_scene(signatures, 0, bank.n_scenes, bank.n_objects >= schema.sample_min_objects)
     if found is None:
         return None
-    scene = codes_to_scene(bank.codes[found[1]], bank.schema)
+    scene = bank.scene(found[1])
     if evaluate(program_a, scene, grammar) == evaluate(program_b, scene, grammar):
         raise RuntimeError(f"the executor separates {program_a!r} and {program_b!r} on {scene}, "
                              "the reference interpreter does not")

@@ -28,6 +28,12 @@ Not modelled, so "not proved" is only a lower bound on logical equivalence: rela
 between two objects (set quantifiers and counts whose value depends on x, e.g.
 ``all(color(S−x) = color(x))``), counts beyond "at least one", the number of objects in
 a scene, other arithmetic.
+
+Programs of a relational language (operators registered without ``prover="curi"``:
+binders, ``exist``, ``count``, ``unique``, relations, ``+``, ...) are *not provable*: the
+prover does not reason about them, and never proves such a program equivalent to
+another (:meth:`EquivalenceProver.verdict` says which operators, in
+``Verdict.not_provable``); their synonym classes are decided by signatures only.
 """
 from __future__ import annotations
 
@@ -43,7 +49,8 @@ from sympy.logic.boolalg import simplify_logic
 from ..errors import BayesConceptsError
 from ..lot.grammar import Grammar, curi_grammar
 from . import sat
-from .atoms import AtomTable, ProgramForm, uses_x
+from ..lot.program import Program
+from .atoms import AtomTable, ProgramForm, unprovable_operators, uses_x
 
 #: the proof levels, weakest first
 LEVELS = ("propositional", "first-order", "domain")
@@ -73,11 +80,15 @@ class Verdict:
     too_large : bool
         Whether some level gave up because its expansion exceeded ``max_minterms``
         (so a larger limit might still prove the pair).
+    not_provable : tuple of str
+        The operators of either program that the prover does not reason about (relational
+        ones); non-empty means nothing was tried: the pair is not provable by this method.
     """
 
     proved: bool
     level: str | None
     too_large: bool
+    not_provable: tuple = ()
 
 
 def check_level(level: str) -> str:
@@ -157,15 +168,34 @@ class EquivalenceProver:
         self.type_codes = dict(zip(names, grids))
         self.n_types = grids.shape[1]
         self._own_truth: dict = {}
+        self._unprovable: dict = {}
 
     def form(self, program) -> ProgramForm:
-        """The canonical :class:`~bayes_concepts.synonyms.atoms.ProgramForm` of a program."""
+        """The canonical :class:`~bayes_concepts.synonyms.atoms.ProgramForm` of a program
+        (:class:`~bayes_concepts.synonyms.atoms.NotProvable` for a program the prover does not
+        reason about)."""
         return self.table.form(program)
+
+    def unprovable(self, program) -> tuple:
+        """The operators of ``program`` the prover does not reason about (cached; ``()``: it
+        is provable)."""
+        text = program if isinstance(program, str) else program.postfix
+        if text not in self._unprovable:
+            parsed = program if isinstance(program, Program) else Program.parse(text, self.grammar)
+            self._unprovable[text] = unprovable_operators(parsed)
+        return self._unprovable[text]
+
+    def provable(self, program) -> bool:
+        """Whether the prover reasons about every operator of ``program``."""
+        return not self.unprovable(program)
 
     # ------------------------------------------------------------------ levels
     def propositional(self, program_a, program_b) -> bool:
         """Same quantifier and ``body_a ↔ body_b`` valid with atoms as opaque propositions.
-        Bodies with equal syntactic normal forms are accepted without the solver."""
+        Bodies with equal syntactic normal forms are accepted without the solver.  False for
+        a program the prover does not reason about."""
+        if not (self.provable(program_a) and self.provable(program_b)):
+            return False
         fa, fb = self.form(program_a), self.form(program_b)
         if fa.quantifier != fb.quantifier:
             return False
@@ -182,14 +212,18 @@ class EquivalenceProver:
         check_level(level)
         if self.propositional(program_a, program_b):
             return True
-        if level == "propositional":
+        if level == "propositional" or not (self.provable(program_a) and self.provable(program_b)):
             return False
         return self._expanded(self.form(program_a), self.form(program_b), domain=level == "domain")
 
     def verdict(self, program_a, program_b, level: str = "domain") -> Verdict:
         """The weakest level up to ``level`` that proves the programs equivalent (a level that
-        is too large to expand is skipped and noted)."""
+        is too large to expand is skipped and noted).  For a program the prover does not reason
+        about: not proved, with those operators in ``not_provable``."""
         up_to = LEVELS.index(check_level(level))
+        unprovable = tuple(dict.fromkeys(self.unprovable(program_a) + self.unprovable(program_b)))
+        if unprovable:
+            return Verdict(False, None, False, unprovable)
         if self.propositional(program_a, program_b):
             return Verdict(True, "propositional", False)
         too_large = False
@@ -392,7 +426,9 @@ class EquivalenceProver:
 
         ``letters`` maps atom keys to letters; new atoms get the next letters (A, B, ...,
         Z, AA, ...) and are added to it, so one dict letters several programs alike.
-        Bodies of at most 6 atoms are simplified (sympy ``simplify_logic``, DNF).
+        Bodies of at most 6 atoms are simplified (sympy ``simplify_logic``, DNF).  A program
+        the prover does not reason about raises
+        :class:`~bayes_concepts.synonyms.atoms.NotProvable`.
         """
         form = self.form(program)
         for key in form.atoms:
@@ -443,8 +479,10 @@ def prove_equivalent(program_a, program_b, grammar: Grammar | None = None, *, le
     Returns
     -------
     Verdict
-        ``proved``, the weakest ``level`` that proves it, and ``too_large``.  Not proved
-        does not mean not equivalent (see :func:`~bayes_concepts.synonyms.find_counterexample`).
+        ``proved``, the weakest ``level`` that proves it, ``too_large``, and
+        ``not_provable`` (the relational operators that keep the prover from trying).  Not
+        proved does not mean not equivalent (see
+        :func:`~bayes_concepts.synonyms.find_counterexample`).
 
     Examples
     --------
