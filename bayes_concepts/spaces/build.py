@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -117,19 +118,29 @@ def sample_stage(grammar, n, seed, max_depth, bar, log, stages, retries="whole")
     return programs, logp
 
 
-def _with_closure_families(programs, logp, grammar, per_family, log, stages) -> tuple:
-    """The programs plus the concepts of CLOSURE's families (those not among them yet)."""
+@lru_cache(maxsize=8)
+def _closure_family_programs(grammar, per_family: int) -> tuple:
+    """``((program, log-prob), ...)`` of CLOSURE's families under ``grammar`` (parsed and scored
+    once per process: the inside algorithm on ~2,700 long programs takes seconds)."""
     from ..closure import family_concepts
-    seen = {prog.postfix for prog in programs}
-    added = 0
+    out = []
     for texts in family_concepts(None, per_family, 0).values():
         for text in texts:
             prog = Program.parse(text, grammar)
-            if prog.postfix not in seen:
-                seen.add(prog.postfix)
-                programs.append(prog)
-                logp.append(prog.log_prob(grammar))
-                added += 1
+            out.append((prog, prog.log_prob(grammar)))
+    return tuple(out)
+
+
+def _with_closure_families(programs, logp, grammar, per_family, log, stages) -> tuple:
+    """The programs plus the concepts of CLOSURE's families (those not among them yet)."""
+    seen = {prog.postfix for prog in programs}
+    added = 0
+    for prog, lp in _closure_family_programs(grammar, per_family):
+        if prog.postfix not in seen:
+            seen.add(prog.postfix)
+            programs.append(prog)
+            logp.append(lp)
+            added += 1
     stages["closure_families_added"] = added
     log(f"CLOSURE's families: {added:,} concepts added ({per_family} per family)")
     return programs, logp
