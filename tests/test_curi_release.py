@@ -228,6 +228,8 @@ def test_sizes_read_as_constants():
 class StubSpace:
     """The little of a HypothesisSpace that making a split reads: hand-made programs."""
 
+    has_grammar = True  # a capability every program space declares
+
     def __init__(self, programs, grammar=None):
         self.grammar = grammar or curi_grammar()
         parsed = [Program.parse(p, self.grammar).collapsed() for p in programs]
