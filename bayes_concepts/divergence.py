@@ -49,6 +49,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .lot.operators import operators, split_binder
+from .lot.program import postorder_nodes
+
 __all__ = ["ConceptStructure", "concept_structure", "program_atoms_and_compounds", "episode_weights",
            "side_distribution", "chernoff_coefficient", "split_divergence", "divergence_table",
            "ATOM_ALPHA", "COMPOUND_ALPHA", "VARIABLE_ATOM"]
@@ -77,7 +80,6 @@ class ConceptStructure:
 
 def _has_binders(grammar) -> bool:
     """Whether the grammar's language binds variables by name (declares a binder operator)."""
-    from .lot.operators import operators
     return any(name in operators and operators.get(name).binds for name in getattr(grammar, "operators", ()))
 
 
@@ -87,7 +89,6 @@ def _atom_of(node, rename: bool) -> str:
     if not rename:
         return node.op
     if node.kind == "binder":
-        from .lot.operators import split_binder
         return split_binder(node.op)[0]
     if node.kind == "variable" and node.type == "OBJ":
         return VARIABLE_ATOM
@@ -101,25 +102,12 @@ def program_atoms_and_compounds(program) -> tuple:
     rename = _has_binders(program.grammar)
     nodes = list(program.root.walk())
     if rename:
-        atoms = [_atom_of(node, True) for node in _postorder(program.root)]
+        atoms = [_atom_of(node, True) for node in postorder_nodes(program.root)]
     else:
         atoms = list(program.tokens)
     compounds = [f"{_atom_of(node, rename)}({k}:{_atom_of(child, rename)})" for node in nodes
                  for k, child in enumerate(node.children)]
     return atoms, compounds
-
-
-def _postorder(root) -> list:
-    """The nodes of a syntax tree in postfix order (the order of the program's tokens)."""
-    out, todo = [], [(root, False)]
-    while todo:
-        node, expanded = todo.pop()
-        if expanded or not node.children:
-            out.append(node)
-            continue
-        todo.append((node, True))
-        todo.extend((c, False) for c in reversed(node.children))
-    return out
 
 
 def _sparse(rows: list, n: int) -> tuple:

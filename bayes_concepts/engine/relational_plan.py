@@ -33,7 +33,7 @@ from ..lot.grammar import NUM
 from ..lot.operators import operator_of, split_binder
 from ..lot.program import Node, Program
 from . import kernels as K
-from .plan import BANK, BankLayout, PlanBuilder
+from .plan import BANK, BankLayout, Const, PlanBuilder
 
 VALUE = "~v"   # the value axis of a one-hot
 ELEMENT = "#"  # the element axis of a set
@@ -71,11 +71,6 @@ class View:
     def n_values(self) -> int:
         a = self.axis(VALUE)
         return 0 if a is None else a[2]
-
-
-@dataclass(frozen=True)
-class Const:
-    code: int
 
 
 @dataclass(frozen=True)

@@ -449,7 +449,7 @@ def free_variables(root: Node) -> dict:
     """Map node id -> frozenset of the object variables free in that subtree (``non-x-S``
     counts as a use of x), computed bottom-up without recursion."""
     free = {}
-    for node in _postorder_nodes(root):
+    for node in postorder_nodes(root):
         if node.kind == "variable":
             here = frozenset() if node.op == "S" else frozenset({"x" if node.op == "non-x-S" else node.op})
         else:
@@ -463,7 +463,9 @@ def free_variables(root: Node) -> dict:
     return free
 
 
-def _postorder_nodes(root: Node) -> list:
+def postorder_nodes(root: Node) -> list:
+    """The nodes of a syntax tree in postfix order (the order of the program's tokens), without
+    recursion."""
     out, todo = [], [(root, False)]
     while todo:
         node, expanded = todo.pop()
