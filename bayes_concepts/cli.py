@@ -90,12 +90,24 @@ def _finite(text):
     return value
 
 
-def _check_output_file(path, option: str):
-    """Raise unless a file can be written at ``path`` (checked before any computation)."""
+def _check_output_file(path, option: str, create_parents: bool = False):
+    """Raise unless a file can be written at ``path`` (checked before any computation); with
+    ``create_parents``, missing parent folders are fine when they can be created (the writer
+    creates them, as ``space build`` does)."""
     p = Path(path)
     if p.is_dir():
         raise BayesConceptsError(f"{option} {path}: is a directory; give a file name")
     parent = p.parent
+    if parent.exists() and not parent.is_dir():
+        raise BayesConceptsError(f"{option} {path}: {parent} is not a directory")
+    if create_parents and not parent.exists():
+        from .engine.store import nearest_existing_folder
+        first, problem = nearest_existing_folder(parent)
+        if problem == "not a directory":
+            raise BayesConceptsError(f"{option} {path}: {first} is not a directory")
+        if problem:
+            raise BayesConceptsError(f"{option} {path}: cannot create folders in {first} (permission denied)")
+        return
     if not parent.is_dir():
         raise BayesConceptsError(f"{option} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -115,6 +127,16 @@ def _check_output_dir(path, option: str):
         raise BayesConceptsError(f"{option} {path}: {first} is not a directory")
     if problem:
         raise BayesConceptsError(f"{option} {path}: cannot write into {first} (permission denied)")
+
+
+def _check_gap_memory(n_episodes: int, n_cells: int, n_learners: int = 2, option: str = "--episodes"):
+    """Refuse, before any allocation, a comp-gap run whose results (``n_cells`` cells of
+    ``n_episodes`` episodes, ``n_learners`` learners) cannot fit in the memory available:
+    one line naming the option, the estimate and what is available."""
+    from .scale import check_memory, gap_bytes
+    check_memory(gap_bytes(n_episodes, n_cells, n_learners, keep_episodes=n_learners > 2),
+                 f"{option} {n_episodes}", "give fewer episodes (or fewer splits)",
+                 f"results of {n_cells} cell(s) x {n_learners} learner(s)")
 
 
 def _json_safe(value):
@@ -265,11 +287,18 @@ def cmd_eval(args) -> int:
     from .scenes import SceneBank, read_scenes_jsonl
     g = _grammar(args)
     programs = _parse_programs(args.program, g)
+    from .scale import check_memory, scene_bank_bytes
     schema = g.schema.with_max_objects(args.max_objects or g.schema.max_objects)
-    scenes = read_scenes_jsonl(args.scenes, schema)
+    scenes = read_scenes_jsonl(args.scenes, schema)  # --max-objects bounds the objects a scene may have
     if not scenes:
         from .errors import SceneError
         raise SceneError(f"--scenes {args.scenes}: no scenes in the file (it is empty or holds only blank lines)")
+    # the bank has as many object slots as the file's largest scene, not --max-objects: the cost
+    # follows the data (empty slots change no program's value)
+    slots = max(schema.min_objects, max(len(s["objects"]) for s in scenes))
+    schema = schema.with_max_objects(slots)
+    check_memory(scene_bank_bytes(len(scenes), slots, schema.n_attributes, schema.n_relations),
+                 f"--scenes {args.scenes}", "give fewer scenes", f"{len(scenes):,} scenes of up to {slots:,} objects")
     bank = SceneBank.from_scenes(scenes, schema)
     labels = signature_bits(evaluate_programs(programs, bank, g), bank.n_scenes).astype(int)
     if args.json:
@@ -306,7 +335,8 @@ def cmd_demo(args) -> int:
     build = not (space_dir / "manifest.json").exists()
     if build:  # an empty or missing directory, or an unfinished build of ours; never anything else
         check_save_target(space_dir)
-    _check_output_file(args.out, "--out")
+    _check_output_file(args.out, "--out", create_parents=True)  # save_results creates missing folders
+    _check_gap_memory(args.episodes, 9 * 2)  # CURI's nine splits, hard and easy negatives
     if args.figures:
         _check_output_dir(args.figures, "--figures")
     if build:
@@ -376,8 +406,8 @@ def cmd_space_build(args) -> int:
         if not Path(f).is_file():
             raise BayesConceptsError(f"--scenes-from {f}: no such file")
     t = time.perf_counter()
-    log = _log  # stage summaries: also with --quiet, which only turns the progress bars off
-    with (contextlib.nullcontext() if args.quiet else _progress_output()):
+    log = None if args.quiet else _log  # --quiet: neither stage lines nor progress bars
+    with _nothing_written(args.out), (contextlib.nullcontext() if args.quiet else _progress_output()):
         if args.programs:
             preset = _build_params(args.preset)
             space = HypothesisSpace.from_programs(
@@ -404,6 +434,18 @@ def cmd_space_build(args) -> int:
         if key in st:
             print(f"{label:<26} {st[key]:>10,}")
     return 0
+
+
+@contextlib.contextmanager
+def _nothing_written(out):
+    """Ctrl-C in the block (a build, before its save) says that nothing was written to ``out``."""
+    from .scale import Interrupted
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Interrupted):
+            raise
+        raise Interrupted(f"while building {out}: nothing was written to {out}") from None
 
 
 def _build_params(preset) -> dict:
@@ -587,7 +629,9 @@ def cmd_splits(args) -> int:
 
 def cmd_episodes(args) -> int:
     from .episodes import sample_episodes
+    from .scale import check_memory, episodes_bytes
     _check_output_file(args.out, "--out")
+    check_memory(episodes_bytes(args.n), f"--n {args.n}", "draw fewer episodes")
     space = _load_space(args.dir)
     split = _splits_for(space, [args.split], args.spec)[args.split]
     eps = sample_episodes(space, split, side=args.side, negatives=args.negatives, n=args.n, seed=args.seed,
@@ -612,8 +656,28 @@ def _describe_scene(scene: dict) -> str:
     return "; ".join(one(o) for o in scene["objects"])
 
 
+def _check_episodes_file(path):
+    """An episodes file is an ``.npz`` (a zip archive): anything else -- a scene file, a
+    ``.npy`` array, text -- is one line saying what the file is instead."""
+    from .episodes import EpisodeError
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except FileNotFoundError:
+        raise EpisodeError(f"{path}: no such episodes file") from None
+    except IsADirectoryError:
+        raise EpisodeError(f"{path}: is a directory, not an episodes file") from None
+    if head.startswith(b"PK\x03\x04"):
+        return
+    kind = ("an empty file" if not head else "a NumPy .npy array" if head.startswith(b"\x93NUMPY")
+            else "JSON text (a scene file?)" if head.lstrip()[:1] in (b"{", b"[") else "not a zip archive")
+    raise EpisodeError(f"{path}: not an episodes file (expected the .npz that 'bayes-concepts episodes --out' "
+                       f"writes; this is {kind})")
+
+
 def cmd_episodes_show(args) -> int:
     from .episodes import Episodes
+    _check_episodes_file(args.file)
     eps = Episodes.load(args.file)
     if not 0 <= args.index < len(eps):
         raise BayesConceptsError(f"episode index {args.index} out of range ({len(eps)} episodes in {args.file})")
@@ -676,7 +740,10 @@ def cmd_gap(args) -> int:
     from .scale import parse_scheduler
     parse_scheduler(args.scheduler)
     if args.out:
-        _check_output_file(args.out, "--out")
+        _check_output_file(args.out, "--out", create_parents=True)  # save_results creates missing folders
+    n_learners = 2 + len(args.learner or ())
+    n_negatives = 2 if args.negatives == "both" else 1
+    _check_gap_memory(args.episodes, n_negatives, n_learners)  # the least it can need: one split
     space = _load_space(args.dir)
     protocol = _protocol(args)
     overrides = _protocol_overrides(args, protocol) if protocol is not None else {}
@@ -689,9 +756,10 @@ def cmd_gap(args) -> int:
     if not splits:
         raise _no_splits(args, "score", space)
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
+    _check_gap_memory(args.episodes, len(splits) * len(negatives), n_learners)
     t = time.perf_counter()
     from .learners import learners_for_gap
-    learners = learners_for_gap(space, splits, args.learner, args.seed)
+    learners = learners_for_gap(space, splits, args.learner, args.seed, allow_other_space=args.allow_other_space)
     settings, query_negatives, hard_mode = (
         (_settings(args), args.query_negatives, args.hard_mode) if protocol is None
         else (overrides.get("settings", protocol.settings), overrides.get("query_negatives", protocol.query_negatives),
@@ -699,7 +767,8 @@ def cmd_gap(args) -> int:
     with _progress_output():
         ds = compute_gap(space, splits, negatives, args.episodes, settings, args.seed,
                          query_negatives=query_negatives, hard_mode=hard_mode,
-                         progress=not args.json, learners=learners, scheduler=args.scheduler)
+                         progress=not args.json, learners=learners, scheduler=args.scheduler,
+                         allow_other_space=args.allow_other_space)
     if protocol is not None:
         protocol.record(ds, overrides)
     rows = summarise(ds, seed=args.seed)
@@ -711,14 +780,10 @@ def cmd_gap(args) -> int:
         _print_json({**_run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
         return 0
     print(format_table(rows))
-    if protocol is not None and protocol.results_note(ds):
-        missing = {n: getattr(s, "excluded", None) or {} for n, s in splits.items()}
-        shown = [f"{n} {m['test']}" for n, m in missing.items() if m.get("test")]
-        train = max((m.get("train", 0) for m in missing.values()), default=0)
-        if shown or train:
-            print(f"instantiations that are not concepts of the space (the build's firing filter dropped them: true on "
-                  f"too few or too many scenes), left out: baselines {train}; " + ", ".join(shown))
-        print(protocol.results_note(ds))
+    if protocol is not None:
+        for line in (protocol.left_out_note(splits), protocol.results_note(ds)):
+            if line:
+                print(line)
     print(f"\n{args.episodes:,} test episodes per cell; "
           + (f"protocol {protocol.name}" + (f" overridden by {_override_text(args)}" if overrides else "") + "; "
              if protocol is not None else "")
@@ -794,9 +859,53 @@ def _render_bank(args) -> int:
     return 0
 
 
+#: What ``train --out DIR`` writes into DIR (with ``.partial`` siblings while writing them).
+_MODEL_FILES = ("card.json", "model.safetensors", "checkpoint.json", "checkpoint.safetensors")
+
+
+def _check_train_options(args):
+    """Before any work: ``--threads`` within the cores this process may use, and ``--out`` a
+    new or empty directory, or one holding only what train writes (a run to --resume)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if args.threads is not None and args.threads > cores:
+        raise BayesConceptsError(f"--threads {args.threads}: more than the {cores} core(s) this process may use; "
+                                 f"give 1 to {cores}, or leave it out for all of them")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise BayesConceptsError(f"--out {args.out}: exists and is not a directory")
+    if out.is_dir():
+        own = {*_MODEL_FILES, *(f + ".partial" for f in _MODEL_FILES)}
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in own)
+        if foreign:
+            listed = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise BayesConceptsError(f"--out {args.out}: holds files train did not write ({listed}); give a new or "
+                                     "empty directory (or a model directory to --resume)")
+    _check_output_dir(args.out, "--out")
+
+
+def _train_interrupted(out) -> str:
+    """What an interrupted ``train`` left in ``out``: its unfinished ``.partial`` files removed,
+    and the checkpoint to --resume from, if one was written."""
+    out = Path(out)
+    removed = []
+    for name in _MODEL_FILES:
+        partial = out / (name + ".partial")
+        if partial.is_file():
+            partial.unlink()
+            removed.append(partial.name)
+    try:
+        step = json.loads((out / "checkpoint.json").read_text())["state"]["step"]
+        kept = f"{out} keeps the checkpoint of step {step:,}: continue with --resume, or delete {out}"
+    except (OSError, ValueError, KeyError, TypeError):
+        kept = f"no checkpoint was written to {out}"
+    return f"while training: {kept}" + (f" (unfinished {', '.join(removed)} removed)" if removed else "")
+
+
 def cmd_train(args) -> int:
     from .learners import ProtoNetLearner, parse_architecture
     from .learners.training import format_duration, parse_duration
+    from .scale import Interrupted
+    _check_train_options(args)
     space = _load_space(args.dir)
     split = _splits_for(space, [args.split], args.spec)[args.split]
     encoder, pooling = parse_architecture(_learner_with_modality(args.learner, args.modality))
@@ -806,7 +915,12 @@ def cmd_train(args) -> int:
                    batch_episodes=args.batch, lr=args.lr, val_every=args.val_every, val_episodes=args.val_episodes,
                    patience=args.patience, threads=args.threads, max_steps=args.steps,
                    budget_s=parse_duration(args.budget) if args.budget else None)
-    h = learner.train(split, out=args.out, resume=args.resume, **options)
+    try:
+        h = learner.train(split, out=args.out, resume=args.resume, **options)
+    except BaseException as exc:
+        if _caused_by_interrupt(exc):  # Ctrl-C, or an error while the checkpoint was written after it
+            raise Interrupted(_train_interrupted(args.out)) from None
+        raise
     print(f"{learner.name} on {split.name}: {h['steps']:,} steps ({h['episodes']:,} episodes, "
           f"{format_duration(h['wall_s'])}, {h['episodes_per_s']:.0f} episodes/s, stopped: {h['stopped']}); "
           f"best validation mAP {100 * h['best_val_map']:.1f} at step {h['best_step']:,} "
@@ -870,7 +984,8 @@ def cmd_posterior(args) -> int:
         _print_json(out)
         return 0
     for name, r in out.items():
-        print(f"{name} oracle: {r['n_concepts']:,} concepts fit the support" +
+        print(f"{name} oracle: {r['n_concepts']:,} concept{'' if r['n_concepts'] == 1 else 's'} fit"
+              f"{'s' if r['n_concepts'] == 1 else ''} the support" +
               (" (none fit: weak-empty policy applies)" if r["empty"] else ""))
         for row in r["posterior"]:
             print(f"  {row['p']:8.4f}  {space.program(row['id']).readable}   [#{row['id']}]")
@@ -885,6 +1000,7 @@ def cmd_audit(args) -> int:
     protocol's value).  Without --protocol and --spec, a space built with CURI's release grammar
     is audited on the splits of protocol ``curi-release`` (with the oracle settings of the
     options; the output says so); a space that offers no split at all is an error."""
+    _check_gap_memory(args.episodes, 2)  # the least it can need (one split, hard and easy): before any import
     from .gap import format_audit
     from .report import audit_frame, audit_splits, format_audit_table, write_report
     from .splits import load_spec
@@ -905,19 +1021,15 @@ def cmd_audit(args) -> int:
         splits = _protocol_splits(space, auto, names) if auto else _splits_for(space, names, args.spec)
     if not splits:
         raise _no_splits(args, "audit", space)
+    _check_gap_memory(args.episodes, 2 * len(splits))
     settings = overrides.get("settings", protocol.settings) if protocol is not None else _settings(args)
     episodes = ({"query_negatives": protocol.query_negatives, "hard_mode": protocol.hard_mode}
                 if protocol is not None else {})
     t = time.perf_counter()
     reports = audit_splits(space, splits, args.episodes, settings, args.seed, **episodes)
     print(format_audit(reports[0]) if len(reports) == 1 else format_audit_table(audit_frame(reports)))
-    if protocol is not None:
-        missing = {n: getattr(s, "excluded", None) or {} for n, s in splits.items()}
-        shown = [f"{n} {m['test']}" for n, m in missing.items() if m.get("test")]
-        train = max((m.get("train", 0) for m in missing.values()), default=0)
-        if shown or train:
-            print(f"instantiations that are not concepts of the space (the build's firing filter dropped them), left "
-                  f"out: baselines {train}; " + ", ".join(shown))
+    if protocol is not None and protocol.left_out_note(splits):
+        print(protocol.left_out_note(splits))
     if args.report:
         title = f"Difficulty report: protocol {protocol.name}" if protocol is not None else None
         paths = write_report(space, reports, args.report, settings=settings, seed=args.seed, title=title)
@@ -1102,7 +1214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_whole(0), help="master seed of the build (a whole number >= 0; default 0)")
     p.add_argument("--force", action="store_true",
                    help="replace OUT if it is a saved space (a directory holding anything else is never deleted)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help="no progress bars and no stage lines (errors and the final summary only)")
     _scheduler_option(p, "the executor's scene chunks")
     p.set_defaults(func=cmd_space_build)
     p = sp.add_parser("from-pairs", help="the pair space of an attribute-object benchmark (CZSL layout) into OUT")
@@ -1169,7 +1281,12 @@ def build_parser() -> argparse.ArgumentParser:
     _protocol_option(p)
     p.add_argument("--learner", action="append", metavar="MODEL_DIR|NAME",
                    help="also score a trained model (scored on its training split) or a reference learner "
-                        "(random, prototype) on the same episodes; repeatable")
+                        "(random, prototype) on the same episodes; repeatable.  A model is scored only on the "
+                        "space it was trained on (the manifest sha256 its card records) and on a split with its "
+                        "training split's concepts; anything else is an error")
+    p.add_argument("--allow-other-space", action="store_true",
+                   help="score a model on a space or split other than the one it was trained on (its training "
+                        "concepts may then be test concepts); the results record the override")
     _oracle_options(p, protocol=True)
     p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
     p.add_argument("--json", action="store_true", help="print the table, the settings and the seed as JSON")
@@ -1185,7 +1302,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(image-... and sound-... likewise); with --modality, just the pooling")
     p.add_argument("--modality", choices=["schema", "image", "sound"],
                    help="how scenes are shown to the learner (the encoder part of --learner)")
-    p.add_argument("--out", required=True, metavar="MODEL_DIR", help="directory for the weights and card")
+    p.add_argument("--out", required=True, metavar="MODEL_DIR",
+                   help="directory for the weights and card (the card records the space's manifest sha256 and "
+                        "the split's concept sets: gap scores the model there only)")
     p.add_argument("--negatives", choices=["hard", "easy"], default="hard", help="negatives of the training episodes (default hard)")
     p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
                    help="negatives of the query sets (default: as --negatives)")
@@ -1200,7 +1319,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--patience", type=int, default=10, help="validations without improvement before stopping (0: never)")
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
                    help="arithmetic precision (auto: bf16 on a CPU with fast bfloat16 products, else fp32)")
-    p.add_argument("--threads", type=int, help="torch threads (default: every core)")
+    p.add_argument("--threads", type=_whole(1), help="torch threads, 1 to the cores this process may use (more is "
+                   "refused; default: every core)")
     p.add_argument("--name", help="the model's name in results (default ENCODER-POOLING)")
     p.add_argument("--seed", type=_whole(0), default=0,
                    help="seed of initialisation and episodes (a whole number >= 0; default 0)")
@@ -1296,13 +1416,31 @@ def load_plugins(argv) -> list:
             rest.append(argv[i])
             i += 1
     for ep in entry_points(group="bayes_concepts.plugins"):
-        ep.load()
+        try:
+            ep.load()
+        except Exception as exc:  # noqa: BLE001 -- any error of a plugin's code is one line naming it
+            raise BayesConceptsError(f"plugin {ep.value} (entry point {ep.name} of group bayes_concepts.plugins): "
+                                     f"{_plugin_problem(exc)}") from None
     for name in modules:
         try:
             import_module(name)
-        except ImportError as exc:
-            raise BayesConceptsError(f"--plugin {name}: cannot import it ({exc})") from None
+        except Exception as exc:  # noqa: BLE001
+            raise BayesConceptsError(f"--plugin {name}: {_plugin_problem(exc)}") from None
     return rest
+
+
+def _plugin_problem(exc) -> str:
+    """What went wrong importing a plugin module, in a few words (its own line where it raised)."""
+    if isinstance(exc, ModuleNotFoundError):
+        return f"cannot import it ({exc})"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, ValueError) and "already registered" in text:
+        return (f"{text.replace(' (pass replace=True)', '')}: a plugin registers names of its own (register with "
+                "replace=True to replace one on purpose)")
+    import traceback
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name} line {frames[-1].lineno}" if frames else ""
+    return f"importing it raised {type(exc).__name__}{where}: {text}"
 
 
 def _silence_stdout():
@@ -1332,10 +1470,42 @@ def main(argv=None) -> int:
         args.func = cmd_episodes_show
     else:
         args = build_parser().parse_args(argv)
+    from .scale import safe_interrupts
     try:
-        status = args.func(args)
+        with safe_interrupts():  # Ctrl-C never inside numba's Python code (a SystemError, a crash)
+            status = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
         return status
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
+    except BaseException as exc:
+        if _caused_by_interrupt(exc):  # an error while unwinding from Ctrl-C: the interrupt is the news
+            return _interrupted(_caused_by_interrupt(exc))
+        return _failure(exc)
+
+
+def _caused_by_interrupt(exc):
+    """The KeyboardInterrupt ``exc`` was raised while handling (or because of), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _interrupted(exc) -> int:
+    """Ctrl-C: one line (what the interrupted work left and how it is cleaned, when it says), 130."""
+    detail = str(exc) if type(exc) is not KeyboardInterrupt else ""
+    print("bayes-concepts: interrupted" + (f" {detail}" if detail else ""), file=sys.stderr)
+    return 130
+
+
+def _failure(exc) -> int:
+    """The exit status (and one line on stderr) of an exception a command raised."""
+    try:
+        raise exc
     except BayesConceptsError as exc:
         print(f"bayes-concepts: error: {exc}", file=sys.stderr)
         return 2
@@ -1349,9 +1519,6 @@ def main(argv=None) -> int:
         name = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"bayes-concepts: error:{name}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("bayes-concepts: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

@@ -71,13 +71,18 @@ def _learner_table(learners, split_names) -> dict:
     return table
 
 
-def _learner_info(table: dict) -> dict:
+def _learner_info(table: dict, checks: dict | None = None) -> dict:
+    """Per learner and split: the learner's own ``info()`` and, for a trained model, where it
+    was scored and how that compares with where it was trained (``scored_on``: see
+    :func:`bayes_concepts.learners.binding.check_scoring`)."""
     info = {name: {"kind": "oracle"} for name in ORACLES}
     for name, per_split in table.items():
         entries = {}
         for s, learner in per_split.items():
             describe = getattr(learner, "info", None)
             entries[s] = describe() if callable(describe) else {"kind": type(learner).__name__}
+            if (name, s) in (checks or {}):
+                entries[s] = {**entries[s], "scored_on": checks[(name, s)]}
         info[name] = entries
     return info
 
@@ -111,7 +116,8 @@ def _check_gap_input(splits, negatives, n_episodes, seed, query_negatives) -> tu
 
 def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
-                progress: bool = False, hard_mode: str = "union", learners=None, scheduler=None) -> xr.Dataset:
+                progress: bool = False, hard_mode: str = "union", learners=None, scheduler=None,
+                allow_other_space: bool = False) -> xr.Dataset:
     """Score the strong and weak oracles of every split, and any other ``learners``, on the
     same ``n_episodes`` test episodes per (split, negatives) with the same metrics.  Returns
     the results Dataset (see :mod:`bayes_concepts.results`), the query predictions of every
@@ -129,6 +135,13 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     same, value for value.  Other learners
     are scored in this process on the same episodes.
 
+    A trained model (a learner whose ``card`` has a ``training`` entry) is scored only on the
+    space it was trained on and on splits with its training split's concepts: anything else
+    is a one-line :class:`~bayes_concepts.learners.protocol.LearnerError` naming both, unless
+    ``allow_other_space`` (or the model was loaded with it); the results' ``learners``
+    attribute records each model's training space, split hash, steps and settings, where it
+    was scored and any override (:mod:`bayes_concepts.learners.binding`).
+
     Bad input raises :class:`~bayes_concepts.errors.BayesConceptsError` (one line, before any
     work): no splits, ``n_episodes`` not a whole number >= 1, ``seed`` not a whole number
     >= 0, ``negatives`` empty or other than ``"hard"``/``"easy"`` (a single string, e.g.
@@ -139,6 +152,8 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     negatives = _check_gap_input(splits, negatives, n_episodes, seed, query_negatives)
     names = list(splits)
     table = _learner_table(learners, names)
+    from .learners.binding import check_learners
+    checks = check_learners(space, splits, table, allow_other_space)
     all_learners = (*ORACLES, *table)
     cells = [(s, neg) for s in names for neg in negatives]
     ds = None
@@ -170,7 +185,7 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         "hard_mode": hard_mode,
         "toolkit_version": __version__,
         "metric_units": "ap, cba: fraction in [0, 1]; entropies: nats",
-        "learners": json.dumps(_learner_info(table), sort_keys=True, default=str),
+        "learners": json.dumps(_learner_info(table, checks), sort_keys=True, default=str),
     })
     return ds
 

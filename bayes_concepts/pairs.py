@@ -381,6 +381,18 @@ def spec_to_toml(spec: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _seen_test_note(layout) -> str:
+    """`` of which 1 also in train_pairs.txt (seen: a train concept of the split, e.g. wet dog)``
+    for test pairs that are train pairs too (CZSL's generalized test set), else ``""``."""
+    train = {tuple(p) for p in layout.pairs["train"]}
+    seen = [p for p in layout.pairs["test"] if tuple(p) in train]
+    if not seen:
+        return ""
+    example = " ".join(seen[0])
+    return (f" of which {len(seen):,} also in train_pairs.txt (seen pairs: train concepts of the split, e.g. "
+            f"{example!r})")
+
+
 def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed: int = 0,
                      overwrite: bool = False) -> list:
     """``bayes-concepts space from-pairs``: read the layout, build the pair space with its
@@ -404,8 +416,8 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
              + (f", {space.n_concepts - n_pairs:,} attributes and objects alone" if primitives else "")
              + f") over {space.n_scenes:,} items; {space.n_synonym_classes:,} synonym classes",
              f"pair files: train {len(layout.pairs['train']):,}, val {len(layout.pairs['val']):,}, "
-             f"test {len(layout.pairs['test']):,} pairs ({len(set(layout.attributes)):,} attributes, "
-             f"{len(set(layout.objects)):,} objects)"]
+             f"test {len(layout.pairs['test']):,} pairs" + _seen_test_note(layout)
+             + f" ({len(set(layout.attributes)):,} attributes, {len(set(layout.objects)):,} objects)"]
     for fname, split in splits.items():
         sz = split.sizes()
         lines.append(f"split {split.name}: train {sz['train']:,}, test {sz['test']:,} concepts "

@@ -231,6 +231,11 @@ class Protocol:
         """Lines printed under the protocol's comp-gap table (none for this protocol)."""
         return ""
 
+    @staticmethod
+    def left_out_note(splits) -> str:
+        """One line on concepts the protocol's splits could not use (none for this protocol)."""
+        return ""
+
     def settings_with(self, **changes) -> OracleSettings:
         return replace(self.settings, **changes)
 
@@ -318,20 +323,40 @@ class ClosureProtocol(Protocol):
         if not len(train):
             raise SplitSpecError(f"protocol {self.name}: none of the CLEVR baseline concepts is a concept of this "
                                  "space; build it with space build --preset clevr")
-        out = {}
+        out, empty = {}, []
         for name in wanted:
             test, missing = ids(programs[name])
             test = np.setdiff1d(test, train)
             if not len(test):
-                raise SplitSpecError(f"protocol {self.name}: no concept of family {name} is in this space "
-                                     f"({missing} instantiations missing); build it with space build --preset clevr")
+                empty.append(name)
+                continue
             split = Split(name, train, np.zeros(0, np.int64), test,
                           {"kind": "closure", "family": name, "per_family": len(programs[name])}, None,
                           f"CLOSURE {name}: test = its concepts, train = the CLEVR baselines' concepts",
                           space.n_concepts)
             split.excluded = {"train": int(train_missing), "test": int(missing)}
             out[name] = self.adapt(space, split)
+        if not out or (names is not None and empty):
+            raise SplitSpecError(f"protocol {self.name}: no concept of famil{'ies' if len(empty) > 1 else 'y'} "
+                                 f"{', '.join(empty)} is in this space (the build's firing filter dropped every "
+                                 "instantiation: true on too few scenes); build it with space build --preset clevr "
+                                 "and more --scenes")
+        for split in out.values():
+            split.excluded["families_left_out"] = list(empty)
         return out
+
+    @staticmethod
+    def left_out_note(splits) -> str:
+        """One line on the instantiations (and whole families) the space lacks, or ''."""
+        missing = {n: getattr(s, "excluded", None) or {} for n, s in splits.items()}
+        shown = [f"{n} {m['test']}" for n, m in missing.items() if m.get("test")]
+        train = max((m.get("train", 0) for m in missing.values()), default=0)
+        families = next((m.get("families_left_out") for m in missing.values() if m.get("families_left_out")), [])
+        if not (shown or train or families):
+            return ""
+        return ("instantiations that are not concepts of the space (the build's firing filter dropped them: true on "
+                f"too few or too many scenes), left out: baselines {train}; " + ", ".join(shown)
+                + (f"; families with none left, not scored: {', '.join(families)}" if families else ""))
 
     def results_note(self, ds) -> str:
         """The models' drops CLOSURE reports, per family, beside the ideal observers' gap."""

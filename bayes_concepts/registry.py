@@ -16,6 +16,7 @@ the manner of scikit-learn's scorers or pynndescent's named distances::
 """
 from __future__ import annotations
 
+import re
 import sys
 from importlib import import_module
 from typing import Callable, Iterator
@@ -104,9 +105,28 @@ class Registry:
 
 def describe(obj: Callable) -> str:
     """One line on a registered implementation (for help texts): its ``summary`` attribute if
-    it has one, else the first line of its docstring."""
+    it has one, else the first paragraph of its docstring -- whole sentences however many
+    lines they take, joined into one line, with reStructuredText markup (````code````,
+    ``:role:`target```) shown as plain text and without a closing full stop (help texts list
+    the choices as ``name: description; name: description``)."""
     summary = getattr(obj, "summary", None)
     if isinstance(summary, str):
-        return summary
-    doc = (getattr(obj, "__doc__", None) or "").strip()
-    return doc.splitlines()[0] if doc else ""
+        text = summary
+    else:
+        paragraph = []
+        for line in (getattr(obj, "__doc__", None) or "").strip().splitlines():
+            if not line.strip():
+                break
+            paragraph.append(line.strip())
+        text = " ".join(paragraph)
+    text = _plain(text)
+    return text[:-1] if text.endswith(".") and not text.endswith("..") else text
+
+
+def _plain(text: str) -> str:
+    """``text`` on one line without reStructuredText markup: ````x```` -> x,
+    ``:func:`~a.b.c``` -> c, ``:data:`name``` -> name."""
+    text = re.sub(r":[a-z]+:`~?([^`]*)`", lambda m: m.group(1).rsplit(".", 1)[-1] if "~" in m.group(0)
+                  else m.group(1), text)
+    text = text.replace("``", "")
+    return " ".join(text.split())

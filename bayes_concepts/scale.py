@@ -30,12 +30,219 @@ import re
 
 from .errors import BayesConceptsError
 
-__all__ = ["Scheduler", "ScaleError", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages"]
+__all__ = ["Scheduler", "ScaleError", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages",
+           "MemoryLimitError", "available_memory", "check_memory", "format_bytes", "gap_bytes", "episodes_bytes",
+           "scene_bank_bytes", "Interrupted", "safe_interrupts", "held_interrupts"]
 
 
 class ScaleError(BayesConceptsError):
     """A scheduler that cannot be used (a malformed ``--scheduler``, an unreachable cluster),
     or a job that cannot run on it (e.g. an unsaved space for a cluster)."""
+
+
+class MemoryLimitError(ScaleError):
+    """A request whose estimated memory does not fit in what this process can allocate,
+    refused before anything is allocated (:func:`check_memory`)."""
+
+
+# ------------------------------------------------------------------------ memory, up front
+def _meminfo_available():
+    """MemAvailable of /proc/meminfo in bytes, or None (not Linux)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_available():
+    """What the cgroup (v2, else v1) of this process may still allocate in bytes, or None."""
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit_file) as fh:
+                limit = fh.read().strip()
+            if limit == "max":
+                return None
+            with open(usage_file) as fh:
+                usage = int(fh.read().strip())
+            limit = int(limit)
+        except (OSError, ValueError):
+            continue
+        return None if limit >= 1 << 60 else max(0, limit - usage)
+    return None
+
+
+def _address_space_available():
+    """What an address-space limit (``ulimit -v``, RLIMIT_AS) leaves to this process, or None."""
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError, AttributeError):
+        return None
+    if soft == resource.RLIM_INFINITY:
+        return None
+    used = 0
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    used = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(0, soft - used)
+
+
+def available_memory():
+    """Bytes this process can still allocate: the smallest of MemAvailable (/proc/meminfo),
+    what a cgroup memory limit leaves and what an address-space limit (``ulimit -v``) leaves;
+    None when none of them is known (then nothing is refused)."""
+    known = [v for v in (_meminfo_available(), _cgroup_available(), _address_space_available()) if v is not None]
+    return min(known) if known else None
+
+
+def format_bytes(n) -> str:
+    """``1.5 GB``, ``320 MB``, ``4.2e+12 TB``: a byte count for a message (decimal units)."""
+    n = float(n)
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            value = n / size
+            return f"{value:.3g} {unit}" if value < 1e6 else f"{value:.2g} {unit}"
+    return f"{n:.0f} bytes"
+
+
+def check_memory(need, what: str, hint: str = "", detail: str = "", *, share: float = 0.9, available=None):
+    """Raise :class:`MemoryLimitError` when ``need`` bytes (an estimate) exceed ``share`` of
+    :func:`available_memory` (or of ``available`` when given): one line naming ``what`` (the
+    option and value, e.g. ``--episodes 100000000``), the estimate (and ``detail``, what it
+    counts) and what is available, then ``hint``.  Called before the request allocates
+    anything."""
+    available = available_memory() if available is None else available
+    if available is None or need <= share * available:
+        return
+    raise MemoryLimitError(f"{what}: needs about {format_bytes(need)} of memory" + (f" ({detail})" if detail else "")
+                           + f", more than the {format_bytes(available)} available" + (f"; {hint}" if hint else ""))
+
+
+#: Bytes per query prediction, per metric value and per episode of :class:`Episodes` (its
+#: eleven arrays: a concept id, and per support and query scene an id, a label, a source and
+#: two flags), used by the estimates below.
+_FLOAT, _EPISODE_SLOT = 8, 8 + 8 + 8 + 1 + 1
+
+
+def episodes_bytes(n_episodes: int, n_support: int = 25, n_query: int = 25) -> int:
+    """Bytes of ``n_episodes`` drawn episodes (:class:`~bayes_concepts.episodes.Episodes`),
+    twice over (the sampler's arrays and the result)."""
+    return 2 * int(n_episodes) * (8 + (n_support + n_query) * _EPISODE_SLOT)
+
+
+def gap_bytes(n_episodes: int, n_cells: int, n_learners: int = 2, n_query: int = 25,
+              keep_episodes: bool = False) -> int:
+    """Bytes a comp-gap run of ``n_cells`` (split, negatives) cells of ``n_episodes`` episodes
+    scored by ``n_learners`` learners (the two oracles and any others) needs, at least: the
+    results Dataset (four float metrics, a flag and ``n_query`` predictions per learner and
+    episode, a concept id per episode), one cell's chunks and their join (the two oracles),
+    and that cell's episodes when other learners score them too."""
+    n = int(n_episodes)
+    per_learner = 4 * _FLOAT + 1 + n_query * _FLOAT
+    results = n_cells * n * (n_learners * per_learner + 8)
+    joining = 2 * n * 2 * per_learner
+    return results + joining + (episodes_bytes(n) if keep_episodes else 0)
+
+
+def scene_bank_bytes(n_scenes: int, slots: int, n_attributes: int, n_relations: int = 0) -> int:
+    """Bytes of a scene bank of ``n_scenes`` scenes with ``slots`` object slots: the codes
+    (one byte per slot and attribute), positions and relations (``slots**2`` flags per
+    relation) when the schema has relations, and the evaluation's per-slot work arrays."""
+    n, s = int(n_scenes), int(slots)
+    per_scene = s * n_attributes + 8 * s * 4  # codes, and a few float/int per slot while evaluating
+    if n_relations:
+        per_scene += s * 3 * 4 + n_relations * s * s
+    return n * per_scene
+
+
+# ---------------------------------------------------------------------------------- Ctrl-C
+class Interrupted(KeyboardInterrupt):
+    """A :class:`KeyboardInterrupt` (Ctrl-C) with a message saying what the interrupted work
+    left behind and how it is cleaned up (the command line prints it on one line)."""
+
+
+#: Top-level packages whose Python code must not be interrupted: numba's dispatcher, compiler
+#: and the callbacks its compiled code makes (an exception raised there leaves the process in a
+#: state that ends in a SystemError or a segmentation fault).
+_UNSAFE_PACKAGES = frozenset({"numba", "llvmlite"})
+_POLL_S = 0.05
+
+
+def _in_unsafe_code(frame) -> bool:
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").partition(".")[0] in _UNSAFE_PACKAGES:
+            return True
+        frame = frame.f_back
+    return False
+
+
+@contextlib.contextmanager
+def safe_interrupts():
+    """Run a block in which Ctrl-C (SIGINT) raises :class:`KeyboardInterrupt` only where it is
+    safe: never while Python code of numba or llvmlite is on the stack (then it is raised
+    ``0.05`` s later, polled with SIGALRM, once that code has returned).  Outside the main
+    thread, or where SIGINT is ignored (a background job), the block runs as it is."""
+    import signal
+    import threading
+    if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
+            or signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, None)):
+        yield
+        return
+    pending, alarm = [], []
+
+    def handler(signum, frame):
+        if signum == signal.SIGINT:
+            pending.append(signum)
+        if not pending:
+            return
+        if _in_unsafe_code(frame):
+            if not alarm:
+                alarm.append(signal.signal(signal.SIGALRM, handler))
+            signal.setitimer(signal.ITIMER_REAL, _POLL_S)
+            return
+        pending.clear()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, alarm[0])
+
+
+@contextlib.contextmanager
+def held_interrupts():
+    """Run a short block that must not be cut in two (the renames that commit a save): a
+    Ctrl-C (SIGINT) arriving meanwhile is delivered again, to the handler in place before, once
+    the block is done."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (
+            signal.SIG_IGN, signal.SIG_DFL, None):
+        yield
+        return
+    got = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if got:
+            signal.raise_signal(signal.SIGINT)
 
 
 _ADDRESS = re.compile(r"^(?:(tcp|tls|inproc|ucx|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:\d+$")

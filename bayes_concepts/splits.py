@@ -102,6 +102,7 @@ every concept).  Checks that need the space (tokens, programs, emptiness) run in
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import tomllib
@@ -113,7 +114,7 @@ import numpy as np
 
 from .errors import BayesConceptsError, ProgramError
 from .lot.grammar import curi_grammar
-from .registry import Registry
+from .registry import Registry, describe
 from .resources import DataFileError, curi_splits_dir
 
 SIDES = ("train", "val", "test")
@@ -187,6 +188,18 @@ class Split:
 
     def sizes(self) -> dict:
         return {s: int(len(getattr(self, s))) for s in SIDES}
+
+    def concepts_sha256(self) -> str:
+        """sha256 of the split's train, val and test concept sets (not of its name): what a
+        model trained on the split saw and what it may be tested on.  Two splits with one name
+        but other concepts (another space, another spec) have other hashes; a model's card
+        records its training split's (:mod:`bayes_concepts.learners.binding`)."""
+        h = hashlib.sha256()
+        for side in SIDES:
+            ids = np.asarray(getattr(self, side), "<i8")
+            h.update(f"{side}:{len(ids)}:".encode())
+            h.update(ids.tobytes())
+        return h.hexdigest()
 
     def __repr__(self):
         sz = self.sizes()
@@ -533,7 +546,8 @@ class SplitRule:
 
     @property
     def summary(self) -> str:
-        return (self.holds_out.__doc__ or "").strip().split("\n")[0]
+        """The first paragraph of the rule function's docstring, on one line (help texts)."""
+        return describe(self.holds_out)
 
 
 class SplitRuleRegistry(Registry):
@@ -1037,14 +1051,28 @@ def is_curi_grammar(grammar) -> bool:
     return grammar.token_kinds == curi_grammar().token_kinds
 
 
+def domain_independent_specs() -> dict:
+    """``{name: path}`` of the built-in specs that name no token (kinds ``all`` and ``random``:
+    Instance IID and Concept IID), which apply to a space of any grammar."""
+    found = {}
+    for path in spec_files():
+        raw, _ = _read(path)
+        if raw.get("kind") in ("all", "random"):
+            found[str(raw.get("name", path.stem))] = path
+    return found
+
+
 def load_splits(space, names=None, specs=()) -> dict:
     """The splits called ``names`` (default: every available one), as ``{name: Split}``.
 
     Available: the split spec files ``specs`` (paths or dicts), and CURI's nine built-in
-    specs when the space's grammar is CURI's.  Only the specs asked for are read and made,
-    so ``names=["counting"]`` never touches the other eight.  A spec that names its split
-    like a built-in CURI split is an error (rename it), as are two specs with one name and
-    an unknown name (the message lists the known ones).
+    specs when the space's grammar is CURI's.  Whatever the grammar, the built-in splits
+    that name no token (``concept_iid``, ``instance_iid``: :func:`domain_independent_specs`)
+    can be asked for by name; "every available one" of a space of another grammar is its own
+    specs only.  Only the specs asked for are read and made, so ``names=["counting"]``
+    never touches the other eight.  A spec that names its split like a built-in split is an
+    error (rename it), as are two specs with one name and an unknown name (the message
+    lists the known ones).
     """
     own = {}
     for s in specs or ():
@@ -1054,17 +1082,20 @@ def load_splits(space, names=None, specs=()) -> dict:
         if name in own:
             raise SplitSpecError(f"{label}: split name {name!r} is already used by {own[name][1]}")
         own[name] = (s, label)
-    builtin = {p.stem: p for p in spec_files()} if is_curi_grammar(space.grammar) else {}
+    curi = is_curi_grammar(space.grammar)
+    builtin = {p.stem: p for p in spec_files()} if curi else domain_independent_specs()
     for name, (_, label) in own.items():
         if name in builtin:
-            raise SplitSpecError(f"{label}: split name {name!r} is the name of CURI's built-in split "
+            raise SplitSpecError(f"{label}: split name {name!r} is the name of a built-in split "
                                  f"({builtin[name]}); give your split another name")
-    wanted = list(builtin) + list(own) if names is None or list(names) == ["all"] else list(names)
+    everything = (list(builtin) if curi else []) + list(own)
+    wanted = everything if names is None or list(names) == ["all"] else list(names)
     unknown = [n for n in wanted if n not in own and n not in builtin]
     if unknown:
         known = list(builtin) + list(own)
         raise SplitSpecError(f"unknown split {', '.join(map(repr, unknown))} (known: {', '.join(known) or 'none'}"
-                             + ("" if builtin else "; CURI's splits apply only to CURI-grammar spaces: pass --spec")
+                             + ("" if curi else "; CURI's other splits name CURI's tokens and apply only to "
+                                                "CURI-grammar spaces: pass --spec")
                              + ")")
     return {n: make_split(space, own[n][0] if n in own else builtin[n]) for n in dict.fromkeys(wanted)}
 
@@ -1137,6 +1168,7 @@ def splits_json(space, splits) -> dict:
 
 
 __all__ = ["Split", "SplitSpecError", "load_spec", "make_split", "make_splits", "curi_splits", "load_splits",
+           "domain_independent_specs",
            "find_alpha_equivalent", "alpha_normal_tokens",
            "is_curi_grammar", "split_rules", "SplitRule", "SplitRuleError", "spec_files",
            "default_splits_dir", "split_from_predicate", "split_stats", "splits_table", "splits_json"]

@@ -53,7 +53,8 @@ import torch
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import cell_seed, compute_gap, summarise
-from bayes_concepts.learners import ProtoNetLearner, load_model, score_learner
+from bayes_concepts.learners import LearnerError, ProtoNetLearner, load_model, read_card, score_learner
+from bayes_concepts.learners.binding import check_scoring
 from bayes_concepts.learners.training import available_cores, parse_duration
 from bayes_concepts.splits import curi_splits
 
@@ -128,7 +129,8 @@ def main():
     ap.add_argument("--skip-budget", action="store_true", help="only throughput and scoring time")
     ap.add_argument("--reuse", action="store_true",
                     help="reuse the models of an earlier run in OUT/models (finished ones are loaded, "
-                         "interrupted ones resumed to their budget)")
+                         "interrupted ones resumed to their budget); a model made on another space or split "
+                         "(the manifest and split hashes its card records) is an error")
     ap.add_argument("--spin", action="store_true", help="keep OpenMP's default (spinning) wait policy")
     ap.add_argument("--out", default="benchmarks/out")
     args = ap.parse_args()
@@ -221,6 +223,13 @@ def main():
             learner = make(name="relnet")
             saved = json.loads((model_dir / "checkpoint.json").read_text())["state"] \
                 if args.reuse and (model_dir / "checkpoint.json").exists() else None
+            if saved is not None:  # a model of an earlier run: only if made on this space and split
+                try:
+                    check_scoring(read_card(model_dir) if (model_dir / "card.json").exists()
+                                  else {"training": {}}, space, name, split, label=f"model {model_dir}",
+                                  hint=f"remove {model_dir} or run without --reuse")
+                except LearnerError as exc:
+                    sys.exit(f"benchmarks/learners.py --reuse: {exc}")
             if saved is not None and saved.get("stopped") in ("budget", "early_stopping", "max_steps"):
                 learner = load_model(model_dir, space, name="relnet")
                 h = learner.card["training"]

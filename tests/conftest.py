@@ -4,8 +4,15 @@
 by every module whose tests hold for any small space.  A module whose assertions depend on
 a particular build (its size, seed or ``min_count``) builds its own space and says why.
 
-The shared space is read by many modules: a test must not modify it (its arrays, its
-``params`` or its ``path``).  To test saving, save a copy made with
+``clevr_space`` is its relational twin: one small ``clevr`` preset space (2,000 program
+samples plus CLOSURE's families, 3,000 scenes with positions and relations, seed 0), built
+once and shared by the modules whose tests hold for any small clevr space
+(``test_relational``, ``test_relational_space``, ``test_relational_downstream``,
+``test_plots``).  Its first build in a process costs ~15 s (CLOSURE's family programs are
+parsed and scored, then cached), so one build serves them all.
+
+The shared spaces are read by many modules: a test must not modify them (their arrays,
+``params`` or ``path``).  To test saving, save a copy made with
 ``dataclasses.replace(small_space)`` -- saving sets the saved object's ``path``.
 """
 from __future__ import annotations
@@ -18,6 +25,9 @@ from bayes_concepts.cli import main
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 
 SMALL_BUILD = dict(samples=20_000, scenes=5_000, seed=0)
+#: the shared clevr space: the size test_relational_downstream was written for (its sampled
+#: programs beside CLOSURE's ~1,600 concepts); the other modules need only *a* clevr space
+CLEVR_BUILD = dict(samples=2_000, scenes=3_000, seed=0)
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +44,19 @@ def small_space_dir(small_space, tmp_path_factory):
     stays None whichever fixtures a run happens to use.  Do not write into it.
     """
     return saved_copy(small_space, tmp_path_factory, "small_space")
+
+
+@pytest.fixture(scope="session")
+def clevr_space() -> HypothesisSpace:
+    """The shared in-memory clevr space (never saved: its ``path`` stays None)."""
+    return HypothesisSpace.build("clevr", **CLEVR_BUILD)
+
+
+@pytest.fixture(scope="session")
+def clevr_space_dir(clevr_space, tmp_path_factory):
+    """A saved copy of ``clevr_space`` (positions and packed relations included).  Do not
+    write into it: copy it first (``shutil.copytree``) to damage or extend it."""
+    return saved_copy(clevr_space, tmp_path_factory, "clevr_space")
 
 
 def saved_copy(space, tmp_path_factory, name: str):

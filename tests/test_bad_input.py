@@ -311,9 +311,11 @@ def test_gap_rejects_zero_episodes_and_json_has_settings(small_space_dir, workdi
     assert [r["split"] for r in doc["results"]] == ["counting", "counting"]
 
 
-@pytest.mark.parametrize("target, needle", [("a_dir", "is a directory"), ("/nonexistent/x.nc", "does not exist")])
+@pytest.mark.parametrize("target, needle", [("a_dir", "is a directory"), ("a_file/x.nc", "a_file is not a directory")])
 def test_output_paths_are_checked_before_computing(target, needle, small_space_dir, workdir, capsys):
+    """(A missing folder is no error for gap --out and demo --out: they create it, as space build does.)"""
     (workdir / "a_dir").mkdir()
+    (workdir / "a_file").write_text("x")
     before = snapshot(workdir)
     t = time.monotonic()
     status, _, err = run(["gap", small_space_dir, "--split", "counting", "--episodes", "20000", "--out", target],

@@ -10,7 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score
 
+from conftest import assert_one_line_error, run
+
 from bayes_concepts.cli import main
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import cell_seed, compute_gap, format_table, summarise
 from bayes_concepts.learners import (LearnerCheckError, LearnerError, NearestPrototype, ProtoNetLearner,
@@ -25,7 +28,7 @@ from bayes_concepts.oracles import OracleSettings, strong_and_weak
 from bayes_concepts.results import load_results, save_results
 from bayes_concepts.scenes.bank import pack_bits
 from bayes_concepts.scenes.schema import Attribute, SceneSchema
-from bayes_concepts.splits import curi_splits
+from bayes_concepts.splits import curi_splits, load_splits
 
 TINY = dict(embedding_dim=32, encoder_options={"object_dim": 16}, precision="fp32")
 TINY_POOLING = {"average": {"hidden": (32, 32)}, "concat": {"hidden": (32, 32)},
@@ -460,3 +463,100 @@ def test_plot_comp_gap_draws_models_as_bars(space, splits):
         np.testing.assert_allclose([b.get_height() for b in bars], order["mean"])
         np.testing.assert_allclose(order["mean"], [100 * float(ds[metric].sel(split=s, learner="prototype").mean())
                                                    for s in order["split"]])
+
+
+# ----------------------------------------------------------------------------- models know their space
+TINY_TRAIN = ["--steps", "2", "--batch", "4", "--val-every", "2", "--val-episodes", "10", "--precision", "fp32"]
+MINE = 'name = "mine"\nkind = "random"\nfractions = {train = 0.7, val = 0.1, test = 0.2}\nseed = %d\n'
+
+
+@pytest.fixture(scope="module")
+def two_spaces(tmp_path_factory):
+    """Two tiny demo spaces that differ only in their seed (3 s each), and a schema-average
+    model trained for 2 steps on the first one's Concept IID split."""
+    root = tmp_path_factory.mktemp("two_spaces")
+    for seed in (0, 1):
+        assert main(["space", "build", str(root / f"s{seed}"), "--preset", "demo", "--samples", "4000", "--scenes",
+                     "2000", "--seed", str(seed), "--quiet"]) == 0
+    assert main(["train", str(root / "s0"), "--split", "concept_iid", "--learner", "schema-average", *TINY_TRAIN,
+                 "--out", str(root / "m0")]) == 0
+    return root
+
+
+def test_the_card_records_the_space_and_the_splits_concepts(two_spaces):
+    card = read_card(two_spaces / "m0")
+    space = HypothesisSpace.load(two_spaces / "s0")
+    split = load_splits(space, ["concept_iid"])["concept_iid"]
+    assert card["training"]["space"]["manifest_sha256"] == space.manifest_sha256() == card["space"]["manifest_sha256"]
+    assert card["training"]["space"]["path"] == str((two_spaces / "s0").resolve())
+    assert card["training"]["split"] == "concept_iid" and card["training"]["split_sha256"] == split.concepts_sha256()
+    other = HypothesisSpace.load(two_spaces / "s1")
+    assert load_splits(other, ["concept_iid"])["concept_iid"].concepts_sha256() != split.concepts_sha256()
+
+
+def test_a_model_scored_on_another_space_is_refused_unless_allowed(two_spaces, capsys):
+    s0, s1, m0 = two_spaces / "s0", two_spaces / "s1", two_spaces / "m0"
+    gap = ["--split", "concept_iid", "--negatives", "hard", "--episodes", "10", "--learner", m0]
+    status, _, err = run(["gap", s1, *gap], capsys)
+    h0, h1 = (HypothesisSpace.load(d).manifest_sha256()[:12] for d in (s0, s1))
+    assert_one_line_error(status, err, "trained on space", str(s0.resolve()), h0, str(s1.resolve()), h1,
+                          "--allow-other-space")
+    status, out, err = run(["gap", s1, *gap, "--allow-other-space", "--json"], capsys)
+    assert status == 0, err
+    entry = json.loads(out)["learners"]["schema-average"]["concept_iid"]
+    assert entry["scored_on"]["override"] == "allow_other_space"
+    assert entry["scored_on"]["space_check"] == "other" and entry["scored_on"]["split_check"] == "other"
+    assert entry["training_space"]["manifest_sha256"][:12] == h0 and entry["steps"] == 2
+    assert entry["settings"]["batch_episodes"] == 4 and entry["split_sha256"] != entry["scored_on"]["split_sha256"]
+    # on its own space: no override, both checks pass, and the results say so
+    status, out, err = run(["gap", s0, *gap, "--json"], capsys)
+    assert status == 0, err
+    scored = json.loads(out)["learners"]["schema-average"]["concept_iid"]["scored_on"]
+    assert scored["space_check"] == scored["split_check"] == "same" and scored["override"] is None
+
+
+def test_the_api_refuses_another_space_and_another_split_too(two_spaces):
+    s0, s1 = (HypothesisSpace.load(two_spaces / d) for d in ("s0", "s1"))
+    with pytest.raises(LearnerError, match="trained on space .* allow_other_space=True"):
+        load_model(two_spaces / "m0", s1)
+    model = load_model(two_spaces / "m0", s1, allow_other_space=True)
+    splits = load_splits(s1, ["concept_iid"])
+    with pytest.raises(LearnerError, match="trained on space"):  # the API's own check: compute_gap
+        compute_gap(s1, splits, ("hard",), 5, learners={"m": {"concept_iid": load_model(two_spaces / "m0", s0)}})
+    ds = compute_gap(s1, splits, ("hard",), 5, learners={"m": {"concept_iid": model}})
+    assert json.loads(ds.attrs["learners"])["m"]["concept_iid"]["scored_on"]["override"] == "allow_other_space"
+    own = load_splits(s0, ["concept_iid", "instance_iid"])
+    with pytest.raises(LearnerError, match="trained on split 'concept_iid' .* split 'instance_iid'"):
+        compute_gap(s0, own, ("hard",), 5, learners={"m": load_model(two_spaces / "m0", s0)})
+    ds = compute_gap(s0, own, ("hard",), 5, learners={"m": load_model(two_spaces / "m0", s0)},
+                     allow_other_space=True)
+    info = json.loads(ds.attrs["learners"])["m"]
+    assert info["concept_iid"]["scored_on"]["override"] is None
+    assert info["instance_iid"]["scored_on"]["override"] == "allow_other_space"
+
+
+def test_a_spec_split_reusing_the_name_with_other_concepts_is_refused(two_spaces, tmp_path, capsys):
+    s0 = two_spaces / "s0"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    spec, other = tmp_path / "a" / "mine.toml", tmp_path / "b" / "mine.toml"
+    spec.write_text(MINE % 0)
+    other.write_text(MINE % 1)
+    status, _, err = run(["train", s0, "--spec", spec, "--split", "mine", "--learner", "schema-average", *TINY_TRAIN,
+                          "--out", tmp_path / "m"], capsys)
+    assert status == 0, err
+    gap = ["--split", "mine", "--negatives", "hard", "--episodes", "10", "--learner", tmp_path / "m"]
+    status, _, err = run(["gap", s0, "--spec", other, *gap], capsys)
+    assert_one_line_error(status, err, "trained on split 'mine'", "another split named 'mine'", "--allow-other-space")
+    status, _, err = run(["gap", s0, "--spec", spec, *gap], capsys)
+    assert status == 0, err
+
+
+def test_resuming_on_another_split_of_one_name_is_refused(space, tmp_path):
+    common = dict(batch_episodes=4, val_every=2, val_episodes=10, chunk_episodes=8, progress=False)
+    tiny(space, "average").train(curi_splits(space)["concept_iid"], max_steps=2, out=tmp_path / "m", **common)
+    from bayes_concepts.splits import make_split
+    other = make_split(space, {"name": "concept_iid", "kind": "random", "seed": 7,
+                               "fractions": {"train": 0.8, "val": 0.05, "test": 0.15}})
+    with pytest.raises(LearnerError, match="split_sha256"):
+        tiny(space, "average").train(other, max_steps=4, out=tmp_path / "m", resume=True, **common)

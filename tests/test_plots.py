@@ -589,13 +589,12 @@ def test_closure_families_of_the_committed_full_size_results():
     check_closure_families(ax, data)
 
 
-def test_closure_families_on_a_tiny_clevr_space_agrees_with_the_gap_table():
-    """End to end: a clevr space, protocol closure, the figure's numbers = the table's."""
+def test_closure_families_on_a_tiny_clevr_space_agrees_with_the_gap_table(clevr_space):
+    """End to end: a clevr space (the session's small one), protocol closure, the figure's
+    numbers = the table's."""
     from bayes_concepts.gap import summarise
     from bayes_concepts.protocols import protocols
-    from bayes_concepts.spaces import HypothesisSpace
-    space = HypothesisSpace.build("clevr", samples=300, scenes=1500)
-    ds = protocols.get("closure").compute_gap(space, negatives="hard", n_episodes=30)
+    ds = protocols.get("closure").compute_gap(clevr_space, negatives="hard", n_episodes=30)
     ax, data = plots.plot_closure_families(ds)
     table = {r["split"]: r["gap"] for r in summarise(ds)}
     assert data["family"].tolist() == CLOSURE_FAMILIES

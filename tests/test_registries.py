@@ -245,3 +245,29 @@ def test_user_entries_come_after_the_built_ins():
     reg = Registry("thing", builtins=("bayes_concepts.oracles.priors",))
     reg.register("mine", object())
     assert reg.names() == ("mine",) and list(reg) == ["mine"] and dict(reg.items())["mine"] is reg.get("mine")
+
+
+# ------------------------------------------------------------------ help that reads
+def test_choice_help_shows_whole_sentences(capsys):
+    """A choice's help is its docstring's first paragraph, however many lines it takes (it was
+    cut at the first line: "each hard negative", "an x-free concept"), on one line, without
+    reStructuredText markup."""
+    from bayes_concepts.cli import main
+    from bayes_concepts.registry import describe
+
+    def documented():
+        """One sentence over
+        two lines with ``code`` and :func:`~bayes_concepts.gap.compute_gap`.
+
+        Not this paragraph."""
+
+    assert describe(documented) == "One sentence over two lines with code and compute_gap"
+    with pytest.raises(SystemExit):
+        main(["gap", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "each hard negative 1/(N - |ext h|), each easy negative 1/N (a constant); 0 if h mislabels a support " \
+           "scene;" in help_text
+    assert "an x-free concept keeps that of one of its two quantifiers (pcfg sums both); default length)" in help_text
+    for registry in (bc.priors, bc.likelihoods):
+        for name, obj in registry.items():
+            assert describe(obj).count("(") == describe(obj).count(")"), (name, describe(obj))

@@ -2,9 +2,9 @@
 synonym analysis, the audit, the program commands and the schema learner's relation features.
 Each stage either works on relational programs or refuses them with a one-line error.
 
-One small clevr space (2,000 samples x 3,000 scenes, seed 0) is built for the module; the
-assertions compare the stages' output with the space itself (its programs, signatures and
-relations), so they hold for any such build.
+The small clevr space the test session shares (``clevr_space``, conftest.py: 2,000 samples x
+3,000 scenes, seed 0) is used; the assertions compare the stages' output with the space
+itself (its programs, signatures and relations), so they hold for any such build.
 """
 from __future__ import annotations
 
@@ -24,24 +24,23 @@ from bayes_concepts.learners.features import SchemaLayout
 from bayes_concepts.learners.protocol import LearnerError
 from bayes_concepts.lot import Program, load_grammar
 from bayes_concepts.resources import data_file
-from bayes_concepts.spaces import HypothesisSpace
 from bayes_concepts.splits import SplitSpecError, find_alpha_equivalent, make_split
 from bayes_concepts.synonyms import (STATUS, UNPROVABLE, EquivalenceProver, NotProvable, classify_synonym_classes,
                                      find_counterexample, prove_equivalent, summarise_statuses, unprovable_operators)
-from conftest import assert_one_line_error, run, saved_copy
+from conftest import assert_one_line_error, run
 
 CYLINDER_BLUE = "S y shape? cylinder = y S z color? blue = filter:z unique same_material and filter:y exist"
 CYLINDER_BLUE_RENAMED = "S z shape? cylinder = z S w color? blue = filter:w unique same_material and filter:z exist"
 
 
 @pytest.fixture(scope="module")
-def space():
-    return HypothesisSpace.build("clevr", samples=2000, scenes=3000, seed=0)
+def space(clevr_space):
+    return clevr_space
 
 
 @pytest.fixture(scope="module")
-def space_dir(space, tmp_path_factory):
-    return saved_copy(space, tmp_path_factory, "clevr_downstream")
+def space_dir(clevr_space_dir):
+    return clevr_space_dir
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,9 @@
 and relations on disk, rebuild the scene bank from them, and draw their scenes where the
 objects stand.
 
-One small clevr space (300 samples, 2,000 scenes, seed 0) is built for the module: the
-assertions compare it with the bank its build stage makes, so they hold for any such build.
+The small clevr space the test session shares (``clevr_space``, conftest.py: 3,000 scenes,
+seed 0) is used: the assertions compare it with the bank its build stage makes, so they hold
+for any such build.
 """
 from __future__ import annotations
 
@@ -22,22 +23,22 @@ from bayes_concepts.lot.grammar import load_grammar
 from bayes_concepts.resources import data_file
 from bayes_concepts.scenes.camera import project_points
 from bayes_concepts.scenes.render import object_masks, render_scene, render_scenes
-from bayes_concepts.spaces import HypothesisSpace, build, load_space
+from bayes_concepts.spaces import build, load_space
 from bayes_concepts.spaces.hypothesis_space import POSITIONS_FILE, RELATIONS_FILE
-from conftest import assert_one_line_error, run
+from conftest import CLEVR_BUILD, assert_one_line_error, run
 
-N_SCENES = 2000
+N_SCENES = CLEVR_BUILD["scenes"]
 
 
 @pytest.fixture(scope="module")
-def built():
-    return HypothesisSpace.build("clevr", samples=300, scenes=N_SCENES)
+def built(clevr_space):
+    return clevr_space
 
 
 @pytest.fixture(scope="module")
 def bank(built):
     """The scene bank the build made (its scene stage run again with the build's seed)."""
-    p = build.resolve_params("clevr", scenes=N_SCENES)
+    p = build.resolve_params("clevr", **CLEVR_BUILD)
     seed = np.random.SeedSequence(int(p["seed"])).generate_state(3, np.uint32)[1]
     bank, _ = build.scene_bank_stage(p, None, built.grammar, seed)
     assert np.array_equal(bank.codes, built.scene_codes)
@@ -45,10 +46,9 @@ def bank(built):
 
 
 @pytest.fixture(scope="module")
-def saved(built, tmp_path_factory):
-    path = tmp_path_factory.mktemp("clevr_space") / "space"
-    dataclasses.replace(built).save(path)
-    return path
+def saved(clevr_space_dir):
+    """The shared saved copy of ``built``: a test that changes files works on a copy (_copy)."""
+    return clevr_space_dir
 
 
 @pytest.fixture(scope="module")

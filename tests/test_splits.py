@@ -446,3 +446,35 @@ def test_dict_spec_errors_name_the_spec(space):
         make_split(space, {"name": "d", "kind": "all", "seed": 3})
     assert str(e.value) == ("<split spec 'd'>: 'seed' cannot be used with kind = 'all' (contradictory rules: it "
                             "applies to kind = 'random')")
+
+
+# ------------------------------------------------------------ splits of any grammar
+def test_concept_iid_and_instance_iid_for_a_grammar_that_renames_a_colour(tmp_path, capsys):
+    """The built-in splits that name no token are offered by name whatever the grammar; CURI's
+    others (they name CURI's tokens) stay CURI's, and "all" of such a space is its own specs."""
+    from bayes_concepts.cli import main
+    from bayes_concepts.resources import data_file
+    from bayes_concepts.splits import domain_independent_specs, load_splits
+    assert set(domain_independent_specs()) == {"concept_iid", "instance_iid"}
+    text = Path(data_file("curi.pcfg")).read_text()
+    assert " purple " in text
+    grammar = tmp_path / "violet.pcfg"
+    grammar.write_text(text.replace("purple", "violet"))
+    out = tmp_path / "space"
+    assert main(["--grammar", str(grammar), "space", "build", str(out), "--preset", "demo", "--samples", "4000",
+                 "--scenes", "2000", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["gap", str(out), "--split", "concept_iid", "--negatives", "hard", "--episodes", "20", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["results"]
+    assert row["split"] == "concept_iid" and row["strong"]["map"] >= row["weak"]["map"]
+    space = HypothesisSpace.load(out)
+    assert any("violet" in p for p in space.programs) and not any("purple" in p for p in space.programs)
+    splits = load_splits(space, ["concept_iid", "instance_iid"])
+    assert len(splits["instance_iid"].test) == space.n_concepts
+    assert len(splits["concept_iid"].train) + len(splits["concept_iid"].val) + len(splits["concept_iid"].test) \
+        == space.n_concepts
+    with pytest.raises(SplitSpecError, match="unknown split 'counting' .*known: concept_iid, instance_iid"):
+        load_splits(space, ["counting"])
+    assert load_splits(space) == {}  # "all": its own specs only (none)
+    with pytest.raises(SplitSpecError, match="name of a built-in split"):
+        load_splits(space, ["concept_iid"], [{"name": "concept_iid", "kind": "all"}])

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import BayesConceptsError
 from ..registry import Registry
-from ..scale import release_pages
+from ..scale import Interrupted, held_interrupts, release_pages
 
 #: Version of the on-disk layout; a space of another version must be rebuilt.
 FORMAT_VERSION = 2
@@ -177,6 +177,68 @@ UNFINISHED = ".bayes_concepts_unfinished"
 _UNFINISHED_TEXT = b"bayes-concepts is writing or replacing this directory; if no save is running, it was interrupted\n"
 
 
+def _owner_line() -> bytes:
+    """The marker's second line: which process writes the directory (``pid N host H``)."""
+    import socket
+    return f"pid {os.getpid()} host {socket.gethostname()}\n".encode()
+
+
+def _marker_owner(d: Path):
+    """``(pid, host)`` of the process that marked directory ``d`` unfinished, or None (no
+    marker, or one written before markers named their writer)."""
+    try:
+        words = (d / UNFINISHED).read_text(encoding="utf-8", errors="replace").split()
+        i = words.index("pid")
+        return int(words[i + 1]), words[words.index("host") + 1]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _busy_owner(d: Path):
+    """The pid of another live process of this machine that is writing (or replacing)
+    directory ``d`` right now, or None."""
+    import socket
+    owner = _marker_owner(d) if _is_unfinished(d) else None
+    if owner is None or owner[1] != socket.gethostname() or owner[0] == os.getpid():
+        return None
+    try:
+        os.kill(owner[0], 0)
+    except ProcessLookupError:
+        return None  # the writer is gone: its leftovers are an interrupted save's
+    except OSError:
+        pass  # alive, someone else's
+    try:  # a pid reused by a process that is no Python (the writer was killed long ago)
+        cmdline = Path(f"/proc/{owner[0]}/cmdline").read_bytes().lower()
+        if b"python" not in cmdline and b"bayes" not in cmdline:
+            return None
+    except OSError:
+        pass
+    return owner[0]
+
+
+def _ours(d: Path) -> bool:
+    """Whether directory ``d`` holds this process's own unfinished-marker."""
+    import socket
+    return _is_unfinished(d) and _marker_owner(d) == (os.getpid(), socket.gethostname())
+
+
+class ConcurrentSaveError(SpaceError):
+    """Another process is saving a space to the same directory at the same time."""
+
+
+def _concurrent(path: Path, pid=None) -> ConcurrentSaveError:
+    """The loser's one line when two saves to ``path`` run at once: ``pid``, the other
+    process, when it was seen before this save wrote anything; None when it took over this
+    save's ``.partial`` meanwhile."""
+    if pid:
+        return ConcurrentSaveError(f"another bayes-concepts process (pid {pid}) is saving a space to {path} right "
+                                   "now: nothing was written; let it finish, then run this again (with --force to "
+                                   "replace its space)")
+    return ConcurrentSaveError(f"another bayes-concepts process started saving a space to {path} at the same time "
+                               f"and took over {path.name}.partial: nothing of this save was kept; run one save to "
+                               f"{path} at a time")
+
+
 def _sidecars(path: Path) -> tuple:
     """``(partial, old)``: where a space for ``path`` is written first, and where the space it
     replaces is moved before it is deleted."""
@@ -222,6 +284,10 @@ def check_save_target(path, overwrite: bool = False) -> Path:
     path = Path(path)
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         raise SpaceError(f"{path} exists and is not a directory: refusing to replace it with a hypothesis space")
+    for d in (path, *_sidecars(path)):
+        busy = _busy_owner(d)
+        if busy:
+            raise _concurrent(path, busy)
     if path.is_dir() and not _is_unfinished(path) and any(path.iterdir()):
         foreign = _foreign_files(path)
         if foreign:
@@ -297,9 +363,32 @@ def start_directory(path, overwrite: bool) -> tuple:
             _remove_unfinished(leftover)
         elif _is_empty_dir(leftover):  # a save killed between creating it and marking it
             leftover.rmdir()
-    partial.mkdir(parents=True)
-    _fsync_write(partial / UNFINISHED, _UNFINISHED_TEXT)
+    try:
+        partial.mkdir(parents=True)
+    except FileExistsError:  # another save made it between the check and here
+        raise _concurrent(path) from None
+    _fsync_write(partial / UNFINISHED, _UNFINISHED_TEXT + _owner_line())
     return path, partial
+
+
+def abandon_directory(partial: Path, path: Path, exc: BaseException):
+    """After a save to ``path`` written into ``partial`` failed with ``exc`` before its commit:
+    remove ``partial`` when it is still this process's, and raise what to say -- an
+    :class:`Interrupted` for Ctrl-C, a :class:`ConcurrentSaveError` when another process took
+    ``partial`` over, ``exc`` otherwise -- naming what is left and how it is cleaned up."""
+    if not _ours(partial):
+        if isinstance(exc, KeyboardInterrupt):
+            raise Interrupted(f"while saving {path}: nothing was written to {path}") from None
+        raise _concurrent(path) from None
+    try:
+        _remove_unfinished(partial)
+        left = None
+    except OSError as cleanup:
+        left = f"{partial} is left ({cleanup.strerror or cleanup}): delete it, or the next save to {path} deletes it"
+    if isinstance(exc, KeyboardInterrupt):
+        raise Interrupted(f"while saving {path}: " + (left or f"the unfinished {partial.name} was removed and "
+                                                              f"nothing was written to {path}")) from None
+    raise exc
 
 
 def file_entries(partial: Path, names) -> dict:
@@ -314,12 +403,17 @@ def commit_directory(partial: Path, path: Path, manifest: dict):
     manifest["self_sha256"] = _manifest_digest(manifest)
     _fsync_write(partial / "manifest.json", _manifest_bytes(manifest))
     _fsync_dir(partial)
+    with held_interrupts():  # Ctrl-C here waits for the space to be in place
+        _commit(partial, path)
+
+
+def _commit(partial: Path, path: Path):
     _, old = _sidecars(path)
     if path.exists():
         # mark the old directory first: from here on it is unfinished work of ours, which
         # never loads and which the next save to this path deletes if this one is killed
         if not _is_unfinished(path):
-            _fsync_write(path / UNFINISHED, _UNFINISHED_TEXT)
+            _fsync_write(path / UNFINISHED, _UNFINISHED_TEXT + _owner_line())
         path.rename(old)
     partial.rename(path)
     _fsync_dir(path.parent)
@@ -489,17 +583,23 @@ def write_space_directory(path, overwrite: bool, *, concepts: list, texts: dict,
         raise ValueError(f"write_space_directory: {unknown[0]!r} is not an array a space saves")
     optional = [name for name in OPTIONAL_ARRAYS if arrays.get(name) is not None]
     path, partial = start_directory(path, overwrite)
-    lines = [json.dumps(row) for row in concepts]
-    _fsync_write(partial / "concepts.jsonl", ("\n".join(lines) + "\n" if lines else "").encode())
-    for name, data in texts.items():
-        (partial / name).parent.mkdir(parents=True, exist_ok=True)
-        _fsync_write(partial / name, data)
-    for name in (*SPACE_ARRAYS, *optional):
-        dtypes = {**SPACE_ARRAYS, **OPTIONAL_ARRAYS}[name][0]
-        a = np.asanyarray(arrays[name])
-        _save_npy(partial / name, a if a.dtype in [np.dtype(d) for d in dtypes] else a.astype(dtypes[0]))
-    names = ["concepts.jsonl", *texts, *SPACE_ARRAYS, *optional]
-    commit_directory(partial, path, {**manifest, "files": file_entries(partial, names)})
+    try:
+        lines = [json.dumps(row) for row in concepts]
+        _fsync_write(partial / "concepts.jsonl", ("\n".join(lines) + "\n" if lines else "").encode())
+        for name, data in texts.items():
+            (partial / name).parent.mkdir(parents=True, exist_ok=True)
+            _fsync_write(partial / name, data)
+        for name in (*SPACE_ARRAYS, *optional):
+            dtypes = {**SPACE_ARRAYS, **OPTIONAL_ARRAYS}[name][0]
+            a = np.asanyarray(arrays[name])
+            _save_npy(partial / name, a if a.dtype in [np.dtype(d) for d in dtypes] else a.astype(dtypes[0]))
+        names = ["concepts.jsonl", *texts, *SPACE_ARRAYS, *optional]
+        entries = file_entries(partial, names)
+        if not _ours(partial):  # another save to the same path deleted or replaced ours
+            raise _concurrent(path)
+    except (KeyboardInterrupt, OSError) as exc:  # Ctrl-C, a full disk, a partial taken over
+        abandon_directory(partial, path, exc)
+    commit_directory(partial, path, {**manifest, "files": entries})
     return path
 
 

@@ -12,7 +12,9 @@
 * :mod:`.modalities`: the built-in encoders (schema, image, sound), registered in
   :data:`encoders` on the registry's first use;
 * :mod:`.training`: meta-training with validation, early stopping, budgets, resuming;
-* :mod:`.store`: models on disk (safetensors weights and a JSON card), files only.
+* :mod:`.store`: models on disk (safetensors weights and a JSON card), files only;
+* :mod:`.binding`: a trained model is scored on its own space and split only (the card
+  records both), unless the caller allows another explicitly.
 
 >>> learner = make_learner(space, "schema-relnet", seed=0)                 # doctest: +SKIP
 >>> learner.train(split, budget="30m", out="models/relnet")                # doctest: +SKIP
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .binding import check_scoring, model_label
 from .conformance import LearnerCheckError, check_learner
 from .encoders import ObjectSet, SceneEncoder, SchemaEncoder, encoders
 from .features import SchemaLayout, bag_of_values
@@ -61,10 +64,12 @@ def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **
     return ProtoNetLearner(space, encoder, pooling, seed=seed, name=name, **options)
 
 
-def learners_for_gap(space, splits, specs, seed: int = 0) -> dict:
+def learners_for_gap(space, splits, specs, seed: int = 0, allow_other_space: bool = False) -> dict:
     """The ``learners`` argument of :func:`bayes_concepts.gap.compute_gap` from command-line
     specs: a saved model directory (scored on the split it was trained on, which must be
-    among ``splits``) or a reference learner name (scored on every split)."""
+    among ``splits``, on the space it was trained on and with its training split's concepts,
+    unless ``allow_other_space``: :mod:`.binding`) or a reference learner name (scored on
+    every split)."""
     out = {}
     for spec in specs or []:
         if is_model_dir(spec):
@@ -78,7 +83,10 @@ def learners_for_gap(space, splits, specs, seed: int = 0) -> dict:
                 name = Path(spec).resolve().name
             if name in out:
                 raise LearnerError(f"two learners named {name!r}; give the model directories distinct names")
-            out[name] = {trained_on: load_model(spec, space, name=name)}
+            # before the weights are read: another space or split is refused by its card alone
+            check_scoring(card, space, trained_on, splits[trained_on], label=model_label(card, name, spec),
+                          allow_other_space=allow_other_space)
+            out[name] = {trained_on: load_model(spec, space, name=name, allow_other_space=allow_other_space)}
         elif spec in reference_learners:
             if spec in out:
                 raise LearnerError(f"learner {spec!r} given twice")

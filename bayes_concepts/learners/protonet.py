@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .binding import check_space, model_label, space_record
 from .encoders import encoders
 from .poolings import poolings
 from .protocol import LearnerError
@@ -222,6 +223,9 @@ class ProtoNetLearner(PrototypeLearner):
         self.device = resolve_device(device)
         self.precision = resolve_precision(precision, self.device)
         self.card = {}
+        #: the space object it was trained on in this process (None: untrained or loaded), the
+        #: directory it was loaded from, and whether it may be scored on another space or split
+        self.training_space, self.model_dir, self.allow_other_space = None, None, False
         self._tokens = None
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
@@ -250,11 +254,22 @@ class ProtoNetLearner(PrototypeLearner):
                 "parameters": int(sum(p.numel() for p in m.parameters()))}
 
     def info(self) -> dict:
-        """What the results file records about this learner."""
+        """What the results file records about this learner: architecture, seed, precision,
+        and, once trained, its training space (manifest sha256, path, sizes), split (name and
+        concept-set sha256), steps, episodes, settings, best validation step and mAP, why
+        training stopped, and the weights' sha256 and directory when saved or loaded."""
+        training = self.card.get("training") or {}
+        space = training.get("space") or self.card.get("space")
+        if space is None and training and self.training_space is not None:
+            space = space_record(self.training_space)
         return {"kind": "protonet", "architecture": architecture_name(self.encoder_kind, self.pooling_kind),
                 "alpha": self.alpha, "seed": self.seed, "precision": self.precision,
-                "split": self.card.get("training", {}).get("split"), "steps": self.card.get("training", {}).get("steps"),
-                "weights_sha256": self.card.get("weights_sha256")}
+                "training_space": space, "split": training.get("split"), "split_sha256": training.get("split_sha256"),
+                "steps": training.get("steps"), "episodes": training.get("episodes"),
+                "settings": training.get("settings"), "best_step": training.get("best_step"),
+                "best_val_map": training.get("best_val_map"), "stopped": training.get("stopped"),
+                "weights_sha256": self.card.get("weights_sha256"),
+                "model_dir": str(self.model_dir) if self.model_dir else None}
 
     def __repr__(self):
         n = sum(p.numel() for p in self.model.parameters())
@@ -334,17 +349,26 @@ class ProtoNetLearner(PrototypeLearner):
         return save_model(self, path, card)
 
     @classmethod
-    def load(cls, path, space, *, device=None, name: str | None = None, precision: str | None = None):
+    def load(cls, path, space, *, device=None, name: str | None = None, precision: str | None = None,
+             allow_other_space: bool = False):
         """The learner saved in ``path``, for ``space`` (:func:`load_model`)."""
-        return load_model(path, space, device=device, name=name, precision=precision)
+        return load_model(path, space, device=device, name=name, precision=precision,
+                          allow_other_space=allow_other_space)
 
 
-def load_model(path, space, *, device=None, name: str | None = None, precision: str | None = None):
+def load_model(path, space, *, device=None, name: str | None = None, precision: str | None = None,
+               allow_other_space: bool = False):
     """Rebuild the learner saved in ``path`` for ``space`` (whose scene schema must give the
     model's features).  ``precision`` defaults to the card's; ``name`` to the card's.  The
-    directory is read by :mod:`.store` (card and checksummed weights, no pickle)."""
+    directory is read by :mod:`.store` (card and checksummed weights, no pickle).
+
+    ``space`` must be the space the model was trained on (the manifest sha256 its card
+    records; :mod:`.binding`): another is a one-line :class:`LearnerError` naming both,
+    unless ``allow_other_space`` -- which the learner keeps, so that
+    :func:`~bayes_concepts.gap.compute_gap` scores it and records the override."""
     path = Path(path)
     card = read_card(path)
+    check_space(card, space, label=model_label(card, name, path), allow_other_space=allow_other_space)
     arch = card.get("architecture") or {}
     try:
         enc, pool = arch["encoder"], arch["pooling"]
@@ -378,4 +402,5 @@ def load_model(path, space, *, device=None, name: str | None = None, precision: 
     learner.model.eval()
     learner.weights_changed()
     learner.card = card
+    learner.model_dir, learner.allow_other_space = path, bool(allow_other_space)
     return learner

@@ -4,9 +4,10 @@
     the network's parameters and buffers (the best checkpoint by validation mAP);
 ``MODEL_DIR/card.json``
     what rebuilds and describes the model: the architecture (encoder, pooling, sizes,
-    concept-loss weight and vocabulary), precision, training settings, split, seed,
-    the space's manifest hash, steps, wall time, validation curve, and the sha256 of
-    the weights file (checked on load);
+    concept-loss weight and vocabulary), precision, training settings, split (its name and
+    the sha256 of its concept sets), seed, the training space (manifest hash, path, sizes),
+    steps, wall time, validation curve, and the sha256 of the weights file (checked on
+    load); scoring checks the space and split (:mod:`.binding`);
 ``MODEL_DIR/checkpoint.safetensors`` + ``checkpoint.json``
     the latest training state (weights, Adam moments, random state, step), for
     resuming (:mod:`.training`).
@@ -30,6 +31,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .. import __version__
+from .binding import space_record
 from .protocol import LearnerError
 
 CARD = "card.json"
@@ -104,8 +106,7 @@ def model_card(learner, extra: dict | None = None) -> dict:
     space = learner.space
     card = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": learner.name, "learner": "protonet",
             "architecture": learner.architecture(), "precision": learner.precision, "seed": learner.seed,
-            "space": {"manifest_sha256": space.manifest_sha256() or "unsaved", "n_concepts": int(space.n_concepts),
-                      "n_scenes": int(space.n_scenes)},
+            "space": space_record(space),
             "torch_version": torch.__version__, "toolkit_version": __version__}
     card.update({k: v for k, v in learner.card.items() if k in ("training",)})
     card.update(extra or {})

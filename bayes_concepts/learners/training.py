@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from ..episodes import EpisodeSampler
+from .binding import space_record
 from .protocol import LearnerError
 from .store import (WEIGHTS, read_card, read_tensors, save_model, sha256_file, write_json_atomic,
                     write_tensors_atomic)
@@ -276,6 +277,7 @@ def _load_optimizer(opt, tensors: dict, groups: list):
 def _identity(learner, split, settings) -> dict:
     """What a checkpoint must match to be resumed."""
     return {"architecture": learner.architecture(), "seed": learner.seed, "split": split.name,
+            "split_sha256": split.concepts_sha256(),
             "settings": {k: v for k, v in settings.as_dict().items()
                          if k not in ("max_steps", "budget_s", "patience", "threads", "report_every_s")},
             "space": learner.space.manifest_sha256() or "unsaved"}
@@ -299,8 +301,11 @@ def _read_checkpoint(out: Path, learner, opt, identity: dict) -> _State:
         saved = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise LearnerError(f"{path}: cannot read as JSON ({exc})") from None
-    if saved.get("identity") != json.loads(json.dumps(identity)):
-        diff = [k for k in identity if saved.get("identity", {}).get(k) != json.loads(json.dumps(identity[k]))]
+    theirs = saved.get("identity") or {}
+    # a key the checkpoint lacks (one written before the key was recorded) is not compared
+    diff = [k for k in identity if k in theirs and theirs[k] != json.loads(json.dumps(identity[k]))]
+    if diff or not theirs:
+        diff = diff or list(identity)
         raise LearnerError(f"{out}: the checkpoint was made with other {', '.join(diff)}; cannot resume it")
     tensors = read_tensors(out / CHECKPOINT, saved.get("sha256"))
     learner.model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
@@ -352,6 +357,7 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
     max_steps, budget = settings.limits()
     out = Path(out) if out is not None else None
     identity = _identity(learner, split, settings)
+    split_hash = identity["split_sha256"]
     if out is not None and not resume and (out / CHECKPOINT_STATE).exists():
         raise LearnerError(f"{out} already holds a training run; resume it (--resume) or choose another directory")
     threads_before = torch.get_num_threads()
@@ -403,7 +409,8 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
         return state.step * batch / state.train_s if state.train_s > 0 else 0.0
 
     def history() -> dict:
-        return {"split": split.name, "split_sizes": split.sizes(), "validation_side": val_side,
+        return {"split": split.name, "split_sha256": split_hash, "split_sizes": split.sizes(),
+                "space": space_record(space), "validation_side": val_side,
                 "settings": settings.as_dict(), "seed": learner.seed, "steps": state.step,
                 "episodes": state.step * batch, "wall_s": round(state.wall_s, 3), "train_s": round(state.train_s, 3),
                 "sampling_s": round(state.sample_s, 3),
@@ -470,6 +477,7 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
     learner.weights_changed()
     hist = history()
     learner.card = {"training": hist}
+    learner.training_space = space  # the very space object (tells an unsaved space apart: binding)
     if out is not None:
         save_model(learner, out)
         _write_checkpoint_state_only(out, state, identity)

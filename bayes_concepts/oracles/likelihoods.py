@@ -32,7 +32,7 @@ from typing import Callable
 import numba
 import numpy as np
 
-from ..registry import Registry
+from ..registry import Registry, describe
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,8 @@ class Likelihood:
 
     @property
     def summary(self) -> str:
-        return (self.terms.__doc__ or "").strip().split("\n")[0]
+        """The first paragraph of the table function's docstring, on one line (help texts)."""
+        return describe(self.terms)
 
 
 class LikelihoodRegistry(Registry):
