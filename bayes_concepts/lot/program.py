@@ -213,15 +213,7 @@ class Program:
 
 def _postorder_ops(root: Node) -> list:
     """Tokens of ``root``'s subtree in postfix order, without recursion."""
-    out, todo = [], [(root, False)]
-    while todo:
-        node, expanded = todo.pop()
-        if expanded or not node.children:
-            out.append(node.op)
-            continue
-        todo.append((node, True))
-        todo.extend((c, False) for c in reversed(node.children))
-    return out
+    return [node.op for node in postorder_nodes(root)]
 
 
 def _height(root: Node) -> int:
