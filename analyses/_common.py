@@ -143,11 +143,13 @@ def style():
 
 
 def save_figure(fig, out: Path, name: str, dpi: int = 150) -> list:
-    """``<out>/<name>.png`` and ``.pdf``; returns the paths."""
+    """``<out>/<name>.png`` and ``.pdf``, without a creation date or version stamp (the same
+    figure is the same bytes); returns the paths."""
     paths = []
     for fmt in ("png", "pdf"):
         p = Path(out) / f"{name}.{fmt}"
-        fig.savefig(p, dpi=dpi if fmt == "png" else None, format=fmt)
+        fig.savefig(p, dpi=dpi if fmt == "png" else None, format=fmt,
+                    metadata={"CreationDate": None} if fmt == "pdf" else {"Software": None})
         paths.append(p)
     return paths
 

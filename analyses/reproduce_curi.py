@@ -652,7 +652,8 @@ def write_paper_figures(ds, space, out_dir, args) -> list:
         fig.text(0.995, 0.002, note, ha="right", va="bottom", fontsize=7, color="0.35")
         for fmt in ("png", "pdf"):
             p = out / f"{name}.{fmt}"
-            fig.savefig(p, dpi=150 if fmt == "png" else None, format=fmt)
+            fig.savefig(p, dpi=150 if fmt == "png" else None, format=fmt,  # no date or version stamp
+                        metadata={"CreationDate": None} if fmt == "pdf" else {"Software": None})
             paths.append(p)
         data.to_csv(out / f"{name}.csv", index=False)
         paths.append(out / f"{name}.csv")

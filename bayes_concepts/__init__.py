@@ -60,7 +60,7 @@ _EXPORTS = {
     "make_learner": ".learners", "check_learner": ".learners", "score_learners": ".learners",
     "RandomLearner": ".learners", "NearestPrototype": ".learners", "ProtoNetLearner": ".learners",
     "train": ".learners", "TrainSettings": ".learners", "save_model": ".learners", "load_model": ".learners",
-    "encoders": ".learners", "poolings": ".learners",
+    "encoders": ".learners", "poolings": ".learners", "training_profiles": ".learners",
     # any benchmark: concept spaces from extensions, attribute-object pairs, divergence, reports
     "ExtensionSpace": ".spaces.extension_space", "load_space": ".spaces.concept_space",
     "ConceptSpace": ".spaces.concept_space", "SpaceIndex": ".spaces.space_index", "space_kinds": ".spaces.concept_space",

@@ -14,8 +14,9 @@ Subcommands::
     bayes-concepts render DIR --bank [--sound]    every scene, cached (checksummed) in DIR/rendered/
     bayes-concepts posterior DIR --support F  the oracles' posterior for a support set
     bayes-concepts audit DIR --spec FILE      a one-page report on a new split
-    bayes-concepts figures RESULTS.nc --space DIR --out paper_figs/
+    bayes-concepts figures RESULTS.nc --space DIR --out figs/
     bayes-concepts demo                       the main job on the built-in demo space
+    bayes-concepts people shj [--out DIR]     the ideal observer fitted to people (Shepard, Hovland & Jenkins)
 
 Bad input (a malformed program, a bad scene file, an option out of range, an output
 path that cannot be written) prints one line on stderr and exits with status 2, before
@@ -40,7 +41,23 @@ from .errors import BayesConceptsError
 
 def _grammar(args):
     from .lot import curi_grammar, load_grammar
-    return load_grammar(args.grammar) if args.grammar else curi_grammar()
+    return load_grammar(_grammar_path(args.grammar)) if args.grammar else curi_grammar()
+
+
+def _grammar_path(text):
+    """``--grammar``'s file: a path that exists, else a grammar shipped in the package named as
+    ``clevr.pcfg``, ``clevr`` or ``hypotheses/clevr.pcfg`` (the source tree's name, which a
+    wheel install has under the package), else the path as given (loading it names it)."""
+    if text is None or Path(text).exists():
+        return text
+    p = Path(text)
+    if p.parent in (Path("."), Path("hypotheses")):
+        from .resources import DataFileError, data_file
+        try:
+            return data_file(p.name if p.suffix == ".pcfg" else p.name + ".pcfg")
+        except DataFileError:
+            pass
+    return text
 
 
 # ------------------------------------------------------------------ checking input early
@@ -198,6 +215,11 @@ def _check_depth_option(grammar, max_depth):
 
 def _log(msg):
     print(msg, file=sys.stderr, flush=True)
+
+
+def _counted(n: int, word: str, plural: str | None = None) -> str:
+    """``1 episode``, ``2,000 episodes``: a count with its noun in the right number."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
 
 
 def _parse_programs(texts, grammar) -> list:
@@ -358,18 +380,71 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def _write_figures(ds, space, out, episode_split: str, seed: int = 0):
+def _write_figures(ds, space, out, episode_split, seed: int = 0):
     """All figures of ``ds``, with an episode view of the most uncertain of 200 hard test
-    episodes of ``episode_split`` (highest posterior entropy of the strong oracle)."""
+    episodes of ``episode_split`` (a :class:`~bayes_concepts.splits.Split`, or the name of one
+    of the space's splits; highest posterior entropy of the strong oracle), drawn as the
+    results' episodes were (their query negatives and hard-negative mode)."""
     import numpy as np
     from .episodes import sample_episodes
     from .plots import oracles_for, write_figures
-    split = _splits_for(space, [episode_split])[episode_split]
-    eps = sample_episodes(space, split, "test", "hard", 200, seed=seed)
+    split = episode_split if not isinstance(episode_split, str) else \
+        _splits_for(space, [episode_split])[episode_split]
+    query_negatives = ds.attrs.get("query_negatives")
+    eps = sample_episodes(space, split, "test", "hard", 200, seed=seed,
+                          query_negatives=None if query_negatives in (None, "same as support") else query_negatives,
+                          hard_mode=ds.attrs.get("hard_mode", "union"))
     strong, weak = oracles_for(space, split, ds)
     entropy = strong.evaluate(eps)["posterior_entropy"]
     return write_figures(ds, space, out, episodes=eps, episode_index=int(np.nanargmax(entropy)),
                          oracles=(strong, weak), seed=seed)
+
+
+def _results_split(ds, space, name, specs=None, protocol=None, results: str = "the results"):
+    """Split ``name`` made again on ``space`` as results ``ds`` were computed with it, for the
+    episode view: from the ``--spec`` files ``specs`` when one defines it, else from the spec
+    the results recorded (:func:`bayes_concepts.gap.recorded_splits`), else a split of the
+    results' protocol (or of ``protocol``) or of the space; treated by the protocol the results
+    were computed with.  A split made again whose concepts differ from the recorded ones, a
+    ``protocol`` other than the results', and a split made from a Python predicate (no spec to
+    make it from) are one-line errors."""
+    from .gap import recorded_splits
+    from .protocols import get_protocol
+    from .splits import make_split, make_splits
+    recorded = ds.attrs.get("protocol")
+    if protocol is not None and recorded and recorded != protocol.name:
+        raise BayesConceptsError(f"--protocol {protocol.name}: {results} were computed with protocol {recorded}")
+    proto = get_protocol(recorded) if recorded else protocol
+    record = recorded_splits(ds).get(name) or {}
+    spec = record.get("spec") if isinstance(record.get("spec"), dict) else None
+    own = make_splits(space, specs or ())
+    if name in own:
+        split = proto.adapt(space, own[name]) if proto is not None else own[name]
+    elif spec is not None and spec.get("kind") in ("all", "random", "held_out"):
+        split = make_split(space, spec)
+        treated_by = record.get("protocol")
+        if treated_by:
+            split = get_protocol(treated_by).adapt(space, split)
+    elif spec is not None and spec.get("kind") == "predicate":
+        raise BayesConceptsError(f"--episode-split {name}: the split of {results} was made from a Python predicate "
+                                 "(split_from_predicate), which a command cannot make again; draw its episode view "
+                                 "in Python (plot_episode), or give a spec file defining it with --spec")
+    elif proto is not None:
+        split = proto.splits(space, [name])[name]
+    else:
+        split = _splits_for(space, [name])[name]
+    want = record.get("concepts_sha256")
+    if want and split.concepts_sha256() != want:
+        raise BayesConceptsError(f"--episode-split {name}: the split made here has other concepts than the one "
+                                 f"{results} were computed with; give the spec file it was made from with --spec")
+    return split
+
+
+def _default_episode_split(ds) -> str:
+    """The split of the episode view when none is named: Concept IID when the results hold it,
+    else their first split."""
+    names = [str(s) for s in ds["split"].values.tolist()]
+    return "concept_iid" if "concept_iid" in names or not names else names[0]
 
 
 def cmd_figures(args) -> int:
@@ -381,7 +456,9 @@ def cmd_figures(args) -> int:
     if sha not in (None, "unsaved") and sha != space.manifest_sha256():
         raise BayesConceptsError(f"{args.results} was computed on another space than {args.space} "
                                  "(space manifest hashes differ)")
-    paths = _write_figures(ds, space, args.out, args.episode_split, args.seed)
+    name = args.episode_split or _default_episode_split(ds)
+    split = _results_split(ds, space, name, args.spec, _protocol(args), args.results)
+    paths = _write_figures(ds, space, args.out, split, args.seed)
     print(f"wrote {len(paths)} files to {args.out}:")
     for p in paths:
         print(f"  {p}")
@@ -392,6 +469,8 @@ def cmd_space_build(args) -> int:
     from .spaces.hypothesis_space import HypothesisSpace
     from .engine.store import check_save_target
     check_save_target(args.out, args.force)  # before the build: never delete what the toolkit did not write
+    if args.preset == "shj":
+        return _space_build_shj(args)
     from .scale import parse_scheduler
     parse_scheduler(args.scheduler)
     if args.programs:
@@ -411,11 +490,11 @@ def cmd_space_build(args) -> int:
         if args.programs:
             preset = _build_params(args.preset)
             space = HypothesisSpace.from_programs(
-                args.programs, grammar=args.grammar, scenes=args.scenes or preset.get("scenes"),
+                args.programs, grammar=_grammar_path(args.grammar), scenes=args.scenes or preset.get("scenes"),
                 scene_sampler=args.scene_sampler, scenes_from=args.scenes_from, seed=args.seed,
                 reject=not args.no_rejection, progress=not args.quiet, log=log, scheduler=args.scheduler)
         else:
-            space = HypothesisSpace.build(args.preset, grammar=args.grammar, samples=args.samples,
+            space = HypothesisSpace.build(args.preset, grammar=_grammar_path(args.grammar), samples=args.samples,
                                           scenes=args.scenes, scene_sampler=args.scene_sampler,
                                           scenes_from=args.scenes_from, max_depth=args.max_depth, seed=args.seed,
                                           progress=not args.quiet, log=log, scheduler=args.scheduler)
@@ -433,6 +512,28 @@ def cmd_space_build(args) -> int:
                        ("synonym_classes", "synonym classes"), ("test_bank", "test-bank scenes")]:
         if key in st:
             print(f"{label:<26} {st[key]:>10,}")
+    return 0
+
+
+def _space_build_shj(args) -> int:
+    """``space build OUT --preset shj``: every concept over the 8 stimuli of a boolean grammar
+    (``--grammar``, default hypotheses/shj.pcfg), enumerated, not sampled."""
+    given = [opt for opt, v in (("--samples", args.samples), ("--programs", args.programs),
+                                ("--scenes", args.scenes), ("--scene-sampler", args.scene_sampler),
+                                ("--scenes-from", args.scenes_from), ("--max-depth", args.max_depth),
+                                ("--no-rejection", args.no_rejection or None), ("--scheduler", args.scheduler))
+             if v is not None]
+    if given:
+        raise BayesConceptsError(f"--preset shj enumerates every concept over the grammar's stimuli: "
+                                 f"{', '.join(given)} do{'es' if len(given) == 1 else ''} not apply")
+    from .cogsci.boolean import boolean_space
+    t = time.perf_counter()
+    space = boolean_space(_grammar_path(args.grammar) if args.grammar else "and_or_not", seed=args.seed or 0)
+    space.save(args.out, overwrite=args.force)
+    info = space.params["enumerated"]
+    print(f"built {args.out} in {time.perf_counter() - t:.1f} s: {space.n_concepts} concepts (every non-trivial "
+          f"concept over {space.n_scenes} stimuli of {info['language']}), description lengths "
+          f"{int(space.lengths.min())}..{int(space.lengths.max())} tokens")
     return 0
 
 
@@ -638,8 +739,9 @@ def cmd_episodes(args) -> int:
                           query_negatives=args.query_negatives, hard_mode=args.hard_mode)
     eps.save(args.out)
     topup = eps.meta["support_topup"] + eps.meta["query_topup"]
-    print(f"wrote {len(eps):,} {args.negatives}-negative episodes of {args.split}/{args.side} to {args.out} "
-          f"({len(set(eps.concept.tolist())):,} distinct concepts; {topup:,} random top-up negatives)")
+    print(f"wrote {_counted(len(eps), args.negatives + '-negative episode')} of {args.split}/{args.side} to "
+          f"{args.out} ({_counted(len(set(eps.concept.tolist())), 'distinct concept')}; "
+          f"{_counted(topup, 'random top-up negative')})")
     return 0
 
 
@@ -680,7 +782,8 @@ def cmd_episodes_show(args) -> int:
     _check_episodes_file(args.file)
     eps = Episodes.load(args.file)
     if not 0 <= args.index < len(eps):
-        raise BayesConceptsError(f"episode index {args.index} out of range ({len(eps)} episodes in {args.file})")
+        raise BayesConceptsError(f"episode index {args.index} out of range ({_counted(len(eps), 'episode')} in "
+                                 f"{args.file})")
     space = _load_space(args.space) if args.space else None
     if space is not None:
         eps.check_space(space, args.file)
@@ -708,15 +811,22 @@ def cmd_episodes_show(args) -> int:
     return 0
 
 
+def _option_error(exc: ValueError) -> BayesConceptsError:
+    """``beta must be in [0, 1e6], got ...`` (an OracleSettings field's message) as the option's
+    one-line error: ``--beta must be ...``, ``--ap-tolerance must be ...``."""
+    field, _, rest = str(exc).partition(" ")
+    return BayesConceptsError(f"--{field.replace('_', '-')} {rest}")
+
+
 def _settings(args):
     from .oracles import OracleSettings
     try:
         return OracleSettings(prior=args.prior, beta=args.beta, likelihood=args.likelihood, epsilon=args.epsilon,
-                              weak_empty=args.weak_empty)
+                              weak_empty=args.weak_empty, ap_tolerance=getattr(args, "ap_tolerance", None))
     except BayesConceptsError:
         raise
     except ValueError as exc:  # "beta must be in [0, 1e6], got ..." names the field: name the option
-        raise BayesConceptsError(f"--{exc}") from None
+        raise _option_error(exc) from None
 
 
 def _run_info(ds) -> dict:
@@ -776,7 +886,7 @@ def cmd_gap(args) -> int:
         save_results(ds, args.out)
     if args.json:
         keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
-                "posterior_entropy", "predictive_entropy", "learners")
+                "posterior_entropy", "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max")
         _print_json({**_run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
         return 0
     print(format_table(rows))
@@ -784,7 +894,7 @@ def cmd_gap(args) -> int:
         for line in (protocol.left_out_note(splits), protocol.results_note(ds)):
             if line:
                 print(line)
-    print(f"\n{args.episodes:,} test episodes per cell; "
+    print(f"\n{_counted(args.episodes, 'test episode')} per cell; "
           + (f"protocol {protocol.name}" + (f" overridden by {_override_text(args)}" if overrides else "") + "; "
              if protocol is not None else "")
           + f"oracle settings {ds.attrs['oracle_settings']}; "
@@ -808,7 +918,6 @@ def _learner_with_modality(learner: str, modality) -> str:
 def cmd_render(args) -> int:
     import numpy as np
 
-    from .learners.features import scene_ids
     from .scenes.render import render_scene_png
     from .scenes.sound import SoundSettings, synthesize_scene, write_wav
     if args.bank:
@@ -825,7 +934,7 @@ def cmd_render(args) -> int:
     if not 0 <= args.scene_id < space.n_scenes:
         raise BayesConceptsError(f"scene id {args.scene_id} out of range (the space has {space.n_scenes:,} "
                                  f"scenes, 0..{space.n_scenes - 1})")
-    j = scene_ids(space, [args.scene_id])[0]
+    j = int(args.scene_id)  # checked above; (importing the learners would load torch: seconds)
     codes = np.asarray(space.scene_codes[j])
     if args.sound:
         settings = SoundSettings()
@@ -903,28 +1012,31 @@ def _train_interrupted(out) -> str:
 
 def cmd_train(args) -> int:
     from .learners import ProtoNetLearner, parse_architecture
+    from .learners.profiles import resolve_profile
     from .learners.training import format_duration, parse_duration
     from .scale import Interrupted
     _check_train_options(args)
     space = _load_space(args.dir)
     split = _splits_for(space, [args.split], args.spec)[args.split]
     encoder, pooling = parse_architecture(_learner_with_modality(args.learner, args.modality))
+    profiled, encoder_options, pooling_options = resolve_profile(
+        args.profile, encoder, pooling, explicit={"batch_episodes": args.batch, "lr": args.lr})
     learner = ProtoNetLearner(space, encoder, pooling, alpha=args.alpha, seed=args.seed, precision=args.precision,
-                              name=args.name)
+                              name=args.name, encoder_options=encoder_options, pooling_options=pooling_options)
     options = dict(negatives=args.negatives, query_negatives=args.query_negatives, hard_mode=args.hard_mode,
-                   batch_episodes=args.batch, lr=args.lr, val_every=args.val_every, val_episodes=args.val_episodes,
+                   val_every=args.val_every, val_episodes=args.val_episodes,
                    patience=args.patience, threads=args.threads, max_steps=args.steps,
-                   budget_s=parse_duration(args.budget) if args.budget else None)
+                   budget_s=parse_duration(args.budget) if args.budget else None, **profiled)
     try:
-        h = learner.train(split, out=args.out, resume=args.resume, **options)
+        h = learner.train(split, out=args.out, resume=args.resume, started=getattr(args, "started", None), **options)
     except BaseException as exc:
         if _caused_by_interrupt(exc):  # Ctrl-C, or an error while the checkpoint was written after it
             raise Interrupted(_train_interrupted(args.out)) from None
         raise
-    print(f"{learner.name} on {split.name}: {h['steps']:,} steps ({h['episodes']:,} episodes, "
+    print(f"{learner.name} on {split.name}: {_counted(h['steps'], 'step')} ({_counted(h['episodes'], 'episode')}, "
           f"{format_duration(h['wall_s'])}, {h['episodes_per_s']:.0f} episodes/s, stopped: {h['stopped']}); "
           f"best validation mAP {100 * h['best_val_map']:.1f} at step {h['best_step']:,} "
-          f"({h['validation_side']} concepts); model written to {args.out}")
+          f"({h['validation_side']} concepts); training profile {args.profile}; model written to {args.out}")
     return 0
 
 
@@ -1033,7 +1145,7 @@ def cmd_audit(args) -> int:
     if args.report:
         title = f"Difficulty report: protocol {protocol.name}" if protocol is not None else None
         paths = write_report(space, reports, args.report, settings=settings, seed=args.seed, title=title)
-        print(f"\nreport: {paths[0]}" + (f" (+ {len(paths) - 1} figures)" if len(paths) > 1 else ""))
+        print(f"\nreport: {paths[0]}" + (f" (+ {_counted(len(paths) - 1, 'figure')})" if len(paths) > 1 else ""))
     print(f"\n{len(reports)} split(s)"
           + (f" of protocol {auto.name} ({args.dir} was built with CURI's release grammar; oracle settings as "
              "the options give them)" if auto else "")
@@ -1054,18 +1166,19 @@ def cmd_space_from_pairs(args) -> int:
 #: Oracle and episode options whose values a protocol fixes (``args`` attribute names).  Given
 #: explicitly together with --protocol, each replaces the protocol's value for the run (a
 #: recorded override); left out, the protocol's value applies -- never the option's default.
-_PROTOCOL_FIXES = ("prior", "beta", "likelihood", "epsilon", "weak_empty", "query_negatives", "hard_mode")
-_SETTINGS_FIELDS = ("prior", "beta", "likelihood", "epsilon", "weak_empty")
+_PROTOCOL_FIXES = ("prior", "beta", "likelihood", "epsilon", "weak_empty", "ap_tolerance", "query_negatives",
+                   "hard_mode")
+_SETTINGS_FIELDS = ("prior", "beta", "likelihood", "epsilon", "weak_empty", "ap_tolerance")
 _OVERRIDE_NOTE = "; with --protocol: given explicitly, replaces the protocol's value (recorded as an override)"
 
 
-def _protocol_option(p):
+def _protocol_option(p, help_text: str | None = None):
     from .protocols import protocols
     p.add_argument("--protocol", choices=protocols.names(), default=None,
-                   help="compute as a named protocol: its splits, oracle settings and query negatives ("
-                        + _choices(protocols) + "); an oracle or negatives option given explicitly with it "
-                        "replaces the protocol's value for this run, recorded in the results "
-                        "(attrs protocol_overrides) and in the printed settings")
+                   help=help_text or ("compute as a named protocol: its splits, oracle settings and query negatives ("
+                                      + _choices(protocols) + "); an oracle or negatives option given explicitly with "
+                                      "it replaces the protocol's value for this run, recorded in the results "
+                                      "(attrs protocol_overrides) and in the printed settings"))
 
 
 def _protocol(args):
@@ -1091,7 +1204,7 @@ def _protocol_overrides(args, protocol) -> dict:
         except BayesConceptsError:
             raise
         except ValueError as exc:  # "beta must be in ..." names the field: name the option
-            raise BayesConceptsError(f"--{exc}") from None
+            raise _option_error(exc) from None
     for k in ("query_negatives", "hard_mode"):
         if k in given:
             overrides[k] = getattr(args, k)
@@ -1149,10 +1262,25 @@ def _oracle_options(p, protocol: bool = False):
     p.add_argument("--seed", type=_whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
 
 
-def _scheduler_option(p, what: str):
+def _ap_tolerance_option(p):
+    """--ap-tolerance (gap and audit; it overrides a protocol's value when given)."""
+    p.add_argument("--ap-tolerance", type=_finite, default=None, action=_Given, metavar="T",
+                   help="the largest error allowed in each episode's AP on the test bank, a fraction in [0, 1]: "
+                        "AP is computed to within T with a certificate, the results hold each episode's "
+                        "certified bound (ap_bound) and the table's footer states T.  0 computes AP exactly.  "
+                        "Default: 1e-4 for a likelihood that is not consistent-only (noisy), 0 for the others "
+                        "(size, consistent), whose AP is exact anyway: with them a tolerance above 0 holds "
+                        "with every bound 0, and applies only to the episodes the noisy weak-empty policy "
+                        "scores with the noisy likelihood" + _OVERRIDE_NOTE)
+
+
+def _scheduler_option(p, what: str, reads_space: bool = False):
     p.add_argument("--scheduler", metavar="local:N|ADDRESS", default=None,
-                   help=f"run {what} on Dask: local:N starts a LocalCluster of N processes, ADDRESS "
-                        "(tcp://host:8786) joins a running cluster; default: this process.  Results are the same")
+                   help=f"run {what} on Dask: local:N starts a LocalCluster of N processes on this machine, "
+                        "ADDRESS (tcp://host:8786) joins a running cluster whose workers have this package "
+                        "installed" + (" and see the space at the same path" if reads_space else "")
+                        + "; default: this process.  The "
+                        "results are the same, value for value, wherever they run (README: Scaling out).")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1162,7 +1290,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="import MODULE first, so the priors, likelihoods, split rules, ... it registers are "
                          "choices (repeatable; installed packages can also register through the entry-point "
                          "group bayes_concepts.plugins)")
-    ap.add_argument("--grammar", metavar="FILE", help="grammar file (default: hypotheses/curi.pcfg)")
+    ap.add_argument("--grammar", metavar="FILE|NAME",
+                    help="grammar file, or the name of one shipped with the package: curi.pcfg (CURI's language, the "
+                         "default), curi_release.pcfg, clevr.pcfg (hypotheses/NAME works from anywhere, a wheel "
+                         "install included)")
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("explain", help="show a program's readable form, LaTeX, length and PCFG log-prob (a "
@@ -1194,12 +1325,16 @@ def build_parser() -> argparse.ArgumentParser:
         dest="space_command", required=True)
     p = sp.add_parser("build", help="build a hypothesis space into directory OUT")
     p.add_argument("out", metavar="OUT", help="directory to write: new, empty, or (with --force) a saved space")
-    p.add_argument("--preset", choices=["demo", "paper", "curi", "clevr"], default=None,
+    p.add_argument("--preset", choices=["demo", "paper", "curi", "clevr", "shj"], default=None,
                    help="demo: 200,000 samples x 100,000 scenes; paper: CURI's 2,000,000 x 990,000 as the paper "
                         "describes it (default); curi: the space of CURI's release (its grammar file, local "
                         "retries at its depth, location bins 0..7, filter > 10 and < 10%%); clevr: CLEVR's "
                         "relational language (clevr.pcfg, 3-10 objects with 3-D positions and CLEVR's relations), "
-                        "20,000 samples x 20,000 scenes plus 100 concepts of each CLOSURE family (protocol closure)")
+                        "20,000 samples x 20,000 scenes plus 100 concepts of each CLOSURE family (protocol closure); "
+                        "shj: every concept over the 8 stimuli of Shepard, Hovland & Jenkins' experiments (three "
+                        "binary dimensions), enumerated from a boolean grammar (the global --grammar, default "
+                        "hypotheses/shj.pcfg; also shj_and_not.pcfg, shj_xor_iff.pcfg) with its shortest "
+                        "description length and summed PCFG probability")
     p.add_argument("--samples", type=_whole(1), help="programs to sample from the grammar (default: the preset's)")
     p.add_argument("--programs", metavar="FILE",
                    help="build from the programs in FILE (one per line; CURI's released strings accepted) "
@@ -1288,9 +1423,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score a model on a space or split other than the one it was trained on (its training "
                         "concepts may then be test concepts); the results record the override")
     _oracle_options(p, protocol=True)
+    _ap_tolerance_option(p)
     p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
     p.add_argument("--json", action="store_true", help="print the table, the settings and the seed as JSON")
-    _scheduler_option(p, "the oracles' episode chunks")
+    _scheduler_option(p, "the oracles' episode chunks", reads_space=True)
     p.set_defaults(func=cmd_gap)
 
     p = sub.add_parser("train", help="meta-train a neural baseline (CURI's prototypical networks) on a split")
@@ -1309,11 +1445,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
                    help="negatives of the query sets (default: as --negatives)")
     _hard_mode_option(p)
-    p.add_argument("--budget", metavar="TIME", help="wall-clock budget, e.g. 90s, 30m, 2h (default 30m unless --steps)")
+    p.add_argument("--budget", metavar="TIME",
+                   help="wall-clock budget of the whole command, e.g. 90s, 30m, 2h (default 30m unless --steps).  "
+                        "It counts from the command's start (loading the space included) to the written model: a "
+                        "training step starts only when it and the closing validation and save are expected to end "
+                        "within the budget, each expected to take as long as the slowest of its recent runs, so the "
+                        "command ends about when the budget is spent, not a step and a validation later (the first "
+                        "validation is always made, however long it takes).")
     p.add_argument("--steps", type=int, help="most training steps")
     p.add_argument("--alpha", type=float, default=0.0, help="weight of the concept loss (default 0)")
-    p.add_argument("--batch", type=int, default=64, help="episodes per step (default 64, CURI's)")
-    p.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default 1e-3, CURI's)")
+    p.add_argument("--profile", default="cpu", metavar="NAME",
+                   help="the training settings and architecture options not given here.  cpu (the default): "
+                        "chosen for a CPU: Adam 1e-3 with 100 warm-up steps then a cosine decay to the end of "
+                        "the budget, 64 episodes per step, no batch norm in the relation net's g, the image "
+                        "encoder's small CNN at 80 x 120.  curi: CURI's published settings: a constant Adam "
+                        "rate (schema 1e-3, image 1e-4, sound 5e-5), 64 episodes per step for schemas and 8 for "
+                        "images and sounds, batch norm in the relation net's g, ResNet-18 to layer 3 at 160 x 240 "
+                        "for images (slow on a CPU).  Options given here win over the profile; the card records "
+                        "both")
+    p.add_argument("--batch", type=_whole(1), default=None,
+                   help="episodes per step (default: the profile's; cpu 64, curi 64 for schemas and 8 for "
+                        "images and sounds)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="Adam's learning rate (default: the profile's; cpu 1e-3 with warm-up and cosine decay, "
+                        "curi constant 1e-3 for schemas, 1e-4 for images, 5e-5 for sounds)")
     p.add_argument("--val-every", type=int, default=500, help="steps between validations")
     p.add_argument("--val-episodes", type=int, default=1000, help="validation episodes (val concepts) per check (default 1000)")
     p.add_argument("--patience", type=int, default=10, help="validations without improvement before stopping (0: never)")
@@ -1352,6 +1507,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write a one-page difficulty report (Markdown with PNGs, or one HTML file)")
     _protocol_option(p)
     _oracle_options(p, protocol=True)
+    _ap_tolerance_option(p)
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("render", help="draw one scene of a space as a PNG picture, or a WAV sound with --sound; "
@@ -1375,8 +1531,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("figures", help="write the figures of a results file (PNG and PDF)")
     p.add_argument("results", metavar="RESULTS.nc", help="a results file written by gap --out or demo")
     p.add_argument("--space", required=True, metavar="DIR", help="the space the results were computed on")
-    p.add_argument("--out", default="paper_figs", metavar="DIR", help="directory for the figures (default paper_figs)")
-    p.add_argument("--episode-split", default="concept_iid", help="split of the episode view")
+    p.add_argument("--out", default="figs", metavar="DIR",
+                   help="directory for the figures (default figs; the committed paper_figs/ are redrawn by make "
+                        "figures, never by default)")
+    p.add_argument("--episode-split", default=None, metavar="NAME",
+                   help="split of the episode view: one the results were computed on (made again from the spec "
+                        "they record), a split of the space, or one defined by a --spec file (default: concept_iid "
+                        "when the results hold it, else their first split)")
+    p.add_argument("--spec", nargs="+", metavar="FILE",
+                   help="split spec files (TOML) defining the episode view's split; a split the results hold must "
+                        "have the concepts they were computed with")
+    _protocol_option(p, "the protocol whose splits the episode view's split is taken from, for results that do "
+                        "not record one (results of gap --protocol record theirs, and another is refused)")
     p.add_argument("--seed", type=_whole(0), default=0,
                    help="seed of the episode view and bootstrap (a whole number >= 0; default 0)")
     p.set_defaults(func=cmd_figures)
@@ -1393,7 +1559,118 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory for the figures (default demo_figs; '' to skip figures; "
                         "'make figures' writes the committed paper_figs)")
     p.set_defaults(func=cmd_demo)
+    _add_people_parser(sub)
     return ap
+
+
+def _add_people_parser(sub):
+    """``people shj``: the ideal observer fitted to people's learning curves."""
+    pp = sub.add_parser("people", help="ideal observers against people's category learning").add_subparsers(
+        dest="people_command", required=True)
+    p = pp.add_parser("shj", help="fit the sequential ideal observer's beta, epsilon and lapse rate to the six "
+                                  "structures of Shepard, Hovland & Jenkins (Nosofsky et al. 1994's 6 x 16 error "
+                                  "table) and write the figure, its numbers and a summary")
+    p.add_argument("--language", default="and_or_not", metavar="NAME|FILE", action=_Given,
+                   help="the observer's language: and_or_not (hypotheses/shj.pcfg, the default), and_not or xor_iff, "
+                        "or a boolean grammar file")
+    p.add_argument("--space", metavar="DIR",
+                   help="a saved space built with 'space build OUT --preset shj' (instead of --language)")
+    p.add_argument("--prior", choices=["length", "pcfg"], default="length",
+                   help="the prior over concepts: length (exp(-beta * shortest description length), the default) or "
+                        "pcfg (the grammar's probability to the power beta)")
+    p.add_argument("--method", choices=["svi", "nuts"], default="svi",
+                   help="svi (a multivariate normal guide, about two minutes here; the default) or nuts (exact "
+                        "MCMC; far slower: each step evaluates the model many times)")
+    p.add_argument("--steps", type=_whole(1), action=_Given, default=300,
+                   help="optimisation steps of svi (default 300); refused with --method nuts")
+    p.add_argument("--samples", type=_whole(1), default=1000, help="posterior draws kept (default 1000)")
+    p.add_argument("--warmup", type=_whole(0), action=_Given, default=300,
+                   help="warm-up steps of nuts (default 300); refused with --method svi")
+    p.add_argument("--orders", type=_whole(1), default=None,
+                   help="average the block errors over this many sampled random trial orders (seeded by --seed) "
+                        "instead of exactly over all orders (the default; sampling is faster, with Monte Carlo "
+                        "error)")
+    p.add_argument("--draws", type=_whole(1), default=100,
+                   help="posterior draws whose curves the figure and the predictive check use (default 100)")
+    p.add_argument("--compare", action="store_true",
+                   help="also compare every language with both priors by the marginal likelihood (grid quadrature) "
+                        "and held-out blocks (about five minutes); without it the fit is checked against its own "
+                        "grid posterior")
+    p.add_argument("--human", metavar="FILE.csv",
+                   help="another error table (type,block,p_error); default Nosofsky et al. (1994)")
+    p.add_argument("--structures", metavar="FILE.csv",
+                   help="other category structures (type,d1,d2,d3,category); default Shepard et al. (1961)")
+    p.add_argument("--seed", type=_whole(0), default=0,
+                   help="seed of the fit, the posterior draws and any sampled orders (a whole number >= 0; default 0)")
+    p.add_argument("--out", metavar="DIR",
+                   help="write shj_people.png/.pdf (the figure), shj_people.csv and shj_people_order.csv (its "
+                        "numbers) and shj_people.json (the summary) into DIR")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.set_defaults(func=cmd_people_shj)
+
+
+def cmd_people_shj(args) -> int:
+    given = _given(args)
+    if args.method == "nuts" and "steps" in given:
+        raise BayesConceptsError("--steps sets the svi optimisation: it does not apply with --method nuts")
+    if args.method == "svi" and "warmup" in given:
+        raise BayesConceptsError("--warmup sets the nuts warm-up: it does not apply with --method svi")
+    if args.space and "language" in given:
+        raise BayesConceptsError("give --space or --language, not both (a saved space has its own language)")
+    for option, path in (("--human", args.human), ("--structures", args.structures)):
+        if path and not Path(path).is_file():
+            raise BayesConceptsError(f"{option} {path}: no such file")
+    if args.out:
+        _check_output_dir(args.out, "--out")
+    from .cogsci.boolean import SHJ_LANGUAGES
+    language = args.language
+    if not args.space and language not in SHJ_LANGUAGES:
+        if not Path(language).is_file() and not language.endswith(".pcfg"):
+            raise BayesConceptsError(f"--language {language}: expected one of {', '.join(SHJ_LANGUAGES)} or a grammar "
+                                     "file")
+        language = str(_grammar_path(language))
+        if not Path(language).is_file():
+            raise BayesConceptsError(f"--language {args.language}: no such grammar file")
+    space = None
+    if args.space:
+        from .spaces import load_space
+        space = load_space(args.space)
+    from .cogsci.shj_plots import shj_analysis
+    run = shj_analysis(language, args.prior, space=space, method=args.method, steps=args.steps,
+                       num_samples=args.samples, warmup_steps=args.warmup,
+                       states="sampled" if args.orders else "exact", n_orders=args.orders or 32, seed=args.seed,
+                       draws=args.draws, compare=args.compare, human=args.human, structures=args.structures,
+                       out=args.out, progress=not args.json)
+    s = run["summary"]
+    if args.json:
+        from .cogsci.shj_plots import _json_default
+        print(json.dumps(s, default=_json_default))
+        return 0
+    par = s["parameters"]
+    print(f"{s['language']}, {s['prior']} prior, {s['method']} ({s['times']['fit_seconds']:.0f} s):")
+    for name in ("beta", "epsilon", "lapse"):
+        v = par[name]
+        print(f"  {name:8s} {v['mean']:.4f}   {v['prob']:.0%} interval [{v['low']:.4f}, {v['high']:.4f}]")
+    print(f"  block errors, model vs people ({s['cells']} cells): r = {s['correlation']:.3f}, "
+          f"RMSE = {s['rmse']:.3f}; {s['ppc']['cells_inside']}/{s['ppc']['cells']} cells inside the "
+          f"{s['ppc']['prob']:.0%} predictive interval")
+    print("  mean error per type   " + "  ".join(f"{t}: {v['people']:.3f}/{v['model']:.3f}"
+                                               for t, v in s["mean_error_per_type"].items()) + "  (people/model)")
+    print(f"  order, people: {s['order_people']}")
+    print(f"  order, model:  {s['order_model']}  ({'reproduces' if s['order_check']['reproduced'] else 'misses'} "
+          f"{s['human_order']}" + (f"; fails {', '.join(s['order_check']['failed'])}" if s['order_check']['failed']
+                                   else "") + ")")
+    if "comparison" in s:
+        c = s["comparison"]
+        print("  language/prior          log evidence   held-out log density   order")
+        for key, v in c.items():
+            if isinstance(v, dict):
+                print(f"  {key:22s} {v['log_evidence']:12.1f}   {v['held_out']['log_predictive']:20.1f}   "
+                      f"{v['order_model']}")
+        print(f"  best by evidence: {c['best_by_evidence']}; best on held-out blocks: {c['best_by_held_out']}")
+    for path in run["paths"]:
+        print(f"wrote {path}")
+    return 0
 
 
 def load_plugins(argv) -> list:
@@ -1455,6 +1732,7 @@ def _silence_stdout():
 
 
 def main(argv=None) -> int:
+    started = time.perf_counter()  # train --budget counts from here
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         argv = load_plugins(argv)
@@ -1470,6 +1748,7 @@ def main(argv=None) -> int:
         args.func = cmd_episodes_show
     else:
         args = build_parser().parse_args(argv)
+    args.started = started
     from .scale import safe_interrupts
     try:
         with safe_interrupts():  # Ctrl-C never inside numba's Python code (a SystemError, a crash)

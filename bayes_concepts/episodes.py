@@ -42,6 +42,7 @@ from .engine.rows import check_reads, row_at, row_source, rows_for_random_reads,
 from .engine.index import signature_block_counts
 from .errors import BayesConceptsError
 from .registry import Registry
+from .scale import check_memory, episodes_bytes
 from .rng import block_seeds, next_below
 
 BLOCK = 64
@@ -111,16 +112,23 @@ Registry.register(hard_negative_modes, "alternative", HardNegativeMode(kernel_un
 class Episodes:
     """A batch of episodes as arrays (E episodes, K = positives + negatives per set).
 
-    concept: int32 (E,) concept id.
-    support_scenes / query_scenes: int64 (E, K) scene ids of the space's scene bank;
-        positives first, then negatives.
-    support_labels / query_labels: int8 (E, K) 1 = positive.
-    support_source / query_source: int32 (E, K) the alternative concept a hard negative
-        was drawn from (-1 for positives, easy and top-up negatives).
-    support_topup / query_topup: bool (E, K) random top-up negatives (hard setting).
-    support_relabelled / query_relabelled: bool (E, K) random negatives that satisfy the
-        concept and are labelled positive.
-    meta: split, side, negatives, query_negatives, seed, counts, space manifest hash.
+    Attributes
+    ----------
+    concept : int32 (E,)
+        The episode's concept id.
+    support_scenes, query_scenes : int64 (E, K)
+        Scene ids of the space's scene bank; positives first, then negatives.
+    support_labels, query_labels : int8 (E, K)
+        1 = positive.
+    support_source, query_source : int32 (E, K)
+        The alternative concept a hard negative was drawn from (-1 for positives, easy
+        and top-up negatives).
+    support_topup, query_topup : bool (E, K)
+        Random top-up negatives (hard setting).
+    support_relabelled, query_relabelled : bool (E, K)
+        Random negatives that satisfy the concept and are labelled positive.
+    meta : dict
+        Split, side, negatives, query_negatives, seed, counts, space manifest hash.
     """
 
     concept: np.ndarray
@@ -484,15 +492,21 @@ class EpisodeSampler:
         negatives as broad ones, which makes the weak oracle's job much harder)."""
         mode = hard_negative_modes.get(hard_mode)
         if negatives not in ("hard", "easy"):
-            raise ValueError(f"negatives must be 'hard' or 'easy', got {negatives!r}")
+            raise EpisodeError(f"negatives must be 'hard' or 'easy', got {negatives!r}")
         if query_negatives not in (None, "hard", "easy", "random"):
-            raise ValueError(f"query_negatives must be 'hard', 'easy' or 'random', got {query_negatives!r}")
+            raise EpisodeError(f"query_negatives must be 'hard', 'easy' or 'random', got {query_negatives!r}")
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise EpisodeError(f"n must be a whole number >= 0 (episodes to draw), got {n!r}")
+        drawn = n if part is None else max(0, min(int(part[1]), n) - int(part[0]))
+        check_memory(episodes_bytes(drawn, n_positive + n_negative, n_positive + n_negative), f"n {n:,}",
+                     "draw fewer episodes", f"{drawn:,} episodes")
         space = self.space
         ids = np.asarray(concept_ids, np.int64)
         usable = ids[space.counts[ids] >= 2 * n_positive] if len(ids) else ids
         if len(usable) == 0:
             raise EpisodeError(f"no concept on this side has {2 * n_positive} or more positive scenes "
-                               f"({len(ids)} concepts on the side); episodes need {n_positive} support and "
+                               f"({len(ids)} concept{'s' * (len(ids) != 1)} on the side); episodes need "
+                               f"{n_positive} support and "
                                f"{n_positive} query positives")
         if n_positive + n_negative > space.n_scenes // 2:
             raise EpisodeError(f"the scene bank ({space.n_scenes} scenes) is too small for sets of "

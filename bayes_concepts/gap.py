@@ -21,7 +21,7 @@ from .errors import BayesConceptsError
 from .gap_cells import gap_cells
 from .oracles import OracleSettings
 from .results import empty_dataset
-from .scale import scheduler_scope
+from .scale import check_memory, gap_bytes, scheduler_scope
 from .splits import split_stats
 
 LEARNERS = ("strong", "weak")
@@ -145,7 +145,9 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     Bad input raises :class:`~bayes_concepts.errors.BayesConceptsError` (one line, before any
     work): no splits, ``n_episodes`` not a whole number >= 1, ``seed`` not a whole number
     >= 0, ``negatives`` empty or other than ``"hard"``/``"easy"`` (a single string, e.g.
-    ``"hard"``, is one setting), ``query_negatives`` other than None/hard/easy/random."""
+    ``"hard"``, is one setting), ``query_negatives`` other than None/hard/easy/random; and a
+    request whose results cannot fit in the memory available
+    (:class:`~bayes_concepts.scale.MemoryLimitError`, as ``gap --episodes`` is refused)."""
     from tqdm.auto import tqdm
     from .learners.scoring import score_learners
     settings = settings or OracleSettings()
@@ -156,6 +158,10 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     checks = check_learners(space, splits, table, allow_other_space)
     all_learners = (*ORACLES, *table)
     cells = [(s, neg) for s in names for neg in negatives]
+    # as the command line does: refuse up front a request whose results cannot fit in memory
+    check_memory(gap_bytes(n_episodes, len(cells), len(all_learners), keep_episodes=bool(table)),
+                 f"n_episodes {n_episodes:,}", "give fewer episodes (or fewer splits)",
+                 f"results of {len(cells)} cell(s) x {len(all_learners)} learner(s)")
     ds = None
     with scheduler_scope(scheduler) as sched:
         oracle_cells = gap_cells(space, splits, cells, n_episodes, settings,
@@ -166,6 +172,7 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
             if ds is None:
                 ds = empty_dataset(names, negatives, all_learners, n_episodes,
                                    n_query=scored["strong"]["query_pred"].shape[1])
+                ds["ap_bound"] = xr.zeros_like(ds["ap"])
             here = {lr: per_split[name] for lr, per_split in table.items() if name in per_split}
             if here:
                 scored.update(score_learners(space, eps, here))
@@ -174,26 +181,63 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
             for learner, r in scored.items():
                 for m in ("ap", "cba", "posterior_entropy", "predictive_entropy", "empty", "query_pred"):
                     ds[m].loc[dict(sel, learner=learner)] = r[m]
+                ds["ap_bound"].loc[dict(sel, learner=learner)] = r.get("ap_bound", 0.0)  # 0: exact
     if ds is None:
         ds = empty_dataset(names, negatives, all_learners, n_episodes, n_query=0)
+        ds["ap_bound"] = xr.zeros_like(ds["ap"])
     ds["weak_empty"] = ds["empty"].sel(learner="weak", drop=True)
     ds.attrs.update({
         "space_manifest_sha256": space.manifest_sha256() or "unsaved",
         "oracle_settings": json.dumps(settings.as_dict(), sort_keys=True),
+        "ap_tolerance": settings.tolerance,
         "seed": int(seed), "episodes_per_cell": int(n_episodes),
         "query_negatives": query_negatives or "same as support",
         "hard_mode": hard_mode,
         "toolkit_version": __version__,
-        "metric_units": "ap, cba: fraction in [0, 1]; entropies: nats",
+        "metric_units": "ap, ap_bound, cba: fraction in [0, 1]; entropies: nats",
         "learners": json.dumps(_learner_info(table, checks), sort_keys=True, default=str),
+        "splits": json.dumps(split_records(splits), sort_keys=True, default=str),
     })
     return ds
+
+
+def split_records(splits: dict) -> dict:
+    """What results record of each split scored (``ds.attrs["splits"]``, JSON): name ->
+    ``spec`` (the validated spec dict it was made from, so the split can be made again on the
+    same space), ``source`` (its spec file, or None), ``protocol`` (the protocol that treated
+    it, or None), ``concepts_sha256`` (:meth:`~bayes_concepts.splits.Split.concepts_sha256`:
+    tells whether a split made again is the same) and ``sizes`` (concepts per side)."""
+    return {name: {"spec": split.spec, "source": split.source, "protocol": getattr(split, "protocol", None),
+                   "concepts_sha256": split.concepts_sha256(), "sizes": split.sizes()}
+            for name, split in splits.items()}
+
+
+def recorded_splits(ds: xr.Dataset) -> dict:
+    """The split records of results ``ds`` (:func:`split_records`); ``{}`` for results written
+    before splits were recorded."""
+    text = ds.attrs.get("splits")
+    if not text:
+        return {}
+    try:
+        records = json.loads(text)
+    except ValueError:
+        raise BayesConceptsError("results: attribute 'splits' is not valid JSON") from None
+    return records if isinstance(records, dict) else {}
 
 
 def paired_bootstrap(strong: np.ndarray, weak: np.ndarray, n_boot: int = 1000, seed: int = 0,
                      level: float = 0.95) -> tuple:
     """Mean of ``strong - weak`` and its percentile bootstrap interval, resampling episodes
-    (pairs) with replacement.  NaN pairs are dropped.  Returns (mean, lo, hi)."""
+    (pairs) with replacement.  NaN pairs are dropped.  Returns (mean, lo, hi).  ``n_boot`` not a
+    whole number >= 1, a ``level`` outside (0, 1) or arrays of other shapes raise a one-line
+    :class:`~bayes_concepts.errors.BayesConceptsError`."""
+    if not _whole_number(n_boot) or n_boot < 1:
+        raise BayesConceptsError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
+    if not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
+        raise BayesConceptsError(f"level must be a number in (0, 1), got {level!r}")
+    if np.shape(strong) != np.shape(weak):
+        raise BayesConceptsError(f"paired_bootstrap: the two arrays pair episodes and need one shape, got "
+                                 f"{np.shape(strong)} and {np.shape(weak)}")
     d = np.asarray(strong, np.float64) - np.asarray(weak, np.float64)
     d = d[~np.isnan(d)]
     if len(d) == 0:
@@ -211,7 +255,9 @@ def paired_bootstrap(strong: np.ndarray, weak: np.ndarray, n_boot: int = 1000, s
 
 def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
     """One row per (split, negatives): strong/weak mAP and CBA (percent), gaps with paired
-    bootstrap 95 % intervals, weak-empty share, mean entropies (strong oracle; nats)."""
+    bootstrap 95 % intervals, weak-empty share, mean entropies (strong oracle; nats) and, when
+    other learners were scored, ``learners``: name -> their means with bootstrap intervals and
+    their differences from the weak oracle with paired bootstrap intervals (:func:`_learner_row`)."""
     rows = []
     for split in ds.split.values.tolist():
         for neg in ds.negatives.values.tolist():
@@ -234,16 +280,37 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
                 ap = cell["ap"].sel(learner=learner).values
                 if learner in ORACLES or not np.isfinite(ap).any():
                     continue
-                models[learner] = {"map": 100 * float(np.nanmean(ap)),
-                                   "cba": 100 * float(np.nanmean(cell["cba"].sel(learner=learner).values)),
-                                   "episodes": int(np.isfinite(ap).sum())}
-            if models:  # other learners scored in this cell: mean mAP and CBA (percent)
+                models[learner] = _learner_row(cell, learner, n_boot, seed)
+            if models:  # other learners scored in this cell: means and differences from the weak oracle
                 r["learners"] = models
             r["weak_empty_share"] = float(cell["weak_empty"].mean())
+            if "ap_bound" in ds:  # the AP tolerance and the largest certified bound of the oracles
+                r["ap_tolerance"] = float(ds.attrs.get("ap_tolerance", 0.0))
+                r["ap_bound_max"] = float(np.nanmax(cell["ap_bound"].sel(learner=list(ORACLES)).values,
+                                                    initial=0.0))
             r["posterior_entropy"] = r["strong"]["posterior_entropy"]
             r["predictive_entropy"] = r["strong"]["predictive_entropy"]
             rows.append(r)
     return rows
+
+
+def _learner_row(cell, learner: str, n_boot: int, seed: int) -> dict:
+    """A learner's entry in a :func:`summarise` row: mean mAP and CBA (percent) with the
+    percentile bootstrap 95 % interval of each mean over its episodes (``map_ci``,
+    ``cba_ci``), the episodes it was scored on, and ``vs_weak``: the learner − weak oracle
+    difference of each metric (percentage points) with its paired bootstrap 95 % interval over
+    the same episodes, as the comp gap's strong − weak."""
+    row, vs_weak = {}, {}
+    for metric, key in (("ap", "map"), ("cba", "cba")):
+        own = 100 * cell[metric].sel(learner=learner).values.astype(np.float64)
+        weak = 100 * cell[metric].sel(learner="weak").values.astype(np.float64)
+        mean, lo, hi = paired_bootstrap(own, np.zeros_like(own), n_boot, seed)  # the mean itself, resampled
+        row[key], row[f"{key}_ci"] = mean, [lo, hi]
+        diff, dlo, dhi = paired_bootstrap(own, weak, n_boot, seed)
+        vs_weak[key], vs_weak[f"{key}_ci"] = diff, [dlo, dhi]
+    row["episodes"] = int(np.isfinite(cell["ap"].sel(learner=learner).values).sum())
+    row["vs_weak"] = vs_weak
+    return row
 
 
 def format_table(rows: list) -> str:
@@ -265,6 +332,10 @@ def format_table(rows: list) -> str:
             f"{r['predictive_entropy']:>8.3f}{r['episodes']:>9,}")
     lines.append("metrics in percent; gap = strong - weak with a paired bootstrap 95% interval over episodes; "
                  "entropies (nats) of the strong oracle")
+    tolerance = max((r.get("ap_tolerance", 0.0) for r in rows), default=0.0)
+    if tolerance > 0:
+        lines.append(f"AP within {tolerance:g} of the exact AP in every episode (certified per episode; largest "
+                     f"bound {max(r.get('ap_bound_max', 0.0) for r in rows):.2g}); AP tolerance 0 computes it exactly")
     models = list(dict.fromkeys(name for r in rows for name in r.get("learners", {})))
     if models:
         lines += ["", format_models(rows, models)]
@@ -272,19 +343,36 @@ def format_table(rows: list) -> str:
 
 
 def format_models(rows: list, models: list) -> str:
-    """Models and reference learners placed between the oracles, on the same episodes:
-    mAP and CBA (percent) per (split, negatives), weak oracle left, strong oracle right."""
-    width = max(10, *(len(m) + 1 for m in models))
-    head = f"{'split':<15}{'neg':<5}{'metric':<7}{'weak':>8}" + "".join(f"{m:>{width}}" for m in models) + \
-        f"{'strong':>8}"
-    lines = [head, "-" * len(head)]
+    """Models and reference learners placed between the oracles, on the same episodes: per
+    (split, negatives) and metric, one line of means (percent; weak oracle left, strong oracle
+    right; a learner's mean with its bootstrap 95 % interval) and one line of differences from
+    the weak oracle (percentage points, paired bootstrap 95 % intervals: a learner's, and under
+    the strong oracle the comp gap)."""
+    def ci(value, interval) -> str:
+        return f"{value:.1f} [{interval[0]:.1f}, {interval[1]:.1f}]"
+
+    lines_of = []
     for r in sorted(rows, key=lambda r: (r["negatives"], -r["gap"]["map"])):
         for metric in ("map", "cba"):
-            cells = [f"{r['learners'][m][metric]:>{width}.1f}" if m in r.get("learners", {}) else f"{'-':>{width}}"
-                     for m in models]
-            lines.append(f"{r['split']:<15}{r['negatives']:<5}{('mAP' if metric == 'map' else 'CBA'):<7}"
-                         f"{r['weak'][metric]:>8.1f}" + "".join(cells) + f"{r['strong'][metric]:>8.1f}")
-    lines.append("learners on the same test episodes as the oracles, metrics in percent ('-': not scored there)")
+            label = "mAP" if metric == "map" else "CBA"
+            got = r.get("learners", {})
+            lines_of.append([r["split"], r["negatives"], label, f"{r['weak'][metric]:.1f}",
+                             *[ci(got[m][metric], got[m][f"{metric}_ci"]) if m in got else "-" for m in models],
+                             f"{r['strong'][metric]:.1f}"])
+            lines_of.append(["", "", f"{label} - weak", "",
+                             *[ci(got[m]["vs_weak"][metric], got[m]["vs_weak"][f"{metric}_ci"])
+                               if m in got and "vs_weak" in got[m] else "-" for m in models],
+                             ci(r["gap"][metric], r["gap"][f"{metric}_ci"])])
+    head = ["split", "neg", "metric", "weak", *models, "strong"]
+    widths = [max(len(x[k]) for x in [head] + lines_of) for k in range(len(head))]
+
+    def fmt(cells) -> str:
+        return "  ".join(c.ljust(w) if k < 3 else c.rjust(w) for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    lines = [fmt(head), "  ".join("-" * w for w in widths)] + [fmt(x) for x in lines_of]
+    lines.append("learners on the same test episodes as the oracles, metrics in percent with bootstrap 95% intervals "
+                 "of the mean; '- weak': difference from the weak oracle on the same episodes (percentage points, "
+                 "paired bootstrap 95% interval; under strong: the comp gap); '-': not scored there")
     return "\n".join(lines)
 
 

@@ -4,6 +4,10 @@
 exactly, ties included: items with equal scores form one threshold, and
 AP = Σ_k (R_k − R_{k−1}) · P_k over the distinct score values in decreasing
 order (the tests check it against scikit-learn, which is not a dependency).
+
+``average_precision_interval`` bounds that AP when each score is only known to lie in an
+interval: the certificate behind the oracles' AP tolerance
+(:attr:`bayes_concepts.oracles.OracleSettings.ap_tolerance`).
 """
 from __future__ import annotations
 
@@ -139,3 +143,107 @@ def class_balanced_accuracy(probs, labels) -> float:
 def mean_average_precision(ap_values) -> float:
     """mAP: the mean of per-episode APs (NaNs, i.e. episodes without positives, ignored)."""
     return float(np.nanmean(np.asarray(ap_values, np.float64)))
+
+
+# ------------------------------------------------------------------ AP from score intervals
+@numba.njit(cache=True)
+def first_at_most(u, nu, x):
+    """Index of the first of the descending values ``u[0] > u[1] > ... > u[nu-1]`` that is
+    <= ``x``; ``nu`` when ``x`` is below all of them.  A binary search, O(log nu)."""
+    if nu == 0 or x < u[nu - 1]:
+        return nu
+    if x >= u[0]:
+        return 0
+    lo, hi = 0, nu - 1  # u[lo] > x >= u[hi]
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if u[mid] > x:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+@numba.njit(cache=True)
+def average_precision_interval_dense(lo, hi, labels):
+    """``(lower, upper)``: bounds on the AP of every score vector s with lo <= s <= hi (float
+    (n,) each, item by item) against binary ``labels`` (n,); NaN, NaN if there is no positive.
+
+    Write AP (scikit-learn's definition, ties as one threshold) as a mean over the positives,
+    AP(s) = (1/P) Σ_p f(A_p, B_p) with f(a, b) = a / (a + b), A_p = #{positives q: s_q >= s_p}
+    (p included) and B_p = #{negatives n: s_n >= s_p}: the precision at the threshold s_p,
+    where every item tied with p is already counted.  f grows with a and falls with b.  For a
+    positive p and any s in the box:
+
+    * a positive q with lo_q >= hi_p has s_q >= lo_q >= hi_p >= s_p, so A_p >= A⁻_p = 1 +
+      #{q != p: lo_q >= hi_p}; a positive q with s_q >= s_p has hi_q >= s_q >= s_p >= lo_p, so
+      A_p <= A⁺_p = #{q: hi_q >= lo_p};
+    * likewise B_p >= B⁻_p = #{n: lo_n >= hi_p} and B_p <= B⁺_p = #{n: hi_n >= lo_p}.
+
+    Hence f(A⁻_p, B⁺_p) <= f(A_p, B_p) <= f(A⁺_p, B⁻_p) for every p, and summing over the
+    positives, lower <= AP(s) <= upper.  Ties need no care: every count uses >=, as the
+    definition does.  With lo = hi both bounds are AP(lo) itself.  With exact positives
+    (lo_p = hi_p) the bounds are the AP with every negative at its hi (lower) and at its lo
+    (upper), and lowering one negative's score can only drop it from some B_p, which never
+    lowers AP.  The same is *not* true of raising a positive once ties are allowed: a
+    positive that leaves a tie with another positive, or joins a tie with a negative, can
+    lower AP (labels 0 0 0 0 0 1 1 with scores 0.9 ×5, 0.5, 0.5: AP 2/7; the last positive
+    raised to 0.6: AP 0.226), so positives at lo against negatives at hi is no lower bound
+    when positives are intervals.  That is why A⁻ and A⁺ compare against the other end of
+    p's own interval."""
+    n = lo.shape[0]
+    n_pos = 0
+    for i in range(n):
+        if labels[i]:
+            n_pos += 1
+    if n_pos == 0:
+        return np.nan, np.nan
+    pos_lo = np.empty(n_pos)
+    pos_hi = np.empty(n_pos)
+    neg_lo = np.empty(n - n_pos)
+    neg_hi = np.empty(n - n_pos)
+    a = b = 0
+    for i in range(n):
+        if labels[i]:
+            pos_lo[a] = lo[i]
+            pos_hi[a] = hi[i]
+            a += 1
+        else:
+            neg_lo[b] = lo[i]
+            neg_hi[b] = hi[i]
+            b += 1
+    pos_lo_sorted = np.sort(pos_lo)
+    pos_hi_sorted = np.sort(pos_hi)
+    neg_lo_sorted = np.sort(neg_lo)
+    neg_hi_sorted = np.sort(neg_hi)
+    n_neg = n - n_pos
+    lower = 0.0
+    upper = 0.0
+    for p in range(n_pos):
+        # counts of values >= x in a sorted array: its length minus the first index >= x
+        a_lo = n_pos - np.searchsorted(pos_lo_sorted, pos_hi[p], side="left")
+        if pos_lo[p] < pos_hi[p]:  # p itself is not among them: add it
+            a_lo += 1
+        a_hi = n_pos - np.searchsorted(pos_hi_sorted, pos_lo[p], side="left")
+        b_lo = n_neg - np.searchsorted(neg_lo_sorted, pos_hi[p], side="left")
+        b_hi = n_neg - np.searchsorted(neg_hi_sorted, pos_lo[p], side="left")
+        lower += a_lo / (a_lo + b_hi)
+        upper += a_hi / (a_hi + b_lo)
+    return lower / n_pos, upper / n_pos
+
+
+def average_precision_interval(lo, hi, labels) -> tuple:
+    """``(lower, upper)`` bounds on the average precision of any scores s with ``lo <= s <= hi``
+    (float (n,) each) for binary ``labels`` (n,) (scikit-learn's definition, ties as one
+    threshold; the proof is in :func:`average_precision_interval_dense`).  ``lo == hi`` gives
+    the AP of those scores twice (up to float rounding of the sum, ~1e-16).  NaN, NaN when
+    there is no positive label; a ``lo`` above its ``hi`` is a ValueError."""
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    labels = np.asarray(labels, np.bool_)
+    if not lo.shape == hi.shape == labels.shape or lo.ndim != 1:
+        raise ValueError(f"lo, hi and labels must be 1-d of one length, got shapes {lo.shape}, {hi.shape}, "
+                         f"{labels.shape}")
+    if np.isnan(lo).any() or np.isnan(hi).any() or (lo > hi).any():
+        raise ValueError("every interval needs lo <= hi (and no NaN)")
+    lower, upper = average_precision_interval_dense(lo, hi, labels)
+    return float(lower), float(upper)

@@ -381,6 +381,11 @@ def spec_to_toml(spec: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _s(n: int) -> str:
+    """The plural ending of a count: ``'s'`` unless ``n`` is 1."""
+    return "" if n == 1 else "s"
+
+
 def _seen_test_note(layout) -> str:
     """`` of which 1 also in train_pairs.txt (seen: a train concept of the split, e.g. wet dog)``
     for test pairs that are train pairs too (CZSL's generalized test set), else ``""``."""
@@ -416,11 +421,12 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
              + (f", {space.n_concepts - n_pairs:,} attributes and objects alone" if primitives else "")
              + f") over {space.n_scenes:,} items; {space.n_synonym_classes:,} synonym classes",
              f"pair files: train {len(layout.pairs['train']):,}, val {len(layout.pairs['val']):,}, "
-             f"test {len(layout.pairs['test']):,} pairs" + _seen_test_note(layout)
-             + f" ({len(set(layout.attributes)):,} attributes, {len(set(layout.objects)):,} objects)"]
+             f"test {len(layout.pairs['test']):,} pair{_s(len(layout.pairs['test']))}" + _seen_test_note(layout)
+             + f" ({len(set(layout.attributes)):,} attribute{_s(len(set(layout.attributes)))}, "
+               f"{len(set(layout.objects)):,} object{_s(len(set(layout.objects)))})"]
     for fname, split in splits.items():
         sz = split.sizes()
-        lines.append(f"split {split.name}: train {sz['train']:,}, test {sz['test']:,} concepts "
+        lines.append(f"split {split.name}: train {sz['train']:,}, test {sz['test']:,} concept{_s(sz['test'])} "
                      f"({Path(out) / 'splits' / fname})")
     lines.append(f"next: bayes-concepts audit {out} --report {Path(out).name}_audit.md")
     return lines

@@ -195,7 +195,7 @@ def _dodge(n: int, width: float = 0.36) -> np.ndarray:
 
 def _episodes_note(ds, negatives) -> str:
     n = int(_cell(ds, negatives).sizes["episode"])
-    return f"{negatives} negatives, {n:,} test episodes per split"
+    return f"{negatives} negatives, {n:,} test episode{'s' * (n != 1)} per split"
 
 
 def _given_axes(axes, n: int, what: str, at_least: bool = False) -> np.ndarray:
@@ -220,10 +220,14 @@ def comp_gap_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
     """The values of :func:`plot_comp_gap`: one row per (metric, split, learner) with the
     mean in percent, its 95 % bootstrap interval, the number of episodes and, on the rows
     of the strong oracle, the gap strong − weak (percentage points) with its paired
-    bootstrap interval (:func:`bayes_concepts.gap.paired_bootstrap`)."""
+    bootstrap interval (:func:`bayes_concepts.gap.paired_bootstrap`).  When the results hold
+    other learners than the oracles, columns ``vs_weak``, ``vs_weak_ci_lo``, ``vs_weak_ci_hi``
+    give each such learner's difference from the weak oracle on the same episodes
+    (percentage points) with its paired bootstrap interval (NaN on the oracles' rows)."""
     cell = _cell(ds, negatives)
     order = _order(ds, negatives, order)
     learners = _learners(ds)
+    others = [lr for lr in learners if lr not in ("strong", "weak")]
     rows = []
     for metric in ("ap", "cba"):
         for rank, split in enumerate(order):
@@ -239,6 +243,10 @@ def comp_gap_data(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
                              "episodes": n, "gap": gap[0] if is_strong else np.nan,
                              "gap_ci_lo": gap[1] if is_strong else np.nan,
                              "gap_ci_hi": gap[2] if is_strong else np.nan})
+                if others:
+                    vs = paired_bootstrap(per[lr], per["weak"], n_boot, seed) \
+                        if lr in others and "weak" in per else (np.nan, np.nan, np.nan)
+                    rows[-1].update({"vs_weak": vs[0], "vs_weak_ci_lo": vs[1], "vs_weak_ci_hi": vs[2]})
     return pd.DataFrame(rows)
 
 
@@ -248,7 +256,8 @@ def plot_comp_gap(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
     horizontal lines at each split, every other learner (models, reference learners) as a
     bar between them, each with the 95 % bootstrap interval (``n_boot`` resamples, ``seed``)
     of its mean over episodes; the comp gap (strong − weak, percentage points) shaded and
-    written at each split with its paired bootstrap interval.
+    written at each split with its paired bootstrap interval, and up each other learner's bar
+    its difference from the weak oracle with its paired bootstrap interval.
 
     ``axes``: two Axes, mAP then CBA (e.g. ``fig.subplots(2, 1, sharex=True)``); default a
     new figure.  The legend (below the panels) and the title go on their figure.
@@ -282,6 +291,13 @@ def plot_comp_gap(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
                 ax.errorbar(x + offsets[lr], y, yerr=err, color=color, marker="o", markersize=3.5, linestyle="none",
                             ecolor="0.2", capsize=2.5, elinewidth=1.1, label=learner_label(lr),
                             gid=f"{metric}:{lr}", zorder=3.5)
+                if "vs_weak" in s:  # the learner − weak oracle difference [paired bootstrap CI], up the bar
+                    for xi, (_, r) in zip(x, s.iterrows()):
+                        if np.isfinite(r["vs_weak"]):
+                            text = f"{r['vs_weak']:+.1f} [{r['vs_weak_ci_lo']:+.1f}, {r['vs_weak_ci_hi']:+.1f}]"
+                            ax.text(xi + offsets[lr] - 0.3 * bar_width, 1.5, text.replace("-", MINUS), rotation=90,
+                                    ha="center", va="bottom", fontsize=6.5, color="0.1", zorder=4,
+                                    gid=f"vs_weak:{metric}:{lr}:{r['split']}")
             for lr in oracles:
                 s = d[d.learner == lr].sort_values("order")
                 y = s["mean"].to_numpy()
@@ -321,7 +337,9 @@ def plot_comp_gap(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
                    ncol=min(5, len(labels)))
         fig.suptitle("Compositionality gap per split (" + _episodes_note(ds, negatives) + ")\n"
                      "error bars: 95 % bootstrap CI of each mean over episodes;  boxes: comp gap in percentage "
-                     "points [paired bootstrap 95 % CI]", fontsize=11.5)
+                     "points [paired bootstrap 95 % CI]"
+                     + ("\ntext up a learner's bar: learner " + MINUS + " weak oracle in percentage points [paired "
+                        "bootstrap 95 % CI]" if models else ""), fontsize=11.5)
     return axes, data
 
 
@@ -418,7 +436,8 @@ def plot_entropies(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 
         fig.legend(handles, labels, loc="outside lower center", fontsize=10, frameon=False, ncol=len(labels))
         n_total = int(data["episodes_total"].max()) if len(data) else 0
         fig.suptitle("Uncertainty of the oracles per split (" + _episodes_note(ds, negatives) + ")\n"
-                     f"n = how many of the {n_total} episodes have some concept the learner knows that fits the "
+                     f"n = how many of the {n_total} episode{'s' * (n_total != 1)} have some concept the learner "
+                     "knows that fits the "
                      "support (else it has no posterior); bars average over these n", fontsize=11)
     return axes, data
 
@@ -1260,5 +1279,5 @@ def plot_closure_families(ds, reported=None, negatives: str = "hard", ax=None, *
         stat = (f"Spearman \u03c1(gap, mean drop) = {_signed(rho)}, p = {p:.2f}, {n_pairs} families"
                 if np.isfinite(rho) else f"Spearman \u03c1 undefined ({n_pairs} families)")
         ax.set_title("CLOSURE's families: ideal-observer comp gap vs the models' reported drops\n"
-                     f"{negatives} negatives, {eps} test episodes per family; {stat}", fontsize=11)
+                     f"{negatives} negatives, {eps} test episode{'s' * (n_eps != [1])} per family; {stat}", fontsize=11)
     return ax, data

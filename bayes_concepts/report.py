@@ -76,8 +76,9 @@ def audit_frame(reports: list) -> pd.DataFrame:
     and easy negatives the mAP and CBA gaps with 95 % intervals (percentage points;
     ``map_gap_hard``, ``map_gap_hard_lo``, ...), the weak oracle's coverage (% of test
     episodes where some training concept fits the support), the strong oracle's posterior and
-    predictive entropies (nats, hard negatives), ``atom_divergence``, ``compound_divergence``
-    and ``seconds``."""
+    predictive entropies (nats, hard negatives), ``atom_divergence``, ``compound_divergence``,
+    ``seconds`` and, for results that record them, ``ap_tolerance`` and ``ap_bound_max`` (the
+    largest certified bound on an episode's AP)."""
     rows = []
     for r in reports:
         st, d = r["stats"], r["divergence"]
@@ -89,6 +90,9 @@ def audit_frame(reports: list) -> pd.DataFrame:
                 row[f"{key}_gap_{neg}"] = g["gap"][key]
                 row[f"{key}_gap_{neg}_lo"], row[f"{key}_gap_{neg}_hi"] = g["gap"][f"{key}_ci"]
             row[f"weak_coverage_{neg}"] = 100 * (1 - g["weak_empty_share"])
+            if "ap_tolerance" in g:  # the AP tolerance and the largest certified bound
+                row["ap_tolerance"] = g["ap_tolerance"]
+                row["ap_bound_max"] = max(row.get("ap_bound_max", 0.0), g["ap_bound_max"])
             if neg == "hard":
                 row["posterior_entropy"] = g["posterior_entropy"]
                 row["predictive_entropy"] = g["predictive_entropy"]
@@ -135,6 +139,9 @@ def format_audit_table(df: pd.DataFrame) -> str:
                  "test episodes in which some training concept fits the support; H: strong oracle's entropies (nats, "
                  "hard negatives); divergences: 1 - Chernoff coefficient (alpha 0.5 atoms, 0.1 compounds), train vs "
                  "test, weighted by the episode distribution")
+    if "ap_tolerance" in df and (df["ap_tolerance"] > 0).any():
+        lines.append(f"AP within {df['ap_tolerance'].max():g} of the exact AP in every episode (certified per "
+                     f"episode; largest bound {df['ap_bound_max'].max():.2g})")
     return "\n".join(lines)
 
 
@@ -355,7 +362,8 @@ def _settings_text(settings) -> str:
     st = settings if settings is not None else OracleSettings()
     prior = f"{st.prior} prior" + (f" (beta {st.beta:g})" if st.prior == "length" else "")
     lik = f"{st.likelihood} likelihood" + (f" (epsilon {st.epsilon:g})" if st.likelihood == "noisy" else "")
-    return f"{prior}, {lik}, weak-empty policy {st.weak_empty}"
+    ap = f", AP to within {st.tolerance:g} (certified per episode)" if st.tolerance > 0 else ""
+    return f"{prior}, {lik}, weak-empty policy {st.weak_empty}{ap}"
 
 
 def _hard_map_gap(report) -> float:

@@ -3,25 +3,34 @@
 Dimensions ``split``, ``negatives``, ``learner``, ``episode``.  Variables (metrics
 are fractions in [0, 1]; entropies in nats):
 
-==================== =================================== ==========================================
-``ap``               (split, negatives, learner, episode) average precision on the test bank
-``cba``              (split, negatives, learner, episode) class-balanced accuracy on the query set
-``posterior_entropy`` (split, negatives, learner, episode) entropy of the posterior over concepts
-``predictive_entropy`` (split, negatives, learner, episode) mean binary entropy of the query predictive
-``empty``            (split, negatives, learner, episode) no concept of the learner fits the support
-``weak_empty``       (split, negatives, episode)          ``empty`` of the weak oracle
-``concept``          (split, negatives, episode)          the episode's true concept id
-``query_pred``       (split, negatives, learner, episode,  each learner's p(y = 1) for the query scenes
-                     query)                               (NaN where a learner was not scored)
-==================== =================================== ==========================================
+====================== ===================================== ========================================
+``ap``                 (split, negatives, learner, episode)  average precision on the test bank
+``ap_bound``           (split, negatives, learner, episode)  a certified bound on |ap - exact AP|
+                                                             (0: exact; see OracleSettings.ap_tolerance)
+``cba``                (split, negatives, learner, episode)  class-balanced accuracy on the query set
+``posterior_entropy``  (split, negatives, learner, episode)  entropy of the posterior over concepts
+``predictive_entropy`` (split, negatives, learner, episode)  mean binary entropy of the query
+                                                             predictive
+``empty``              (split, negatives, learner, episode)  no concept of the learner fits the
+                                                             support
+``weak_empty``         (split, negatives, episode)           ``empty`` of the weak oracle
+``concept``            (split, negatives, episode)           the episode's true concept id
+``query_pred``         (split, negatives, learner, episode,  each learner's p(y = 1) for the query
+                       query)                                scenes (NaN where a learner was not
+                                                             scored)
+====================== ===================================== ========================================
 
 Attributes: ``space_manifest_sha256``, ``oracle_settings`` (JSON), ``seed``,
 ``episodes_per_cell``, ``query_negatives``, ``toolkit_version``, ``learners`` (JSON:
 name -> what the learner is: ``oracle``, a reference learner, or a model with its
-architecture, split, seed and weights checksum).  The oracles are the learners
+architecture, split, seed and weights checksum), ``splits`` (JSON: name -> the spec each
+split was made from, the protocol that treated it, its concepts' sha256 and sizes, so a
+figure can draw the results' own split again: :func:`bayes_concepts.gap.recorded_splits`).
+The oracles are the learners
 ``strong`` and ``weak``; models and reference learners are more entries along
 ``learner``, scored on the same episodes (NaN on splits they were not scored on).
-``query_pred`` is optional (results written before it existed lack it).
+``query_pred`` and ``ap_bound`` are optional (results written before they existed lack them);
+the attribute ``ap_tolerance`` is the AP tolerance the oracles were given (0: exact).
 """
 from __future__ import annotations
 

@@ -18,6 +18,9 @@ import numpy as np
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -25,6 +28,8 @@ def main():
     ap.add_argument("--split", default="concept_iid")
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--out", default="benchmarks/out/episodes.json")
+    ap.add_argument("--results", default=str(RESULTS / "episodes.json"),
+                    help="the small committed summary of this run (JSON; default benchmarks/results/episodes.json)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     space = HypothesisSpace.load(args.space)
@@ -59,6 +64,7 @@ def main():
     print(f"{args.n:,} easy-negative episodes: {out['easy_s']:.2f} s; peak RSS {out['peak_rss_mb']:,.0f} MB")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2))
+    write_summary(args.results, "episode sampling on a saved space", out)
 
 
 if __name__ == "__main__":

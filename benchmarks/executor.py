@@ -26,6 +26,9 @@ from bayes_concepts.engine.kernels import OP_AND, run_plan_chunk
 from bayes_concepts.lot import Program, sample_programs
 from bayes_concepts.scenes import SceneBank
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
+
 
 def best_of(fn, repeat):
     times = []
@@ -44,6 +47,8 @@ def main():
     ap.add_argument("--slow-scenes", type=int, default=200)
     ap.add_argument("--step-scenes", type=int, default=990_000)
     ap.add_argument("--out", default="benchmarks/out/executor.json")
+    ap.add_argument("--results", default=str(RESULTS / "executor.json"),
+                    help="the small committed summary of this run (JSON; default benchmarks/results/executor.json)")
     args = ap.parse_args()
     t_start = time.perf_counter()
 
@@ -102,6 +107,7 @@ def main():
     print(f"wall {result['wall_s']:.1f} s, peak RSS {result['peak_rss_mb']:.0f} MB")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
+    write_summary(args.results, "bit-sliced executor against the slow interpreter", result)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.results import save_results
 from bayes_concepts.splits import curi_splits
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -34,6 +37,8 @@ def main():
     ap.add_argument("--hard-mode", default="union", choices=["union", "alternative"])
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", default="benchmarks/out")
+    ap.add_argument("--results", default=str(RESULTS / "gap.json"),
+                    help="the small committed summary of this run (JSON; default benchmarks/results/gap.json)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     space = HypothesisSpace.load(args.space)
@@ -59,6 +64,7 @@ def main():
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rows": rows}
     (out / f"gap{tag}.json").write_text(json.dumps(info, indent=2))
     (out / f"gap_table{tag}.txt").write_text(table + "\n")
+    write_summary(args.results, "the full comp-gap table (9 splits x hard/easy)", info)
     print(table)
     print(f"\nwall {info['wall_s']:.0f} s (episodes + oracles {t2 - t1:.0f} s, bootstrap {t3 - t2:.0f} s); "
           f"peak RSS {info['peak_rss_mb']:,.0f} MB; target <= 600 s")

@@ -14,7 +14,13 @@ seen (``RssAnon``: memory the process itself holds).  Jobs:
   ratio of the wall times is the cluster's overhead (or gain);
 * ``all``: what the issue asks for, one job after the other (never two at once): the gap
   table on ``--space`` (default spaces/paper), the overhead pair, the 5,000,000-scene build
-  with local:2 and its gap table with local:2.
+  with local:2 and its gap table with local:2;
+* ``ap-tolerance SPACE``: the full table four times, one after the other: the size
+  likelihood, the noisy likelihood at the default AP tolerance, at 1e-3 and exact (0); then
+  the wall times and their ratios to the size table, the mean and largest certified bound on
+  an episode's AP, and per tolerance the largest difference of any cell's mAP gap from the
+  exact run beside a tenth of that cell's bootstrap interval width, written to
+  ``benchmarks/results/ap_tolerance.json`` (``--json-out``).
 
 Results go to ``benchmarks/out/scale.json`` (one entry per job, appended) and a table on
 stdout.  Usage::
@@ -23,6 +29,7 @@ stdout.  Usage::
     python benchmarks/scale.py build spaces/curi5m --scenes 5000000 --scheduler local:2
     python benchmarks/scale.py overhead [--keep]
     python benchmarks/scale.py all
+    python benchmarks/scale.py ap-tolerance spaces/paper [--episodes 20000] [--scheduler local:2]
 """
 from __future__ import annotations
 
@@ -35,6 +42,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import numpy as np
 
 OUT = Path("benchmarks/out")
 BIN = Path(sys.executable).parent / "bayes-concepts"
@@ -160,6 +169,75 @@ def build_job(out, scenes, scheduler=None, samples=None) -> dict:
     return r
 
 
+#: the runs of the ``ap-tolerance`` job: name -> extra ``gap`` options
+AP_TOLERANCE_RUNS = {"size": ["--likelihood", "size"],
+                     "noisy_default": ["--likelihood", "noisy"],
+                     "noisy_1e-3": ["--likelihood", "noisy", "--ap-tolerance", "1e-3"],
+                     "noisy_exact": ["--likelihood", "noisy", "--ap-tolerance", "0"]}
+
+
+def compare_to_exact(ds, exact) -> dict:
+    """How far results ``ds`` (an AP tolerance) are from the ``exact`` run: the certified bounds
+    of the oracles' APs (mean, largest; fractions) and, per (split, negatives) cell, the
+    difference of the mAP gap from the exact run's (percentage points) against a tenth of the
+    exact run's 95 % bootstrap interval width; the cell with the largest difference."""
+    from bayes_concepts.gap import summarise
+    bounds = ds["ap_bound"].sel(learner=["strong", "weak"]).values
+    ours = {(r["split"], r["negatives"]): r for r in summarise(ds)}
+    cells = []
+    for r in summarise(exact):
+        g = ours[(r["split"], r["negatives"])]["gap"]
+        width = r["gap"]["map_ci"][1] - r["gap"]["map_ci"][0]
+        cells.append({"split": r["split"], "negatives": r["negatives"], "map_gap": g["map"],
+                      "map_gap_exact": r["gap"]["map"], "abs_diff": abs(g["map"] - r["gap"]["map"]),
+                      "ci_width_over_10": width / 10})
+    worst = max(cells, key=lambda c: c["abs_diff"])
+    return {"ap_tolerance": float(ds.attrs.get("ap_tolerance", 0.0)),
+            "mean_bound": float(np.nanmean(bounds)), "max_bound": float(np.nanmax(bounds)),
+            "largest_map_gap_diff": worst,
+            "every_cell_within_ci_width_over_10": all(c["abs_diff"] <= c["ci_width_over_10"] for c in cells),
+            "cells": cells}
+
+
+def ap_tolerance_job(space, episodes=20_000, scheduler=None, json_out=Path("benchmarks/results/ap_tolerance.json")):
+    """The comp-gap table of ``space`` with the size likelihood and with the noisy likelihood at
+    the default AP tolerance, at 1e-3 and exact, one after the other (each its own process);
+    writes ``json_out`` and returns what it holds."""
+    from bayes_concepts.results import load_results
+    OUT.mkdir(parents=True, exist_ok=True)
+    runs = {}
+    for tag, extra in AP_TOLERANCE_RUNS.items():
+        argv = [BIN, "gap", space, "--episodes", str(episodes), *extra, "--out", OUT / f"ap_tolerance_{tag}.nc"]
+        argv += ["--scheduler", scheduler] if scheduler else []
+        r = run_job(f"gap {space} ({tag}, {scheduler or 'in-process'})", argv)
+        record({**r, "space": str(space), "episodes_per_cell": episodes})
+        if r["rc"] != 0:
+            raise SystemExit(f"{tag}: the gap command failed (exit {r['rc']})")
+        runs[tag] = r
+    exact = load_results(OUT / "ap_tolerance_noisy_exact.nc")
+    size_s = runs["size"]["wall_s"]
+    out = {"space": str(space), "episodes_per_cell": episodes, "scheduler": scheduler or "in-process",
+           "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "wall_s": {tag: r["wall_s"] for tag, r in runs.items()},
+           "ratio_to_size": {tag: round(r["wall_s"] / size_s, 3) for tag, r in runs.items()},
+           "max_peak_rss_mb": {tag: r["max_peak_rss_mb"] for tag, r in runs.items()},
+           "vs_exact": {tag: compare_to_exact(load_results(OUT / f"ap_tolerance_{tag}.nc"), exact)
+                        for tag in ("noisy_default", "noisy_1e-3")}}
+    json_out = Path(json_out)
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps(out, indent=2) + "\n")
+    for tag in runs:
+        print(f"{tag:<14} {out['wall_s'][tag]:>9,.1f} s  {out['ratio_to_size'][tag]:>6.2f} x size")
+    for tag, v in out["vs_exact"].items():
+        w = v["largest_map_gap_diff"]
+        print(f"{tag}: AP tolerance {v['ap_tolerance']:g}, certified bound mean {v['mean_bound']:.2g} max "
+              f"{v['max_bound']:.2g}; largest mAP-gap difference from exact {w['abs_diff']:.4f} points "
+              f"({w['split']}, {w['negatives']}; a tenth of its interval: {w['ci_width_over_10']:.3f}); every cell "
+              f"within: {v['every_cell_within_ci_width_over_10']}")
+    print(f"written to {json_out}")
+    return out
+
+
 def record(result: dict):
     OUT.mkdir(parents=True, exist_ok=True)
     f = OUT / "scale.json"
@@ -198,7 +276,16 @@ def main():
     a = sub.add_parser("all", help="every job of the issue, one after the other")
     a.add_argument("--space", default="spaces/paper", help="the CURI-scale space (default spaces/paper)")
     a.add_argument("--big", default="spaces/curi5m", help="where to build the 5,000,000-scene space")
+    t = sub.add_parser("ap-tolerance", help="the full table: size, and noisy at the default AP tolerance, 1e-3 and 0")
+    t.add_argument("space", help="a saved space directory")
+    t.add_argument("--episodes", type=int, default=20_000, help="test episodes per cell (default 20,000)")
+    t.add_argument("--scheduler", help="local:N or a Dask scheduler address (default: in-process)")
+    t.add_argument("--json-out", default="benchmarks/results/ap_tolerance.json",
+                   help="where to write the summary (default benchmarks/results/ap_tolerance.json)")
     args = ap.parse_args()
+    if args.job == "ap-tolerance":
+        ap_tolerance_job(args.space, args.episodes, args.scheduler, args.json_out)
+        return
     if args.job == "gap" and args.likelihood == "both":
         runs = [gap_job(args.space, args.scheduler, args.episodes, tag=f"_{lk}", code=args.code, likelihood=lk,
                         cold=args.cold) for lk in ("size", "noisy")]

@@ -19,6 +19,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
+
 STAGES = ["sample + dedupe", "parse + reject", "scene bank + execute + filter", "collapse + dedupe",
           "signatures + synonyms", "test bank", "save"]
 
@@ -64,7 +67,8 @@ def one(preset: str) -> dict:
     thread.join()
     import resource
     seconds = [b - a for a, b in zip(marks[:-1], marks[1:])]
-    return {"preset": preset, "params": space.params, "stages_survivors": space.stages,
+    return {"preset": preset, "concepts": int(space.n_concepts), "scenes": int(space.n_scenes),
+            "params": space.params, "stages_survivors": space.stages,
             "stage_seconds": dict(zip(STAGES, seconds)), "stage_peak_rss_mb": dict(zip(STAGES, peaks)),
             "build_seconds": t - t0, "save_seconds": marks[-1] - t, "load_seconds_verified": t_load,
             "wall_seconds": marks[-1] - t0, "disk_mb": disk / 2**20,
@@ -76,6 +80,8 @@ def main():
     ap.add_argument("--presets", nargs="+", default=["demo", "paper"])
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--out", default="benchmarks/out/space_build.json")
+    ap.add_argument("--results", default=str(RESULTS / "space_build.json"),
+                    help="the small committed summary of this run (JSON; default benchmarks/results/space_build.json)")
     args = ap.parse_args()
     if args.one:
         print(json.dumps(one(args.one)))
@@ -96,6 +102,7 @@ def main():
         print("survivors: " + ", ".join(f"{k} {v:,}" for k, v in r["stages_survivors"].items()))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2))
+    write_summary(args.results, "space build, stage by stage", {r["preset"]: r for r in results})
 
 
 if __name__ == "__main__":

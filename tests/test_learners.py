@@ -560,3 +560,59 @@ def test_resuming_on_another_split_of_one_name_is_refused(space, tmp_path):
                                "fractions": {"train": 0.8, "val": 0.05, "test": 0.15}})
     with pytest.raises(LearnerError, match="split_sha256"):
         tiny(space, "average").train(other, max_steps=4, out=tmp_path / "m", resume=True, **common)
+
+
+@settings(max_examples=25, deadline=None)
+@given(counts=st.lists(st.integers(1, 5), min_size=2, max_size=12), seed=st.integers(0, 2**16),
+       training=st.booleans())
+def test_relation_pooling_with_g_batch_norm_equals_its_direct_form(counts, seed, training):
+    """CURI's g with batch norm: packed pair rows (padded to a bucket) and the direct form give
+    the same sums, in training mode too, where the statistics must come from the pairs of
+    present objects only (padding rows or absent objects would shift them)."""
+    torch.manual_seed(seed)
+    pool = poolings.get("relnet")(8, 5, 16, g_hidden=(12, 12), g_out=12, f_hidden=(12,), g_norm=True)
+    pool.train(training)
+    f = torch.randn(len(counts), 5, 8)
+    mask = torch.arange(5)[None, :] < torch.tensor(counts)[:, None]
+    objects = ObjectSet(f, mask)
+    with torch.no_grad():
+        torch.testing.assert_close(pool.pair_sums(objects), pool.pair_sums_reference(objects), rtol=1e-4, atol=1e-4)
+    assert pool.config()["g_norm"] is True and len(pool.g_norms) == 3
+
+
+def test_relation_pooling_g_norm_is_a_bool():
+    with pytest.raises(LearnerError, match="g_norm"):
+        poolings.get("relnet")(8, 5, 16, g_norm="yes")
+
+
+# ----------------------------------------------------------------------------- training profiles
+def test_profiles_resolve_with_explicit_settings_winning():
+    from bayes_concepts.learners import resolve_profile, TrainSettings
+    train, enc, pool = resolve_profile("cpu", "schema", "relnet")
+    assert train == {"profile": "cpu"} and enc == {} and pool == {}  # the cpu profile is TrainSettings' defaults
+    train, enc, pool = resolve_profile("curi", "image", "relnet", explicit={"lr": 3e-4, "batch_episodes": None})
+    assert train["lr"] == 3e-4 and train["batch_episodes"] == 8 and train["lr_schedule"] == "constant"
+    assert enc == {"backbone": "resnet18", "height": 160, "width": 240} and pool == {"g_norm": True}
+    settings = TrainSettings(**train)
+    assert settings.learning_rate(0, 0.0) == settings.learning_rate(10_000, 1e6) == 3e-4  # constant, no warm-up
+    assert resolve_profile("curi", "schema", "average")[2] == {}  # g_norm only for the relation net
+    with pytest.raises(LearnerError, match="unknown training profile 'fast'"):
+        resolve_profile("fast", "schema", "relnet")
+
+
+def test_cli_train_profile_curi_is_applied_and_recorded(small_space_dir, tmp_path, capsys):
+    out = tmp_path / "curi"
+    assert main(["train", str(small_space_dir), "--split", "counting", "--learner", "schema-relnet", "--profile",
+                 "curi", "--steps", "2", "--batch", "4", "--val-every", "2", "--val-episodes", "10",
+                 "--precision", "fp32", "--out", str(out)]) == 0
+    assert "training profile curi" in capsys.readouterr().out
+    card = read_card(out)
+    settings = card["training"]["settings"]
+    assert settings["profile"] == "curi" and settings["lr_schedule"] == "constant" and settings["warmup_steps"] == 0
+    assert settings["batch_episodes"] == 4 and settings["lr"] == 1e-3  # explicit --batch wins, lr the profile's
+    assert card["architecture"]["pooling"]["config"]["g_norm"] is True
+    learner = load_model(out, HypothesisSpace.load(small_space_dir))  # rebuilt with g's batch norm
+    assert learner.model.pooling.g_norms is not None
+    status, _, err = run(["train", str(small_space_dir), "--split", "counting", "--learner", "schema-relnet",
+                          "--profile", "fast", "--steps", "1", "--out", str(tmp_path / "x")], capsys)
+    assert status == 2 and "unknown training profile 'fast'" in err

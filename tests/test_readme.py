@@ -39,6 +39,11 @@ def test_python_examples_run(tmp_path, monkeypatch, capsys):
     assert "HypothesisSpace(" in out and "mAP gap" in out
     assert (tmp_path / "results.nc").exists() and (tmp_path / "spaces" / "demo" / "manifest.json").exists()
     assert namespace["given"].n_concepts == 2
+    # the split spec of "Writing a new split" makes a split of the demo space built above
+    import tomllib
+    for spec in blocks("toml"):
+        split = bc.make_split(namespace["space"], tomllib.loads(spec))
+        assert len(split.train) and len(split.test)
 
 
 @pytest.mark.parametrize("index", range(len(blocks("bash"))))

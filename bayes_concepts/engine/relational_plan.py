@@ -368,6 +368,15 @@ class RelationalPlanBuilder(PlanBuilder):
         every = self._reduce(K.OP_REDUCE_AND, self._elementwise(K.OP_ORNOT, match, lst.members), ELEMENT)
         return self._and(every, self._reduce(K.OP_REDUCE_OR, lst.members, ELEMENT))  # CURI: false on empty
 
+    # ---------------------- kernels of xor and iff (bayes_concepts.lot.boolean_operators)
+    def xor(self, node, a, b):
+        """a ⊕ b = (a ∨ b) ∧ ¬(a ∧ b)."""
+        return self._elementwise(K.OP_ANDNOT, self._or(a, b), self._and(a, b))
+
+    def iff(self, node, a, b):
+        """a ↔ b = ¬(a ⊕ b)."""
+        return self._elementwise(K.OP_NOT, self.xor(node, a, b))
+
     # ------------------------------------------- kernels of the relational operators
     def filter(self, node, members, body):
         var = split_binder(node.op)[1]

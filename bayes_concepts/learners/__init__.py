@@ -35,6 +35,7 @@ from .prototype import PrototypeLearner
 from .reference import NearestPrototype, RandomLearner, reference_learners
 from .scoring import evaluate_by_protocol, score_learner, score_learners
 from .store import is_model_dir, read_card, save_model
+from .profiles import TrainingProfile, resolve_profile, training_profiles
 from .training import TrainSettings, parse_duration, train
 
 __all__ = ["Learner", "MetaLearner", "LearnerError", "LearnerCheckError", "is_learner", "check_learner",
@@ -42,7 +43,7 @@ __all__ = ["Learner", "MetaLearner", "LearnerError", "LearnerCheckError", "is_le
            "PrototypeLearner", "reference_learners", "ProtoNet", "ProtoNetLearner", "ObjectSet", "SceneEncoder",
            "SchemaEncoder", "SchemaLayout", "bag_of_values", "encoders", "poolings", "TrainSettings", "train",
            "parse_duration", "save_model", "load_model", "read_card", "is_model_dir", "make_learner",
-           "parse_architecture", "learners_for_gap"]
+           "parse_architecture", "learners_for_gap", "TrainingProfile", "training_profiles", "resolve_profile"]
 
 
 def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **options):

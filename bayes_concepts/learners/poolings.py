@@ -9,7 +9,8 @@ CURI's four (seed paper, Appendix F; sizes are arguments, defaults are CURI's):
                  concatenated, then an MLP O·K + O -> 256 -> 512 -> 256 -> N;
 ``relnet``       relation network: g over every ordered pair (i, j) of present objects
                  (i = j included), g = 2K -> 256 -> 256 -> 256 -> 256 with ReLU after each
-                 layer, summed over pairs, then f = 256 -> 256 -> 256 -> N (linear, ReLU,
+                 layer (``g_norm=True``: batch norm before each ReLU, as CURI's Appendix F
+                 gives it; off by default, the CPU profile's choice), summed over pairs, then f = 256 -> 256 -> 256 -> N (linear, ReLU,
                  batch norm in the hidden layers);
 ``transformer``  4 layers of 2-head self-attention (feed-forward 512) over the present
                  objects, then max, min, sum and mean over objects concatenated and
@@ -117,20 +118,40 @@ def pair_index(counts: torch.Tensor) -> tuple:
 @poolings.register("relnet")
 class RelationPooling(Pooling):
     def __init__(self, in_dim: int, n_objects: int, out_dim: int = 256, g_hidden=(256, 256, 256), g_out: int = 256,
-                 f_hidden=(256, 256)):
+                 f_hidden=(256, 256), g_norm: bool = False):
         super().__init__(in_dim, n_objects, out_dim)
         self.g_hidden, self.g_out, self.f_hidden = [int(h) for h in g_hidden], int(g_out), [int(h) for h in f_hidden]
+        if not isinstance(g_norm, bool):
+            raise LearnerError(f"relnet pooling: g_norm must be true or false, got {g_norm!r}")
+        self.g_norm = g_norm
         g_dims = [*self.g_hidden, self.g_out]
         self.g_first = nn.Linear(2 * self.in_dim, g_dims[0])  # on [o_i, o_j]; applied factorised
         self.g_rest = nn.ModuleList(nn.Linear(a, b) for a, b in zip(g_dims[:-1], g_dims[1:]))
+        # g_norm (CURI's Appendix F): batch norm between each of g's linear layers and its ReLU,
+        # its statistics taken over the pair rows of present objects only
+        self.g_norms = nn.ModuleList(nn.BatchNorm1d(d) for d in g_dims) if g_norm else None
         self.f = mlp([self.g_out, *self.f_hidden, self.out_dim], "relu_bn")
 
     def config(self) -> dict:
-        return {**super().config(), "g_hidden": self.g_hidden, "g_out": self.g_out, "f_hidden": self.f_hidden}
+        return {**super().config(), "g_hidden": self.g_hidden, "g_out": self.g_out, "f_hidden": self.f_hidden,
+                **({"g_norm": True} if self.g_norm else {})}
 
-    def _g_tail(self, h: torch.Tensor) -> torch.Tensor:
-        for layer in self.g_rest:
-            h = torch.relu_(layer(h))
+    def _norm(self, layer: int, h: torch.Tensor, n_rows: int) -> torch.Tensor:
+        """Batch norm ``layer`` of g on the first ``n_rows`` rows of ``h`` (the real pairs); the
+        padding rows after them pass through unnormalised (they are discarded)."""
+        if n_rows == len(h):
+            return self.g_norms[layer](h)
+        if n_rows == 0:
+            return h
+        return torch.cat([self.g_norms[layer](h[:n_rows]), h[n_rows:]])
+
+    def _g_tail(self, h: torch.Tensor, n_rows: int | None = None) -> torch.Tensor:
+        """g's layers after the first, on pair rows ``h`` float (P, H) already through layer 1
+        (and its ReLU); ``n_rows``: the real rows among them (default all)."""
+        n_rows = len(h) if n_rows is None else n_rows
+        for k, layer in enumerate(self.g_rest, 1):
+            h = layer(h)
+            h = torch.relu_(self._norm(k, h, n_rows) if self.g_norms is not None else h)
         return h
 
     def pair_sums(self, objects: ObjectSet) -> torch.Tensor:
@@ -152,8 +173,9 @@ class RelationPooling(Pooling):
         if pad:  # rows of a discarded extra scene: the matrix shapes repeat, so their kernels are reused
             scene = torch.cat([scene, scene.new_full((pad,), b)])
             i, j = torch.cat([i, i.new_zeros(pad)]), torch.cat([j, j.new_zeros(pad)])
-        h = torch.relu(left.index_select(0, i) + right.index_select(0, j))
-        h = self._g_tail(h)
+        h = left.index_select(0, i) + right.index_select(0, j)
+        n_rows = len(scene) - pad
+        h = self._g_tail(torch.relu(self._norm(0, h, n_rows) if self.g_norms is not None else h), n_rows)
         out = torch.zeros(b + 1, h.shape[1], dtype=torch.float32, device=h.device)
         return out.index_add_(0, scene, h.float())[:b]
 
@@ -166,9 +188,16 @@ class RelationPooling(Pooling):
         f, mask = objects
         b, o, k = f.shape
         pairs = torch.cat([f.unsqueeze(2).expand(b, o, o, k), f.unsqueeze(1).expand(b, o, o, k)], dim=-1)
-        h = self._g_tail(torch.relu(self.g_first(pairs.reshape(b * o * o, 2 * k))))
-        keep = (mask.unsqueeze(2) & mask.unsqueeze(1)).reshape(b, o * o, 1).to(h.dtype)
-        return (h.reshape(b, o * o, -1) * keep).sum(1).float()
+        keep = (mask.unsqueeze(2) & mask.unsqueeze(1)).reshape(b, o * o, 1)
+        if self.g_norms is None:
+            h = self._g_tail(torch.relu(self.g_first(pairs.reshape(b * o * o, 2 * k))))
+            return (h.reshape(b, o * o, -1) * keep.to(h.dtype)).sum(1).float()
+        # with batch norm only the pairs of present objects may enter its statistics
+        rows = pairs.reshape(b * o * o, 2 * k)[keep.reshape(-1)]
+        h = self._g_tail(torch.relu(self.g_norms[0](self.g_first(rows))))
+        full = h.new_zeros(b * o * o, h.shape[1])
+        full[keep.reshape(-1)] = h
+        return full.reshape(b, o * o, -1).sum(1).float()
 
     def forward_reference(self, objects: ObjectSet) -> torch.Tensor:
         return self.f(self.pair_sums_reference(objects))

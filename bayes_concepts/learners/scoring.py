@@ -11,7 +11,9 @@ records
 * ``predictive_entropy``: mean binary entropy of the query predictions (nats);
 * ``posterior_entropy``: entropy of a posterior over concepts (NaN for learners
   without one), ``empty``: the learner had nothing to go on (oracles only);
-* ``query_pred``: the query predictions themselves, float64 (E, K).
+* ``query_pred``: the query predictions themselves, float64 (E, K);
+* ``ap_bound`` (only from a batch method that computes AP to a tolerance, e.g. the oracles'):
+  a certified bound on |ap - exact AP| per episode.
 
 A learner with a batch method ``evaluate(episodes)`` (the oracles' numba path, the
 prototype learners' embed-once path) is scored by it; any other learner by
@@ -227,6 +229,12 @@ def _complete(result: dict, episodes, name: str) -> dict:
         out["query_pred"] = q
     else:
         out["query_pred"] = np.full((e_count, k), np.nan)
+    if "ap_bound" in result:  # a certified bound on |ap - exact AP| (the oracles at an AP tolerance)
+        bound = np.asarray(result["ap_bound"], np.float64)
+        if bound.shape != (e_count,):
+            raise LearnerError(f"learner {name!r}: evaluate(episodes)['ap_bound'] has shape {bound.shape}, "
+                               f"expected ({e_count},)")
+        out["ap_bound"] = bound
     if "predictive_entropy" not in result and "query_pred" in result:
         cba, ent = np.empty(e_count), np.empty(e_count)
         query_metrics(out["query_pred"], np.ascontiguousarray(episodes.query_labels), cba, ent)

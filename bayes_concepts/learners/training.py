@@ -7,9 +7,13 @@ learner's seed and the block number, so a run is reproducible and resumes exactl
 where it stopped.  Every ``val_every`` steps the learner is scored on fixed
 validation episodes from the split's *val* concepts (train concepts if the split
 has none; the history says which) and the weights with the best validation mAP are
-kept (written to ``out`` as the model).  Training stops at ``max_steps``, when the
-time ``budget`` is spent (a final validation follows), or after ``patience``
-validations without improvement.
+kept (written to ``out`` as the model).  Training stops at ``max_steps``, at the time
+``budget``, or after ``patience`` validations without improvement.  The budget covers the
+whole run, from drawing the validation episodes to the written model: a step starts only
+when it and the validation and save that close the run are expected to end within the
+budget (each expected to take as long as the slowest of its recent runs), so a run ends about
+when its budget is spent, not a step and a validation later; the first validation is always
+made, however long it takes.
 
 Loss per episode: mean binary cross-entropy of the query labels under the prototype
 logits + alpha × the concept decoder's mean token cross-entropy.  Adam, CURI's
@@ -36,6 +40,7 @@ import torch
 from ..episodes import EpisodeSampler
 from .binding import space_record
 from .protocol import LearnerError
+from .profiles import training_profiles
 from .store import (WEIGHTS, read_card, read_tensors, save_model, sha256_file, write_json_atomic,
                     write_tensors_atomic)
 
@@ -97,6 +102,11 @@ class TrainSettings:
     default, every episode fresh) costs about 0.5 ms of sampling per hard-negative episode
     on the CURI-scale space (~5 % of a schema relation net's step), more where the
     sampler has to re-read a memory-mapped space.
+
+    profile: the name of the training profile these settings came from
+    (:mod:`~bayes_concepts.learners.profiles`), recorded with them; the defaults above are
+    the ``cpu`` profile's, and :func:`~bayes_concepts.learners.profiles.resolve_profile`
+    gives another profile's values.
     """
 
     negatives: str = "hard"
@@ -116,6 +126,7 @@ class TrainSettings:
     warmup_steps: int = 100
     lr_final: float = 0.02
     block_passes: int = 1
+    profile: str = "cpu"
 
     def __post_init__(self):
         if self.negatives not in ("hard", "easy"):
@@ -142,6 +153,9 @@ class TrainSettings:
         if isinstance(self.block_passes, bool) or not isinstance(self.block_passes, (int, np.integer)) \
                 or self.block_passes < 1:
             raise LearnerError(f"block_passes must be a positive integer, got {self.block_passes!r}")
+        if self.profile not in training_profiles.names():
+            raise LearnerError(f"unknown training profile {self.profile!r} (expected one of "
+                               f"{', '.join(training_profiles.names())})")
 
     def learning_rate(self, step: int, elapsed_s: float) -> float:
         """Adam's rate at ``step`` after ``elapsed_s`` seconds (see ``lr_schedule``)."""
@@ -212,7 +226,7 @@ class _Reporter:
         last = state.curve[-1] if state.curve else None
         if self.bar is not None:
             self.bar.n = state.step
-            post = {"loss": f"{loss:.4f}", "ep/s": f"{rate:.0f}"}
+            post = {"loss": f"{loss:.4f}", "ep/s": f"{rate:.0f}"} if math.isfinite(loss) else {}
             if last:
                 post["val mAP"] = f"{100 * last['val_map']:.1f}"
                 post["best"] = f"{100 * state.best_map:.1f}"
@@ -224,7 +238,9 @@ class _Reporter:
         if not validated and now - self.last < self.every_s:
             return
         self.last = now
-        line = f"{self.head}: step {state.step:,} ({rate:.0f} episodes/s) loss {loss:.4f}"
+        # no loss before this run's first step (the first validation): say so rather than "loss nan"
+        line = f"{self.head}: step {state.step:,} " + (
+            f"({rate:.0f} episodes/s) loss {loss:.4f}" if math.isfinite(loss) else "(before the first training step)")
         if last:
             line += (f" | val mAP {100 * last['val_map']:.1f} at step {last['step']:,} (best "
                      f"{100 * state.best_map:.1f} at step {state.best_step:,})")
@@ -315,8 +331,22 @@ def _read_checkpoint(out: Path, learner, opt, identity: dict) -> _State:
     return _State(**saved["state"])
 
 
+def _recent_max(previous: float, seconds: float, decay: float = 0.8) -> float:
+    """What the budget rule expects the next one of a kind of work to take: its latest time, or
+    more after a slower one (the slowest recent time, forgotten by ``decay`` per occurrence), so
+    a machine busy with other jobs does not make a run overshoot."""
+    return max(float(seconds), decay * float(previous))
+
+
+def _next_cost(cost: dict, draws: bool) -> float:
+    """Seconds the budget rule reserves before a step: a step's expected time (and a block
+    draw's, when this step draws a block), and a validation's with the model's saving, for the
+    validation (and save) that closes the run (each :func:`_recent_max` of its times)."""
+    return cost["step"] + (cost["draw"] if draws else 0.0) + cost["validate"] + cost["save"]
+
+
 def train(learner, split, *, settings: TrainSettings | None = None, out=None, resume: bool = False,
-          progress="auto", log=None, **options) -> dict:
+          progress="auto", log=None, started: float | None = None, **options) -> dict:
     """Meta-train ``learner`` (a :class:`~bayes_concepts.learners.protonet.ProtoNetLearner`)
     on ``split`` of its space.
 
@@ -336,6 +366,9 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
         ``auto``: a bar on a terminal, plain lines otherwise; False: silent.
     log : callable(str), optional
         Receives the plain progress lines (default: stderr).
+    started : float, optional
+        The :func:`time.perf_counter` value the time budget counts from (default: this call);
+        the command line passes the time it started, so ``--budget`` bounds the whole command.
 
     Returns
     -------
@@ -345,6 +378,9 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
         val CBA, mean training loss since the last validation, elapsed seconds), best
         step and mAP, why training stopped.  The learner ends with the best weights.
     """
+    entered = time.perf_counter()  # the time budget counts from here (validation episodes drawn included)
+    if started is not None:
+        entered = min(entered, float(started))
     if "budget" in options:
         options["budget_s"] = options.pop("budget")
     try:
@@ -381,10 +417,13 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
     reporter = _Reporter(learner, split.name, progress, log, max_steps, settings.report_every_s)
     block_index, block = -1, None
     loss_sum, loss_n, last_loss = 0.0, 0, float("nan")
-    start = time.perf_counter() - state.wall_s
+    start = entered - state.wall_s
+    # what the budget rule expects the next step, a block of episodes and the closing validation to cost
+    cost = {"step": 0.0, "draw": 0.0, "validate": 0.0, "save": 0.0}
 
     def validate():
         nonlocal best_weights, loss_sum, loss_n
+        t_val = time.perf_counter()
         learner.weights_changed()
         r = learner.evaluate(val_eps)
         val_map, val_cba = float(np.nanmean(r["ap"])), float(np.nanmean(r["cba"]))
@@ -398,11 +437,14 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
             best_weights = {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
             if out is not None:
                 learner.card = {"training": history()}
+                t_save = time.perf_counter()
                 save_model(learner, out)
+                cost["save"] = _recent_max(cost["save"], time.perf_counter() - t_save)
         else:
             state.bad_validations += 1
         if out is not None:
             _write_checkpoint(out, learner, opt, state, identity)
+        cost["validate"] = _recent_max(cost["validate"], time.perf_counter() - t_val)
         reporter.update(state, last_loss, rate(), budget, validated=True)
 
     def rate():
@@ -427,8 +469,9 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
             if max_steps is not None and state.step >= max_steps:
                 state.stopped = "max_steps"
                 break
-            if budget is not None and state.wall_s >= budget:
-                state.stopped = "budget"
+            draws = state.step // per_draw != block_index
+            if budget is not None and state.wall_s + _next_cost(cost, draws) > budget:
+                state.stopped = "budget"  # the next step and the closing validation would end past the budget
                 break
             if settings.patience and state.bad_validations >= settings.patience:
                 state.stopped = "early_stopping"
@@ -439,6 +482,8 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
                 t_sample = time.perf_counter()
                 block = _episode_block(sampler, split.train, settings, learner.seed, block_index)
                 state.sample_s += time.perf_counter() - t_sample
+                cost["draw"] = _recent_max(cost["draw"], time.perf_counter() - t_sample)
+            t_step = time.perf_counter()
             rows = _block_rows(block_index, state.step % per_draw, per_block, batch, learner.seed,
                               len(block.concept))
             for group in opt.param_groups:
@@ -457,6 +502,7 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
             loss_n += 1
             state.step += 1
             state.train_s += time.perf_counter() - t0
+            cost["step"] = _recent_max(cost["step"], time.perf_counter() - t_step)
             state.wall_s = time.perf_counter() - start
             if state.step % settings.val_every == 0:
                 validate()
@@ -481,8 +527,10 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
     if out is not None:
         save_model(learner, out)
         _write_checkpoint_state_only(out, state, identity)
-    reporter.close(f"{reporter.head}: stopped ({state.stopped}) after {state.step:,} steps "
-                   f"({state.step * batch:,} episodes, {format_duration(state.wall_s)}, {rate():.0f} episodes/s); "
+    n_episodes = state.step * batch
+    reporter.close(f"{reporter.head}: stopped ({state.stopped}) after {state.step:,} step{'s' * (state.step != 1)} "
+                   f"({n_episodes:,} episode{'s' * (n_episodes != 1)}, {format_duration(state.wall_s)}, "
+                   f"{rate():.0f} episodes/s); "
                    f"best val mAP {100 * state.best_map:.1f} at step {state.best_step:,}")
     return hist
 

@@ -23,7 +23,7 @@ one: CURI's eight, :data:`CURI_OPERATORS`).  A new operator is one module that r
 :class:`Operator`::
 
     from bayes_concepts.lot.operators import Operator, operators
-    operators.register("xor", Operator("xor", 2, "logic", "BOOL BOOL -> BOOL", check=..., ...))
+    operators.register("nand", Operator("nand", 2, "connective", "BOOL BOOL -> BOOL", check=..., ...))
 """
 from __future__ import annotations
 
@@ -62,9 +62,11 @@ class Operator:
 
 #: The registered operators: name -> :class:`Operator`.  CURI's eight are built in
 #: (:mod:`bayes_concepts.lot.curi_operators`), and so are the relational ones
-#: (:mod:`bayes_concepts.lot.relational_operators`).
+#: (:mod:`bayes_concepts.lot.relational_operators`) and ``xor`` and ``iff``
+#: (:mod:`bayes_concepts.lot.boolean_operators`).
 operators = Registry("operator", builtins=("bayes_concepts.lot.curi_operators",
-                                           "bayes_concepts.lot.relational_operators"))
+                                           "bayes_concepts.lot.relational_operators",
+                                           "bayes_concepts.lot.boolean_operators"))
 
 
 def split_binder(token: str) -> tuple:

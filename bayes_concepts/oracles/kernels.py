@@ -24,7 +24,7 @@ import numpy as np
 
 from ..bits import has_bit, pop_lowest_bit
 from ..engine.test_bank import N_LANES
-from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel
+from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel, first_at_most
 
 #: noisy posteriors drop concepts whose weight is below exp(-PRUNE) times the largest:
 #: their total share is < n_concepts * e^-50 (< 1e-17 for 10^5 concepts).
@@ -486,12 +486,454 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
     return ap
 
 
+#: relative slack around a partial sum of class weights: a scene's score summed in another
+#: order differs by far less (n·2^-53 relative for n non-negative terms), so H·(1 - slack) and
+#: (H + rest)·(1 + slack) enclose the float that :func:`scene_score` returns
+ROUND_SLACK = 1e-9
+
+
+@numba.njit(cache=True)
+def _bucket_classes(cls_list, class_w, cls_ptr):
+    """The classes of positive weight in buckets by weight (bucket b: [2^-(b+1), 2^-b), the
+    last one everything lighter): ``(order, start, ext, rest, mass, count)``: class ids bucket
+    by bucket, each bucket's first index in ``order`` (N_BUCKETS + 1,), the test scenes each
+    bucket's classes cover (N_BUCKETS,), the weight of buckets >= b (N_BUCKETS + 1,; summed
+    smallest first), each bucket's weight and its number of classes (N_BUCKETS,)."""
+    n_cls = cls_list.shape[0]
+    bucket = np.empty(n_cls, np.int64)
+    start = np.zeros(N_BUCKETS + 1, np.int64)
+    mass = np.zeros(N_BUCKETS)
+    ext = np.zeros(N_BUCKETS, np.int64)
+    for q in range(n_cls):
+        c = cls_list[q]
+        wq = class_w[c]
+        if wq > 0.0:
+            b = min(max(-math.frexp(wq)[1], 0), N_BUCKETS - 1)
+            mass[b] += wq
+            ext[b] += cls_ptr[c + 1] - cls_ptr[c]
+            start[b + 1] += 1
+        else:
+            b = -1
+        bucket[q] = b
+    count = start[1:].copy()
+    for b in range(N_BUCKETS):
+        start[b + 1] += start[b]
+    fill = start[:N_BUCKETS].copy()
+    order = np.empty(start[N_BUCKETS], np.int64)
+    for q in range(n_cls):
+        if bucket[q] >= 0:
+            order[fill[bucket[q]]] = cls_list[q]
+            fill[bucket[q]] += 1
+    rest = np.zeros(N_BUCKETS + 1)
+    for b in range(N_BUCKETS - 1, -1, -1):
+        rest[b] = rest[b + 1] + mass[b]
+    return order, start, ext, rest, mass, count
+
+
+@numba.njit(cache=True)
+def _rest_caps(mass, count, first, rest, max_deg):
+    """cap[d] (d = 0..max_deg): an upper bound on the summed weight of any d classes of the
+    buckets >= ``first`` (the ones not spread), and never above ``rest``, their total.
+
+    A bucket b holds ``count[b]`` classes, each lighter than 2^-b, together ``mass[b]``: j of
+    them weigh at most min(mass[b], j·2^-b), which grows by 2^-b per class up to
+    ceil(mass[b]·2^b) classes and not at all after; filling the d places bucket by bucket,
+    heaviest first, each with the classes that still add, maximises the sum of these concave
+    pieces, so no d classes weigh more."""
+    cap = np.zeros(max_deg + 1)
+    d = 0
+    total = 0.0
+    for b in range(first, N_BUCKETS):
+        if count[b] == 0 or d >= max_deg:
+            continue
+        top = math.ldexp(1.0, -b)
+        useful = min(count[b], int(math.ceil(mass[b] / top)))
+        for j in range(1, useful + 1):
+            if d >= max_deg:
+                break
+            d += 1
+            cap[d] = min(total + min(mass[b], j * top), rest)
+        total += min(mass[b], useful * top)
+    for j in range(d + 1, max_deg + 1):
+        cap[j] = min(total, rest)
+    return cap
+
+
+@numba.njit(cache=True)
+def ap_bounds_from_levels(cnt, nu, zero_level, hist_lo, hist_hi, n_pos, n_test):
+    """``(lower, upper)``: the AP with exact positive scores and every negative at the top
+    (lower) or bottom (upper) of its score interval.
+
+    The positives' distinct scores are u_0 > ... > u_{nu-1} with ``cnt[j]`` positives at u_j
+    (u_{nu-1} = 0 when ``zero_level``); ``hist_hi[j]`` (``hist_lo[j]``) counts the negatives
+    whose interval's top (bottom) lies in [u_j, u_{j-1}), index nu: below u_{nu-1}.  Summed
+    level by level as :func:`~bayes_concepts.metrics.average_precision_sparse` sums, so with
+    ``hist_lo == hist_hi`` both are the float it returns."""
+    lower = 0.0
+    upper = 0.0
+    tp = 0
+    n_lo = 0
+    n_hi = 0
+    for j in range(nu):
+        tp += cnt[j]
+        n_lo += hist_lo[j]
+        n_hi += hist_hi[j]
+        if zero_level and j == nu - 1:  # every item scores >= 0: the last threshold holds them all
+            x = (n_pos / n_test) * (cnt[j] / n_pos)
+            lower += x
+            upper += x
+        else:
+            lower += (tp / (tp + n_hi)) * (cnt[j] / n_pos)
+            upper += (tp / (tp + n_lo)) * (cnt[j] / n_pos)
+    return lower, upper
+
+
+@numba.njit(cache=True)
+def _half_width(lower, upper, nu):
+    """Half the width of [lower, upper], plus the float rounding of summing nu precisions in
+    another grouping (each sum is off by at most ~nu·2^-53); 0 when the two are one float."""
+    if upper <= lower:
+        return 0.0
+    return 0.5 * (upper - lower) + (nu + 2) * 4.5e-16
+
+
+@numba.njit(inline="always")
+def _degree(scene_ptr, t):
+    """The number of classes test scene ``t`` belongs to (its row's length)."""
+    return scene_ptr[N_LANES * t + N_LANES] - scene_ptr[N_LANES * t]
+
+
+@numba.njit(cache=True)
+def max_degree(scene_ptr):
+    """The most classes any test scene belongs to (``scene_ptr``: the lane pointers of
+    :func:`scene_score`)."""
+    out = 0
+    for t in range((scene_ptr.shape[0] - 1) // N_LANES):
+        out = max(out, _degree(scene_ptr, t))
+    return out
+
+
+#: steps per power of two of the key that finds a score's level (:func:`_level`)
+KEY_STEPS = 64
+
+
+@numba.njit(inline="always")
+def _key(x):
+    """A whole number that never decreases as x > 0 grows (:data:`KEY_STEPS` per power of two)."""
+    m, e = math.frexp(x)
+    return e * KEY_STEPS + int((m - 0.5) * (2 * KEY_STEPS))
+
+
+@numba.njit(cache=True)
+def _level_table(u, n_levels):
+    """``(first, k_bot)``: first[k - k_bot] is the first level j < n_levels with key(u_j) <= k,
+    for every key k from k_bot = key(u[n_levels - 1]) to key(u[0]) (u descending, > 0)."""
+    k_bot = _key(u[n_levels - 1])
+    k_top = _key(u[0])
+    first = np.empty(k_top - k_bot + 1, np.int64)
+    j = 0
+    for k in range(k_top, k_bot - 1, -1):
+        while j < n_levels and _key(u[j]) > k:
+            j += 1
+        first[k - k_bot] = j
+    return first, k_bot
+
+
+@numba.njit(inline="always")
+def _level(u, n_levels, first, k_bot, x):
+    """For x >= 0: the first level j with u_j <= x, as
+    :func:`~bayes_concepts.metrics.first_at_most` finds it (n_levels: below every level
+    above 0), by the key of x and a scan of the few levels that share it."""
+    if x >= u[0]:
+        return 0
+    if x < u[n_levels - 1]:
+        return n_levels
+    k = _key(x) - k_bot
+    j = first[k]
+    end = first[k - 1] if k > 0 else n_levels
+    if end - j > 8:
+        return j + first_at_most(u[j:end], end - j, x)
+    while j < end and u[j] > x:
+        j += 1
+    return j
+
+
+@numba.njit(cache=True)
+def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth, n_pos, n_test,
+                           tolerance, max_deg, scores, mark, touched, hits, tops, queue, stats,
+                           speculative_share=SPECULATIVE_SHARE):
+    """AP on the test bank of the predictive Σ_c w_c·c(t) to within ``tolerance``, with a
+    certificate: returns ``(ap, bound)`` with |ap - exact AP| <= bound <= tolerance, where the
+    exact AP is that of every scene scored by :func:`scene_score` (what
+    :func:`test_bank_ap_wide` returns).  Arguments as for :func:`test_bank_ap_wide`;
+    ``max_deg``: :func:`max_degree` of ``scene_ptr``; work arrays ``hits`` int32 (n_test,)
+    (zero on entry; restored), ``tops`` float64 (n_test,) (zero on entry; restored) and
+    ``queue`` int64 (3, n_test); ``stats`` int64 (3,) is
+    incremented by the class-scene pairs spread, the rows summed with :func:`scene_score` and
+    the bounds evaluated (the work done).
+
+    1. classes are spread bucket by bucket, heaviest first, into partial scores H_t, where
+       :func:`test_bank_ap_wide` would spread them; with R the weight not spread, a negative's
+       exact score lies in [H_t, H_t + min(R, cap_t)], cap_t the most its unspread classes can
+       weigh given how many there are (:func:`_rest_caps`; a scene no class touched:
+       [0, min(R, cap_t)]), both ends widened by :data:`ROUND_SLACK` for the rounding of sums.
+       A posterior so wide that :func:`test_bank_ap_wide` gives up spreading (its speculative
+       budget spent before anything can be pruned) is scored from every scene's row, in
+       order, exactly as that function does (bound 0): the weight left then lies above most
+       positives' scores (measured on CURI-scale posteriors: ~0.1 against positives down to
+       1e-4), so nearly every negative's interval holds hundreds of levels and would need its
+       row anyway;
+    2. the positives get their exact scores, except those whose lower bound is above every
+       negative's upper bound: such a positive has precision 1 at its own threshold whatever
+       its exact score, and so has every positive above it, so moving it above everything
+       (:data:`SAFE_SCORE`, as in :func:`test_bank_ap_wide`) changes no precision.  The
+       positives' distinct scores are the levels u_0 > u_1 > ... at which AP has a threshold;
+    3. the certificate (:func:`~bayes_concepts.metrics.average_precision_interval_dense` has
+       the proof): with exact positives, AP lies between the AP with every negative at the top
+       of its interval and the AP with every negative at the bottom
+       (:func:`ap_bounds_from_levels`); ``ap`` is their midpoint and ``bound`` half their
+       distance, plus the rounding of the two sums (~1e-16 per level);
+    4. while bound > tolerance, negatives in doubt (an interval holding some level) get their
+       exact scores, level by level from the top: those whose interval reaches u_0 first, then
+       those whose top lies in [u_1, u_0), and so on.  A negative moves the precision at a
+       level of rank n by ~1/n, so the highest levels shrink the bound most per row summed.
+       They go in batches (each batch's rows summed in scene order, which halves the cost of
+       rows far apart in memory), the bound evaluated after each (batches sized so that
+       evaluating it costs ~1/10 of the rows), until it is <= tolerance.  Once every negative
+       in doubt has its exact score the two ends meet: ``bound`` is 0 and ``ap`` the exact AP
+       (up to how :func:`test_bank_ap_wide` groups its own sum, ~1e-16).
+
+    ``scores``/``mark``/``hits``/``tops`` are restored on exit.
+    """
+    if n_pos == 0:
+        return np.nan, 0.0
+    order, start, ext, rest, mass, count = _bucket_classes(cls_list, class_w, cls_ptr)
+    n_pairs = scene_ptr[scene_ptr.shape[0] - 1]
+    pairs_per_scene = n_pairs / max(n_test, 1)
+    budget = speculative_share * n_pairs / SCATTER_COST  # pairs spread before pruning
+    margin = 1.0 - 1e-9
+    up = 1.0 + ROUND_SLACK
+    down = 1.0 - ROUND_SLACK
+    # 1. spread as test_bank_ap_wide does (the same decisions)
+    m = 0
+    spread = 0
+    untouched_pos = n_pos
+    r = rest[0]
+    prunable = False
+    score_all = False
+    nxt = N_BUCKETS
+    for b in range(N_BUCKETS):
+        if start[b + 1] == start[b]:
+            continue
+        if not prunable and spread + ext[b] > budget:
+            nxt = b
+            score_all = True
+            break
+        spread += ext[b]
+        for j in range(start[b], start[b + 1]):
+            c = order[j]
+            wq = class_w[c]
+            for i in range(cls_ptr[c], cls_ptr[c + 1]):
+                t = cls_idx[i]
+                if not mark[t]:
+                    mark[t] = True
+                    touched[m] = t
+                    m += 1
+                    if has_bit(truth, t):
+                        untouched_pos -= 1
+                scores[t] += wq
+                hits[t] += 1
+        r = rest[b + 1]
+        nxt = b + 1
+        while nxt < N_BUCKETS and start[nxt + 1] == start[nxt]:
+            nxt += 1
+        if untouched_pos > 0:
+            continue
+        u_lb = _positive_floor(truth, scores)
+        prunable = r < u_lb * margin
+        if not prunable:
+            continue
+        n_doubt = _count_above(touched, m, scores, u_lb * margin - r) - n_pos
+        if nxt == N_BUCKETS or ext[nxt] * SCATTER_COST >= n_doubt * pairs_per_scene:
+            break
+    stats[0] += spread
+    if score_all:
+        # too wide to prune (see 1. above): every scene from its row, as test_bank_ap_wide does
+        for i in range(m):
+            t = touched[i]
+            scores[t] = 0.0
+            mark[t] = False
+            hits[t] = 0
+        keep = 0
+        for t in range(n_test):
+            sc = scene_score(scene_ptr, scene_cls, t, class_w)
+            if sc > 0.0:
+                scores[t] = sc
+                touched[keep] = t
+                keep += 1
+        stats[1] += n_test
+        ap = average_precision_sparse(touched[:keep], scores, truth, n_test, n_pos)
+        for i in range(keep):
+            scores[touched[i]] = 0.0
+        return ap, 0.0
+    cap = _rest_caps(mass, count, nxt, r, max_deg)
+    # the touched negatives' upper bounds (into ``tops``) and v_hi, the highest upper bound of
+    # a negative (a scene no class touched scores at most untouched_top); with many touched,
+    # the scenes are walked in order, for the memory's sake
+    in_order = m > n_test // 4
+    untouched_top = cap[max_deg] * up
+    v_hi = 0.0
+    n_touched_neg = 0
+    for i in range(n_test if in_order else m):
+        t = i if in_order else touched[i]
+        if not mark[t] or has_bit(truth, t):
+            continue
+        hi = (scores[t] + cap[_degree(scene_ptr, t) - hits[t]]) * up
+        tops[t] = hi
+        v_hi = max(v_hi, hi)
+        n_touched_neg += 1
+    n_untouched = (n_test - n_pos) - n_touched_neg
+    if n_untouched > 0:
+        v_hi = max(v_hi, untouched_top)
+    # 2. the positives: exact, or SAFE_SCORE above every negative
+    pv = np.empty(n_pos)
+    k = 0
+    for w in range(truth.shape[0]):
+        word = truth[w]
+        while word:
+            b, word = pop_lowest_bit(word)
+            t = w * 64 + b
+            if mark[t] and scores[t] * down > v_hi:
+                pv[k] = SAFE_SCORE
+            else:
+                pv[k] = scene_score(scene_ptr, scene_cls, t, class_w)
+                stats[1] += 1
+            k += 1
+    pv = -np.sort(-pv)
+    u = np.empty(n_pos)
+    cnt = np.zeros(n_pos, np.int64)
+    nu = 0
+    for i in range(n_pos):
+        if nu == 0 or pv[i] != u[nu - 1]:
+            u[nu] = pv[i]
+            nu += 1
+        cnt[nu - 1] += 1
+    zero_level = u[nu - 1] == 0.0
+    n_levels = nu - 1 if zero_level else nu  # levels above 0; n_levels: the zero level or below all
+    if n_levels == 0:  # every positive scores 0: all sit at the last threshold, with every item
+        for i in range(m):
+            t = touched[i]
+            scores[t] = 0.0
+            mark[t] = False
+            hits[t] = 0
+            tops[t] = 0.0
+        return (n_pos / n_test) * (n_pos / n_pos), 0.0
+    first, k_bot = _level_table(u, n_levels)
+    # 3. the negatives' intervals as counts per level; those in doubt queued (queue[0]: scene,
+    # [1]: the level of its interval's bottom, [2]: of its top)
+    hist_lo = np.zeros(nu + 1, np.int64)
+    hist_hi = np.zeros(nu + 1, np.int64)
+    group_start = np.zeros(nu + 2, np.int64)
+    n_queued = 0
+    u_floor = u[n_levels - 1]
+    for i in range(n_test if in_order else m):
+        t = i if in_order else touched[i]
+        if not mark[t] or has_bit(truth, t):
+            continue
+        hi = tops[t]
+        tops[t] = 0.0
+        if hi < u_floor:  # below every level above 0 (so is its bottom)
+            hist_lo[n_levels] += 1
+            hist_hi[n_levels] += 1
+            continue
+        z = _level(u, n_levels, first, k_bot, hi)
+        a = _level(u, n_levels, first, k_bot, scores[t] * down)
+        hist_lo[a] += 1
+        hist_hi[z] += 1
+        if z < a:
+            queue[0, n_queued] = t
+            queue[1, n_queued] = a
+            queue[2, n_queued] = z
+            n_queued += 1
+            group_start[z + 1] += 1
+    if n_untouched > 0:  # their intervals: [0, their cap]
+        if untouched_top >= u_floor:  # some may reach a level: each by its own cap
+            for t in range(n_test):
+                if mark[t] or has_bit(truth, t):
+                    continue
+                z = _level(u, n_levels, first, k_bot, cap[_degree(scene_ptr, t)] * up)
+                hist_lo[n_levels] += 1
+                hist_hi[z] += 1
+                if z < n_levels:
+                    queue[0, n_queued] = t
+                    queue[1, n_queued] = n_levels
+                    queue[2, n_queued] = z
+                    n_queued += 1
+                    group_start[z + 1] += 1
+        else:
+            hist_lo[n_levels] += n_untouched
+            hist_hi[n_levels] += n_untouched
+    lower, upper = ap_bounds_from_levels(cnt, nu, zero_level, hist_lo, hist_hi, n_pos, n_test)
+    stats[2] += 1
+    bound = _half_width(lower, upper, nu)
+    # 4. exact scores for the negatives in doubt, from the highest level down, until bound <= tolerance
+    if bound > tolerance:
+        for g in range(nu + 1):
+            group_start[g + 1] += group_start[g]
+        fill = group_start[: nu + 1].copy()
+        ordered = np.empty((2, n_queued), np.int64)
+        for i in range(n_queued):
+            z = queue[2, i]
+            ordered[0, fill[z]] = queue[0, i]
+            ordered[1, fill[z]] = queue[1, i]
+            fill[z] += 1
+        # a bound costs ~9 ns per level, a row ~3 ns per class it sums (measured on x86): one
+        # bound per 35·nu/pairs_per_scene rows keeps the bounds at ~1/10 of the rows' cost
+        every = max(16, int(35.0 * nu / max(pairs_per_scene, 1.0)))
+        # the queue in batches of ``every`` scenes, in level order; each batch's rows are summed
+        # in scene order (rows far apart in memory cost ~2x as much in queue order)
+        group_of = np.empty(n_queued, np.int64)
+        for g in range(n_levels):
+            group_of[group_start[g]:group_start[g + 1]] = g
+        for lo in range(0, n_queued, every):
+            hi_end = min(lo + every, n_queued)
+            batch = np.argsort(ordered[0, lo:hi_end])
+            for i in range(batch.shape[0]):
+                q = lo + batch[i]
+                t = ordered[0, q]
+                s = scene_score(scene_ptr, scene_cls, t, class_w)
+                if not mark[t]:
+                    mark[t] = True
+                    touched[m] = t
+                    m += 1
+                scores[t] = s
+                hist_lo[ordered[1, q]] -= 1
+                hist_hi[group_of[q]] -= 1
+                z = _level(u, n_levels, first, k_bot, s)
+                hist_lo[z] += 1
+                hist_hi[z] += 1
+            stats[1] += hi_end - lo
+            lower, upper = ap_bounds_from_levels(cnt, nu, zero_level, hist_lo, hist_hi, n_pos, n_test)
+            stats[2] += 1
+            bound = _half_width(lower, upper, nu)
+            if bound <= tolerance:
+                break
+    for i in range(m):
+        t = touched[i]
+        scores[t] = 0.0
+        mark[t] = False
+        hits[t] = 0
+    if bound == 0.0:
+        return lower, 0.0
+    return 0.5 * (lower + upper), bound
+
+
 @numba.njit(parallel=True, cache=True)
 def evaluate_episodes(support, support_labels, query, query_labels, true_concept, scene_concepts, omega, log_prior,
                       first, second, consistent_only, test_sig, n_test, classes, cls_ptr, cls_idx, class_rep,
                       scene_ptr, scene_cls, allow_wide, refit, refit_first, refit_second, refit_consistent_only, fixed_scene_scores, fixed_test_scores,
-                      fixed_entropy, out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates,
-                      out_query_pred):
+                      fixed_entropy, ap_tolerance, out_ap, out_ap_bound, out_cba, out_post_ent, out_pred_ent, out_empty,
+                      out_n_candidates, out_query_pred):
     """Score every episode with one oracle; see the module docstring.
 
     support/query: int64 (E, K) scene ids; *_labels: int8 (E, K); true_concept: int (E,).
@@ -505,12 +947,17 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
     benchmarks).  When no concept fits the support (``out_empty``): if ``refit``, condition
     again with the refit_* likelihood tables; otherwise use the fixed predictive
     ``fixed_scene_scores`` (per scene of the bank), ``fixed_test_scores`` (per test-bank scene)
-    with posterior entropy ``fixed_entropy``.  Outputs are (E,) arrays, ``out_query_pred`` (E, Kq).
+    with posterior entropy ``fixed_entropy``.  ``ap_tolerance`` > 0: the AP of a spread posterior
+    is computed to within it, with a certificate (:func:`test_bank_ap_certified`); 0: exactly
+    (:func:`test_bank_ap_wide`).  ``out_ap_bound`` gets each episode's certified bound on
+    |AP - exact AP| (0 where AP is exact).  Outputs are (E,) arrays, ``out_query_pred`` (E, Kq).
     """
     n_ep = support.shape[0]
     n_concepts = log_prior.shape[0]
     tw = test_sig.shape[1]
     n_chunks = min(n_ep, 64)
+    certify = allow_wide and ap_tolerance > 0.0  # spread posteriors' AP to a tolerance
+    max_deg = max_degree(scene_ptr) if certify else 0
     for chunk in numba.prange(n_chunks):
         ids = np.empty(n_concepts, np.int64)
         logw = np.empty(n_concepts)
@@ -521,6 +968,11 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
         scores = np.zeros(n_test)
         mark = np.zeros(n_test, np.bool_)
         touched = np.empty(n_test, np.int64)
+        n_certify = n_test if certify else 1  # the certified AP's work arrays, when it runs
+        hits = np.zeros(n_certify, np.int32)
+        tops = np.zeros(n_certify)
+        queue = np.empty((3, n_certify), np.int64)
+        stats = np.zeros(3, np.int64)
         dense_p = np.zeros(n_concepts)
         cand = np.zeros(omega.shape[0], np.uint64)
         for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
@@ -532,6 +984,7 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                 n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, refit_first,
                                        refit_second, refit_consistent_only, ids, logw)
             out_n_candidates[e] = n
+            out_ap_bound[e] = 0.0
             kq = query.shape[1]
             qpred = out_query_pred[e]
             truth = test_sig[true_concept[e]]
@@ -593,7 +1046,13 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                         class_list[n_cls] = c
                         n_cls += 1
                     class_w[c] += probs[i]
-                if wide:
+                if wide and certify:
+                    out_ap[e], out_ap_bound[e] = test_bank_ap_certified(
+                        class_list[:n_cls], class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth, n_pos, n_test,
+                        ap_tolerance, max_deg, scores, mark, touched, hits, tops, queue, stats)
+                    for q in range(n_cls):
+                        class_w[class_list[q]] = 0.0
+                elif wide:
                     out_ap[e] = test_bank_ap_wide(class_list[:n_cls], class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth,
                                                   n_pos, n_test, scores, mark, touched)
                     for q in range(n_cls):

@@ -27,6 +27,11 @@ from .priors import log_prior, priors
 #: concept index is on disk (512 episodes of 50 scenes: ~64 MB at CURI's 20,000 concepts).
 EVALUATE_SLICE = 512
 
+#: The AP tolerance of likelihoods that are not consistent-only (``noisy``) unless one is given:
+#: a gap's bootstrap interval over thousands of episodes is ~1e-3 wide or more, so 1e-4 per
+#: episode (at most 1e-4 on a mean) is out of sight in every table.
+DEFAULT_AP_TOLERANCE = 1e-4
+
 
 @dataclass(frozen=True)
 class OracleSettings:
@@ -40,13 +45,25 @@ class OracleSettings:
     each label right with 1 - epsilon); epsilon: the label-noise rate, in (0, 0.5);
     weak_empty: a name in :data:`~bayes_concepts.oracles.empty_policies`, what an oracle does
     when no concept fits the support (``zero``: all scores 0, the released behaviour;
-    ``prior``: the prior predictive; ``noisy``: the noisy likelihood)."""
+    ``prior``: the prior predictive; ``noisy``: the noisy likelihood).
+
+    ap_tolerance: the largest error allowed in an episode's AP on the test bank (a fraction;
+    >= 0), certified per episode: results hold each episode's bound beside its AP
+    (``ap_bound``).  It speeds up the AP of posteriors spread over many concepts (those of a
+    likelihood that is not consistent-only, e.g. ``noisy``, and the ``noisy`` weak-empty
+    policy's refit); 0 computes AP exactly.  None (the default) means the likelihood's
+    default, :data:`DEFAULT_AP_TOLERANCE` for a likelihood that is not consistent-only and 0
+    for the others; :meth:`as_dict` records the number.  A consistent-only likelihood
+    (``size``, ``consistent``) gives exact APs anyway: a tolerance above 0 holds there
+    trivially (bound 0) and only applies to the episodes a weak-empty policy refits with a
+    spread likelihood."""
 
     prior: str = "length"
     beta: float = 0.2
     likelihood: str = "size"
     epsilon: float = 0.05
     weak_empty: str = "zero"
+    ap_tolerance: float | None = None
 
     def __post_init__(self):
         priors.get(self.prior)
@@ -60,9 +77,24 @@ class OracleSettings:
             raise ValueError(f"epsilon must be in (0, 0.5), got {self.epsilon}")
         if not 0 <= self.beta <= 1e6:
             raise ValueError(f"beta must be in [0, 1e6], got {self.beta}")
+        t = self.ap_tolerance
+        if t is not None:
+            if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not np.isfinite(t):
+                raise ValueError(f"ap_tolerance must be a finite number, got {t!r}")
+            if not 0.0 <= t <= 1.0:
+                raise ValueError(f"ap_tolerance must be in [0, 1] (0: exact AP), got {t}")
+
+    @property
+    def tolerance(self) -> float:
+        """The AP tolerance that applies: ``ap_tolerance``, or the likelihood's default when None
+        (:data:`DEFAULT_AP_TOLERANCE` for a likelihood that is not consistent-only, else 0)."""
+        if self.ap_tolerance is not None:
+            return float(self.ap_tolerance)
+        return 0.0 if likelihoods.get(self.likelihood).consistent_only else DEFAULT_AP_TOLERANCE
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The settings as a dict, with the AP tolerance that applies (never None)."""
+        return {**asdict(self), "ap_tolerance": self.tolerance}
 
 
 @numba.njit(parallel=True, cache=True)
@@ -149,11 +181,13 @@ class Oracle:
     def evaluate(self, episodes, hard_support: bool | None = None, wide: bool = True) -> dict:
         """Score a batch of episodes.
 
-        Returns float/bool arrays (E,): ``ap`` (test bank), ``cba`` (query),
+        Returns float/bool arrays (E,): ``ap`` (test bank), ``ap_bound`` (a certified bound on
+        |ap - exact AP|: <= the settings' AP tolerance, 0 where AP is exact), ``cba`` (query),
         ``posterior_entropy``, ``predictive_entropy`` (nats), ``empty`` (no concept fits the
         support), ``n_candidates``; and ``query_pred`` (E, K).  ``wide=False`` scores
-        spread-out (noisy) posteriors with the path made for a few candidates (the same
-        numbers up to float summation order; for benchmarks).
+        spread-out (noisy) posteriors with the path made for a few candidates (exact AP: the
+        same numbers as the wide path at AP tolerance 0, up to float summation order; for
+        benchmarks).
         """
         space, st = self.space, self.settings
         if hard_support is None:
@@ -161,7 +195,7 @@ class Oracle:
         n_drawn = int(episodes.meta.get("n_positive", 5))
         k = episodes.support_scenes.shape[1]
         e = len(episodes)
-        out = {k: np.empty(e) for k in ("ap", "cba", "posterior_entropy", "predictive_entropy")}
+        out = {k: np.empty(e) for k in ("ap", "ap_bound", "cba", "posterior_entropy", "predictive_entropy")}
         out["empty"] = np.zeros(e, bool)
         out["n_candidates"] = np.zeros(e, np.int64)
         out["query_pred"] = np.zeros(episodes.query_scenes.shape)
@@ -198,8 +232,9 @@ class Oracle:
             K.evaluate_episodes(
                 sup, support_labels[sl], qry, query_labels[sl], concept[sl], rows, self.omega, self.log_prior,
                 first, second, consistent_only, *test_index, bool(wide), fb.likelihood is not None, *refit,
-                fixed_bank, fixed_test, fb.entropy, *(out[k][sl] for k in (
-                    "ap", "cba", "posterior_entropy", "predictive_entropy", "empty", "n_candidates", "query_pred")))
+                fixed_bank, fixed_test, fb.entropy, st.tolerance, *(out[k][sl] for k in (
+                    "ap", "ap_bound", "cba", "posterior_entropy", "predictive_entropy", "empty", "n_candidates",
+                    "query_pred")))
         return out
 
     # ------------------------------------------------------ learner protocol

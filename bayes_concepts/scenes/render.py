@@ -47,22 +47,22 @@ given the pixels are exactly what they were before positions could be given.
 Attributes are looked up in the schema *by name*; what a schema lacks or names
 differently is handled as follows (this is the documented contract):
 
-=========== ============================ =================================================
-attribute   values understood            if the schema lacks it / has another value
-=========== ============================ =================================================
-``x``/``y`` any number of bins ``n``     **required** unless ``positions`` are given:
-                                         :class:`SceneError` if absent
-``shape``   cube, sphere, cylinder       absent: every object is a ``sphere``;
-                                         another value: :class:`SceneError`
-``color``   CLEVR's 8 colour names       absent: every object is ``gray``; another value:
-                                         a hue from an evenly spaced palette (by code)
-``material`` rubber, metal               absent: every object is ``rubber``; another
-                                         value: :class:`SceneError`
-``size``    small, large                 absent: every object is ``large``; another value
-                                         of an ordered size: radii evenly spaced from
-                                         0.35 to 0.7 in code order; else
-                                         :class:`SceneError`
-=========== ============================ =================================================
+============ ============================ =================================================
+attribute    values understood            if the schema lacks it / has another value
+============ ============================ =================================================
+``x``/``y``  any number of bins ``n``     **required** unless ``positions`` are given:
+                                          :class:`SceneError` if absent
+``shape``    cube, sphere, cylinder       absent: every object is a ``sphere``;
+                                          another value: :class:`SceneError`
+``color``    CLEVR's 8 colour names       absent: every object is ``gray``; another value:
+                                          a hue from an evenly spaced palette (by code)
+``material`` rubber, metal                absent: every object is ``rubber``; another
+                                          value: :class:`SceneError`
+``size``     small, large                 absent: every object is ``large``; another value
+                                          of an ordered size: radii evenly spaced from
+                                          0.35 to 0.7 in code order; else
+                                          :class:`SceneError`
+============ ============================ =================================================
 
 Determinism: a pixel depends only on its scene's codes (and positions) and the resolution settings
 (not on the batch, the thread count or the order of the scenes), in float64 without
@@ -363,7 +363,7 @@ def _screen_rects(params, height, width):
 # the numba kernel: one ray at a time
 # ================================================================================
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _hit_sphere(ox, oy, oz, dx, dy, dz, cx, cy, r):
     """Nearest t > 1e-9 where the ray meets a sphere of radius r centred at (cx, cy, r);
     returns (t, nx, ny, nz) with t = inf on a miss."""
@@ -382,7 +382,7 @@ def _hit_sphere(ox, oy, oz, dx, dy, dz, cx, cy, r):
     return t, (px + t * dx) / r, (py + t * dy) / r, (pz + t * dz) / r
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _hit_cylinder(ox, oy, oz, dx, dy, dz, cx, cy, r):
     """Nearest t of a ray with a closed vertical cylinder (radius r, z in [0, 2r])."""
     px, py = ox - cx, oy - cy
@@ -412,7 +412,7 @@ def _hit_cylinder(ox, oy, oz, dx, dy, dz, cx, cy, r):
     return best, nx, ny, nz
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _hit_cube(ox, oy, oz, dx, dy, dz, cx, cy, r, cs, sn):
     """Nearest t of a ray with a cube of half-side r/√2 standing on z = 0, centred at
     (cx, cy), turned by the angle with cosine cs and sine sn about the vertical."""
@@ -456,7 +456,7 @@ def _hit_cube(ox, oy, oz, dx, dy, dz, cx, cy, r, cs, sn):
     return tn, 0.0, 0.0, sgn
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _hit(p, ox, oy, oz, dx, dy, dz):
     shape = p[_P_SHAPE]
     if shape == SHAPE_SPHERE:
@@ -466,7 +466,7 @@ def _hit(p, ox, oy, oz, dx, dy, dz):
     return _hit_cube(ox, oy, oz, dx, dy, dz, p[_P_CX], p[_P_CY], p[_P_R], p[_P_COS], p[_P_SIN])
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _nearest(params, objs, n_obj, ox, oy, oz, dx, dy, dz):
     """Nearest of the objects params[objs[:n_obj]] along a ray: (slot or -1, normal)."""
     best, hit = np.inf, -1
@@ -479,7 +479,7 @@ def _nearest(params, objs, n_obj, ox, oy, oz, dx, dy, dz):
     return hit, bnx, bny, bnz
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _shadowed(params, shads, n_sh, gx, gy):
     """Whether one of the objects params[shads[:n_sh]] blocks the key light at ground (gx, gy)."""
     for q in range(n_sh):
@@ -489,7 +489,7 @@ def _shadowed(params, shads, n_sh, gx, gy):
     return False
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _shade(p, nx, ny, nz, dx, dy, dz, rgb):
     """Colour (written to rgb[0:3], in [0, 1] before clipping) of object p at a surface
     point with unit normal n seen along the unit ray direction d."""
@@ -519,7 +519,7 @@ def _shade(p, nx, ny, nz, dx, dy, dz, rgb):
             rgb[c] = p[_P_RGB + c] * diffuse + spec
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _to_u8(v):
     v = min(max(v, 0.0), 1.0)
     return np.uint8(math.floor(v * 255.0 + 0.5))
@@ -553,7 +553,7 @@ def _ground_table(rays):
     return np.stack([gx, gy, lit, dark], axis=-1)
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _pixel_means(values, ss):
     """Mean over each pixel's ss×ss rays, in the kernel's summation order, as uint8."""
     H, W = values.shape[0] // ss, values.shape[1] // ss
@@ -569,7 +569,7 @@ def _pixel_means(values, ss):
     return out
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _render_one(params, rects, background, rays, ground, ss, ox, oy, oz, img, masks, want_masks):
     """Render one scene into img (H, W, 3) uint8 (and masks (S, H, W) if want_masks).
 
@@ -634,7 +634,7 @@ def _render_one(params, rects, background, rays, ground, ss, ox, oy, oz, img, ma
                 img[y, x, c] = _to_u8(acc[c] * inv)
 
 
-@numba.njit(parallel=True)
+@numba.njit(parallel=True, cache=True)
 def _render_kernel(params, rects, background, rays, ground, ss, origin, out, masks,
                    want_masks):  # pragma: no cover - compiled
     """Render scenes params (n, S, 11), rects (n, S, 8) into out (n, H, W, 3) uint8, and

@@ -145,12 +145,23 @@ _MAX_HARMONIC_FRACTION = 0.45
 class SoundSettings:
     """How scenes become clips.
 
-    rate : samples per second (Hz).  duration : clip length (s).
-    note_duration : length of every note (s).  first_onset : onset of x bin 1 (s).
-    onset_step : seconds between the onsets of neighbouring x bins; ``None`` spreads
-        the bins so that the last note ends ``first_onset`` before the clip ends.
-    lowest_pitch_hz : pitch of the last y bin (the bottom of the picture).
-    cutoff_hz : metal's low-pass cut-off.
+    Attributes
+    ----------
+    rate : int
+        Samples per second (Hz).
+    duration : float
+        Clip length (s).
+    note_duration : float
+        Length of every note (s).
+    first_onset : float
+        Onset of x bin 1 (s).
+    onset_step : float or None
+        Seconds between the onsets of neighbouring x bins; ``None`` spreads the bins so
+        that the last note ends ``first_onset`` before the clip ends.
+    lowest_pitch_hz : float
+        Pitch of the last y bin (the bottom of the picture).
+    cutoff_hz : float
+        Metal's low-pass cut-off (Hz).
     """
 
     rate: int = 8000
@@ -326,7 +337,7 @@ def note_tables(settings: SoundSettings = SoundSettings(), schema: SceneSchema =
 # mixing
 # ================================================================================
 
-@numba.njit(parallel=True)
+@numba.njit(parallel=True, cache=True)
 def _mix_kernel(codes, columns, metal_of, tones, envelopes, gains, onsets, out):  # pragma: no cover
     """out (n, T) float32, zeroed here: for every object, gain · envelope · tone added at its onset."""
     n, S, _ = codes.shape
@@ -534,7 +545,7 @@ def _sparse_filters(fb):
     return filters, weights
 
 
-@numba.njit(parallel=True)
+@numba.njit(parallel=True, cache=True)
 def _log_mel_kernel(spec, filters, weights, floor, out):  # pragma: no cover - compiled
     """out (m, n_mels, F) = log(sum over bins of weight · |spec|² + floor); spec (m, F, n_bins)."""
     m, F, n_bins = spec.shape

@@ -4,23 +4,23 @@ A :class:`SpaceIndex` belongs to one space (``space.index``): no other object ke
 derived state about a space, and nothing is ever set on a space from outside it.  Each
 structure is computed once, on the first call that needs it:
 
-==========================  =============================================================
-``scene_concepts()``        per-scene concept bitsets, uint64 (n_scenes, ceil(n/64)): the
-                            transposed signatures (an array, or a row file for a large
-                            saved space; :mod:`bayes_concepts.engine.index`)
-``class_representatives()`` int64 (n_classes,): the first concept of each synonym class
-``test_bank_index()``       CSR ``(ptr, idx)`` of the test-bank scenes each synonym class is
-                            true on: int64 (n_classes + 1,), int32 (nnz,)
-``test_bank_scene_classes`` the transpose, split into lanes by class id (what the noisy
-                            oracle's test-bank scores sum)
-``positives_in_test_bank``  int64 (n,): test-bank scenes each concept is true on
-``concept_ids()``           dict: a concept's description string -> its id
-``item_ids()``              dict: an item's name -> its id (spaces of named items)
-``scene_bank()``            the scene bank as packed bitsets (spaces over scenes), with
-                            positions and relations when the space keeps them
-``derived(name, build)``    any other structure a later stage derives from the space (the
-                            episode sampler's tables): ``build()`` runs once per name
-==========================  =============================================================
+===========================  =============================================================
+``scene_concepts()``         per-scene concept bitsets, uint64 (n_scenes, ceil(n/64)): the
+                             transposed signatures (an array, or a row file for a large
+                             saved space; :mod:`bayes_concepts.engine.index`)
+``class_representatives()``  int64 (n_classes,): the first concept of each synonym class
+``test_bank_index()``        CSR ``(ptr, idx)`` of the test-bank scenes each synonym class is
+                             true on: int64 (n_classes + 1,), int32 (nnz,)
+``test_bank_scene_classes``  the transpose, split into lanes by class id (what the noisy
+                             oracle's test-bank scores sum)
+``positives_in_test_bank``   int64 (n,): test-bank scenes each concept is true on
+``concept_ids()``            dict: a concept's description string -> its id
+``item_ids()``               dict: an item's name -> its id (spaces of named items)
+``scene_bank()``             the scene bank as packed bitsets (spaces over scenes), with
+                             positions and relations when the space keeps them
+``derived(name, build)``     any other structure a later stage derives from the space (the
+                             episode sampler's tables): ``build()`` runs once per name
+===========================  =============================================================
 """
 from __future__ import annotations
 

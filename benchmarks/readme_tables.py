@@ -1,0 +1,267 @@
+"""The README's measured tables, generated from the committed summaries in ``benchmarks/results/``.
+
+Each generated table sits in README.md between two markers::
+
+    <!-- generated: NAME -->
+    | ... the table ... |
+    <!-- end generated -->
+
+``python benchmarks/readme_tables.py`` rewrites every such block from its source files;
+``--check`` only compares and exits 1 naming each stale block (``tests/test_readme_numbers.py``
+runs the check, so a README number that no committed result gives fails the tests).  A
+table's numbers are formatted here and nowhere else.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+README = ROOT / "README.md"
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+
+SPLIT_NAMES = {"binding_color": "Binding (colour)", "binding_shape": "Binding (shape)", "boolean": "Boolean",
+               "complexity": "Complexity", "concept_iid": "Concept IID", "counting": "Counting",
+               "extrinsic": "Extrinsic", "instance_iid": "Instance IID", "intrinsic": "Intrinsic"}
+
+
+def load(name: str) -> dict:
+    """The summary ``benchmarks/results/NAME.json``."""
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def _gb(mb: float) -> str:
+    return f"{mb / 1000:.1f} GB"
+
+
+def _ci(ci) -> str:
+    return f"[{ci[0]:.1f}, {ci[1]:.1f}]"
+
+
+def _sci(x: float) -> str:
+    """4.46e8 -> '4.5 × 10⁸'."""
+    exp = len(str(int(abs(x)))) - 1
+    sup = str(exp).translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    return f"{x / 10**exp:.1f} × 10{sup}"
+
+
+def _signed(x: float, digits: int = 1) -> str:
+    """+2.5 or −2.8 (a typographic minus, as the README writes it)."""
+    return f"{x:+.{digits}f}".replace("-", "−")
+
+
+def table(header: list[str], rows: list[list[str]], align: str | None = None) -> str:
+    align = align or "|".join("---" for _ in header)
+    lines = ["| " + " | ".join(header) + " |", "|" + align + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def learners() -> str:
+    """CURI's learner table: the schema relation net on the nine splits (``learners.json``)."""
+    doc = load("learners")
+    fig = doc["figures"]
+    rows = []
+    for r in fig["budget_runs"]:
+        m, t = r["relnet"], r["training"]
+        curi = f"{r['curi_relnet_map']:.1f} ± {r['curi_relnet_map_std']:.1f}" \
+            if r.get("curi_relnet_map_std") is not None else f"{r['curi_relnet_map']:.1f}"
+        rows.append([SPLIT_NAMES.get(r["split"], r["split"]), f"{t['steps']:,}", f"{t['episodes_per_s']:.0f}",
+                     f"{m['map']:.1f} {_ci(m['map_ci'])}", f"{m['cba']:.1f}", f"{r['weak']['map']:.1f}",
+                     f"{r['strong']['map']:.1f}", curi, _signed(r["minus_curi_map"])])
+    return table(["split", "steps", "episodes/s", "relation net mAP [95 % CI]", "CBA", "weak oracle mAP",
+                  "strong oracle mAP", "CURI's relation net mAP (± sd)", "ours − CURI's"], rows,
+                 "---|---:|---:|---:|---:|---:|---:|---:|---:")
+
+
+def speed() -> str:
+    """The Speed table (``executor``, ``space_build``, ``episodes``, ``gap``, ``relational``)."""
+    ex, build, eps, gap = (load(n)["figures"] for n in ("executor", "space_build", "episodes", "gap"))
+    rel = load("relational")
+    paper = build["paper"]
+    side = rel["side_by_side"]
+    r10, c10 = side["relational_10_slots"], side["curi_10_slots"]
+    rows = [
+        [f"{ex['programs']:,} programs × {ex['scenes']:,} scenes (`benchmarks/executor.py`)",
+         f"{ex['executor_run_s']:.2f} s to run ({ex['executor_compile_s']:.2f} s to compile), "
+         f"{ex['ratio_executor_over_slow']:,.0f}× the slow interpreter's program·scenes per second"],
+        [f"paper-scale space build, {paper['concepts']:,} concepts × {paper['scenes']:,} scenes "
+         "(`benchmarks/space_build.py`)",
+         f"{paper['wall_seconds']:.0f} s, {_gb(paper['peak_rss_mb'])} peak RSS (`ru_maxrss`)"],
+        [f"{eps['episodes']:,} hard-negative episodes on it, {SPLIT_NAMES.get(eps['split'], eps['split'])} "
+         f"(`benchmarks/episodes.py`)",
+         f"{eps['hard_s']:.1f} s (+ {eps['index_s']:.1f} s one-off index)"],
+        [f"the full comp-gap table on it: 9 splits × hard/easy × {gap['episodes_per_cell']:,} episodes, strong + "
+         f"weak, {gap['settings']['likelihood']} likelihood (`benchmarks/gap.py`)",
+         f"{gap['wall_s']:.0f} s, {_gb(gap['peak_rss_mb'])} peak RSS (`ru_maxrss`)"],
+        [f"relational programs of `clevr.pcfg` against CURI's of the same lengths ({rel['matched_programs']:,} each, "
+         f"{rel['matched_lengths'][0]}–{rel['matched_lengths'][1]} tokens), {rel['settings']['scenes']:,} scenes, "
+         "10 object slots (`benchmarks/relational.py`)",
+         f"{_sci(r10['evaluations_per_second'])} against {_sci(c10['evaluations_per_second'])} program·scenes/s"],
+    ]
+    return table(["job", "measured"], rows)
+
+
+def curi_split_sizes() -> str:
+    """Split sizes of the ``curi-release`` protocol on the ``curi`` space beside the release's
+    (``curi_release.json``)."""
+    fig = load("curi_release")["figures"]
+    rows = []
+    for r in fig["split_sizes"]:
+        if r.get("release_test") is None or r["release_test"] != r["release_test"]:  # no published size (NaN)
+            continue
+        dropped = f" ({r['dropped']:,} dropped)" if r["dropped"] else ""
+        rel_dropped = f" ({int(r['release_dropped']):,})" if r["dropped"] else ""
+        rows.append([SPLIT_NAMES.get(r["split"], r["split"]), f"{r['train']:,} / {r['test']:,}{dropped}",
+                     f"{r['test_share_pct']:.2f} %",
+                     f"{int(r['release_train']):,} / {int(r['release_test']):,}{rel_dropped}",
+                     f"{r['release_test_share_pct']:.2f} %", _signed(r["relative_difference_pct"]) + " %"])
+    return table(["split", "train / test (ours)", "test share", "release train / test", "release share", "relative"],
+                 rows, "---|---:|---:|---:|---:|---:")
+
+
+SHJ_LANGUAGE_NAMES = {"and_or_not": "and, or, not", "and_not": "and, not", "xor_iff": "and, or, not, xor, iff"}
+
+
+def _interval(v: dict, digits: int = 3) -> str:
+    return f"{v['mean']:.{digits}f} [{v['low']:.{digits}f}, {v['high']:.{digits}f}]"
+
+
+def shj_fit() -> str:
+    """The ideal observer fitted to people on Shepard, Hovland & Jenkins' six structures (``shj_fit.json``)."""
+    f = load("shj_fit")["fit"]
+    p, g = f["parameters"], f["grid_check"]["posterior_mean"]
+    s = f["settings"]
+    rows = [["β, rate of the length prior (per token)", _interval(p["beta"]), f"{g['beta']:.3f}"],
+            ["ε, label noise of the likelihood", _interval(p["epsilon"]), f"{g['epsilon']:.3f}"],
+            ["λ, lapse rate", _interval(p["lapse"]), f"{g['lapse']:.3f}"],
+            [f"model vs people, {f['cells']} block errors", f"r = {f['correlation']:.3f}, RMSE {f['rmse']:.3f}", ""],
+            [f"cells inside the {round(f['ppc']['prob'] * 100)} % posterior predictive interval",
+             f"{f['ppc']['cells_inside']} of {f['ppc']['cells']}", ""],
+            [f"run time ({f['method'].upper()}: {s['steps']} steps; both: every trial order, one thread)",
+             f"{f['times']['fit_seconds']:.0f} s", f"{f['times']['grid_seconds']:.0f} s"]]
+    return table([f"{SHJ_LANGUAGE_NAMES[f['language']]}, {f['prior']} prior", "SVI posterior mean [90 % interval]",
+                  "grid posterior mean"], rows, "---|---:|---:")
+
+
+def shj_types() -> str:
+    """The six types: shortest descriptions in each language, mean errors of people and of the
+    fitted observer (``shj_fit.json``)."""
+    doc = load("shj_fit")
+    f, enum = doc["fit"], doc["enumeration"]
+    ranks = {k: r for k, r in zip(("people", "model"), ([], []))}
+    for who in ranks:
+        values = [v[who] for v in f["mean_error_per_type"].values()]
+        ranks[who] = [1 + sum(w < x for w in values) for x in values]
+    rows = []
+    for i, (t, v) in enumerate(f["mean_error_per_type"].items()):
+        rows.append([t] + [str(enum[lang]["structures"][t]["min_length"]) for lang in SHJ_LANGUAGE_NAMES]
+                    + [f"{v['people']:.3f}", f"{v['model']:.4f} [{v['model_low']:.4f}, {v['model_high']:.4f}]",
+                       f"{ranks['people'][i]} / {ranks['model'][i]}"])
+    return table(["type", "l_min: and, or, not", "and, not", "+ xor, iff", "people: mean P(error)",
+                  "model [90 %]", "rank people / model"], rows, "---|---:|---:|---:|---:|---:|---:")
+
+
+def shj_languages() -> str:
+    """Every language with both priors: evidence and held-out blocks (``shj_fit.json``)."""
+    c = load("shj_fit")["comparison"]
+    rows = []
+    for key, v in c.items():
+        if not isinstance(v, dict):
+            continue
+        lang, prior = key.split("/")
+        pm = v["posterior_mean"]
+        rows.append([SHJ_LANGUAGE_NAMES[lang], prior, f"{v['log_evidence']:.1f}",
+                     f"{v['held_out']['log_predictive']:.1f}", f"{pm['beta']:.3f}", f"{pm['epsilon']:.3f}",
+                     f"{pm['lapse']:.3f}", f"{v['correlation']:.3f}", v["order_model"]])
+    return table(["language", "prior", "log evidence", "held-out log density", "β", "ε", "λ", "r", "model's order"],
+                 rows, "---|---|---:|---:|---:|---:|---:|---:|---")
+
+
+GENERATORS = {"learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
+              "shj_types": shj_types, "shj_languages": shj_languages}
+
+
+DEFINITIONS = "<!-- numbers: definitions"
+
+
+def unsourced_tables(text: str) -> list[tuple[int, str]]:
+    """Tables of ``text`` (Markdown) whose body holds a digit outside code spans, that are
+    neither generated (inside a generated block) nor declared as definitions by a
+    ``<!-- numbers: definitions ... -->`` line right above them: (line number, first body row)."""
+    lines = text.splitlines()
+    out, inside, i = [], False, 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("<!-- generated: "):
+            inside = True
+        elif line.startswith("<!-- end generated"):
+            inside = False
+        if line.startswith("|"):
+            start = i
+            while i < len(lines) and lines[i].startswith("|"):
+                i += 1
+            body = lines[start + 2:i]
+            above = [l for l in lines[max(0, start - 3):start] if l.strip()]
+            declared = any(l.startswith(DEFINITIONS) for l in above[-1:])
+            numeric = [r for r in body if re.search(r"\d", re.sub(r"`[^`]*`", "", r))]
+            if numeric and not inside and not declared:
+                out.append((start + 1, numeric[0]))
+            continue
+        i += 1
+    return out
+
+
+def render(text: str) -> tuple[str, list[str]]:
+    """README ``text`` with every generated block rewritten; and the names of blocks that changed."""
+    changed = []
+
+    def sub(m):
+        name = m.group("name")
+        if name not in GENERATORS:
+            raise SystemExit(f"README.md: unknown generated table {name!r} (known: {', '.join(GENERATORS)})")
+        try:
+            body = GENERATORS[name]()
+        except FileNotFoundError as exc:  # its committed result is missing
+            changed.append(f"{name} (no {Path(exc.filename).relative_to(ROOT)})")
+            return m.group(0)
+        if body != m.group("body"):
+            changed.append(name)
+        return m.group(1) + body + m.group(4)
+
+    return BLOCK.sub(sub, text), changed
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="compare only; exit 1 naming each stale table")
+    ap.add_argument("--readme", default=str(README), help="the README to rewrite or check (default README.md)")
+    args = ap.parse_args(argv)
+    path = Path(args.readme)
+    text = path.read_text()
+    new, changed = render(text)
+    if args.check:
+        loose = unsourced_tables(text)
+        for line, row in loose:
+            print(f"README.md line {line}: a table with numbers that is neither generated from benchmarks/results/ "
+                  f"nor declared '{DEFINITIONS} -->': {row[:80]}", file=sys.stderr)
+        if changed:
+            diff = "".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), "README.md",
+                                                "generated", n=0))
+            print(f"README.md: stale generated table(s): {', '.join(changed)} "
+                  f"(run python benchmarks/readme_tables.py)\n{diff}", file=sys.stderr)
+            return 1
+        return 1 if loose else 0
+    if changed:
+        path.write_text(new)
+    print(f"README.md: {len(changed)} table(s) rewritten" + (f": {', '.join(changed)}" if changed else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
