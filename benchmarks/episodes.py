@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import sys
 import time
 from pathlib import Path
 

@@ -183,7 +183,26 @@ def shj_languages() -> str:
                  rows, "---|---|---:|---:|---:|---:|---:|---:|---")
 
 
-GENERATORS = {"learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
+def scaling() -> str:
+    """The scaling table (``scale.json``): wall time and per-process peak RSS (``VmHWM``) and
+    peak anonymous memory (``RssAnon``) of each job."""
+    fig = load("scale")["figures"]
+
+    def mem(job):
+        procs = job["processes"]
+        return ", ".join(f"{p['peak_rss_mb'] / 1000:.1f} ({p['peak_anon_mb'] / 1000:.1f})" for p in procs) + " GB"
+
+    b1, b2, g = fig["build_in_process"], fig["build_local2"], fig["gap_in_process"]
+    rows = [[f"{b1['scenes']:,}-scene build ({b1['counts'].get('concepts', 0):,} concepts), in-process",
+             f"{b1['wall_s']:.0f} s", mem(b1)],
+            [f"the same, `--scheduler local:2` (in-process / Dask = {fig['ratio_inprocess_over_local2']:.2f})",
+             f"{b2['wall_s']:.0f} s", mem(b2) + ("; same manifest" if fig["same_manifest"] else "; OTHER manifest")],
+            [f"full comp-gap table on `{g['space']}` ({g['likelihood']} likelihood, {g['episodes_per_cell']:,} "
+             "episodes per cell), in-process", f"{g['wall_s']:.0f} s", mem(g)]]
+    return table(["job (this 2-core machine)", "wall time", "peak RSS (anonymous) per process"], rows)
+
+
+GENERATORS = {"scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
 

@@ -45,6 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
+
 OUT = Path("benchmarks/out")
 BIN = Path(sys.executable).parent / "bayes-concepts"
 
@@ -276,6 +279,11 @@ def main():
     a = sub.add_parser("all", help="every job of the issue, one after the other")
     a.add_argument("--space", default="spaces/paper", help="the CURI-scale space (default spaces/paper)")
     a.add_argument("--big", default="spaces/curi5m", help="where to build the 5,000,000-scene space")
+    r = sub.add_parser("table", help="the README's scaling table: the comp-gap table of SPACE in-process, then the "
+                                     "990,000-scene build in-process and on local:2; writes the committed summary")
+    r.add_argument("space", nargs="?", default="spaces/paper", help="a saved CURI-scale space (default spaces/paper)")
+    r.add_argument("--results", default=str(RESULTS / "scale.json"),
+                   help="the committed summary (default benchmarks/results/scale.json)")
     t = sub.add_parser("ap-tolerance", help="the full table: size, and noisy at the default AP tolerance, 1e-3 and 0")
     t.add_argument("space", help="a saved space directory")
     t.add_argument("--episodes", type=int, default=20_000, help="test episodes per cell (default 20,000)")
@@ -283,6 +291,20 @@ def main():
     t.add_argument("--json-out", default="benchmarks/results/ap_tolerance.json",
                    help="where to write the summary (default benchmarks/results/ap_tolerance.json)")
     args = ap.parse_args()
+    if args.job == "table":
+        jobs = [gap_job(args.space), build_job("spaces/_scale_inproc", 990_000),
+                build_job("spaces/_scale_local2", 990_000, "local:2")]
+        for d in ("spaces/_scale_inproc", "spaces/_scale_local2"):
+            shutil.rmtree(d, ignore_errors=True)
+        if any(j["rc"] for j in jobs):
+            raise SystemExit("a job failed: nothing written to " + args.results)
+        keep = {k: v for k, v in jobs[0].items() if k != "tail"}
+        write_summary(args.results, "scaling out: the comp-gap table and the 990,000-scene build, per process",
+                      {"gap_in_process": keep, "build_in_process": {k: v for k, v in jobs[1].items() if k != "tail"},
+                       "build_local2": {k: v for k, v in jobs[2].items() if k != "tail"},
+                       "ratio_inprocess_over_local2": jobs[1]["wall_s"] / jobs[2]["wall_s"],
+                       "same_manifest": jobs[1].get("manifest_sha256") == jobs[2].get("manifest_sha256")})
+        return
     if args.job == "ap-tolerance":
         ap_tolerance_job(args.space, args.episodes, args.scheduler, args.json_out)
         return

@@ -325,6 +325,30 @@ SCATTER_COST = 5.0
 SPECULATIVE_SHARE = 0.25
 
 
+@numba.njit(inline="always")
+def _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, truth, scores, mark, touched, m, untouched_pos, hits,
+                   count_hits):
+    """Add the weight of every class of bucket ``b`` (classes ``order[start[b]:start[b + 1]]``) to
+    the scores of its test scenes, listing in ``touched[m:]`` (and marking) the scenes met for
+    the first time; with ``count_hits``, also count each scene's classes spread in ``hits``.
+    Returns (m, untouched_pos): the scenes listed so far and the positives not yet met."""
+    for j in range(start[b], start[b + 1]):
+        c = order[j]
+        wq = class_w[c]
+        for i in range(cls_ptr[c], cls_ptr[c + 1]):
+            t = cls_idx[i]
+            if not mark[t]:
+                mark[t] = True
+                touched[m] = t
+                m += 1
+                if has_bit(truth, t):
+                    untouched_pos -= 1
+            scores[t] += wq
+            if count_hits:
+                hits[t] += 1
+    return m, untouched_pos
+
+
 @numba.njit(cache=True)
 def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth, n_pos, n_test, scores,
                       mark, touched, speculative_share=SPECULATIVE_SHARE):
@@ -405,18 +429,8 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
             score_all = True
             break
         spread += ext[b]
-        for j in range(start[b], start[b + 1]):
-            c = order[j]
-            wq = class_w[c]
-            for i in range(cls_ptr[c], cls_ptr[c + 1]):
-                t = cls_idx[i]
-                if not mark[t]:
-                    mark[t] = True
-                    touched[m] = t
-                    m += 1
-                    if has_bit(truth, t):
-                        untouched_pos -= 1
-                scores[t] += wq
+        m, untouched_pos = _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, truth, scores, mark, touched, m,
+                                          untouched_pos, touched, False)
         r = rest[b + 1]
         if untouched_pos > 0:
             continue
@@ -730,19 +744,8 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
             score_all = True
             break
         spread += ext[b]
-        for j in range(start[b], start[b + 1]):
-            c = order[j]
-            wq = class_w[c]
-            for i in range(cls_ptr[c], cls_ptr[c + 1]):
-                t = cls_idx[i]
-                if not mark[t]:
-                    mark[t] = True
-                    touched[m] = t
-                    m += 1
-                    if has_bit(truth, t):
-                        untouched_pos -= 1
-                scores[t] += wq
-                hits[t] += 1
+        m, untouched_pos = _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, truth, scores, mark, touched, m,
+                                          untouched_pos, hits, True)
         r = rest[b + 1]
         nxt = b + 1
         while nxt < N_BUCKETS and start[nxt + 1] == start[nxt]:
