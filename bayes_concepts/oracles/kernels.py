@@ -384,33 +384,7 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
     """
     if n_pos == 0:
         return np.nan
-    n_cls = cls_list.shape[0]
-    bucket = np.empty(n_cls, np.int64)
-    start = np.zeros(N_BUCKETS + 1, np.int64)
-    mass = np.zeros(N_BUCKETS)
-    ext = np.zeros(N_BUCKETS, np.int64)
-    for q in range(n_cls):
-        c = cls_list[q]
-        wq = class_w[c]
-        if wq > 0.0:
-            b = min(max(-math.frexp(wq)[1], 0), N_BUCKETS - 1)
-            mass[b] += wq
-            ext[b] += cls_ptr[c + 1] - cls_ptr[c]
-            start[b + 1] += 1
-        else:
-            b = -1
-        bucket[q] = b
-    for b in range(N_BUCKETS):
-        start[b + 1] += start[b]
-    fill = start[:N_BUCKETS].copy()
-    order = np.empty(start[N_BUCKETS], np.int64)
-    for q in range(n_cls):
-        if bucket[q] >= 0:
-            order[fill[bucket[q]]] = cls_list[q]
-            fill[bucket[q]] += 1
-    rest = np.zeros(N_BUCKETS + 1)  # rest[b]: weight of buckets >= b, summed smallest first
-    for b in range(N_BUCKETS - 1, -1, -1):
-        rest[b] = rest[b + 1] + mass[b]
+    order, start, ext, rest, _, _ = _bucket_classes(cls_list, class_w, cls_ptr)
     n_pairs = scene_ptr[scene_ptr.shape[0] - 1]
     pairs_per_scene = n_pairs / max(n_test, 1)
     budget = speculative_share * n_pairs / SCATTER_COST  # pairs spread before pruning
