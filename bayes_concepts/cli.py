@@ -346,6 +346,7 @@ def cmd_sample(args) -> int:
 def cmd_demo(args) -> int:
     """The main job on the built-in default: build the demo space if missing, print the
     comp-gap table of all CURI splits (hard and easy negatives), write results and figures."""
+    _check_gap_memory(args.episodes, 9 * 2)  # CURI's nine splits, hard and easy negatives: before any import
     from .spaces.hypothesis_space import HypothesisSpace
     from .engine.store import check_save_target
     from .gap import compute_gap, format_table, summarise
@@ -358,7 +359,6 @@ def cmd_demo(args) -> int:
     if build:  # an empty or missing directory, or an unfinished build of ours; never anything else
         check_save_target(space_dir)
     _check_output_file(args.out, "--out", create_parents=True)  # save_results creates missing folders
-    _check_gap_memory(args.episodes, 9 * 2)  # CURI's nine splits, hard and easy negatives
     if args.figures:
         _check_output_dir(args.figures, "--figures")
     if build:
@@ -844,6 +844,9 @@ def _run_info(ds) -> dict:
 
 
 def cmd_gap(args) -> int:
+    n_learners = 2 + len(args.learner or ())
+    n_negatives = 2 if args.negatives == "both" else 1
+    _check_gap_memory(args.episodes, n_negatives, n_learners)  # the least it can need (one split): before any import
     from .gap import compute_gap, format_table, summarise
     from .results import save_results
     _settings(args)  # a bad --beta or --epsilon is an error before any work
@@ -851,9 +854,6 @@ def cmd_gap(args) -> int:
     parse_scheduler(args.scheduler)
     if args.out:
         _check_output_file(args.out, "--out", create_parents=True)  # save_results creates missing folders
-    n_learners = 2 + len(args.learner or ())
-    n_negatives = 2 if args.negatives == "both" else 1
-    _check_gap_memory(args.episodes, n_negatives, n_learners)  # the least it can need: one split
     space = _load_space(args.dir)
     protocol = _protocol(args)
     overrides = _protocol_overrides(args, protocol) if protocol is not None else {}
@@ -1173,10 +1173,11 @@ _OVERRIDE_NOTE = "; with --protocol: given explicitly, replaces the protocol's v
 
 
 def _protocol_option(p, help_text: str | None = None):
-    from .protocols import protocols
-    p.add_argument("--protocol", choices=protocols.names(), default=None,
-                   help=help_text or ("compute as a named protocol: its splits, oracle settings and query negatives ("
-                                      + _choices(protocols) + "); an oracle or negatives option given explicitly with "
+    p.add_argument("--protocol", choices=_LazyChoices(_registry("protocols", "protocols")), metavar="NAME",
+                   default=None,
+                   help=help_text or _LazyHelp(lambda: "compute as a named protocol: its splits, oracle settings and "
+                                      "query negatives (" + _choices(_registry("protocols", "protocols")()) + "); an "
+                                      "oracle or negatives option given explicitly with "
                                       "it replaces the protocol's value for this run, recorded in the results "
                                       "(attrs protocol_overrides) and in the printed settings"))
 
@@ -1231,34 +1232,81 @@ def _protocol_splits(space, protocol, names=None, specs=None) -> dict:
     return {n: own[n] if n in own else protocol.splits(space, [n])[n] for n in names}
 
 
+def _registry(module: str, name: str):
+    """A thunk giving the registry ``name`` of ``bayes_concepts.<module>``, imported when first
+    called: building the parser imports nothing heavy, so a request refused before any work (e.g.
+    too many episodes for the memory) never pays for numba, scipy and xarray."""
+    def load():
+        from importlib import import_module
+        return getattr(import_module(f"{__package__}.{module}"), name)
+    return load
+
+
+class _LazyChoices:
+    """The names of a registry as argparse ``choices``, read on first use (a value given for the
+    option, an error message, --help).  Options using it set a ``metavar``: argparse would
+    otherwise spell every choice into the usage line when the option is added."""
+
+    def __init__(self, load):
+        self._load = load
+
+    def _names(self) -> tuple:
+        return tuple(self._load().names())
+
+    def __contains__(self, value) -> bool:
+        return value in self._names()
+
+    def __iter__(self):
+        return iter(self._names())
+
+
+class _LazyHelp:
+    """An option's help text built when help is shown (it describes a registry's entries)."""
+
+    def __init__(self, make):
+        self._make = make
+
+    def __str__(self) -> str:
+        return self._make()
+
+    def __mod__(self, params) -> str:  # argparse expands %(default)s and the like with "%"
+        return self._make() % params
+
+    def strip(self) -> str:
+        return self._make().strip()
+
+
 def _choices(registry) -> str:
     from .registry import describe
     return "; ".join(f"{name}: {describe(obj)}" for name, obj in registry.items())
 
 
 def _hard_mode_option(p, protocol: bool = False):
-    from .episodes import hard_negative_modes
-    p.add_argument("--hard-mode", choices=hard_negative_modes.names(), default="union", action=_Given,
-                   help=f"how hard negatives are drawn ({_choices(hard_negative_modes)}; default union)"
-                        + (_OVERRIDE_NOTE if protocol else ""))
+    modes = _registry("episodes", "hard_negative_modes")
+    p.add_argument("--hard-mode", choices=_LazyChoices(modes), metavar="MODE", default="union", action=_Given,
+                   help=_LazyHelp(lambda: f"how hard negatives are drawn ({_choices(modes())}; default union)"
+                                  + (_OVERRIDE_NOTE if protocol else "")))
 
 
 def _oracle_options(p, protocol: bool = False):
     """--prior, --beta, --likelihood, --epsilon, --weak-empty and --seed; with ``protocol`` (the
     command has --protocol) their help says that, given explicitly, they override the protocol."""
-    from .oracles import empty_policies, likelihoods, priors
+    priors, likelihoods = _registry("oracles", "priors"), _registry("oracles", "likelihoods")
+    empty_policies = _registry("oracles", "empty_policies")
     note = _OVERRIDE_NOTE if protocol else ""
-    p.add_argument("--prior", choices=priors.names(), default="length", action=_Given,
-                   help=f"prior over concepts ({_choices(priors)}; default length){note}")
+    p.add_argument("--prior", choices=_LazyChoices(priors), metavar="NAME", default="length", action=_Given,
+                   help=_LazyHelp(lambda: f"prior over concepts ({_choices(priors())}; default length){note}"))
     p.add_argument("--beta", type=_finite, default=0.2, action=_Given,
                    help=f"rate of the length prior per token (default 0.2){note}")
-    p.add_argument("--likelihood", choices=likelihoods.names(), default="size", action=_Given,
-                   help=f"likelihood of the support labels ({_choices(likelihoods)}; default size){note}")
+    p.add_argument("--likelihood", choices=_LazyChoices(likelihoods), metavar="NAME", default="size", action=_Given,
+                   help=_LazyHelp(lambda: f"likelihood of the support labels ({_choices(likelihoods())}; "
+                                          f"default size){note}"))
     p.add_argument("--epsilon", type=_finite, default=0.05, action=_Given,
                    help=f"label-noise rate of the noisy likelihood, in (0, 0.5) (default 0.05){note}")
-    p.add_argument("--weak-empty", choices=empty_policies.names(), default="zero", action=_Given,
-                   help=f"what an oracle does when no concept fits the support ({_choices(empty_policies)}; "
-                        f"default zero){note}")
+    p.add_argument("--weak-empty", choices=_LazyChoices(empty_policies), metavar="POLICY", default="zero",
+                   action=_Given,
+                   help=_LazyHelp(lambda: f"what an oracle does when no concept fits the support "
+                                          f"({_choices(empty_policies())}; default zero){note}"))
     p.add_argument("--seed", type=_whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
 
 
