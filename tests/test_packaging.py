@@ -146,10 +146,11 @@ def test_installed_package_and_its_data_come_from_the_fresh_environment(venv, bu
     assert all(Path(p).resolve().is_relative_to(installed) for p in out["splits"])
 
 
-def test_installed_cli_builds_a_space_and_computes_a_gap(venv, build, tmp_path):
+def test_installed_cli_builds_a_space_and_lists_its_splits(venv, build, tmp_path):
     _, src = build
     cli = venv / "bin" / "bayes-concepts"
-    built = run([cli, "space", "build", "X", "--preset", "demo", "--samples", "20000"], cwd=tmp_path)
+    built = run([cli, "space", "build", "X", "--preset", "demo", "--samples", "20000", "--scenes", "5000"],
+                cwd=tmp_path)
     assert "built X" in built.stdout + built.stderr
     manifest = json.loads((tmp_path / "X" / "manifest.json").read_text())
     assert manifest["params"]["grammar"]["sha256"] == sha256(src / "hypotheses" / "curi.pcfg")
@@ -157,20 +158,11 @@ def test_installed_cli_builds_a_space_and_computes_a_gap(venv, build, tmp_path):
     info = json.loads(run([cli, "space", "info", "X", "--json"], cwd=tmp_path).stdout)
     assert 0 < info["concepts"] <= 20_000
 
-    gap = json.loads(run([cli, "gap", "X", "--split", "concept_iid", "--episodes", "50", "--json"],
-                         cwd=tmp_path).stdout)
-    rows = gap["results"]
-    assert sorted(r["negatives"] for r in rows) == ["easy", "hard"]
-    for r in rows:
-        assert r["split"] == "concept_iid" and r["episodes"] == 50
-        for metric in ("map", "cba"):
-            strong, weak, diff = r["strong"][metric], r["weak"][metric], r["gap"][metric]
-            assert 0 <= weak <= 100 and 0 <= strong <= 100
-            assert diff == pytest.approx(strong - weak)
-            low, high = r["gap"][f"{metric}_ci"]
-            assert low <= diff <= high
-        # concept_iid holds test concepts out of the weak oracle's hypotheses: the ideal learner wins
-        assert r["strong"]["map"] > r["weak"]["map"]
+    # the nine split specs come from the wheel (the gap itself is the same code as in the tree, tested
+    # there: computing it here would compile every numba kernel a second time, ~1.5 min of the suite)
+    listed = json.loads(run([cli, "splits", "X", "--json"], cwd=tmp_path).stdout)
+    assert set(listed["splits"]) == CURI_SPLITS
+    assert all(listed["splits"][name]["test"] for name in CURI_SPLITS)
 
 
 def test_installed_cli_reports_bad_input_in_one_line(venv, tmp_path):
