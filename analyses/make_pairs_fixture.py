@@ -20,10 +20,19 @@ Run from the repository root::
 
     .venv/bin/python analyses/make_pairs_fixture.py            # writes tests/fixtures/pairs/
     .venv/bin/python analyses/make_pairs_fixture.py --out DIR --seed 1
+    .venv/bin/python analyses/make_pairs_fixture.py --published DIR   # the published-format fixture
+
+The published-format fixture (:func:`make_published_fixture`, no randomness) mimics the
+files users fetch, with what makes them hard: CZSL's ``compositional-split-natural/``
+pair files and its metadata records (as JSON; with ``NA`` records), an image folder of
+``<attribute object>/`` sub-folders (MIT-States), RLCL-style JSON pair lists, a test pair
+that no item has, attributes and objects that occur only in val pairs, pairs too small for
+an episode, and a second pair layout with no unseen pair (``seen-only/``).
 """
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import numpy as np
@@ -87,11 +96,75 @@ def make_fixture(out: Path, seed: int = 0) -> dict:
     return written
 
 
+#: (attribute, object): items of the published-format fixture; 0 = listed but no item has it
+PUBLISHED_ITEMS = {
+    ("ancient", "bottle"): 12, ("ancient", "car"): 12, ("broken", "bottle"): 12, ("broken", "chair"): 11,
+    ("wet", "dog"): 14, ("wet", "car"): 12, ("painted", "wall"): 12, ("painted", "chair"): 12, ("rusty", "car"): 12,
+    ("rusty", "bottle"): 3, ("ancient", "dog"): 12, ("broken", "car"): 12, ("wet", "wall"): 4, ("painted", "dog"): 12,
+    ("rusty", "chair"): 12, ("broken", "wall"): 0, ("wet", "chair"): 12, ("narrow", "castle"): 12, ("wet", "bottle"): 12,
+    ("painted", "bottle"): 10,
+}
+PUBLISHED_TRAIN = [("ancient", "bottle"), ("ancient", "car"), ("broken", "bottle"), ("broken", "chair"),
+                   ("wet", "dog"), ("wet", "car"), ("painted", "wall"), ("painted", "chair"), ("rusty", "car"),
+                   ("rusty", "bottle")]
+PUBLISHED_VAL = [("wet", "chair"), ("narrow", "castle"), ("painted", "bottle"), ("ancient", "car")]
+PUBLISHED_TEST = [("ancient", "bottle"), ("ancient", "dog"), ("broken", "car"), ("broken", "wall"), ("wet", "wall"),
+                  ("painted", "dog"), ("rusty", "chair"), ("wet", "bottle")]
+
+
+def make_published_fixture(out: Path, images: bool = True) -> dict:
+    """Write the published-format fixture into ``out``; returns ``{relative path: bytes}``
+    (image files not counted).  Items: ``<attr>_<obj>/<k>.jpg``; unseen pairs' items are in
+    set ``test``, val pairs' in ``val``, the rest ``train``; two metadata records are NA."""
+    out = Path(out)
+    records = []
+    for (a, o), n in PUBLISHED_ITEMS.items():
+        s = "test" if (a, o) in PUBLISHED_TEST and (a, o) not in PUBLISHED_TRAIN else (
+            "val" if (a, o) in PUBLISHED_VAL and (a, o) not in PUBLISHED_TRAIN else "train")
+        records += [{"image": f"{a}_{o}/{k:04d}.jpg", "attr": a, "obj": o, "set": s} for k in range(n)]
+    records += [{"image": "unlabelled/0000.jpg", "attr": "NA", "obj": "car", "set": "NA"},
+                {"image": "unlabelled/0001.jpg", "attr": "wet", "obj": "dog", "set": "NA"}]
+    lines = lambda ps: "".join(f"{a} {o}\n" for a, o in ps)  # noqa: E731
+    seen_test = [p for p in PUBLISHED_TEST if p in PUBLISHED_TRAIN]
+    files = {
+        "czsl/metadata_compositional-split-natural.json": json.dumps(records, indent=0) + "\n",
+        "czsl/compositional-split-natural/train_pairs.txt": lines(PUBLISHED_TRAIN),
+        "czsl/compositional-split-natural/val_pairs.txt": lines(PUBLISHED_VAL),
+        "czsl/compositional-split-natural/test_pairs.txt": lines(PUBLISHED_TEST),
+        "czsl/items.tsv": "image\tattr\tobj\tset\n" + "".join(
+            f"{r['image']}\t{r['attr']}\t{r['obj']}\t{r['set']}\n" for r in records if "NA" not in r.values()),
+        "rlcl/train.json": json.dumps([list(p) for p in PUBLISHED_TRAIN]) + "\n",
+        "rlcl/val.json": json.dumps([list(p) for p in PUBLISHED_VAL]) + "\n",
+        "rlcl/test.json": json.dumps([" ".join(p) for p in PUBLISHED_TEST]) + "\n",
+        "seen-only/train_pairs.txt": lines(PUBLISHED_TRAIN + [p for p in PUBLISHED_TEST if p not in PUBLISHED_TRAIN]),
+        "seen-only/val_pairs.txt": "",
+        "seen-only/test_pairs.txt": lines(seen_test),
+    }
+    written = {}
+    for name, text in files.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text, encoding="utf-8")
+        written[name] = len(text.encode())
+    if images:  # MIT-States' image folder: images/<attribute object>/<file>
+        for r in records:
+            if "NA" not in r.values():
+                f = out / "images" / f"{r['attr']} {r['obj']}" / r["image"].split("/")[1]
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_bytes(b"")
+    return written
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "pairs")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--published", type=Path, metavar="DIR", help="write the published-format fixture into DIR instead")
     args = p.parse_args(argv)
+    if args.published:
+        written = make_published_fixture(args.published)
+        for name, size in written.items():
+            print(f"{args.published / name}: {size:,} bytes")
+        return written
     written = make_fixture(args.out, args.seed)
     for name, size in written.items():
         print(f"{args.out / name}: {size:,} bytes")

@@ -55,7 +55,7 @@ _EXPORTS = {
     "save_results": ".results", "load_results": ".results",
     "write_figures": ".plots", "plot_comp_gap": ".plots", "plot_entropies": ".plots",
     "plot_synonym_classes": ".plots", "plot_scene_properties": ".plots", "plot_episode": ".plots",
-    "plot_modalities": ".plots",
+    "plot_modalities": ".plots", "plot_gap_parts": ".plots",
     # learners scored beside the oracles
     "make_learner": ".learners", "check_learner": ".learners", "score_learners": ".learners",
     "RandomLearner": ".learners", "NearestPrototype": ".learners", "ProtoNetLearner": ".learners",
@@ -66,7 +66,8 @@ _EXPORTS = {
     "ConceptSpace": ".spaces.concept_space", "SpaceIndex": ".spaces.space_index", "space_kinds": ".spaces.concept_space",
     "build_pair_space": ".pairs", "read_pairs_layout": ".pairs", "unseen_pairs_spec": ".pairs",
     "reference_limited_spec": ".pairs", "split_divergence": ".divergence", "divergence_table": ".divergence",
-    "audit_splits": ".report", "write_report": ".report",
+    "audit_splits": ".report", "write_report": ".report", "nested_concepts": ".divergence",
+    "search_split": ".split_search",
     # synonyms: which synonym classes are provably one program
     "prove_equivalent": ".synonyms.prover", "find_counterexample": ".synonyms.counterexamples",
     "classify_synonym_classes": ".synonyms.classify",
@@ -79,7 +80,7 @@ _EXPORTS = {
 #: subpackages and modules reachable as attributes (``bc.plots``, ``bc.learners``, ...)
 _MODULES = ("lot", "scenes", "engine", "splits", "episodes", "oracles", "metrics", "gap", "results", "plots",
             "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli", "pairs", "divergence", "report",
-            "resources", "protocols", "scale", "spaces", "modalities", "rng", "gap_cells")
+            "resources", "protocols", "scale", "spaces", "modalities", "rng", "gap_cells", "split_search")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -7,6 +7,7 @@ Subcommands::
     bayes-concepts sample [--n N] [--seed S]  draw programs from the grammar
     bayes-concepts space build|info|show      hypothesis spaces
     bayes-concepts splits DIR                 train/val/test sizes and leakage of every split
+    bayes-concepts splits search DIR --out SPEC.toml   the hardest fair split (a spec file, with its audit)
     bayes-concepts episodes DIR --split S ... sample episodes; episodes show FILE INDEX
     bayes-concepts gap DIR                    the comp-gap table (strong vs weak oracle)
     bayes-concepts train DIR --split S --learner schema-relnet --out MODEL_DIR   a neural baseline
@@ -471,6 +472,8 @@ def cmd_space_build(args) -> int:
     check_save_target(args.out, args.force)  # before the build: never delete what the toolkit did not write
     if args.preset == "shj":
         return _space_build_shj(args)
+    if args.preset == "conceptworld":
+        return _space_build_conceptworld(args)
     from .scale import parse_scheduler
     parse_scheduler(args.scheduler)
     if args.programs:
@@ -534,6 +537,34 @@ def _space_build_shj(args) -> int:
     print(f"built {args.out} in {time.perf_counter() - t:.1f} s: {space.n_concepts} concepts (every non-trivial "
           f"concept over {space.n_scenes} stimuli of {info['language']}), description lengths "
           f"{int(space.lengths.min())}..{int(space.lengths.max())} tokens")
+    return 0
+
+
+def _space_build_conceptworld(args) -> int:
+    """``space build OUT --preset conceptworld``: every concept of ConceptWorld's definitions
+    file up to a depth (``--max-depth``, default 7) over a bank of grid scenes generated from
+    them (``--scenes``: scenes per concept, default 40)."""
+    given = [opt for opt, v in (("--samples", args.samples), ("--programs", args.programs),
+                                ("--scene-sampler", args.scene_sampler), ("--scenes-from", args.scenes_from),
+                                ("--no-rejection", args.no_rejection or None), ("--scheduler", args.scheduler),
+                                ("--grammar", getattr(args, "grammar", None)))
+             if v is not None]
+    if given:
+        raise BayesConceptsError(f"--preset conceptworld generates its scenes from the ConceptWorld definitions: "
+                                 f"{', '.join(given)} do{'es' if len(given) == 1 else ''} not apply")
+    from .conceptworld.space import DEFAULTS, conceptworld_space
+    t = time.perf_counter()
+    per = args.scenes or DEFAULTS["per_concept"]
+    with _nothing_written(args.out):
+        space = conceptworld_space(depth=args.max_depth or DEFAULTS["depth"], per_concept=per,
+                                   broken_per_concept=min(DEFAULTS["broken_per_concept"], per),
+                                   seed=args.seed or 0, log=None if args.quiet else _log)
+    space.save(args.out, overwrite=args.force)
+    print(f"built {args.out} in {time.perf_counter() - t:.1f} s: {space.n_concepts} ConceptWorld concepts up to depth "
+          f"{space.params['depth']} over {space.n_scenes:,} grid scenes ({per} per concept, distractors with one point "
+          f"removed, noise scenes); {space.n_synonym_classes} synonym classes")
+    print(f"next: bayes-concepts gap {args.out} --protocol conceptworld-productivity (or -boxworld, -scaling, "
+          "-substitution)")
     return 0
 
 
@@ -728,6 +759,89 @@ def cmd_splits(args) -> int:
     return 0
 
 
+def _splits_search_parser():
+    """The parser of ``splits search DIR`` (beside ``splits DIR``)."""
+    p = _Parser(prog="bayes-concepts splits search",
+                description="search the held-out set (whole synonym classes) that maximises the comp gap or the "
+                            "compound divergence under constraints, and write its split spec with its audit")
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    p.add_argument("--objective", choices=["gap", "compound-divergence"], default="gap",
+                   help="what to maximise: the hard-negative mAP gap (a proxy on a fixed pool of episodes in the "
+                        "loop, a proper evaluation at the end) or the compound divergence (default gap)")
+    p.add_argument("--constraint", action="append", metavar="NAME<=VALUE",
+                   help="a bound the split must meet: atom-divergence or compound-divergence, with <= or >= "
+                        "(repeatable; default atom-divergence<=0.02)")
+    p.add_argument("--test-share", type=_finite, default=0.2,
+                   help="share of the concepts on the test side (default 0.2)")
+    p.add_argument("--share-tolerance", type=_finite, default=0.01,
+                   help="how far the test share may stray from --test-share (default 0.01)")
+    p.add_argument("--method", choices=["anneal", "greedy"], default="anneal",
+                   help="simulated annealing (default) or greedy ascent over swaps of synonym classes")
+    p.add_argument("--iterations", type=_whole(1), default=None,
+                   help="steps of the search; with it the result depends only on the seed (default: until --budget)")
+    p.add_argument("--budget", type=_finite, default=300.0, metavar="SECONDS",
+                   help="wall-clock seconds of the search loop at most (default 300)")
+    p.add_argument("--pool-episodes", type=_whole(100), default=20_000,
+                   help="episodes of the gap proxy's fixed pool (default 20,000)")
+    p.add_argument("--episodes", type=_whole(1), default=2000,
+                   help="test episodes per negatives of the final audit of the split found (default 2000)")
+    p.add_argument("--name", default="searched", help="the split's name in the spec (default searched)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the search, its pool and the audit (default 0)")
+    p.add_argument("--out", required=True, metavar="SPEC.toml", help="the split spec to write")
+    return p
+
+
+def cmd_splits_search(args) -> int:
+    """``splits search``: run :func:`bayes_concepts.split_search.search_split`, audit the split
+    found, write its spec (the audit as comments on top) and check that the file makes the same
+    split again."""
+    import re
+    from .gap import audit, format_audit
+    from .split_search import SearchError, parse_constraint, search_split, spec_toml
+    from .splits import make_split
+    constraints = [parse_constraint(c) for c in (args.constraint or ["atom-divergence<=0.02"])]
+    if not 0 < args.test_share < 1 or not 0 < args.share_tolerance < 0.5 or not args.budget > 0:
+        raise SearchError("--test-share must be in (0, 1), --share-tolerance in (0, 0.5) and --budget > 0")
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", args.name):
+        raise SearchError(f"--name {args.name!r}: letters, digits, '_', '.' or '-'")
+    _check_output_file(args.out, "--out", create_parents=True)
+    space = _load_space(args.dir)
+    t = time.perf_counter()
+    _log(f"searching {args.dir}: objective {args.objective}, constraints "
+         f"{', '.join(f'{a}{b}{c:g}' for a, b, c in constraints)}, test share {args.test_share:g} "
+         f"(± {args.share_tolerance:g}), {args.method}, seed {args.seed}")
+    result = search_split(space, args.objective, test_share=args.test_share, share_tolerance=args.share_tolerance,
+                          constraints=constraints, seed=args.seed, iterations=args.iterations, budget_s=args.budget,
+                          method=args.method, pool_episodes=args.pool_episodes, name=args.name, log=_log)
+    _log(f"auditing the split found ({args.episodes:,} test episodes per negatives) ...")
+    report = audit(space, result.split, n_episodes=args.episodes, seed=args.seed)
+    text = format_audit(report)
+    hard = next(r for r in report["gap"] if r["negatives"] == "hard")
+    summary = [f"split search ({result.settings['method']}, seed {args.seed}) on {args.dir}: objective "
+               f"{args.objective}, {result.iterations:,} steps ({result.accepted:,} accepted) in "
+               f"{result.seconds:.0f} s",
+               f"constraints: {', '.join(result.settings['constraints']) or 'none'}; test share "
+               f"{result.test_share:.3f} (asked {args.test_share:g} ± {args.share_tolerance:g})",
+               f"in the loop: {args.objective} {result.value:.4g}"
+               + (" (proxy on the fixed pool)" if args.objective == "gap" else "")
+               + f"; audit: hard-negative mAP gap {hard['gap']['map']:.1f} [{hard['gap']['map_ci'][0]:.1f}, "
+                 f"{hard['gap']['map_ci'][1]:.1f}]"]
+    body = spec_toml(result.spec, [*summary, "", *text.splitlines()])
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    tmp.write_text(body, encoding="utf-8")
+    tmp.replace(out)
+    again = make_split(space, out)
+    if again.concepts_sha256() != result.split.concepts_sha256():  # the spec must make the split it describes
+        raise SearchError(f"{out}: the spec written does not make the split found again (a bug: please report it)")
+    print(text)
+    print("\n" + "\n".join(summary))
+    print(f"spec written to {out} (bayes-concepts gap {args.dir} --spec {out} --split {result.split.name}); "
+          f"{time.perf_counter() - t:.0f} s in all")
+    return 0
+
+
 def cmd_episodes(args) -> int:
     from .episodes import sample_episodes
     from .scale import check_memory, episodes_bytes
@@ -735,8 +849,12 @@ def cmd_episodes(args) -> int:
     check_memory(episodes_bytes(args.n), f"--n {args.n}", "draw fewer episodes")
     space = _load_space(args.dir)
     split = _splits_for(space, [args.split], args.spec)[args.split]
+    from .episodes import EpisodeShape
+    shape = _episode_shape(args) or EpisodeShape.parse(split.spec.get("episodes"), f"split {args.split}: [episodes]")
     eps = sample_episodes(space, split, side=args.side, negatives=args.negatives, n=args.n, seed=args.seed,
-                          query_negatives=args.query_negatives, hard_mode=args.hard_mode)
+                          query_negatives=args.query_negatives, hard_mode=args.hard_mode,
+                          n_positive=shape.positives, n_negative=shape.negatives,
+                          n_query_positive=shape.query_positives, n_query_negative=shape.query_negatives)
     eps.save(args.out)
     topup = eps.meta["support_topup"] + eps.meta["query_topup"]
     print(f"wrote {_counted(len(eps), args.negatives + '-negative episode')} of {args.split}/{args.side} to "
@@ -795,7 +913,7 @@ def cmd_episodes_show(args) -> int:
                               "  (pass --space DIR for programs and scenes)"))
     for side in ("support", "query"):
         print(f"\n{side}:")
-        for k in range(eps.support_scenes.shape[1]):
+        for k in range(getattr(eps, f"{side}_scenes").shape[1]):
             sid = int(getattr(eps, f"{side}_scenes")[e, k])
             lab = int(getattr(eps, f"{side}_labels")[e, k])
             flags = []
@@ -844,7 +962,7 @@ def _run_info(ds) -> dict:
 
 
 def cmd_gap(args) -> int:
-    n_learners = 2 + len(args.learner or ())
+    n_learners = (4 if args.parts else 2) + len(args.learner or ())
     n_negatives = 2 if args.negatives == "both" else 1
     _check_gap_memory(args.episodes, n_negatives, n_learners)  # the least it can need (one split): before any import
     from .gap import compute_gap, format_table, summarise
@@ -878,7 +996,8 @@ def cmd_gap(args) -> int:
         ds = compute_gap(space, splits, negatives, args.episodes, settings, args.seed,
                          query_negatives=query_negatives, hard_mode=hard_mode,
                          progress=not args.json, learners=learners, scheduler=args.scheduler,
-                         allow_other_space=args.allow_other_space)
+                         allow_other_space=args.allow_other_space, parts=args.parts,
+                         episode_shape=_episode_shape(args))
     if protocol is not None:
         protocol.record(ds, overrides)
     rows = summarise(ds, seed=args.seed)
@@ -886,10 +1005,13 @@ def cmd_gap(args) -> int:
         save_results(ds, args.out)
     if args.json:
         keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
-                "posterior_entropy", "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max")
+                "posterior_entropy", "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom",
+                "compound", "parts")
         _print_json({**_run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
         return 0
     print(format_table(rows))
+    for line in _exclusion_note(ds):
+        print(line)
     if protocol is not None:
         for line in (protocol.left_out_note(splits), protocol.results_note(ds)):
             if line:
@@ -1138,8 +1260,13 @@ def cmd_audit(args) -> int:
     episodes = ({"query_negatives": protocol.query_negatives, "hard_mode": protocol.hard_mode}
                 if protocol is not None else {})
     t = time.perf_counter()
-    reports = audit_splits(space, splits, args.episodes, settings, args.seed, **episodes)
+    reports = audit_splits(space, splits, args.episodes, settings, args.seed, episode_shape=_episode_shape(args),
+                           **episodes)
     print(format_audit(reports[0]) if len(reports) == 1 else format_audit_table(audit_frame(reports)))
+    if len(reports) > 1:
+        from .report import episode_note
+        for line in episode_note(reports):
+            print(line)
     if protocol is not None and protocol.left_out_note(splits):
         print(protocol.left_out_note(splits))
     if args.report:
@@ -1155,10 +1282,48 @@ def cmd_audit(args) -> int:
     return 0
 
 
+def _episode_shape_option(p, what: str = "for every split, in place of its spec's [episodes] table"):
+    p.add_argument("--episode-shape", metavar="P,N[,QP,QN]", default=None,
+                   help="episode shape: P positives and N negatives in the support set, QP and QN in the query set "
+                        f"(default: as the support; 5,20 when nothing says otherwise); {what}")
+
+
+def _episode_shape(args):
+    """The --episode-shape of ``args`` as an EpisodeShape, or None when not given (bad text: one line)."""
+    from .episodes import EpisodeShape
+    text = getattr(args, "episode_shape", None)
+    return None if text is None else EpisodeShape.parse(text, "--episode-shape")
+
+
+def _exclusion_note(ds) -> list:
+    """Lines on a gap run's episodes: each split's shape and the test concepts too small for it
+    (count, first names, rule), and what the space's build left out (results' attributes)."""
+    try:
+        shapes = json.loads(ds.attrs.get("episode_shape", "{}"))
+        excluded = json.loads(ds.attrs.get("excluded", "{}"))
+    except ValueError:
+        return []
+    lines = []
+    for name, sh in shapes.items():
+        ex = excluded.get(name, {}).get("too_small", {"count": 0, "first": []})
+        lines.append(f"{name}: episodes {sh['positives']}+{sh['negatives']} support, {sh['query_positives']}+"
+                     f"{sh['query_negatives']} query; {excluded.get(name, {}).get('usable', 0):,} usable test "
+                     f"concepts, {ex['count']:,} excluded" + (f" ({', '.join(ex['first'])}"
+                                                             + (", ..." if ex["count"] > len(ex["first"]) else "")
+                                                             + f"): {ex['rule']}" if ex["count"] else ""))
+    for kind, rec in excluded.get("space", {}).items():
+        lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
+                     f"({', '.join(rec['first'])}{', ...' if rec['count'] > len(rec['first']) else ''}): "
+                     f"{rec['rule']}")
+    return lines
+
+
 def cmd_space_from_pairs(args) -> int:
     from .pairs import build_pair_space
     for line in build_pair_space(args.out, args.items, args.pairs_dir, primitives=not args.no_primitives,
-                                 ks=args.k or (), seed=args.seed, overwrite=args.force):
+                                 ks=args.k or (), seed=args.seed, overwrite=args.force, worlds=args.worlds or (),
+                                 n_worlds=args.n_worlds,
+                                 episodes=None if args.episode_shape is None else _episode_shape(args).as_dict()):
         print(line)
     return 0
 
@@ -1373,7 +1538,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="space_command", required=True)
     p = sp.add_parser("build", help="build a hypothesis space into directory OUT")
     p.add_argument("out", metavar="OUT", help="directory to write: new, empty, or (with --force) a saved space")
-    p.add_argument("--preset", choices=["demo", "paper", "curi", "clevr", "shj"], default=None,
+    p.add_argument("--preset", choices=["demo", "paper", "curi", "clevr", "shj", "conceptworld"], default=None,
                    help="demo: 200,000 samples x 100,000 scenes; paper: CURI's 2,000,000 x 990,000 as the paper "
                         "describes it (default); curi: the space of CURI's release (its grammar file, local "
                         "retries at its depth, location bins 0..7, filter > 10 and < 10%%); clevr: CLEVR's "
@@ -1382,7 +1547,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "shj: every concept over the 8 stimuli of Shepard, Hovland & Jenkins' experiments (three "
                         "binary dimensions), enumerated from a boolean grammar (the global --grammar, default "
                         "hypotheses/shj.pcfg; also shj_and_not.pcfg, shj_xor_iff.pcfg) with its shortest "
-                        "description length and summed PCFG probability")
+                        "description length and summed PCFG probability; conceptworld: every concept of "
+                        "ConceptWorld's definitions file (hypotheses/conceptworld/concepts.toml) up to --max-depth "
+                        "(default 7) over grid scenes generated from them (--scenes per concept, default 40), for "
+                        "the protocols conceptworld-productivity, -boxworld, -scaling and -substitution")
     p.add_argument("--samples", type=_whole(1), help="programs to sample from the grammar (default: the preset's)")
     p.add_argument("--programs", metavar="FILE",
                    help="build from the programs in FILE (one per line; CURI's released strings accepted) "
@@ -1402,14 +1570,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_space_build)
     p = sp.add_parser("from-pairs", help="the pair space of an attribute-object benchmark (CZSL layout) into OUT")
     p.add_argument("out", metavar="OUT", help="directory to write the pair space to")
-    p.add_argument("--items", required=True, metavar="FILE",
-                   help="items: TSV with a header (item|image, attribute|attr, object|obj[, set]), or JSON Lines / "
-                        "a JSON list of objects with those keys")
-    p.add_argument("--pairs-dir", required=True, metavar="DIR", help="holds train_pairs.txt, val_pairs.txt, test_pairs.txt")
+    p.add_argument("--items", required=True, metavar="FILE|DIR",
+                   help="items: TSV with a header (item|image, attribute|attr, object|obj[, set]), JSON Lines / "
+                        "a JSON list of objects with those keys, CZSL's metadata .t7 (needs torch), or an image "
+                        "folder of 'attribute object' sub-folders; NA records are dropped and counted")
+    p.add_argument("--pairs-dir", required=True, metavar="DIR|FILE.json",
+                   help="holds train_pairs.txt, val_pairs.txt, test_pairs.txt (or JSON lists train.json, ...), or "
+                        "one JSON file of train/val/test lists; pairs no item has are left out and counted")
     p.add_argument("--no-primitives", action="store_true",
                    help="only the pairs are concepts (default: also every attribute and every object alone)")
     p.add_argument("--k", type=int, nargs="+", metavar="K",
                    help="also save reference-limited splits seen_kK: K seen pairs per attribute (RLCL)")
+    p.add_argument("--worlds", type=_whole(1), nargs="+", metavar="NP",
+                   help="also save RLCL's episode setting worlds_npNP: worlds of NP attributes x NP objects drawn as "
+                        "RLCL's episode sampler draws one (NP seen pairs without a shared primitive, the grid's "
+                        "other pairs split into seen and unseen); seen pairs train, unseen test, the rest val")
+    p.add_argument("--n-worlds", type=_whole(1), default=None, metavar="N",
+                   help="at most N worlds per --worlds split (default: as many as the space allows)")
+    _episode_shape_option(p, "written into every split spec it saves")
     p.add_argument("--seed", type=_whole(0), default=0,
                    help="seed of the test bank and the seen_kK splits (a whole number >= 0; default 0)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
@@ -1443,6 +1621,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="negatives of the query set (default: as --negatives; random: CURI's released code)")
     _hard_mode_option(p)
     p.add_argument("--n", type=_whole(1), required=True, help="episodes to draw")
+    _episode_shape_option(p)
     p.add_argument("--side", choices=["train", "val", "test"], default="test",
                    help="which concepts of the split (default test)")
     p.add_argument("--seed", type=_whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
@@ -1461,6 +1640,7 @@ def build_parser() -> argparse.ArgumentParser:
     _hard_mode_option(p, protocol=True)
     p.add_argument("--episodes", type=_whole(1), default=20_000,
                    help="test episodes per split and negatives (default 20,000)")
+    _episode_shape_option(p)
     _protocol_option(p)
     p.add_argument("--learner", action="append", metavar="MODEL_DIR|NAME",
                    help="also score a trained model (scored on its training split) or a reference learner "
@@ -1473,6 +1653,10 @@ def build_parser() -> argparse.ArgumentParser:
     _oracle_options(p, protocol=True)
     _ap_tolerance_option(p)
     p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
+    p.add_argument("--parts", action="store_true",
+                   help="also score the atom and the compound oracle (concepts whose atoms / atoms and compounds "
+                        "all occur in train concepts) on the same episodes and split each gap into novel atoms, novel "
+                        "compounds and novel arrangements (about twice the oracles' work)")
     p.add_argument("--json", action="store_true", help="print the table, the settings and the seed as JSON")
     _scheduler_option(p, "the oracles' episode chunks", reads_space=True)
     p.set_defaults(func=cmd_gap)
@@ -1551,6 +1735,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--protocol: the protocol's and the --spec splits)")
     p.add_argument("--episodes", type=_whole(1), default=2000,
                    help="test episodes per split and negatives (default 2000)")
+    _episode_shape_option(p)
     p.add_argument("--report", metavar="OUT.md|OUT.html",
                    help="also write a one-page difficulty report (Markdown with PNGs, or one HTML file)")
     _protocol_option(p)
@@ -1794,6 +1979,9 @@ def main(argv=None) -> int:
         p.add_argument("--space", metavar="DIR", help="the space the episodes came from (default: from --space)")
         args = p.parse_args(argv[2:])
         args.func = cmd_episodes_show
+    elif argv[:2] == ["splits", "search"]:  # 'splits search DIR ...' next to 'splits DIR'
+        args = _splits_search_parser().parse_args(argv[2:])
+        args.func = cmd_splits_search
     else:
         args = build_parser().parse_args(argv)
     args.started = started

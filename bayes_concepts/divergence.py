@@ -53,7 +53,7 @@ from .lot.operators import operators, split_binder
 from .lot.program import postorder_nodes
 
 __all__ = ["ConceptStructure", "concept_structure", "program_atoms_and_compounds", "episode_weights",
-           "side_distribution", "chernoff_coefficient", "split_divergence", "divergence_table",
+           "side_distribution", "chernoff_coefficient", "split_divergence", "divergence_table", "nested_concepts",
            "ATOM_ALPHA", "COMPOUND_ALPHA", "VARIABLE_ATOM"]
 
 #: Chernoff α of the atom and the compound divergence (Keysers et al. 2020)
@@ -223,3 +223,39 @@ def divergence_table(space, splits, **kw):
                      "atoms_shared": d["n_atoms"]["shared"], "compounds_train": d["n_compounds"]["train"],
                      "compounds_test": d["n_compounds"]["test"], "compounds_shared": d["n_compounds"]["shared"]})
     return pd.DataFrame(rows)
+
+
+def nested_concepts(space, split, *, structure=None, candidates=None) -> dict:
+    """The concept sets of the two oracles between the weak and the strong one of ``split``.
+
+    * ``"atom"``: the candidates all of whose atoms occur in some train concept, and the train
+      concepts (for attribute-object pairs: every pair whose attribute and object are both seen
+      in training, and the primitives seen there);
+    * ``"compound"``: the candidates of the atom set all of whose compounds (parent-child
+      sub-trees) also occur in some train concept, and the train concepts.  A concept with no
+      compound (one token, a primitive) is in it exactly when its atom is seen; a pair's only
+      compound is the pair itself, so a pair space's compound set is its train set.
+
+    ``candidates``: int ids (default: the strong oracle's concepts, ``split.strong_concepts``
+    where a protocol set it, else train ∪ test; val concepts are in no oracle).  So
+    train ⊆ compound ⊆ atom ⊆ train ∪ candidates.  Atoms and compounds are those of
+    :func:`concept_structure` (``structure`` reuses one), as types (counts do not matter).
+    Returns sorted int64 arrays ``{"atom": (a,), "compound": (c,)}``."""
+    st = structure if structure is not None else concept_structure(space)
+    train = np.asarray(split.train, np.int64)
+    if candidates is None:
+        candidates = getattr(split, "strong_concepts", None)
+        if candidates is None:
+            candidates = np.union1d(split.train, split.test)
+    candidates = np.asarray(candidates, np.int64)
+
+    def all_seen(counts) -> np.ndarray:
+        """bool (n_concepts,): the concept has no type that no train concept has."""
+        seen = np.asarray(counts[train].sum(axis=0)).ravel() > 0
+        unseen_mass = counts @ (~seen).astype(np.float64)
+        return np.asarray(unseen_mass).ravel() == 0
+
+    atom_ok = all_seen(st.atoms)
+    compound_ok = atom_ok & all_seen(st.compounds)
+    return {"atom": np.union1d(train, candidates[atom_ok[candidates]]),
+            "compound": np.union1d(train, candidates[compound_ok[candidates]])}

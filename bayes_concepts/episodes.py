@@ -62,6 +62,106 @@ class EpisodeError(BayesConceptsError):
     """Episodes cannot be drawn as asked (e.g. no concept on the side has enough positives)."""
 
 
+#: names of the concepts an exclusion record lists (the rest are counted)
+FIRST_NAMES = 5
+
+
+@dataclass(frozen=True)
+class EpisodeShape:
+    """How many scenes the two sets of an episode hold.
+
+    The support set has ``positives`` positive and ``negatives`` negative scenes, the query
+    set ``query_positives`` and ``query_negatives`` (None: as the support's).  Defaults: 5 +
+    20 each.  A concept can be an episode's concept only when its extension has
+    :attr:`needed` = ``positives + query_positives`` scenes or more (the positives of the two
+    sets are distinct); any other concept of a side is *excluded* from that side's episodes
+    (counted and named by :func:`episode_exclusions`), while it stays a hypothesis of the
+    oracles.  Bad values are an :class:`EpisodeError` naming the field."""
+
+    positives: int = 5
+    negatives: int = 20
+    query_positives: int | None = None
+    query_negatives: int | None = None
+
+    def __post_init__(self):
+        for name, least in (("positives", 1), ("negatives", 0), ("query_positives", 1), ("query_negatives", 0)):
+            v = getattr(self, name)
+            if v is None and name.startswith("query_"):
+                object.__setattr__(self, name, getattr(self, name[len("query_"):]))
+                continue
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < least:
+                raise EpisodeError(f"episode shape: {name} must be a whole number >= {least}, got {v!r}")
+            object.__setattr__(self, name, int(v))
+
+    @property
+    def needed(self) -> int:
+        """Scenes a concept needs to be drawn: the positives of both sets."""
+        return self.positives + self.query_positives
+
+    @property
+    def support_size(self) -> int:
+        return self.positives + self.negatives
+
+    @property
+    def query_size(self) -> int:
+        return self.query_positives + self.query_negatives
+
+    def as_dict(self) -> dict:
+        return {"positives": self.positives, "negatives": self.negatives,
+                "query_positives": self.query_positives, "query_negatives": self.query_negatives}
+
+    def text(self) -> str:
+        """``5+20 support, 5+20 query`` (positives+negatives)."""
+        return (f"{self.positives}+{self.negatives} support, {self.query_positives}+{self.query_negatives} query "
+                "(positives+negatives)")
+
+    @classmethod
+    def parse(cls, value, where: str = "episode shape") -> "EpisodeShape":
+        """An :class:`EpisodeShape` from None (the default), an EpisodeShape, a dict with its
+        field names (a split spec's ``[episodes]`` table) or a text ``P,N`` / ``P,N,QP,QN``
+        (the ``--episode-shape`` option); anything else is an :class:`EpisodeError` naming ``where``."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, dict):
+            unknown = [k for k in value if k not in ("positives", "negatives", "query_positives", "query_negatives")]
+            if unknown:
+                raise EpisodeError(f"{where}: unknown key {unknown[0]!r} (expected positives, negatives, "
+                                   "query_positives, query_negatives)")
+            try:
+                return cls(**value)
+            except EpisodeError as exc:
+                raise EpisodeError(f"{where}: {str(exc).removeprefix('episode shape: ')}") from None
+        if isinstance(value, str):
+            parts = [p.strip() for p in value.split(",")]
+            if len(parts) not in (2, 4) or not all(p.isdigit() for p in parts):
+                raise EpisodeError(f"{where}: expected POSITIVES,NEGATIVES or POSITIVES,NEGATIVES,QUERY_POSITIVES,"
+                                   f"QUERY_NEGATIVES (whole numbers, e.g. 5,20), got {value!r}")
+            try:
+                return cls(*map(int, parts))
+            except EpisodeError as exc:
+                raise EpisodeError(f"{where}: {str(exc).removeprefix('episode shape: ')}") from None
+        raise EpisodeError(f"{where}: expected a table of positives, negatives[, query_positives, query_negatives], "
+                           f"got {type(value).__name__}")
+
+
+def episode_exclusions(space, concept_ids, shape=None, first: int = FIRST_NAMES) -> dict:
+    """The concepts of ``concept_ids`` (int, (m,)) that cannot be an episode's concept with
+    ``shape`` (:class:`EpisodeShape`): those with fewer than ``shape.needed`` scenes.
+
+    Returns ``{"rule", "needed", "count", "usable", "first"}``: the rule in words, the scenes
+    needed, how many are excluded, how many remain, and the descriptions of the first
+    ``first`` excluded (in concept order)."""
+    shape = EpisodeShape.parse(shape)
+    ids = np.asarray(concept_ids, np.int64)
+    small = ids[np.asarray(space.counts)[ids] < shape.needed] if len(ids) else ids
+    names = [space.programs[int(i)] for i in small[:first]]
+    return {"rule": f"fewer than {shape.needed} scenes ({shape.positives} support + {shape.query_positives} query "
+                    "positives): never an episode's concept, still a hypothesis of the oracles",
+            "needed": shape.needed, "count": int(len(small)), "usable": int(len(ids) - len(small)), "first": names}
+
+
 @dataclass(frozen=True)
 class HardNegativeMode:
     """A registered way of drawing hard negatives: a Python ``draw`` function, or (the
@@ -189,9 +289,11 @@ class Episodes:
         if not isinstance(meta, dict):
             raise EpisodeError(f"{path}: meta is not a JSON object")
         e = arrays["concept"].shape[0] if arrays["concept"].ndim == 1 else -1
-        k = arrays["support_scenes"].shape[1] if arrays["support_scenes"].ndim == 2 else -1
+        widths = {side: arrays[f"{side}_scenes"].shape[1] if arrays[f"{side}_scenes"].ndim == 2 else -1
+                  for side in ("support", "query")}  # the query set may have its own size
         for f, a in arrays.items():
             kind = "b" if f.endswith(("topup", "relabelled")) else "i"
+            k = widths[f.split("_")[0]] if f != "concept" else 0
             shape = (e,) if f == "concept" else (e, k)
             if a.dtype.kind != kind or a.shape != shape or e < 0 or k < 0:
                 raise EpisodeError(f"{path}: {f} is a {a.dtype} array of shape {a.shape}, expected "
@@ -434,7 +536,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
 
 
 @numba.njit(parallel=True, cache=True)
-def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes, n_scenes, n_pos,
+def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes, n_scenes, n_pos, n_pos_q,
                      hard_support, hard_query, union, union_scan, union_explicit, s_scenes, s_labels, s_source, s_topup, s_relabelled,
                      q_scenes, q_labels, q_source, q_topup, q_relabelled):
     n_concepts = counts.shape[0]
@@ -443,21 +545,20 @@ def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes,
         state = np.empty(1, np.uint64)
         state[0] = seeds[e]
         h = concepts[e]
-        k = s_scenes.shape[1]
-        taken = np.empty(2 * k, np.int64)
+        taken = np.empty(s_scenes.shape[1] + q_scenes.shape[1], np.int64)
         alts = np.empty(n_concepts, np.int64)
         alt_mask = np.zeros(hw, np.uint64)
         alt_cum = np.empty(n_concepts, np.int64)
         buffers = (np.empty(hw, np.uint64), np.empty(hw, np.uint64), np.empty(BLOCK, np.uint64),
                    np.empty(1, np.uint64))
         n_taken = 0
-        while n_taken < 2 * n_pos:  # 2*n_pos distinct positives
+        while n_taken < n_pos + n_pos_q:  # n_pos + n_pos_q distinct positives
             s = _select(sig, h, cum[h], next_below(state, counts[h]), buffers[2])
             if not _used(s, taken, n_taken):
                 taken[n_taken] = s
                 n_taken += 1
         support_pos = taken[:n_pos].copy()
-        query_pos = taken[n_pos: 2 * n_pos].copy()
+        query_pos = taken[n_pos: n_pos + n_pos_q].copy()
         n_taken = _fill_negatives(h, support_pos, hard_support, sig, cum, scene_concepts, counts, classes,
                                   n_scenes, state, s_scenes[e], s_labels[e], s_source[e], s_topup[e],
                                   s_relabelled[e], taken, n_taken, alts, union, union_scan, alt_mask, alt_cum,
@@ -479,8 +580,14 @@ class EpisodeSampler:
 
     def sample(self, concept_ids, n: int, negatives: str = "hard", *, query_negatives: str | None = None,
                seed: int = 0, n_positive: int = 5, n_negative: int = 20, beta: float = 0.2,
-               hard_mode: str = "union", meta: dict | None = None, part: tuple | None = None) -> Episodes:
+               hard_mode: str = "union", meta: dict | None = None, part: tuple | None = None,
+               n_query_positive: int | None = None, n_query_negative: int | None = None) -> Episodes:
         """Draw ``n`` episodes whose concepts come from ``concept_ids`` (weights exp(-beta·l)).
+
+        The support set holds ``n_positive`` + ``n_negative`` scenes (K), the query set
+        ``n_query_positive`` + ``n_query_negative`` (Kq; None: as the support's): see
+        :class:`EpisodeShape`.  Concepts with fewer than ``n_positive + n_query_positive``
+        scenes are never drawn; ``meta["excluded"]`` counts them (:func:`episode_exclusions`).
 
         part: ``(lo, hi)`` draws only episodes ``lo:hi`` of the ``n``, exactly as the whole draw
         would (each episode has its own random stream), so that chunks of one batch can be drawn
@@ -501,16 +608,18 @@ class EpisodeSampler:
         check_memory(episodes_bytes(drawn, n_positive + n_negative, n_positive + n_negative), f"n {n:,}",
                      "draw fewer episodes", f"{drawn:,} episodes")
         space = self.space
+        shape = EpisodeShape(n_positive, n_negative, n_query_positive, n_query_negative)
+        n_positive, n_negative = shape.positives, shape.negatives
         ids = np.asarray(concept_ids, np.int64)
-        usable = ids[space.counts[ids] >= 2 * n_positive] if len(ids) else ids
+        usable = ids[space.counts[ids] >= shape.needed] if len(ids) else ids
         if len(usable) == 0:
-            raise EpisodeError(f"no concept on this side has {2 * n_positive} or more positive scenes "
+            raise EpisodeError(f"no concept on this side has {shape.needed} or more positive scenes "
                                f"({len(ids)} concept{'s' * (len(ids) != 1)} on the side); episodes need "
-                               f"{n_positive} support and "
-                               f"{n_positive} query positives")
-        if n_positive + n_negative > space.n_scenes // 2:
+                               f"{shape.positives} support and "
+                               f"{shape.query_positives} query positives")
+        if shape.support_size + shape.query_size > space.n_scenes:
             raise EpisodeError(f"the scene bank ({space.n_scenes} scenes) is too small for sets of "
-                               f"{n_positive + n_negative}")
+                               f"{shape.support_size} and {shape.query_size} scenes")
         rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         w = np.exp(-beta * space.lengths[usable].astype(np.float64))
         concepts = rng.choice(usable, size=n, p=w / w.sum()).astype(np.int32)
@@ -519,9 +628,8 @@ class EpisodeSampler:
         if not 0 <= lo <= hi <= n:
             raise ValueError(f"part must be a range (lo, hi) within 0..{n}, got {part!r}")
         concepts, seeds, n_all, n = concepts[lo:hi], seeds[lo:hi], n, hi - lo
-        k = n_positive + n_negative
         arrays = {}
-        for side in ("support", "query"):
+        for side, k in (("support", shape.support_size), ("query", shape.query_size)):
             arrays[f"{side}_scenes"] = np.full((n, k), -1, np.int64)
             arrays[f"{side}_labels"] = np.zeros((n, k), np.int8)
             arrays[f"{side}_source"] = np.full((n, k), -1, np.int32)
@@ -533,16 +641,20 @@ class EpisodeSampler:
         if mode.draw is None:
             _sample_episodes(concepts, seeds, row_source(self.signatures), self.cum, row_source(self.scene_concepts),
                              space.counts,
-                             space.synonym_classes, space.n_scenes, n_positive, negatives == "hard", qn == "hard",
+                             space.synonym_classes, space.n_scenes, n_positive, shape.query_positives,
+                             negatives == "hard", qn == "hard",
                              mode.kernel_union, UNION_SCAN, UNION_EXPLICIT, *sets[0], *sets[1])
             check_reads(self.signatures, self.scene_concepts)
         else:
-            self._sample_with(mode.draw, hard_mode, concepts, seeds, n_positive,
+            self._sample_with(mode.draw, hard_mode, concepts, seeds, (n_positive, shape.query_positives),
                               (negatives == "hard", qn == "hard"), sets)
         info = dict(meta or {})
         info.update({"negatives": negatives, "query_negatives": qn, "hard_mode": hard_mode, "seed": int(seed),
                      "n": int(n_all), **({} if part is None else {"part": [lo, hi]}),
-                     "n_positive": n_positive, "n_negative": n_negative, "beta": beta,
+                     "n_positive": n_positive, "n_negative": n_negative,
+                     "n_query_positive": shape.query_positives, "n_query_negative": shape.query_negatives,
+                     "excluded": {k: v for k, v in episode_exclusions(space, ids, shape).items() if k != "rule"},
+                     "beta": beta,
                      "space": space.manifest_sha256(),
                      "support_topup": int(arrays["support_topup"].sum()),
                      "query_topup": int(arrays["query_topup"].sum())})
@@ -557,19 +669,20 @@ class EpisodeSampler:
         classes = np.asarray(self.space.synonym_classes)
         return ids[classes[ids] != classes[concept]].astype(np.int64)
 
-    def _sample_with(self, draw, name, concepts, seeds, n_positive, hard_sets, sets):
+    def _sample_with(self, draw, name, concepts, seeds, n_positives, hard_sets, sets):
         """Fill ``sets`` ((scenes, labels, source, topup, relabelled) of support and query) with a
-        registered Python hard-negative mode ``draw``; one generator per episode."""
+        registered Python hard-negative mode ``draw``; one generator per episode.  ``n_positives``:
+        (support, query) positives."""
         space = self.space
-        k = sets[0][0].shape[1]
-        n_neg = k - n_positive
         for e, h in enumerate(concepts.tolist()):
             rng = np.random.default_rng(int(seeds[e]))
             truth = space.signature(h)
-            positives = rng.choice(np.flatnonzero(truth), size=2 * n_positive, replace=False)
+            positives = rng.choice(np.flatnonzero(truth), size=sum(n_positives), replace=False)
             used = set(positives.tolist())
             for j, (scenes, labels, source, topup, relabelled) in enumerate(sets):
-                pos = positives[j * n_positive:(j + 1) * n_positive]
+                n_positive = n_positives[j]
+                n_neg = scenes.shape[1] - n_positive
+                pos = positives[j * n_positives[0]: j * n_positives[0] + n_positive]
                 scenes[e, :n_positive], labels[e, :n_positive] = pos, 1
                 neg = []
                 if hard_sets[j]:

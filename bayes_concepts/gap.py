@@ -3,6 +3,14 @@
 comp gap = M(strong) − M(weak) on a split's test episodes, for M = mAP (test bank)
 and CBA (query), with a paired bootstrap 95 % interval over episodes.
 
+In parts (``compute_gap(..., parts=True)``, ``gap --parts``): two more oracles sit between
+the weak and the strong one on the same episodes, the *compound oracle* (every concept whose
+atoms and compounds all occur in train concepts) and the *atom oracle* (every concept whose
+atoms all do; :func:`bayes_concepts.divergence.nested_concepts`).  weak ⊆ compound ⊆ atom ⊆
+strong, and the gap is the sum of three differences, each with its paired bootstrap interval:
+novel atoms (strong − atom), novel compounds (atom − compound) and novel arrangements of seen
+compounds (compound − weak).
+
 >>> ds = compute_gap(space, curi_splits(space), n_episodes=2000)     # doctest: +SKIP
 >>> rows = summarise(ds)                                              # doctest: +SKIP
 >>> print(format_table(rows))                                         # doctest: +SKIP
@@ -16,9 +24,9 @@ import numpy as np
 import xarray as xr
 
 from . import __version__
-from .divergence import split_divergence
+from .divergence import concept_structure, nested_concepts, split_divergence
 from .errors import BayesConceptsError
-from .gap_cells import gap_cells
+from .gap_cells import NESTED_ORACLES, gap_cells
 from .oracles import OracleSettings
 from .results import empty_dataset
 from .scale import check_memory, gap_bytes, scheduler_scope
@@ -26,6 +34,11 @@ from .splits import split_stats
 
 LEARNERS = ("strong", "weak")
 ORACLES = LEARNERS
+#: every oracle's name (no learner may take one): strong, weak and the two between them
+ALL_ORACLES = (*ORACLES, *NESTED_ORACLES)
+#: the parts of the gap in parts: name -> (upper oracle, lower oracle); they add up to strong − weak
+GAP_PARTS = {"novel_atoms": ("strong", "atom"), "novel_compounds": ("atom", "compound"),
+             "novel_arrangements": ("compound", "weak")}
 
 
 def cell_seed(seed: int, split: str, negatives: str) -> int:
@@ -54,8 +67,9 @@ def _learner_table(learners, split_names) -> dict:
     table = {}
     for name, value in learners.items():
         name = str(name)
-        if name in ORACLES:
-            raise LearnerError(f"the learner names {', '.join(ORACLES)} are the oracles'; rename learner {name!r}")
+        if name in ALL_ORACLES:
+            raise LearnerError(f"the learner names {', '.join(ALL_ORACLES)} are the oracles'; rename learner "
+                               f"{name!r}")
         if isinstance(value, Mapping):
             unknown = [s for s in value if s not in split_names]
             if unknown:
@@ -75,7 +89,7 @@ def _learner_info(table: dict, checks: dict | None = None) -> dict:
     """Per learner and split: the learner's own ``info()`` and, for a trained model, where it
     was scored and how that compares with where it was trained (``scored_on``: see
     :func:`bayes_concepts.learners.binding.check_scoring`)."""
-    info = {name: {"kind": "oracle"} for name in ORACLES}
+    info = {name: {"kind": "oracle"} for name in ALL_ORACLES}
     for name, per_split in table.items():
         entries = {}
         for s, learner in per_split.items():
@@ -117,7 +131,8 @@ def _check_gap_input(splits, negatives, n_episodes, seed, query_negatives) -> tu
 def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
                 progress: bool = False, hard_mode: str = "union", learners=None, scheduler=None,
-                allow_other_space: bool = False) -> xr.Dataset:
+                allow_other_space: bool = False, parts: bool = False, structure=None,
+                episode_shape=None) -> xr.Dataset:
     """Score the strong and weak oracles of every split, and any other ``learners``, on the
     same ``n_episodes`` test episodes per (split, negatives) with the same metrics.  Returns
     the results Dataset (see :mod:`bayes_concepts.results`), the query predictions of every
@@ -134,6 +149,20 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     space every worker can read; see :mod:`bayes_concepts.gap_cells`); the results are the
     same, value for value.  Other learners
     are scored in this process on the same episodes.
+
+    parts: also score the atom and the compound oracle of every split on the same episodes
+    (learners ``atom`` and ``compound`` of the results; concept sets by
+    :func:`~bayes_concepts.divergence.nested_concepts`, ``structure`` reusing a
+    :func:`~bayes_concepts.divergence.concept_structure`), so that :func:`summarise` splits
+    each gap into its three parts; the attribute ``gap_parts`` records each split's oracle
+    sizes.  About twice the oracles' work; ``parts`` that is not a bool is an error.
+
+    episode_shape: None (each split's spec ``[episodes]`` table, else 5+20 each), or an
+    :class:`~bayes_concepts.episodes.EpisodeShape` (or its dict / ``"P,N[,QP,QN]"`` text) for
+    every split.  The attribute ``episode_shape`` records each split's shape, ``excluded`` each
+    split's test concepts too small for it (count and first names:
+    :func:`~bayes_concepts.episodes.episode_exclusions`) and, for a pair space, what its build
+    left out.  Splits whose query sets differ in size are an error (one query axis).
 
     A trained model (a learner whose ``card`` has a ``training`` entry) is scored only on the
     space it was trained on and on splits with its training split's concepts: anything else
@@ -152,21 +181,28 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     from .learners.scoring import score_learners
     settings = settings or OracleSettings()
     negatives = _check_gap_input(splits, negatives, n_episodes, seed, query_negatives)
+    if not isinstance(parts, (bool, np.bool_)):
+        raise BayesConceptsError(f"parts must be True or False, got {parts!r}")
     names = list(splits)
+    shapes, excluded = episode_shapes(space, splits, episode_shape)
     table = _learner_table(learners, names)
     from .learners.binding import check_learners
     checks = check_learners(space, splits, table, allow_other_space)
-    all_learners = (*ORACLES, *table)
+    all_learners = (*ORACLES, *(NESTED_ORACLES if parts else ()), *table)
     cells = [(s, neg) for s in names for neg in negatives]
     # as the command line does: refuse up front a request whose results cannot fit in memory
     check_memory(gap_bytes(n_episodes, len(cells), len(all_learners), keep_episodes=bool(table)),
                  f"n_episodes {n_episodes:,}", "give fewer episodes (or fewer splits)",
                  f"results of {len(cells)} cell(s) x {len(all_learners)} learner(s)")
+    nested = None
+    if parts:
+        structure = structure if structure is not None else concept_structure(space)
+        nested = {name: nested_concepts(space, split, structure=structure) for name, split in splits.items()}
     ds = None
     with scheduler_scope(scheduler) as sched:
         oracle_cells = gap_cells(space, splits, cells, n_episodes, settings,
                                  lambda name, neg: cell_seed(seed, name, neg), query_negatives, hard_mode,
-                                 bool(table), sched)
+                                 bool(table), sched, nested=nested, shapes=shapes)
         for name, neg, concept, scored, eps in tqdm(oracle_cells, total=len(cells), disable=not progress,
                                                     desc="comp gap", unit="cell", leave=False):
             if ds is None:
@@ -197,8 +233,52 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         "metric_units": "ap, ap_bound, cba: fraction in [0, 1]; entropies: nats",
         "learners": json.dumps(_learner_info(table, checks), sort_keys=True, default=str),
         "splits": json.dumps(split_records(splits), sort_keys=True, default=str),
+        "episode_shape": json.dumps(shapes, sort_keys=True),
+        "excluded": json.dumps(excluded, sort_keys=True),
     })
+    if nested is not None:
+        ds.attrs["gap_parts"] = json.dumps(nested_sizes(splits, nested), sort_keys=True)
     return ds
+
+
+def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
+    """``(shapes, excluded)`` of a gap run: split name -> its episode shape (a dict of
+    :class:`~bayes_concepts.episodes.EpisodeShape` fields: ``episode_shape`` when given, else
+    the split spec's ``[episodes]`` table, else 5+20 each), and an exclusion record
+    ``{"space": {kind: {...}}, "<split>": {"too_small": {...}}}``: what the space's build left
+    out (a pair space's ``params["excluded"]``) and each split's test concepts too small for its
+    shape.  Query sets of different sizes across splits are a one-line error."""
+    from .episodes import EpisodeShape, episode_exclusions
+    given = None if episode_shape is None else EpisodeShape.parse(episode_shape)
+    shapes, excluded = {}, {}
+    built = (space.params or {}).get("excluded")
+    if built:
+        excluded["space"] = built
+    for name, split in splits.items():
+        spec = getattr(split, "spec", None) or {}
+        shape = given or EpisodeShape.parse(spec.get("episodes"), f"split {name}: [episodes]")
+        shapes[name] = shape.as_dict()
+        ex = episode_exclusions(space, split.test, shape)
+        excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
+    sizes = {s["query_positives"] + s["query_negatives"] for s in shapes.values()}
+    if len(sizes) > 1:
+        raise BayesConceptsError("the splits' episode shapes give query sets of different sizes ("
+                                 + ", ".join(f"{n}: {s['query_positives'] + s['query_negatives']}"
+                                             for n, s in shapes.items())
+                                 + "): score them in separate runs, or give one --episode-shape")
+    return shapes, excluded
+
+
+def nested_sizes(splits: dict, nested: dict) -> dict:
+    """Per split, how many concepts each of the four oracles knows: ``{name: {"strong": n,
+    "atom": n, "compound": n, "weak": n}}`` (what the results' ``gap_parts`` attribute records)."""
+    out = {}
+    for name, split in splits.items():
+        strong = getattr(split, "strong_concepts", None)
+        strong = np.union1d(split.train, split.test) if strong is None else np.unique(strong)
+        out[name] = {"strong": int(len(strong)), "atom": int(len(nested[name]["atom"])),
+                     "compound": int(len(nested[name]["compound"])), "weak": int(len(split.train))}
+    return out
 
 
 def split_records(splits: dict) -> dict:
@@ -257,13 +337,18 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
     """One row per (split, negatives): strong/weak mAP and CBA (percent), gaps with paired
     bootstrap 95 % intervals, weak-empty share, mean entropies (strong oracle; nats) and, when
     other learners were scored, ``learners``: name -> their means with bootstrap intervals and
-    their differences from the weak oracle with paired bootstrap intervals (:func:`_learner_row`)."""
+    their differences from the weak oracle with paired bootstrap intervals (:func:`_learner_row`).
+
+    Results with the atom and compound oracles (``compute_gap(..., parts=True)``) add ``atom``
+    and ``compound`` (their means, as ``strong``) and ``parts`` (:func:`gap_parts`)."""
     rows = []
+    learners_here = [str(x) for x in ds.learner.values.tolist()]
+    has_parts = all(lr in learners_here for lr in NESTED_ORACLES)
     for split in ds.split.values.tolist():
         for neg in ds.negatives.values.tolist():
             cell = ds.sel(split=split, negatives=neg)
             r = {"split": split, "negatives": neg, "episodes": int(cell.sizes["episode"])}
-            for learner in ("strong", "weak"):
+            for learner in ("strong", "weak", *(NESTED_ORACLES if has_parts else ())):
                 c = cell.sel(learner=learner)
                 r[learner] = {"map": 100 * float(np.nanmean(c["ap"])), "cba": 100 * float(np.nanmean(c["cba"])),
                               "posterior_entropy": float(np.nanmean(c["posterior_entropy"]))
@@ -275,10 +360,12 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
                                                 100 * cell[metric].sel(learner="weak").values, n_boot, seed)
                 gap[key], gap[f"{key}_ci"] = mean, [lo, hi]
             r["gap"] = gap
+            if has_parts:
+                r["parts"] = gap_parts(cell, n_boot, seed)
             models = {}
             for learner in (str(x) for x in ds.learner.values.tolist()):
                 ap = cell["ap"].sel(learner=learner).values
-                if learner in ORACLES or not np.isfinite(ap).any():
+                if learner in ALL_ORACLES or not np.isfinite(ap).any():
                     continue
                 models[learner] = _learner_row(cell, learner, n_boot, seed)
             if models:  # other learners scored in this cell: means and differences from the weak oracle
@@ -286,12 +373,36 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
             r["weak_empty_share"] = float(cell["weak_empty"].mean())
             if "ap_bound" in ds:  # the AP tolerance and the largest certified bound of the oracles
                 r["ap_tolerance"] = float(ds.attrs.get("ap_tolerance", 0.0))
-                r["ap_bound_max"] = float(np.nanmax(cell["ap_bound"].sel(learner=list(ORACLES)).values,
-                                                    initial=0.0))
+                oracles = [lr for lr in ALL_ORACLES if lr in learners_here]
+                r["ap_bound_max"] = float(np.nanmax(cell["ap_bound"].sel(learner=oracles).values, initial=0.0))
             r["posterior_entropy"] = r["strong"]["posterior_entropy"]
             r["predictive_entropy"] = r["strong"]["predictive_entropy"]
             rows.append(r)
     return rows
+
+
+def gap_parts(cell, n_boot: int = 1000, seed: int = 0) -> dict:
+    """The gap of one (split, negatives) cell of results with the four oracles, in parts.
+
+    Returns ``{"map": {...}, "cba": {...}, "episodes": n}``; per metric, for each part of
+    :data:`GAP_PARTS` (``novel_atoms`` = strong − atom, ``novel_compounds`` = atom − compound,
+    ``novel_arrangements`` = compound − weak) its mean difference in percentage points and
+    ``<part>_ci``, its paired bootstrap 95 % interval, and ``total`` (strong − weak).  Means are
+    over the episodes where all four oracles have a value, so the three parts add up to
+    ``total`` (up to float rounding)."""
+    out = {"episodes": 0}
+    for metric, key in (("ap", "map"), ("cba", "cba")):
+        value = {lr: 100 * cell[metric].sel(learner=lr).values.astype(np.float64) for lr in ALL_ORACLES}
+        keep = np.logical_and.reduce([np.isfinite(v) for v in value.values()])
+        value = {lr: v[keep] for lr, v in value.items()}
+        entry = {}
+        for part, (upper, lower) in GAP_PARTS.items():
+            mean, lo, hi = paired_bootstrap(value[upper], value[lower], n_boot, seed)
+            entry[part], entry[f"{part}_ci"] = mean, [lo, hi]
+        entry["total"] = float(np.mean(value["strong"] - value["weak"])) if keep.any() else float("nan")
+        out[key] = entry
+        out["episodes"] = int(keep.sum())
+    return out
 
 
 def _learner_row(cell, learner: str, n_boot: int, seed: int) -> dict:
@@ -336,10 +447,41 @@ def format_table(rows: list) -> str:
     if tolerance > 0:
         lines.append(f"AP within {tolerance:g} of the exact AP in every episode (certified per episode; largest "
                      f"bound {max(r.get('ap_bound_max', 0.0) for r in rows):.2g}); AP tolerance 0 computes it exactly")
+    if any("parts" in r for r in rows):
+        lines += ["", format_parts(rows)]
     models = list(dict.fromkeys(name for r in rows for name in r.get("learners", {})))
     if models:
         lines += ["", format_models(rows, models)]
     return "\n".join(lines)
+
+
+def format_parts(rows: list) -> str:
+    """The gap in parts as text: per (split, negatives) with parts, the mAP of the four oracles
+    (weak, compound, atom, strong) and the three parts of the mAP gap with their paired
+    bootstrap 95 % intervals (percentage points), splits ordered as :func:`format_table`."""
+    def ci(entry, part) -> str:
+        lo, hi = entry[f"{part}_ci"]
+        return f"{entry[part]:.1f} [{lo:.1f}, {hi:.1f}]"
+
+    body = []
+    for r in sorted((r for r in rows if "parts" in r), key=lambda r: (r["negatives"], -r["gap"]["map"])):
+        p = r["parts"]["map"]
+        body.append([r["split"], r["negatives"], *(f"{r[lr]['map']:.1f}" for lr in ("weak", "compound", "atom",
+                                                                                   "strong")),
+                     ci(p, "novel_arrangements"), ci(p, "novel_compounds"), ci(p, "novel_atoms"),
+                     f"{p['total']:.1f}"])
+    head = ["split", "neg", "weak", "compound", "atom", "strong", "novel arrangements", "novel compounds",
+            "novel atoms", "mAP gap"]
+    widths = [max(len(x[k]) for x in [head] + body) for k in range(len(head))]
+
+    def fmt(cells) -> str:
+        return "  ".join(c.ljust(w) if k < 2 else c.rjust(w) for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([fmt(head), "  ".join("-" * w for w in widths), *map(fmt, body),
+                      "the mAP gap in parts (percentage points, paired bootstrap 95% intervals): novel arrangements = "
+                      "compound - weak, novel compounds = atom - compound, novel atoms = strong - atom; the compound "
+                      "oracle knows every concept whose atoms and compounds all occur in train concepts, the atom "
+                      "oracle every concept whose atoms do; the parts add up to the gap"])
 
 
 def format_models(rows: list, models: list) -> str:
@@ -347,23 +489,27 @@ def format_models(rows: list, models: list) -> str:
     (split, negatives) and metric, one line of means (percent; weak oracle left, strong oracle
     right; a learner's mean with its bootstrap 95 % interval) and one line of differences from
     the weak oracle (percentage points, paired bootstrap 95 % intervals: a learner's, and under
-    the strong oracle the comp gap)."""
+    the strong oracle the comp gap).  Rows of results in parts also show the compound and the
+    atom oracle's means, between the weak one and the learners, so a learner is placed against
+    all four oracles."""
     def ci(value, interval) -> str:
         return f"{value:.1f} [{interval[0]:.1f}, {interval[1]:.1f}]"
 
+    nested = ["compound", "atom"] if any("parts" in r for r in rows) else []  # oracles between weak and strong
     lines_of = []
     for r in sorted(rows, key=lambda r: (r["negatives"], -r["gap"]["map"])):
         for metric in ("map", "cba"):
             label = "mAP" if metric == "map" else "CBA"
             got = r.get("learners", {})
-            lines_of.append([r["split"], r["negatives"], label, f"{r['weak'][metric]:.1f}",
+            between = [f"{r[lr][metric]:.1f}" if lr in r else "-" for lr in nested]
+            lines_of.append([r["split"], r["negatives"], label, f"{r['weak'][metric]:.1f}", *between,
                              *[ci(got[m][metric], got[m][f"{metric}_ci"]) if m in got else "-" for m in models],
                              f"{r['strong'][metric]:.1f}"])
-            lines_of.append(["", "", f"{label} - weak", "",
+            lines_of.append(["", "", f"{label} - weak", "", *([""] * len(nested)),
                              *[ci(got[m]["vs_weak"][metric], got[m]["vs_weak"][f"{metric}_ci"])
                                if m in got and "vs_weak" in got[m] else "-" for m in models],
                              ci(r["gap"][metric], r["gap"][f"{metric}_ci"])])
-    head = ["split", "neg", "metric", "weak", *models, "strong"]
+    head = ["split", "neg", "metric", "weak", *nested, *models, "strong"]
     widths = [max(len(x[k]) for x in [head] + lines_of) for k in range(len(head))]
 
     def fmt(cells) -> str:
@@ -377,16 +523,28 @@ def format_models(rows: list, models: list) -> str:
 
 
 def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None = None, seed: int = 0,
-          n_worst: int = 10, structure=None, query_negatives: str | None = None, hard_mode: str = "union") -> dict:
+          n_worst: int = 10, structure=None, query_negatives: str | None = None, hard_mode: str = "union",
+          parts: bool = True, episode_shape=None) -> dict:
     """A one-page audit of a split: sizes, leakage, comp gap (both metrics, hard and easy
-    negatives), weak coverage, entropies, atom and compound divergence (``"divergence"``:
+    negatives; with ``parts``, the default, in its three parts: :func:`compute_gap`, and
+    ``"oracle_sizes"``, the concepts each of the four oracles knows), weak coverage,
+    entropies, atom and compound divergence (``"divergence"``:
     :func:`bayes_concepts.divergence.split_divergence`; ``structure`` reuses a
     :func:`~bayes_concepts.divergence.concept_structure`), and the held-out concepts the weak
     oracle gets most wrong (lowest mean AP over the test episodes in which they were the true
     concept).  ``query_negatives`` and ``hard_mode``: how episodes are drawn, as for
-    :func:`compute_gap` (a protocol's)."""
+    :func:`compute_gap` (a protocol's); ``episode_shape`` as for :func:`compute_gap`.  The report's
+    ``"episodes"`` holds the episode shape, the usable test concepts and the exclusions
+    (``excluded``: the split's too-small test concepts, and ``space``: what a pair space's build
+    left out)."""
+    structure = structure if structure is not None else concept_structure(space)
     ds = compute_gap(space, {split.name: split}, ("hard", "easy"), n_episodes, settings, seed,
-                     query_negatives=query_negatives, hard_mode=hard_mode)
+                     query_negatives=query_negatives, hard_mode=hard_mode, parts=parts, structure=structure,
+                     episode_shape=episode_shape)
+    excluded = json.loads(ds.attrs["excluded"])
+    episodes = {"shape": json.loads(ds.attrs["episode_shape"])[split.name],
+                "usable": excluded[split.name]["usable"], "excluded": excluded[split.name]["too_small"],
+                "space": excluded.get("space", {})}
     rows = summarise(ds)
     cell = ds.sel(split=split.name, negatives="hard")
     concepts = cell["concept"].values
@@ -397,11 +555,31 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
         sel = concepts == c
         worst.append((float(np.mean(weak_ap[sel])), float(np.mean(strong_ap[sel])), int(sel.sum()), int(c)))
     worst.sort()
+    sizes = json.loads(ds.attrs["gap_parts"])[split.name] if "gap_parts" in ds.attrs else None
     return {"split": split.name, "stats": split_stats(space, split), "gap": rows, "results": ds,
+            **({"oracle_sizes": sizes} if sizes else {}), "episodes": episodes,
             "divergence": split_divergence(space, split, structure=structure),
             "worst": [{"id": c, "program": space.programs[c], "readable": space.program(c).readable,
                        "weak_map": 100 * w, "strong_map": 100 * s, "episodes": n}
                       for w, s, n, c in worst[:n_worst]]}
+
+
+def episodes_lines(episodes: dict | None) -> list:
+    """The audit's lines on episodes: the shape, the usable and excluded test concepts (count and
+    first names, with the rule) and what the space's build left out."""
+    if not episodes:
+        return []
+    sh, ex = episodes["shape"], episodes["excluded"]
+    lines = [f"episodes: {sh['positives']}+{sh['negatives']} support, {sh['query_positives']}+"
+             f"{sh['query_negatives']} query (positives+negatives); test concepts usable {episodes['usable']:,}, "
+             f"excluded {ex['count']:,}" + (f" ({', '.join(ex['first'])}" + (", ..." if ex["count"] > len(ex["first"])
+                                                                            else "") + f"): {ex['rule']}"
+                                            if ex["count"] else "")]
+    for kind, rec in (episodes.get("space") or {}).items():
+        more = ", ..." if rec["count"] > len(rec["first"]) else ""
+        lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
+                     f"({', '.join(rec['first'])}{more}): {rec['rule']}")
+    return lines
 
 
 def format_audit(report: dict) -> str:
@@ -415,6 +593,11 @@ def format_audit(report: dict) -> str:
              *([] if "divergence" not in report else [
                  f"divergence (Keysers et al. 2020; train vs test, weighted by the episode distribution): atom "
                  f"{report['divergence']['atom_divergence']:.3f}, compound {report['divergence']['compound_divergence']:.3f}"]),
+             *([] if "oracle_sizes" not in report else [
+                 "oracles: " + ", ".join(f"{k} {report['oracle_sizes'][k]:,}" for k in ("weak", "compound", "atom",
+                                                                                        "strong"))
+                 + " concepts (compound: atoms and compounds all seen in train; atom: atoms all seen)"]),
+             *episodes_lines(report.get("episodes")),
              "", format_table(report["gap"]), "",
              "weak coverage: share of test episodes in which some training concept fits the support: " +
              ", ".join(f"{r['negatives']} {100 * (1 - r['weak_empty_share']):.1f}%" for r in report["gap"]),

@@ -18,16 +18,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from .episodes import ARRAY_FIELDS, Episodes, sampler_for
-from .oracles import strong_and_weak
+from .oracles import Oracle, strong_and_weak
 from .scale import ScaleError, Scheduler, release_pages
 from .spaces import load_space
 
-__all__ = ["GAP_CHUNK", "SpaceRef", "space_ref", "resolve_space", "episode_chunks", "gap_chunk", "gap_cells"]
+__all__ = ["GAP_CHUNK", "NESTED_ORACLES", "SpaceRef", "space_ref", "resolve_space", "episode_chunks", "gap_chunk", "gap_cells"]
 
 #: Episodes per task of :func:`~bayes_concepts.gap.compute_gap`: big enough that a task's
 #: fixed costs (two oracles, one sampler call) are small, small enough that the pages of a
 #: memory-mapped space one task touches stay bounded.
 GAP_CHUNK = 2_500
+
+#: The oracles between the weak and the strong one, scored when a gap is asked for in parts
+#: (their concept sets: :func:`~bayes_concepts.divergence.nested_concepts`).
+NESTED_ORACLES = ("atom", "compound")
 
 
 # ---------------------------------------------------------------------------- spaces on workers
@@ -79,23 +83,34 @@ def episode_chunks(n_episodes: int, chunk: int = GAP_CHUNK) -> list:
     return [(lo, min(lo + chunk, n_episodes)) for lo in range(0, n_episodes, chunk)] or [(0, 0)]
 
 
-def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_mode, keep_episodes):
+def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_mode, keep_episodes, nested=None,
+              shapes=None):
     """One task of the comp gap: episodes ``lo:hi`` of a (split, negatives) cell, drawn exactly as
     the whole cell would draw them, scored by the split's strong and weak oracles.
 
-    task: ``(split name, negatives, cell seed, lo, hi)``; splits: name -> Split.  Returns
-    ``(concept int32 (hi-lo,), {"strong": result, "weak": result}, episodes or None)`` with each
-    result the dict of :data:`bayes_concepts.learners.scoring.RESULT_KEYS`."""
+    task: ``(split name, negatives, cell seed, lo, hi)``; splits: name -> Split; nested: None,
+    or split name -> ``{"atom": ids, "compound": ids}``
+    (:func:`~bayes_concepts.divergence.nested_concepts`), to score the atom and the compound
+    oracle too.  Returns ``(concept int32 (hi-lo,), {"strong": result, "weak": result[, "atom":
+    result, "compound": result]}, episodes or None)`` with each result the dict of
+    :data:`bayes_concepts.learners.scoring.RESULT_KEYS`."""
     from .learners.scoring import score_learners  # the learners package loads torch-backed models
     name, negatives, seed, lo, hi = task
     space = resolve_space(space)
     split = splits[name]
     sampler = sampler_for(space)
     try:
+        shape = (shapes or {}).get(name) or {}  # the split's episode shape (EpisodeShape fields); default 5+20
         eps = sampler.sample(split.test, n_episodes, negatives, seed=seed, query_negatives=query_negatives,
-                             hard_mode=hard_mode, meta={"split": name, "side": "test"}, part=(lo, hi))
+                             hard_mode=hard_mode, meta={"split": name, "side": "test"}, part=(lo, hi),
+                             n_positive=shape.get("positives", 5), n_negative=shape.get("negatives", 20),
+                             n_query_positive=shape.get("query_positives"),
+                             n_query_negative=shape.get("query_negatives"))
         strong, weak = strong_and_weak(space, split, settings)
-        results = score_learners(space, eps, {"strong": strong, "weak": weak})
+        oracles = {"strong": strong, "weak": weak}
+        if nested is not None:
+            oracles.update({kind: Oracle(space, nested[name][kind], settings, kind) for kind in NESTED_ORACLES})
+        results = score_learners(space, eps, oracles)
     finally:
         release_pages(space.signatures)
     return eps.concept, results, (eps if keep_episodes else None)
@@ -110,18 +125,22 @@ def _concat_episodes(parts: list) -> Episodes:
 
 
 def gap_cells(space, splits: dict, cells: list, n_episodes: int, settings, seed_of, query_negatives, hard_mode,
-              keep_episodes: bool, scheduler: Scheduler, chunk: int | None = None):
+              keep_episodes: bool, scheduler: Scheduler, chunk: int | None = None, nested: dict | None = None,
+              shapes: dict | None = None):
     """The oracles' results of every (split name, negatives) cell of ``cells``, in order.
 
     Each cell's ``n_episodes`` are cut into chunks of ``chunk`` (default :data:`GAP_CHUNK`)
     episodes, mapped with :func:`gap_chunk` on ``scheduler``; seed_of(name, negatives) gives a
-    cell's seed.  Yields ``(name, negatives, concept int32 (n,), {"strong": result, "weak":
-    result}, episodes or None)``: the same values, in the same order, wherever the chunks ran."""
+    cell's seed; ``nested`` (split name -> atom and compound concept ids) adds the atom and the
+    compound oracle.  Yields ``(name, negatives, concept int32 (n,), {"strong": result, "weak":
+    result, ...}, episodes or None)``: the same values, in the same order, wherever the chunks ran."""
     ranges = episode_chunks(n_episodes, chunk or GAP_CHUNK)
     tasks = [(name, neg, int(seed_of(name, neg)), lo, hi) for name, neg in cells for lo, hi in ranges]
     shared = dict(space=space_ref(space, scheduler), splits={name: splits[name] for name, _ in cells},
                   settings=settings, n_episodes=n_episodes, query_negatives=query_negatives, hard_mode=hard_mode,
-                  keep_episodes=keep_episodes)
+                  keep_episodes=keep_episodes,
+                  nested=None if nested is None else {name: nested[name] for name, _ in cells},
+                  shapes=shapes)
     parts = []
     for task, part in zip(tasks, scheduler.map(gap_chunk, tasks, shared)):
         parts.append(part)

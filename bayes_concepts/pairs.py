@@ -3,15 +3,44 @@
 MIT-States, UT-Zappos, C-GQA and RLCL label every item (an image) with one
 (attribute, object) pair and hold out *unseen pairs*.  Their common layout::
 
-    items file        one item per line: its name, attribute and object (and a set)
+    items             the items and their labels (formats below)
     DIR/train_pairs.txt   one pair per line, "attribute object"
     DIR/val_pairs.txt
     DIR/test_pairs.txt
 
-:func:`read_pairs_layout` reads it (every bad line is a :class:`PairsLayoutError`
+Each pair file may instead be JSON (``train_pairs.json`` or ``train.json``): a list of
+pairs, each ``["attribute", "object"]``, ``"attribute object"`` or an object with
+``attr``/``obj`` (or ``attribute``/``object``) keys; and ``DIR`` may itself be one JSON
+file holding ``{"train": [...], "val": [...], "test": [...]}``.  Each file must exist (an
+empty one lists no pair).
+
+:func:`read_pairs_layout` reads it (every malformed line is a :class:`PairsLayoutError`
 naming the file and line), :func:`pair_space` turns it into an
 :class:`~bayes_concepts.spaces.extension_space.ExtensionSpace`, and
-:func:`unseen_pairs_spec` / :func:`reference_limited_spec` give split specs.
+:func:`unseen_pairs_spec` / :func:`reference_limited_spec` / :func:`episode_worlds_spec`
+give split specs.
+
+What is left out, and why (never silently)
+==========================================
+
+Every exclusion below is counted, with the first few names, in ``space from-pairs``'s
+output and in the space's manifest (``params["excluded"]``); the audit and the results of
+``gap`` repeat them:
+
+* **empty pairs**: a pair that a pair file lists but no item carries (RLCL lists a few
+  MIT-States pairs that have no image in the CZSL image set).  It is not a concept.
+* **NA items**: records of CZSL's metadata whose attribute, object or set is ``NA``
+  (CZSL's own loader skips them).  They are not items.
+* **val pairs**: pairs of ``val_pairs.txt`` that are neither train nor test pairs, and
+  **val-only atoms**: attributes and objects that occur in no train or test pair (only in
+  val pairs, or in no listed pair).  They are not concepts: a split's val concepts are in
+  neither oracle, so they could change nothing but the episodes' hard negatives.  Their
+  items stay in the bank (negatives of every concept).
+* **too small for an episode**: a concept with fewer items than the positives of an
+  episode (support + query: 10 by default) stays a concept (a hypothesis of the oracles)
+  but is never an episode's concept; how many there are depends on the episode shape, so
+  the build counts them for the default shape and each audit or gap run for its own
+  (:func:`bayes_concepts.episodes.episode_exclusions`).
 
 The pair space
 ==============
@@ -27,12 +56,14 @@ The pair space
   one-object scene with attributes ``attribute`` and ``object`` (one-hot schema features
   for the learners).  Items of pairs that are in no pair file stay items (negatives).
 * **Validation pairs** that are neither train nor test pairs (CZSL's unseen val pairs)
-  are *not* concepts: the Bayesian audit puts val concepts in neither oracle, so they
-  would change nothing but the scene of their items, which stay in the bank.
+  are *not* concepts, and neither are attributes or objects that occur only in them (see
+  above): nothing of the validation files reaches the test side.
 * **The split** (:func:`unseen_pairs_spec`): train = ``train_pairs`` (CZSL's *seen*
   pairs) and the primitives that occur in one of them; test = test pairs that are not
   train pairs (*unseen*), and primitives that occur in no seen pair.  Pairs of
   ``test_pairs`` that are also in ``train_pairs`` (CZSL's seen test pairs) are train.
+  A layout with no unseen pair (every test pair seen, or no test pair) has no such split;
+  its reference-limited splits below still build.
 
 Reference-limited splits (RLCL)
 ===============================
@@ -43,13 +74,40 @@ follow the same rule as above.  The spec it returns lists the held-out concepts
 (``[held_out] programs = [...]``) and names ``k`` and the seed in its description, so a
 saved spec file (:func:`spec_to_toml`) says exactly which pairs are unseen.
 
-Items file
-==========
+:func:`episode_worlds_spec` is RLCL's own episode setting, where the limit is the number
+of seen compositions *per episode*: a world of ``n_p`` attributes and ``n_p`` objects is
+drawn as RLCL's episode sampler draws one -- ``n_p`` pairs sharing no attribute and no
+object are seen; every other pair of the space inside the ``n_p`` x ``n_p`` grid is a
+candidate; a world needs two candidates or more (else it is drawn again), the first two
+(in random order) go one to seen and one to unseen, each further one to seen or unseen with
+probability 1/2 -- so a world has between ``n_p + 1`` seen pairs and all but one of its
+pairs.  Worlds are drawn one after another from the attributes and objects no earlier
+world used, until ``worlds`` are drawn or none can be.  Train = the worlds' seen pairs and
+their attributes and objects alone; test = the worlds' unseen pairs; every other concept
+is val (``val_programs``: in neither oracle, never an episode's concept).  As worlds share
+no attribute or object, the seen pairs of other worlds are false on every item of a
+world's pairs: each test episode's weak oracle effectively refers to its own world's seen
+pairs only, as in RLCL.
 
-Tab-separated text with a header line naming the columns (``item`` or ``image``,
-``attribute`` or ``attr``, ``object`` or ``obj``, optional ``set``), or JSON Lines /
-a JSON list of objects with those keys (CZSL's metadata records ``{"image", "attr",
-"obj", "set"}``).  Names must be single tokens (no whitespace), as in the pair files.
+Items
+=====
+
+* **Plain text** (any suffix but those below): tab-separated, a header line naming the
+  columns (``item`` or ``image``, ``attribute`` or ``attr``, ``object`` or ``obj``,
+  optional ``set``), then one item per line; lines starting with ``#`` are comments::
+
+      image	attr	obj	set
+      ancient_bottle/0001.jpg	ancient	bottle	train
+
+* **JSON Lines** (``.jsonl``) or a **JSON list** (``.json``) of objects with those keys.
+* **CZSL's metadata** (``metadata_compositional-split-natural.t7``, a torch file of
+  records ``{"image", "attr", "obj", "set"}``): read with torch when it is installed
+  (else a one-line error saying how to convert it to JSON).  Records with ``NA`` are
+  dropped and counted (above).
+* **An image folder** (a directory): every file under ``DIR/<attribute object>/``, as
+  MIT-States ships its images; the item is ``<attribute object>/<file>``.
+
+Attribute and object names must be single tokens (no whitespace), as in the pair files.
 """
 from __future__ import annotations
 
@@ -66,16 +124,34 @@ from .errors import BayesConceptsError
 from .splits import make_split
 
 __all__ = ["PairsLayout", "PairsLayoutError", "read_pairs_layout", "pair_space", "unseen_pairs_spec",
-           "reference_limited_spec", "seen_pairs_per_attribute", "spec_to_toml", "build_pair_space", "PAIR_FILES"]
+           "reference_limited_spec", "seen_pairs_per_attribute", "episode_worlds", "episode_worlds_spec",
+           "spec_to_toml", "build_pair_space", "exclusion_lines", "PAIR_FILES"]
 
 PAIR_FILES = ("train_pairs.txt", "val_pairs.txt", "test_pairs.txt")
+SIDES = ("train", "val", "test")
 ROLES = ("attribute", "object")
+#: names an exclusion record lists (the rest are counted)
+FIRST = 5
+#: a CZSL metadata value meaning "no label": such records are not items
+NA = "NA"
 _COLUMNS = {"item": ("item", "image", "name"), "attribute": ("attribute", "attr"), "object": ("object", "obj"),
             "set": ("set", "split")}
+_RULES = {
+    "empty_pairs": "listed in a pair file, but no item carries the pair: not a concept",
+    "na_items": "CZSL metadata records whose attr, obj or set is NA: not items",
+    "val_pairs": "val pairs that are neither train nor test pairs: not concepts (in neither oracle); their items "
+                 "stay in the bank",
+    "val_only_atoms": "attributes and objects in no train or test pair: not concepts (their items stay in the bank)",
+}
 
 
 class PairsLayoutError(BayesConceptsError):
     """A malformed attribute-object layout; the message names the file and line."""
+
+
+def _record(names: list, rule_key: str) -> dict:
+    """``{"count", "first", "rule"}``: an exclusion as the manifest and the results record it."""
+    return {"count": len(names), "first": [str(x) for x in names[:FIRST]], "rule": _RULES[rule_key]}
 
 
 @dataclass
@@ -83,11 +159,16 @@ class PairsLayout:
     """An attribute-object benchmark as read from disk.
 
     items, attributes, objects : lists of str, (N,)
-        Item names and their labels, in file order.
+        Item names and their labels, in file order (NA records dropped).
     sets : list of str or None, (N,)
         The items file's ``set`` column when present (recorded, not used).
-    pairs : dict ``train``/``val``/``test`` -> list of (attribute, object), in file order.
+    pairs : dict ``train``/``val``/``test`` -> list of (attribute, object), in file order;
+        only pairs some item carries.
     sources : dict file name -> sha256.
+    empty_pairs : list of str
+        ``"FILE: attribute object"`` for each listed pair that no item carries (excluded).
+    na_items : list of str
+        Names of the metadata records dropped for an NA label.
     """
 
     items: list
@@ -96,6 +177,8 @@ class PairsLayout:
     sets: list | None
     pairs: dict
     sources: dict = field(default_factory=dict)
+    empty_pairs: list = field(default_factory=list)
+    na_items: list = field(default_factory=list)
 
     @property
     def n_items(self) -> int:
@@ -107,6 +190,32 @@ class PairsLayout:
         for a, o in zip(self.attributes, self.objects):
             out[(a, o)] = out.get((a, o), 0) + 1
         return out
+
+    def unseen_pairs(self) -> list:
+        """Test pairs that are not train pairs, in file order."""
+        train = set(self.pairs["train"])
+        return [p for p in self.pairs["test"] if p not in train]
+
+    def val_only_pairs(self) -> list:
+        """Val pairs that are neither train nor test pairs (not concepts)."""
+        known = set(self.pairs["train"]) | set(self.pairs["test"])
+        return [p for p in self.pairs["val"] if p not in known]
+
+    def val_only_atoms(self) -> list:
+        """``"attribute:a"`` / ``"object:o"`` for labels in no train or test pair (not concepts), sorted."""
+        pairs = set(self.pairs["train"]) | set(self.pairs["test"])
+        used = {("attribute", a) for a, _ in pairs} | {("object", o) for _, o in pairs}
+        every = {("attribute", a) for a in self.attributes} | {("object", o) for o in self.objects}
+        return [f"{r}:{v}" for r, v in sorted(every - used)]
+
+    def exclusions(self) -> dict:
+        """What the pair space leaves out, by kind: ``{kind: {"count", "first", "rule"}}``
+        (kinds with nothing left out are omitted)."""
+        out = {"empty_pairs": _record(self.empty_pairs, "empty_pairs"),
+               "na_items": _record(self.na_items, "na_items"),
+               "val_pairs": _record([f"{a} {o}" for a, o in self.val_only_pairs()], "val_pairs"),
+               "val_only_atoms": _record(self.val_only_atoms(), "val_only_atoms")}
+        return {k: v for k, v in out.items() if v["count"]}
 
 
 # ================================================================================ reading
@@ -131,47 +240,92 @@ def _column_index(header: list, where: str) -> dict:
     return out
 
 
-def _read_items(path: Path) -> tuple:
+def _folder_records(path: Path) -> list:
+    """Records of an image folder: every file under ``path/<attribute object>/``."""
+    records = []
+    for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+        parts = sub.name.split()
+        if len(parts) != 2:
+            raise PairsLayoutError(f"{sub}: an image folder's sub-folders are named 'attribute object' (two words), "
+                                   f"got {sub.name!r}")
+        for f in sorted(q for q in sub.rglob("*") if q.is_file()):
+            name = f"{sub.name}/{f.relative_to(sub).as_posix()}"
+            records.append((None, {"image": name, "attr": parts[0], "obj": parts[1]}, f"{path}: {name}"))
+    return records
+
+
+def _torch_records(path: Path) -> list:
+    """Records of a torch file (CZSL's ``metadata_*.t7``): a list of dicts."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PairsLayoutError(f"{path}: cannot read the items file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise PairsLayoutError(f"{path}: the items file is not UTF-8 text ({exc.reason})") from None
-    records = []  # (line, dict)
-    if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PairsLayoutError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(data, list):
-            raise PairsLayoutError(f"{path}: expected a JSON list of item objects")
-        records = [(None, r, f"{path} item {k}") for k, r in enumerate(data)]
-    elif path.suffix == ".jsonl":
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                records.append((lineno, json.loads(line), f"{path} line {lineno}"))
-            except json.JSONDecodeError as exc:
-                raise PairsLayoutError(f"{path} line {lineno}: not valid JSON ({exc.msg})") from None
+        import torch
+    except ImportError:
+        raise PairsLayoutError(f"{path}: reading CZSL's .t7 metadata needs torch, which is not installed; convert it "
+                               "once where torch is: python -c \"import json,torch,sys; json.dump(torch.load("
+                               "sys.argv[1]), open(sys.argv[2], 'w'))\" FILE.t7 items.json") from None
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a damaged or foreign file: torch raises many kinds
+        raise PairsLayoutError(f"{path}: cannot read the torch metadata ({str(exc).splitlines()[0][:160]})") from None
+    if not isinstance(data, (list, tuple)):
+        raise PairsLayoutError(f"{path}: expected a list of item records, got {type(data).__name__}")
+    return [(None, r, f"{path} record {k}") for k, r in enumerate(data)]
+
+
+def _text_records(path: Path, text: str) -> list:
+    lines = text.splitlines()
+    header_at = next((k for k, ln in enumerate(lines) if ln.strip() and not ln.startswith("#")), None)
+    if header_at is None:
+        raise PairsLayoutError(f"{path}: no header line (expected columns item, attribute, object[, set])")
+    sep = "\t" if "\t" in lines[header_at] else None
+    header = lines[header_at].split(sep)
+    cols = _column_index(header, f"{path} line {header_at + 1}")
+    records = []
+    for k in range(header_at + 1, len(lines)):
+        line = lines[k]
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(sep)
+        if len(fields) != len(header):
+            raise PairsLayoutError(f"{path} line {k + 1}: {len(fields)} fields, the header has {len(header)}")
+        records.append((k + 1, {key: fields[i].strip() for key, i in cols.items()}, f"{path} line {k + 1}"))
+    return records
+
+
+def _read_items(path: Path) -> tuple:
+    """``(names, attributes, objects, sets or None, NA names)`` of an items file or image folder."""
+    if path.is_dir():
+        records = _folder_records(path)
+    elif path.suffix in (".t7", ".pt", ".pth"):
+        if not path.is_file():
+            raise PairsLayoutError(f"{path}: no such items file")
+        records = _torch_records(path)
     else:
-        lines = text.splitlines()
-        header_at = next((k for k, ln in enumerate(lines) if ln.strip() and not ln.startswith("#")), None)
-        if header_at is None:
-            raise PairsLayoutError(f"{path}: no header line (expected columns item, attribute, object[, set])")
-        sep = "\t" if "\t" in lines[header_at] else None
-        header = lines[header_at].split(sep)
-        cols = _column_index(header, f"{path} line {header_at + 1}")
-        for k in range(header_at + 1, len(lines)):
-            line = lines[k]
-            if not line.strip() or line.startswith("#"):
-                continue
-            fields = line.split(sep)
-            if len(fields) != len(header):
-                raise PairsLayoutError(f"{path} line {k + 1}: {len(fields)} fields, the header has {len(header)}")
-            records.append((k + 1, {key: fields[i].strip() for key, i in cols.items()}, f"{path} line {k + 1}"))
-    items, attrs, objs, sets = [], [], [], []
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PairsLayoutError(f"{path}: cannot read the items file ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise PairsLayoutError(f"{path}: the items file is not UTF-8 text ({exc.reason})") from None
+        if path.suffix == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise PairsLayoutError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+            if not isinstance(data, list):
+                raise PairsLayoutError(f"{path}: expected a JSON list of item objects")
+            records = [(None, r, f"{path} item {k}") for k, r in enumerate(data)]
+        elif path.suffix == ".jsonl":
+            records = []
+            for lineno, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append((lineno, json.loads(line), f"{path} line {lineno}"))
+                except json.JSONDecodeError as exc:
+                    raise PairsLayoutError(f"{path} line {lineno}: not valid JSON ({exc.msg})") from None
+        else:
+            records = _text_records(path, text)
+    items, attrs, objs, sets, dropped, wheres = [], [], [], [], [], []
     for _, rec, where in records:
         if not isinstance(rec, dict):
             raise PairsLayoutError(f"{where}: expected an object with item, attribute and object")
@@ -182,68 +336,134 @@ def _read_items(path: Path) -> tuple:
                 raise PairsLayoutError(f"{where}: missing {key!r} (one of {', '.join(names)})")
             if hit:
                 got[key] = rec[hit[0]]
+        if NA in (got["attribute"], got["object"], got.get("set")):  # CZSL's unlabelled records
+            dropped.append(str(got["item"]))
+            continue
         items.append(str(got["item"]))
         attrs.append(_token(got["attribute"], where, "attribute"))
         objs.append(_token(got["object"], where, "object"))
         sets.append(str(got["set"]) if "set" in got else None)
+        wheres.append(where)
     if not items:
-        raise PairsLayoutError(f"{path}: no items")
+        raise PairsLayoutError(f"{path}: no items" + (f" ({len(dropped):,} records, all labelled NA)" if dropped else ""))
     names = {}
-    for (_, _, where), name in zip(records, items):
+    for where, name in zip(wheres, items):
         if name in names:
             raise PairsLayoutError(f"{where}: item {name!r} appears twice (first at {names[name]})")
         names[name] = where
-    return items, attrs, objs, (sets if any(s is not None for s in sets) else None)
+    return items, attrs, objs, (sets if any(s is not None for s in sets) else None), dropped
 
 
-def _read_pairs(path: Path, attributes: set, objects: set, counts: dict) -> list:
-    if not path.exists():
-        raise PairsLayoutError(f"{path}: missing (a pairs directory holds {', '.join(PAIR_FILES)})")
+def _pair_entries(path: Path, side: str, bundle) -> tuple:
+    """``(label, [(where, entry text or list), ...])`` of one side's pair list: ``DIR/<side>_pairs.txt``,
+    ``DIR/<side>_pairs.json``, ``DIR/<side>.json``, or the ``side`` key of one JSON file ``bundle``."""
+    if bundle is not None:
+        data, label = bundle
+        if side not in data:
+            raise PairsLayoutError(f"{label}: no {side!r} list (expected keys train, val, test)")
+        return label, _json_entries(data[side], f"{label} {side}")
+    for name in (f"{side}_pairs.txt", f"{side}_pairs.json", f"{side}.json"):
+        f = path / name
+        if f.is_file():
+            break
+    else:
+        raise PairsLayoutError(f"{path / f'{side}_pairs.txt'}: missing (a pairs directory holds "
+                               f"{', '.join(PAIR_FILES)}, or their .json lists)")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = f.read_text(encoding="utf-8")
     except OSError as exc:
-        raise PairsLayoutError(f"{path}: cannot read ({exc.strerror})") from None
+        raise PairsLayoutError(f"{f}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
-        raise PairsLayoutError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        raise PairsLayoutError(f"{f}: not UTF-8 text ({exc.reason})") from None
+    if f.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PairsLayoutError(f"{f} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+        return f.name, _json_entries(data, str(f))
+    return f.name, [(f"{f} line {n}", line) for n, line in enumerate(text.splitlines(), 1)
+                    if line.strip() and not line.startswith("#")]
+
+
+def _json_entries(data, label: str) -> list:
+    if not isinstance(data, list):
+        raise PairsLayoutError(f"{label}: expected a JSON list of pairs, got {type(data).__name__}")
+    out = []
+    for k, x in enumerate(data):
+        where = f"{label} entry {k}"
+        if isinstance(x, dict):
+            a = next((x[n] for n in _COLUMNS["attribute"] if n in x), None)
+            o = next((x[n] for n in _COLUMNS["object"] if n in x), None)
+            if a is None or o is None:
+                raise PairsLayoutError(f"{where}: a pair object needs attr and obj (or attribute and object) keys")
+            x = [a, o]
+        if isinstance(x, list) and not all(isinstance(t, str) for t in x):
+            raise PairsLayoutError(f"{where}: expected a pair of strings, got {x!r}")
+        if not isinstance(x, (str, list)):
+            raise PairsLayoutError(f"{where}: expected [attribute, object] or 'attribute object', got {x!r}")
+        out.append((where, x))
+    return out
+
+
+def _read_pairs(path: Path, side: str, bundle, counts: dict, empty: list) -> list:
+    """One side's pairs that some item carries; the others are appended to ``empty``."""
+    label, entries = _pair_entries(path, side, bundle)
     out, seen = [], {}
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        toks = line.split()
-        if len(toks) != 2:
-            raise PairsLayoutError(f"{path} line {lineno}: expected 'attribute object' (two tokens), "
-                                   f"got {len(toks)}: {line.strip()!r}")
+    for where, entry in entries:
+        toks = entry.split() if isinstance(entry, str) else list(entry)
+        if len(toks) != 2 or (isinstance(entry, list) and any(len(t.split()) != 1 for t in toks)):
+            raise PairsLayoutError(f"{where}: expected 'attribute object' (two tokens), got {len(toks)}: "
+                                   f"{entry.strip() if isinstance(entry, str) else entry!r}")
         a, o = toks
-        if a not in attributes:
-            raise PairsLayoutError(f"{path} line {lineno}: attribute {a!r} labels no item of the items file")
-        if o not in objects:
-            raise PairsLayoutError(f"{path} line {lineno}: object {o!r} labels no item of the items file")
-        if (a, o) not in counts:
-            raise PairsLayoutError(f"{path} line {lineno}: no item is labelled with the pair ({a}, {o})")
         if (a, o) in seen:
-            raise PairsLayoutError(f"{path} line {lineno}: the pair ({a}, {o}) is listed twice (first on line "
-                                   f"{seen[(a, o)]})")
-        seen[(a, o)] = lineno
+            first = seen[(a, o)]
+            first = f"on line {first.rsplit(' line ', 1)[1]}" if " line " in first else f"at {first}"
+            raise PairsLayoutError(f"{where}: the pair ({a}, {o}) is listed twice (first {first})")
+        seen[(a, o)] = where
+        if (a, o) not in counts:
+            empty.append(f"{label}: {a} {o}")
+            continue
         out.append((a, o))
     return out
 
 
 def read_pairs_layout(items, pairs_dir) -> PairsLayout:
-    """Read an items file and a directory of ``train_pairs.txt``, ``val_pairs.txt`` and
-    ``test_pairs.txt``; a malformed file is a :class:`PairsLayoutError` naming file and line."""
+    """Read the items (a file or an image folder) and the pair lists (a directory of
+    ``train_pairs.txt``, ``val_pairs.txt`` and ``test_pairs.txt`` or their JSON lists, or
+    one JSON file with ``train``/``val``/``test`` lists); a malformed file is a
+    :class:`PairsLayoutError` naming file and line.  Listed pairs no item carries and NA
+    records are left out and recorded (``empty_pairs``, ``na_items``)."""
     items, pairs_dir = Path(items), Path(pairs_dir)
-    if not pairs_dir.is_dir():
-        raise PairsLayoutError(f"{pairs_dir}: not a directory (expected one holding {', '.join(PAIR_FILES)})")
-    names, attrs, objs, sets = _read_items(items)
+    if not items.exists():
+        raise PairsLayoutError(f"{items}: no such items file or image folder")
+    bundle = None
+    if pairs_dir.is_file() and pairs_dir.suffix == ".json":
+        try:
+            data = json.loads(pairs_dir.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise PairsLayoutError(f"{pairs_dir}: not valid JSON ({getattr(exc, 'msg', exc)})") from None
+        if not isinstance(data, dict):
+            raise PairsLayoutError(f"{pairs_dir}: expected a JSON object with train, val and test lists")
+        bundle = (data, pairs_dir.name)
+    elif not pairs_dir.is_dir():
+        raise PairsLayoutError(f"{pairs_dir}: not a directory (expected one holding {', '.join(PAIR_FILES)}) "
+                               "nor a .json file of train/val/test lists")
+    names, attrs, objs, sets, dropped = _read_items(items)
     counts = {}
     for a, o in zip(attrs, objs):
         counts[(a, o)] = counts.get((a, o), 0) + 1
-    pairs = {f.split("_")[0]: _read_pairs(pairs_dir / f, set(attrs), set(objs), counts) for f in PAIR_FILES}
+    empty = []
+    pairs = {side: _read_pairs(pairs_dir, side, bundle, counts, empty) for side in SIDES}
     if not pairs["train"]:
-        raise PairsLayoutError(f"{pairs_dir / 'train_pairs.txt'}: no pairs (the seen pairs are needed)")
-    sources = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-               for p in [items, *(pairs_dir / f for f in PAIR_FILES)]}
-    return PairsLayout(names, attrs, objs, sets, pairs, sources)
+        raise PairsLayoutError(f"{pairs_dir}: no train pair that an item carries (the seen pairs are needed)")
+    files = [pairs_dir] if bundle else [f for f in pairs_dir.iterdir() if f.is_file() and (
+        f.name in PAIR_FILES or f.name in {f"{s}_pairs.json" for s in SIDES} | {f"{s}.json" for s in SIDES})]
+    sources = {}
+    for p in [items] * items.is_file() + sorted(files):
+        sources[p.name] = hashlib.sha256(p.read_bytes()).hexdigest()
+    if items.is_dir():
+        sources[items.name + "/"] = hashlib.sha256("\n".join(names).encode()).hexdigest()
+    return PairsLayout(names, attrs, objs, sets, pairs, sources, empty, dropped)
 
 
 # ============================================================================ the space
@@ -262,7 +482,9 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
     """The pair space of an attribute-object benchmark (see the module docstring).
 
     Concept order: the attributes alone, the objects alone (both sorted; only with
-    ``primitives``), then the pairs of train and test (sorted).  The space carries the
+    ``primitives``, and only those in a train or test pair), then the pairs of train and
+    test (sorted).  ``params["excluded"]`` records what is left out
+    (:meth:`PairsLayout.exclusions`).  When the layout has unseen pairs, the space carries the
     seen-vs-unseen split spec as ``spec_files["unseen_pairs.toml"]``.
     """
     attr_values, attr_code = np.unique(np.array(layout.attributes, dtype=str), return_inverse=True)
@@ -270,24 +492,30 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
     attr_values, obj_values = attr_values.tolist(), obj_values.tolist()
     a_index = {a: k for k, a in enumerate(attr_values)}
     o_index = {o: k for k, o in enumerate(obj_values)}
-    token = _tokens_of(attr_values, obj_values)
     pairs = sorted(set(layout.pairs["train"]) | set(layout.pairs["test"]))
+    used_a, used_o = {a for a, _ in pairs}, {o for _, o in pairs}
+    token = _tokens_of(sorted(used_a), sorted(used_o))
     concepts = []  # (parts, mask)
     if primitives:
-        concepts += [(((("attribute", a),)), attr_code == k) for k, a in enumerate(attr_values)]
-        concepts += [(((("object", o),)), obj_code == k) for k, o in enumerate(obj_values)]
+        concepts += [(((("attribute", a),)), attr_code == k) for k, a in enumerate(attr_values) if a in used_a]
+        concepts += [(((("object", o),)), obj_code == k) for k, o in enumerate(obj_values) if o in used_o]
     pair_code = attr_code * len(obj_values) + obj_code  # one integer per (attribute, object)
     concepts += [((("attribute", a), ("object", o)), pair_code == a_index[a] * len(obj_values) + o_index[o])
                  for a, o in pairs]
-    n_values = {"attribute": len(attr_values), "object": len(obj_values)}
+    n_values = {"attribute": len(used_a), "object": len(used_o)}
     params = {"kind": "pairs", "primitives": bool(primitives), "sources": layout.sources,
               "pairs": {k: len(v) for k, v in layout.pairs.items()}}
+    excluded = layout.exclusions()
+    if excluded:
+        params["excluded"] = excluded
     space = ExtensionSpace.from_extensions(
         np.stack([m for _, m in concepts]) if concepts else np.zeros((0, layout.n_items), bool),
         [" ".join(token[p] for p in parts) for parts, _ in concepts], item_names=layout.items,
         item_labels={"attribute": layout.attributes, "object": layout.objects},
         parts=[parts for parts, _ in concepts], log_probs=[description_log_prob(p, n_values) for p, _ in concepts],
         min_count=min_count, test_positives=test_positives, seed=seed, params=params)
+    if not layout.unseen_pairs():
+        return space
     spec = unseen_pairs_spec(space, layout.pairs["train"])
     return space.with_spec_files({"unseen_pairs.toml": spec_to_toml(spec)})
 
@@ -317,8 +545,12 @@ def _held_out_given_seen(space, seen_pairs) -> np.ndarray:
 
 def unseen_pairs_spec(space, seen_pairs, name: str = "unseen_pairs") -> dict:
     """The seen-vs-unseen split as a spec dict: every pair not in ``seen_pairs`` (and every
-    primitive in no seen pair) held out as test, no val."""
+    primitive in no seen pair) held out as test, no val.  A space whose every pair is seen
+    has no such split: a :class:`PairsLayoutError`."""
     held = _held_out_given_seen(space, seen_pairs)
+    if not held.any():
+        raise PairsLayoutError("no unseen pair: every pair of the space is a seen (train) pair, so there is no "
+                               "seen-vs-unseen split (reference-limited splits, --k or --worlds, still build)")
     return {"name": name, "kind": "held_out", "synonym_aware": False, "val_fraction": 0.0,
             "description": "seen pairs (train_pairs.txt) vs unseen pairs (test pairs not in train_pairs.txt)",
             "held_out": {"programs": [space.descriptions[i] for i in np.flatnonzero(held)]}}
@@ -340,14 +572,22 @@ def seen_pairs_per_attribute(space, k: int, seed: int = 0) -> list:
     return seen
 
 
+def _check_pair_space(space):
+    if not _pair_ids(space):
+        raise PairsLayoutError("reference-limited splits need a space of (attribute, object) pairs "
+                               "(bayes_concepts.pairs.pair_space, or bayes-concepts space from-pairs)")
+
+
+def _whole(v, least: int) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= least
+
+
 def reference_limited_spec(space, k: int, seed: int = 0, name: str | None = None) -> dict:
     """An RLCL-style split spec: ``k`` seen pairs per attribute (:func:`seen_pairs_per_attribute`),
     every other pair (and every primitive in no seen pair) held out as test, no val.  The held-out
     concepts are listed in the spec (``held_out.programs``)."""
-    if not _pair_ids(space):
-        raise PairsLayoutError("reference-limited splits need a space of (attribute, object) pairs "
-                               "(bayes_concepts.pairs.pair_space, or bayes-concepts space from-pairs)")
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+    _check_pair_space(space)
+    if not _whole(k, 1):
         raise PairsLayoutError(f"k (seen pairs per attribute) must be an integer >= 1, got {k!r}")
     held = _held_out_given_seen(space, seen_pairs_per_attribute(space, int(k), int(seed)))
     if not held.any():
@@ -355,6 +595,80 @@ def reference_limited_spec(space, k: int, seed: int = 0, name: str | None = None
     return {"name": name or f"seen_k{k}", "kind": "held_out", "synonym_aware": False, "val_fraction": 0.0,
             "description": f"reference-limited (RLCL): {k} seen pair(s) per attribute, drawn with seed {seed}",
             "held_out": {"programs": [space.descriptions[i] for i in np.flatnonzero(held)]}}
+
+
+#: consecutive invalid worlds (fewer than two candidate pairs) after which no further world is drawn
+WORLD_TRIES = 200
+
+
+def episode_worlds(space, n_p: int = 5, worlds: int | None = None, seed: int = 0) -> list:
+    """Worlds drawn as RLCL's episode sampler draws an episode's label space (see the module
+    docstring), one after another from the attributes and objects no earlier world used.
+
+    Returns a list of ``(seen, unseen)``, each a sorted list of (attribute, object) pairs:
+    at most ``worlds`` (None: as many as can be drawn)."""
+    _check_pair_space(space)
+    if not _whole(n_p, 1):
+        raise PairsLayoutError(f"n_p (attributes and objects per world) must be an integer >= 1, got {n_p!r}")
+    if worlds is not None and not _whole(worlds, 1):
+        raise PairsLayoutError(f"worlds must be an integer >= 1 or None, got {worlds!r}")
+    rng = np.random.default_rng(seed)
+    every = sorted(_pair_ids(space))
+    exists = set(every)
+    used_a, used_o, out, failures = set(), set(), [], 0
+    while (worlds is None or len(out) < worlds) and failures < WORLD_TRIES:
+        free = [p for p in every if p[0] not in used_a and p[1] not in used_o]
+        seen, p1, p2 = [], set(), set()
+        for j in rng.permutation(len(free)):  # step 1: n_p pairs sharing no attribute and no object
+            a, o = free[j]
+            if a not in p1 and o not in p2:
+                seen.append((a, o))
+                p1.add(a)
+                p2.add(o)
+                if len(seen) == n_p:
+                    break
+        if len(seen) < n_p:
+            break  # no world of n_p x n_p is left
+        candidates = [(a, o) for a in sorted(p1) for o in sorted(p2) if (a, o) in exists and (a, o) not in seen]
+        if len(candidates) < 2:  # seen and unseen pairs cannot both be had: draw again
+            failures += 1
+            continue
+        failures = 0
+        order = [candidates[j] for j in rng.permutation(len(candidates))]
+        unseen = [order[1]]
+        seen.append(order[0])
+        for c in order[2:]:
+            (seen if rng.random() < 0.5 else unseen).append(c)
+        out.append((sorted(seen), sorted(unseen)))
+        used_a |= p1
+        used_o |= p2
+    return out
+
+
+def episode_worlds_spec(space, n_p: int = 5, worlds: int | None = None, seed: int = 0,
+                        name: str | None = None) -> dict:
+    """RLCL's episode setting as a split spec (:func:`episode_worlds`): train = the worlds' seen
+    pairs and their attributes and objects alone, test = their unseen pairs, val
+    (``val_programs``; in neither oracle) = every other concept.  No world at all is a
+    :class:`PairsLayoutError`."""
+    drawn = episode_worlds(space, n_p, worlds, seed)
+    if not drawn:
+        raise PairsLayoutError(f"no world of {n_p} attributes x {n_p} objects can be drawn: the space has no "
+                               f"{n_p} pairs sharing no attribute and object with two more pairs in their grid")
+    seen = [p for s, _ in drawn for p in s]
+    unseen = {p for _, u in drawn for p in u}
+    train = ~_held_out_given_seen(space, seen)
+    ids = _pair_ids(space)
+    test = np.zeros(space.n_concepts, bool)
+    test[[ids[p] for p in unseen]] = True
+    val = ~train & ~test
+    n_seen = len(seen)
+    return {"name": name or f"worlds_np{n_p}", "kind": "held_out", "synonym_aware": False, "val_fraction": 0.0,
+            "description": f"RLCL episode worlds: {len(drawn)} world(s) of {n_p} attributes x {n_p} objects, "
+                           f"{n_seen} seen and {len(unseen)} unseen pairs ({n_seen / len(drawn):.2f} seen per world), "
+                           f"other concepts val; seed {seed}",
+            "val_programs": [space.descriptions[i] for i in np.flatnonzero(val)],
+            "held_out": {"programs": [space.descriptions[i] for i in np.flatnonzero(~train)]}}
 
 
 def _toml_value(v) -> str:
@@ -398,35 +712,87 @@ def _seen_test_note(layout) -> str:
             f"{example!r})")
 
 
+def exclusion_lines(excluded: dict, prefix: str = "excluded: ") -> list:
+    """One line per kind of an exclusion record (``{kind: {"count", "first", "rule"}}``):
+    ``excluded: 1 empty pair (test_pairs.txt: broken wall): listed ..., but no item ...``."""
+    words = {"empty_pairs": ("empty pair", "empty pairs"), "na_items": ("NA metadata record", "NA metadata records"),
+             "val_pairs": ("val-only pair", "val-only pairs"),
+             "val_only_atoms": ("val-only attribute/object", "val-only attributes/objects"),
+             "too_small": ("concept too small for an episode", "concepts too small for an episode")}
+    out = []
+    for kind, rec in excluded.items():
+        n = int(rec.get("count", 0))
+        if not n:
+            continue
+        shown = list(rec.get("first", []))
+        more = f", and {n - len(shown):,} more" if n > len(shown) else ""
+        word = words.get(kind, (kind, kind))[n != 1]
+        out.append(f"{prefix}{n:,} {word} ({', '.join(shown)}{more}): {rec.get('rule', '')}")
+    return out
+
+
 def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed: int = 0,
-                     overwrite: bool = False) -> list:
+                     overwrite: bool = False, worlds=(), n_worlds: int | None = None, episodes=None) -> list:
     """``bayes-concepts space from-pairs``: read the layout, build the pair space with its
-    ``unseen_pairs`` split spec (and a ``seen_k<K>`` spec per ``ks``), save it to ``out``
-    (atomically; the specs in ``out/splits/``).  Returns the summary lines to print."""
+    ``unseen_pairs`` split spec (when it has unseen pairs), a ``seen_k<K>`` spec per ``ks`` and a
+    ``worlds_np<N>`` spec (:func:`episode_worlds_spec`, at most ``n_worlds`` worlds) per ``worlds``,
+    save it to ``out`` (atomically; the specs in ``out/splits/``).  ``episodes``: None (5+20 each)
+    or an episode shape as a dict of its four fields
+    (:meth:`bayes_concepts.episodes.EpisodeShape.as_dict`), written into every spec as its
+    ``[episodes]`` table (the spec validates it).  Returns the summary lines to print."""
     import time
+    shape = dict(episodes) if episodes is not None else {"positives": 5, "negatives": 20, "query_positives": 5,
+                                                        "query_negatives": 20}
     if Path(out).exists() and not overwrite:
         raise FileExistsError(f"{out} already exists (pass --force to replace it)")
     t = time.perf_counter()
     layout = read_pairs_layout(items, pairs_dir)
     space = pair_space(layout, primitives=primitives, seed=seed)
+    if not layout.unseen_pairs() and not ks and not worlds:
+        raise PairsLayoutError(f"{pairs_dir}: no unseen pair (every test pair is a train pair, or there is none), so "
+                               "no split: give --k K (K seen pairs per attribute) or --worlds NP (RLCL's episode "
+                               "worlds)")
+    specs = []
     for k in ks:
-        spec = reference_limited_spec(space, k, seed)
+        specs.append(reference_limited_spec(space, k, seed))
+    for n_p in worlds:
+        specs.append(episode_worlds_spec(space, n_p, n_worlds, seed))
+    if episodes is not None:  # the shape goes into every spec, the seen-vs-unseen one included
+        if layout.unseen_pairs():
+            specs.insert(0, unseen_pairs_spec(space, layout.pairs["train"]))
+        specs = [{**s, "episodes": shape} for s in specs]
+    for spec in specs:
         space = space.with_spec_files({f"{spec['name']}.toml": spec_to_toml(spec)})
     splits = {}
     for fname, text in sorted(space.spec_files.items()):  # every spec must make a split before anything is saved
         splits[fname] = make_split(space, tomllib.loads(text))
     space.save(out, overwrite=overwrite)
     n_pairs = sum(1 for p in space.parts if len(p) == 2)
+    n_val = len(layout.val_only_pairs())
     lines = [f"built {out} in {time.perf_counter() - t:.1f} s: {space.n_concepts:,} concepts ({n_pairs:,} pairs"
              + (f", {space.n_concepts - n_pairs:,} attributes and objects alone" if primitives else "")
              + f") over {space.n_scenes:,} items; {space.n_synonym_classes:,} synonym classes",
              f"pair files: train {len(layout.pairs['train']):,}, val {len(layout.pairs['val']):,}, "
              f"test {len(layout.pairs['test']):,} pair{_s(len(layout.pairs['test']))}" + _seen_test_note(layout)
              + f" ({len(set(layout.attributes)):,} attribute{_s(len(set(layout.attributes)))}, "
-               f"{len(set(layout.objects)):,} object{_s(len(set(layout.objects)))})"]
+               f"{len(set(layout.objects)):,} object{_s(len(set(layout.objects)))}); "
+             + (f"{n_val:,} val pair{_s(n_val)} in no train or test list: not concepts (in neither oracle)"
+                if n_val else "every val pair is a train or test pair")]
+    lines += exclusion_lines(layout.exclusions())
+    if not layout.unseen_pairs():
+        lines.append("no unseen_pairs split: the layout has no unseen pair (every test pair is a train pair, or "
+                     "there is none)")
+    pos, qpos = shape["positives"], shape.get("query_positives", shape["positives"])
     for fname, split in splits.items():
         sz = split.sizes()
-        lines.append(f"split {split.name}: train {sz['train']:,}, test {sz['test']:,} concept{_s(sz['test'])} "
-                     f"({Path(out) / 'splits' / fname})")
+        small = [space.descriptions[i] for i in split.test if space.counts[i] < pos + qpos]
+        usable = sz["test"] - len(small)
+        lines.append(f"split {split.name}: train {sz['train']:,}, val {sz['val']:,}, test {sz['test']:,} "
+                     f"concept{_s(sz['test'])} ({Path(out) / 'splits' / fname}); {usable:,} test concept"
+                     f"{_s(usable)} can be drawn for episodes"
+                     + (f", {len(small):,} excluded ({', '.join(small[:FIRST])}"
+                        + (", ..." if len(small) > FIRST else "") + f"): fewer than {pos + qpos} items ({pos} support "
+                        f"+ {qpos} query positives): never an episode's concept, still a hypothesis of the oracles"
+                        if small else ""))
     lines.append(f"next: bayes-concepts audit {out} --report {Path(out).name}_audit.md")
     return lines

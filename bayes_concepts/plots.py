@@ -24,6 +24,10 @@ Figures read only the results Dataset (:mod:`bayes_concepts.results`) and the sp
     CURI's Figure 5: per split (ordered by mAP gap, largest first) the mean mAP (top)
     and CBA (bottom) of every learner in ``ds.learner`` with 95 % bootstrap intervals,
     and the comp gap (strong − weak, paired bootstrap interval) written at each split.
+``plot_gap_parts``
+    results with the atom and compound oracles (``compute_gap(..., parts=True)``): per split
+    the gap as a stacked bar from the weak to the strong oracle's mAP, in novel arrangements,
+    novel compounds and novel atoms, with every other learner as a marker against them.
 ``plot_entropies``
     CURI ICML Figure 4: expected posterior entropy over concepts and expected
     predictive entropy on the query set, per split, for each learner with entropies.
@@ -65,6 +69,7 @@ from .scenes.sound import SoundSettings, log_mel_spectrogram, synthesize_scenes
 __all__ = ["SPLIT_NAMES", "split_label", "learner_label", "learner_color", "split_order", "bootstrap_mean",
            "plot_comp_gap", "plot_entropies", "plot_synonym_classes", "plot_scene_properties", "plot_episode",
            "plot_modalities", "plot_closure_families", "write_figures", "comp_gap_data", "entropy_data",
+           "plot_gap_parts", "gap_parts_data",
            "synonym_data", "scene_property_data", "object_encoding", "value_styles", "oracles_for"]
 
 #: readable names of CURI's splits (seed paper section 3); other splits fall back to their id
@@ -73,10 +78,11 @@ SPLIT_NAMES = {
     "extrinsic": "Extrinsic", "intrinsic": "Intrinsic", "boolean": "Boolean",
     "binding_color": "Binding (colour)", "binding_shape": "Binding (shape)", "complexity": "Complexity",
 }
-LEARNER_NAMES = {"strong": "strong oracle", "weak": "weak oracle"}
+LEARNER_NAMES = {"strong": "strong oracle", "weak": "weak oracle", "atom": "atom oracle",
+                 "compound": "compound oracle"}
 #: strong green and weak red as in CURI's Figure 5; further learners (neural baselines) take
 #: CURI's yellow / purple / gray, then a seaborn palette
-LEARNER_COLORS = {"strong": "#1a9641", "weak": "#d7191c"}
+LEARNER_COLORS = {"strong": "#1a9641", "weak": "#d7191c", "atom": "#a6d96a", "compound": "#fdae61"}
 _EXTRA_COLORS = ("#e6ab02", "#7570b3", "#7f7f7f", "#1f78b4", "#a6761d", "#e7298a")
 #: how CLEVR draws its eight colours
 OBJECT_COLORS = {"gray": "#8c8c8c", "red": "#d62728", "blue": "#2b63c8", "green": "#2ca02c",
@@ -341,6 +347,103 @@ def plot_comp_gap(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
                      + ("\ntext up a learner's bar: learner " + MINUS + " weak oracle in percentage points [paired "
                         "bootstrap 95 % CI]" if models else ""), fontsize=11.5)
     return axes, data
+
+
+def gap_parts_data(ds, negatives: str = "hard", metric: str = "ap", n_boot: int = 1000, seed: int = 0,
+                   order=None) -> pd.DataFrame:
+    """The values of :func:`plot_gap_parts` (results with the atom and compound oracles:
+    ``compute_gap(..., parts=True)``): one row per (split, part) for the three parts of the
+    gap (``kind`` ``"part"``: ``part``, ``bottom`` and ``height`` of its segment in percent,
+    ``ci_lo``/``ci_hi`` its paired bootstrap 95 % interval in percentage points) and one row per
+    (split, learner) for every learner that is not an oracle (``kind`` ``"learner"``: ``mean``
+    with its bootstrap interval).  Segments start at the weak oracle's mean and end at the
+    strong oracle's; other results (no atom or compound oracle) are an error."""
+    from .gap import GAP_PARTS
+    if metric not in ("ap", "cba"):
+        raise ValueError(f"metric must be 'ap' or 'cba', got {metric!r}")
+    learners = _learners(ds)
+    missing = [lr for lr in ("strong", "atom", "compound", "weak") if lr not in learners]
+    if missing:
+        raise ValueError(f"results have no {' or '.join(missing)} oracle: compute the gap with parts=True "
+                         "(bayes-concepts gap --parts)")
+    cell = _cell(ds, negatives)
+    order = _order(ds, negatives, order)
+    rows = []
+    for rank, split in enumerate(order):
+        per = {lr: 100 * cell[metric].sel(split=split, learner=lr).values.astype(np.float64) for lr in learners}
+        keep = np.logical_and.reduce([np.isfinite(per[lr]) for lr in GAP_PARTS_ORDER_ORACLES])
+        bottom = float(np.mean(per["weak"][keep])) if keep.any() else np.nan
+        for part in reversed(list(GAP_PARTS)):  # from the weak oracle up: arrangements, compounds, atoms
+            upper, lower = GAP_PARTS[part]
+            mean, lo, hi = paired_bootstrap(per[upper][keep], per[lower][keep], n_boot, seed)
+            rows.append({"kind": "part", "split": split, "split_label": split_label(split), "order": rank,
+                         "part": part, "learner": None, "bottom": bottom, "height": mean, "ci_lo": lo, "ci_hi": hi,
+                         "mean": np.nan, "negatives": negatives, "metric": metric, "episodes": int(keep.sum())})
+            bottom = bottom + mean
+        for lr in learners:
+            if lr in LEARNER_COLORS:
+                continue
+            mean, lo, hi, n = bootstrap_mean(per[lr], n_boot, seed)
+            rows.append({"kind": "learner", "split": split, "split_label": split_label(split), "order": rank,
+                         "part": None, "learner": lr, "bottom": np.nan, "height": np.nan, "ci_lo": lo, "ci_hi": hi,
+                         "mean": mean, "negatives": negatives, "metric": metric, "episodes": n})
+    return pd.DataFrame(rows)
+
+
+#: the oracles a gap in parts needs, weakest first
+GAP_PARTS_ORDER_ORACLES = ("weak", "compound", "atom", "strong")
+#: the colours and labels of the three parts' segments
+PART_STYLES = {"novel_arrangements": ("#fdd49e", "novel arrangements (compound " + MINUS + " weak)"),
+               "novel_compounds": ("#fc8d59", "novel compounds (atom " + MINUS + " compound)"),
+               "novel_atoms": ("#b30000", "novel atoms (strong " + MINUS + " atom)")}
+
+
+def plot_gap_parts(ds, negatives: str = "hard", metric: str = "ap", n_boot: int = 1000, seed: int = 0, order=None,
+                   *, ax=None):
+    """The comp gap of every split in its three parts, one stacked bar per split: from the weak
+    oracle's mean up through novel arrangements (compound − weak), novel compounds (atom −
+    compound) and novel atoms (strong − atom) to the strong oracle's mean, each segment
+    labelled with its size (percentage points) when there is room; every other learner of the
+    results as a marker with its 95 % bootstrap interval, so it is placed against all four
+    oracles.  Splits as :func:`plot_comp_gap` orders them (or ``order``).
+
+    ``ax``: the Axes to draw on (default a new figure).  Returns ``(ax, data)``: ``data`` =
+    :func:`gap_parts_data` (the segments' ``bottom``/``height`` and intervals, the learners'
+    means)."""
+    data = gap_parts_data(ds, negatives, metric, n_boot, seed, order)
+    order = _order(ds, negatives, order)
+    learners = [lr for lr in _learners(ds) if lr not in LEARNER_COLORS]
+    x = np.arange(len(order))
+    with _style():
+        if ax is None:
+            ax = Figure(figsize=(max(6.0, 1.1 * len(order) + 2.5), 5.2), layout="constrained").add_subplot()
+        for part, (color, label) in PART_STYLES.items():
+            d = data[(data.kind == "part") & (data.part == part)].sort_values("order")
+            h = d["height"].to_numpy()
+            ax.bar(x, h, bottom=d["bottom"].to_numpy(), width=0.55, color=color, edgecolor="white", linewidth=0.6,
+                   label=label, gid=f"part:{part}", zorder=2)
+            for xi, (_, r) in zip(x, d.iterrows()):
+                if np.isfinite(r["height"]) and abs(r["height"]) >= 4:
+                    ax.text(xi, r["bottom"] + r["height"] / 2, f"{r['height']:.1f}", ha="center", va="center",
+                            fontsize=7.5, color="white" if part == "novel_atoms" else "0.1", zorder=3,
+                            gid=f"part_text:{part}:{r['split']}")
+        offsets = dict(zip(learners, _dodge(len(learners), 0.4)))
+        for lr in learners:
+            d = data[(data.kind == "learner") & (data.learner == lr)].sort_values("order")
+            y = d["mean"].to_numpy()
+            err = np.vstack([y - d["ci_lo"].to_numpy(), d["ci_hi"].to_numpy() - y])
+            ax.errorbar(x + offsets[lr], y, yerr=err, color=learner_color(lr, learners), marker="D", markersize=5,
+                        linestyle="none", capsize=2.5, label=learner_label(lr), gid=f"learner:{lr}", zorder=4)
+        ax.set_xticks(x, [split_label(s) for s in order], rotation=25, ha="right")
+        ax.set_xlim(-0.6, len(order) - 0.4)
+        ax.set_ylim(-3, 106)
+        ax.set_ylabel(METRIC_LABELS[metric])
+        ax.grid(axis="x", visible=False)
+        ax.set_title("The comp gap in parts: weak oracle (bar bottom) to strong oracle (bar top)\n"
+                     f"{_episodes_note(ds, negatives)}; segments in percentage points", fontsize=10)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(3, 3 + len(learners)),
+                  frameon=False)
+    return ax, data
 
 
 # ---------------------------------------------------------------------------------------
@@ -950,7 +1053,8 @@ def write_figures(results, space, out_dir, formats=("png", "pdf"), episodes=None
                   oracles=None, n_boot: int = 1000, seed: int = 0, dpi: int = 150) -> list:
     """Write every figure of ``results`` (and ``space``) to ``out_dir``, each drawn by its
     ``plot_*`` function on a new figure: ``comp_gap_hard``,
-    ``comp_gap_easy`` (when the results have easy negatives), ``entropy`` (hard negatives, or
+    ``comp_gap_easy`` (when the results have easy negatives), ``gap_parts_hard`` /
+    ``gap_parts_easy`` (results with the atom and compound oracles), ``entropy`` (hard negatives, or
     the first negatives setting present), ``synonym_classes``, ``scene_properties`` and,
     when ``episodes`` is given, ``episode_view`` (episode ``episode_index``; with the top
     concepts of ``oracles = (strong, weak)`` when given).  One file per format (PNG at
@@ -963,6 +1067,10 @@ def write_figures(results, space, out_dir, formats=("png", "pdf"), episodes=None
     for neg in ("hard", "easy"):
         if neg in negs:
             jobs.append((f"comp_gap_{neg}", lambda neg=neg: plot_comp_gap(results, neg, n_boot, seed)))
+    if {"atom", "compound"} <= set(_learners(results)):
+        for neg in ("hard", "easy"):
+            if neg in negs:
+                jobs.append((f"gap_parts_{neg}", lambda neg=neg: plot_gap_parts(results, neg, "ap", n_boot, seed)))
     ent_neg = "hard" if "hard" in negs else negs[0]
     jobs.append(("entropy", lambda: plot_entropies(results, ent_neg, n_boot, seed)))
     jobs.append(("synonym_classes", lambda: plot_synonym_classes(space)))

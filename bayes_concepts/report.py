@@ -37,7 +37,7 @@ from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import EpisodeSampler
 from .gap import audit, cell_seed
 from .oracles import OracleSettings, strong_and_weak
-from .plots import _style, plot_episode, split_label
+from .plots import _style, plot_episode, plot_gap_parts, split_label
 
 __all__ = ["audit_splits", "audit_frame", "format_audit_table", "rank_disagreements", "plot_gap_vs_divergence",
            "plot_gap_intervals", "plot_side_distributions", "hardest_episode", "write_report", "ReportError"]
@@ -49,7 +49,7 @@ class ReportError(BayesConceptsError):
 
 # ==================================================================================== audit
 def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
-                 log=None, query_negatives: str | None = None, hard_mode: str = "union") -> list:
+                 log=None, query_negatives: str | None = None, hard_mode: str = "union", episode_shape=None) -> list:
     """:func:`~bayes_concepts.gap.audit` of every split (a dict ``{name: Split}`` or a list),
     with the concept structure for the divergences computed once.  Each report gains
     ``seconds`` (wall time of its audit) and ``split_object`` (the Split).  ``log(str)``
@@ -62,7 +62,7 @@ def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int
     for split in (splits.values() if isinstance(splits, dict) else splits):
         t = time.perf_counter()
         r = audit(space, split, n_episodes, settings, seed, n_worst, structure=structure,
-                  query_negatives=query_negatives, hard_mode=hard_mode)
+                  query_negatives=query_negatives, hard_mode=hard_mode, episode_shape=episode_shape)
         r["seconds"] = time.perf_counter() - t
         r["split_object"] = split
         if log is not None:
@@ -93,6 +93,9 @@ def audit_frame(reports: list) -> pd.DataFrame:
             if "ap_tolerance" in g:  # the AP tolerance and the largest certified bound
                 row["ap_tolerance"] = g["ap_tolerance"]
                 row["ap_bound_max"] = max(row.get("ap_bound_max", 0.0), g["ap_bound_max"])
+            for part, value in g.get("parts", {}).get("map", {}).items():  # the mAP gap in parts
+                if part != "total" and not part.endswith("_ci"):
+                    row[f"map_{part}_{neg}"] = value
             if neg == "hard":
                 row["posterior_entropy"] = g["posterior_entropy"]
                 row["predictive_entropy"] = g["predictive_entropy"]
@@ -114,6 +117,10 @@ def _ci(df, row, key) -> str:
 def _cells(df: pd.DataFrame) -> tuple:
     head = ["split", "train", "val", "test", "leakage", "mAP gap hard", "CBA gap hard", "mAP gap easy",
             "weak cov. hard", "weak cov. easy", "H post", "H pred", "atom div.", "compound div."]
+    parts = [f"map_{p}_hard" for p in ("novel_arrangements", "novel_compounds", "novel_atoms")]
+    with_parts = all(k in df for k in parts)
+    if with_parts:
+        head.insert(6, "parts hard (arr./comp./atoms)")
     rows = []
     for _, r in df.iterrows():
         r = r.to_dict()
@@ -126,6 +133,8 @@ def _cells(df: pd.DataFrame) -> tuple:
                      num("weak_coverage_hard", ".1f") + "%", num("weak_coverage_easy", ".1f") + "%",
                      num("posterior_entropy", ".2f"), num("predictive_entropy", ".3f"),
                      num("atom_divergence", ".3f"), num("compound_divergence", ".3f")])
+        if with_parts:
+            rows[-1].insert(6, " / ".join(num(k, ".1f") for k in parts))
     return head, rows
 
 
@@ -138,26 +147,78 @@ def format_audit_table(df: pd.DataFrame) -> str:
     lines.append("gaps: strong - weak oracle in percentage points with paired bootstrap 95% intervals; weak cov.: "
                  "test episodes in which some training concept fits the support; H: strong oracle's entropies (nats, "
                  "hard negatives); divergences: 1 - Chernoff coefficient (alpha 0.5 atoms, 0.1 compounds), train vs "
-                 "test, weighted by the episode distribution")
+                 "test, weighted by the episode distribution"
+                 + ("; parts: the hard mAP gap as novel arrangements (compound - weak oracle) / novel compounds "
+                    "(atom - compound) / novel atoms (strong - atom)" if "parts hard (arr./comp./atoms)" in head else ""))
     if "ap_tolerance" in df and (df["ap_tolerance"] > 0).any():
         lines.append(f"AP within {df['ap_tolerance'].max():g} of the exact AP in every episode (certified per "
                      f"episode; largest bound {df['ap_bound_max'].max():.2g})")
+    if constant_note(df):
+        lines.append(constant_note(df))
     return "\n".join(lines)
 
 
 def rank_disagreements(df: pd.DataFrame, a: str = "map_gap_hard", b: str = "compound_divergence") -> pd.DataFrame:
     """Ranks of the splits by columns ``a`` and ``b`` (1 = largest; ties share the mean rank),
     their difference ``b − a``, and Spearman's ρ in ``attrs["spearman"]`` (NaN for < 3
-    splits).  Rows ordered by |rank difference|, largest first."""
+    splits, or when ``a`` or ``b`` is the same on every split: ``attrs["constant"]`` then lists
+    those columns, and there is no correlation to state).  Rows ordered by |rank difference|,
+    largest first."""
     out = df[["split", a, b]].copy()
     out[f"rank_{a}"] = out[a].rank(ascending=False)
     out[f"rank_{b}"] = out[b].rank(ascending=False)
     out["rank_difference"] = out[f"rank_{b}"] - out[f"rank_{a}"]
-    rho = float(out[f"rank_{a}"].corr(out[f"rank_{b}"])) if len(out) >= 3 else float("nan")
+    constant = [c for c in (a, b) if len(out) >= 2 and np.ptp(out[c].to_numpy(np.float64)) <= CONSTANT_TOLERANCE]
+    rho = (float(out[f"rank_{a}"].corr(out[f"rank_{b}"])) if len(out) >= 3 and not constant else float("nan"))
     out = out.reindex(out["rank_difference"].abs().sort_values(ascending=False, kind="stable").index)
     out = out.reset_index(drop=True)
     out.attrs["spearman"] = rho
+    out.attrs["constant"] = constant
     return out
+
+
+#: a column whose values across splits differ by no more than this is constant (stated, not correlated)
+CONSTANT_TOLERANCE = 5e-4
+
+
+def constant_note(df: pd.DataFrame, columns=("atom_divergence", "compound_divergence")) -> str:
+    """``compound divergence is 1.000 on every split (constant: it cannot rank them)`` for the
+    ``columns`` whose values are the same on every split of ``df`` (2 splits or more), else ``""``."""
+    if len(df) < 2:
+        return ""
+    same = [(c, float(df[c].iloc[0])) for c in columns
+            if c in df and np.ptp(df[c].to_numpy(np.float64)) <= CONSTANT_TOLERANCE]
+    if not same:
+        return ""
+    return ("; ".join(f"{c.replace('_', ' ')} is {v:.3f} on every split" for c, v in same)
+            + f" (constant: {'it cannot rank' if len(same) == 1 else 'they cannot rank'} the splits, and no rank "
+              "correlation with the gap is stated)")
+
+
+def episode_note(reports: list) -> list:
+    """One line per audited split with episode exclusions: the usable and excluded test concepts
+    (count, first names, rule); and one line per kind of what the space's build left out."""
+    lines, space_done = [], False
+    for r in reports:
+        ep = r.get("episodes")
+        if not ep:
+            continue
+        ex = ep["excluded"]
+        lines.append(f"{r['split']}: {ep['usable']:,} usable test concept{'s' * (ep['usable'] != 1)}, "
+                     f"{ex['count']:,} excluded" + (f" ({', '.join(ex['first'])}" + (", ..." if ex["count"] > len(
+                         ex["first"]) else "") + ")" if ex["count"] else "")
+                     + f"; episodes {ep['shape']['positives']}+{ep['shape']['negatives']} support, "
+                       f"{ep['shape']['query_positives']}+{ep['shape']['query_negatives']} query")
+        if not space_done:
+            space_done = True
+            for kind, rec in (ep.get("space") or {}).items():
+                more = ", ..." if rec["count"] > len(rec["first"]) else ""
+                lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
+                             f"({', '.join(rec['first'])}{more}): {rec['rule']}")
+    if any(r.get("episodes", {}).get("excluded", {}).get("count") for r in reports):
+        rule = next(r["episodes"]["excluded"]["rule"] for r in reports if r.get("episodes"))
+        lines.append(f"excluded test concepts: {rule}")
+    return lines
 
 
 # ================================================================================= figures
@@ -372,6 +433,41 @@ def _hard_map_gap(report) -> float:
     return float(gaps[0]) if gaps and np.isfinite(gaps[0]) else -np.inf
 
 
+def _parts_blocks(reports) -> list:
+    """The report's section on the gap in parts (audits with the atom and compound oracles):
+    a table of the three parts of the hard-negative mAP gap per split and their figure."""
+    with_parts = [r for r in reports if any("parts" in g for g in r["gap"])]
+    if not with_parts:
+        return []
+    import xarray as xr
+    rows = []
+    for r in with_parts:
+        g = next(g for g in r["gap"] if g["negatives"] == "hard" and "parts" in g)
+        p, sizes = g["parts"]["map"], r.get("oracle_sizes", {})
+        rows.append([split_label(r["split"]), *(f"{g[lr]['map']:.1f}" for lr in ("weak", "compound", "atom", "strong")),
+                     *(f"{p[k]:.1f} [{p[k + '_ci'][0]:.1f}, {p[k + '_ci'][1]:.1f}]"
+                       for k in ("novel_arrangements", "novel_compounds", "novel_atoms")),
+                     " / ".join(f"{sizes[k]:,}" for k in ("weak", "compound", "atom", "strong")) if sizes else "–"])
+    blocks = [("h2", "The gap in parts"),
+              ("p", "Two oracles sit between the weak and the strong one, on the same episodes: the compound oracle "
+                    "knows every concept whose atoms and compounds (parent-child sub-trees; for attribute-object "
+                    "pairs, the pair) all occur in train concepts, the atom oracle every concept whose atoms all "
+                    "do. The hard-negative mAP gap is the sum of three parts (percentage points, paired bootstrap "
+                    "95 % intervals): novel arrangements of seen compounds (compound - weak), novel compounds "
+                    "(atom - compound) and novel atoms (strong - atom)."),
+              ("table", ["split", "weak", "compound", "atom", "strong", "novel arrangements", "novel compounds",
+                         "novel atoms", "concepts (weak / compound / atom / strong)"], rows)]
+    sets = [r["results"] for r in with_parts]
+    if len({d.sizes["episode"] for d in sets}) == 1:
+        from matplotlib.figure import Figure
+        ds = xr.concat(sets, dim="split", combine_attrs="override")
+        fig = Figure(figsize=(max(6.0, 1.1 * len(sets) + 2.5), 5.2), layout="constrained")
+        plot_gap_parts(ds, "hard", ax=fig.add_subplot())
+        blocks.append(("figure", "gap_parts", fig, "The hard-negative mAP gap of each split in its three parts, "
+                       "from the weak oracle's mAP (bottom of the bar) to the strong oracle's (top)."))
+    return blocks
+
+
 def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
     """The page as blocks: ("h1"|"h2"|"p", text), ("table", head, rows), ("figure", name, fig, caption)."""
     df = audit_frame(reports)
@@ -400,7 +496,13 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
     plot_gap_vs_divergence(df, ax=a2)
     b.append(("figure", "gap_and_divergence", fig, "Left: comp gap (mAP) per split, hard and easy negatives. "
               "Right: hard-negative mAP gap against compound divergence."))
-    if len(df) >= 3:
+    b += _parts_blocks(reports)
+    if constant_note(df):
+        b.append(("p", constant_note(df)[0].upper() + constant_note(df)[1:] + "."))
+    if episode_note(reports):
+        b.append(("h2", "Episodes: usable and excluded concepts"))
+        b.append(("p", "; ".join(episode_note(reports)) + "."))
+    if len(df) >= 3 and not rank_disagreements(df).attrs["constant"]:
         rk = rank_disagreements(df)
         rho = rk.attrs["spearman"]
         moved = rk[rk["rank_difference"].abs() >= 2]

@@ -121,13 +121,16 @@ SIDES = ("train", "val", "test")
 KINDS = ("all", "random", "held_out")
 
 _TOP_KEYS = ("name", "description", "kind", "fractions", "seed", "held_out", "synonym_aware",
-             "val_fraction", "val_seed")
+             "val_fraction", "val_seed", "val_programs", "episodes")
 #: keys (besides name/description/kind) that each kind accepts
 _KIND_KEYS = {
-    "all": ("val_fraction", "val_seed"),
-    "random": ("fractions", "seed", "synonym_aware"),
-    "held_out": ("held_out", "synonym_aware", "val_fraction", "val_seed"),
+    "all": ("val_fraction", "val_seed", "episodes"),
+    "random": ("fractions", "seed", "synonym_aware", "episodes"),
+    "held_out": ("held_out", "synonym_aware", "val_fraction", "val_seed", "val_programs", "episodes"),
 }
+#: the keys of a spec's [episodes] table (the episode shape: bayes_concepts.episodes.EpisodeShape)
+#: and the least value of each
+_EPISODE_KEYS = {"positives": 1, "negatives": 0, "query_positives": 1, "query_negatives": 0}
 _FRACTION_KEYS = ("train", "val", "test")
 _COUNT_KEYS = ("value", "number")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -482,6 +485,29 @@ def _validate(raw: dict, where: _Where, default_name=None) -> dict:
         spec["synonym_aware"] = boolean("synonym_aware", False)
         spec["val_fraction"] = val_fraction(0.1)
         spec["val_seed"] = integer("val_seed", 0)
+        if "val_programs" in raw:  # the held-out concepts that are val (in neither oracle), given by name
+            vp = raw["val_programs"]
+            if not isinstance(vp, list) or not all(isinstance(x, str) for x in vp):
+                raise where.error(f"val_programs must be an array of concept programs (strings), got "
+                                  f"{_type_name(vp)}", ("val_programs",))
+            if vp and spec["val_fraction"] > 0 and "val_fraction" in raw:
+                raise where.error("val_programs and val_fraction > 0 contradict each other: give one way of "
+                                  "choosing val", ("val_programs",))
+            spec["val_programs"] = list(vp)
+            spec["val_fraction"] = 0.0
+    if "episodes" in raw:  # the episode shape of this split's episodes
+        ep = raw["episodes"]
+        if not isinstance(ep, dict):
+            raise where.error(f"episodes must be a table such as {{positives = 5, negatives = 20}}, got "
+                              f"{_type_name(ep)}", ("episodes",))
+        for key, v in ep.items():
+            if key not in _EPISODE_KEYS:
+                raise where.error(f"unknown key {key!r} in [episodes] (expected {', '.join(_EPISODE_KEYS)})",
+                                  ("episodes", key))
+            if not _is_int(v) or v < _EPISODE_KEYS[key]:
+                raise where.error(f"episodes.{key} must be an integer >= {_EPISODE_KEYS[key]}, got {v!r}",
+                                  ("episodes", key))
+        spec["episodes"] = dict(ep)
     return spec
 
 
@@ -974,8 +1000,22 @@ def make_split(space, spec_or_path) -> Split:
         if mask.all():
             raise where.error(f"the [held_out] rules match every concept of the space ({n:,}): "
                               "train would be empty", ("held_out",))
-        val, test = _carve_val(space, np.flatnonzero(mask), spec["val_fraction"], spec["val_seed"],
-                               spec["synonym_aware"])
+        if spec.get("val_programs"):  # val named: each must be a held-out concept of the space
+            index = {p: i for i, p in enumerate(space.programs)}
+            missing = [p for p in spec["val_programs"] if p not in index]
+            if missing:
+                raise where.error(f"val_programs names {missing[0]!r}, which is not a concept of the space",
+                                  ("val_programs",))
+            val = np.array(sorted({index[p] for p in spec["val_programs"]}), np.int64)
+            if not mask[val].all():
+                raise where.error(f"val_programs names {space.programs[int(val[~mask[val]][0])]!r}, which the "
+                                  "[held_out] rules do not hold out (val concepts are held out)", ("val_programs",))
+            test = np.setdiff1d(np.flatnonzero(mask), val)
+            if not len(test):
+                raise where.error("val_programs takes every held-out concept: test would be empty", ("val_programs",))
+        else:
+            val, test = _carve_val(space, np.flatnonzero(mask), spec["val_fraction"], spec["val_seed"],
+                                   spec["synonym_aware"])
         sides = {"train": np.flatnonzero(~mask), "val": val, "test": test}
     return Split(spec["name"], sides["train"], sides["val"], sides["test"], spec, source,
                  spec["description"], n)

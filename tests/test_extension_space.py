@@ -281,7 +281,7 @@ def test_cli_from_pairs_and_audit_report(tmp_path, capsys):
     assert main(["space", "from-pairs", str(out), "--items", str(ITEMS), "--pairs-dir", str(FIXTURE),
                  "--k", "1", "2"]) == 0
     text = capsys.readouterr().out
-    assert "split unseen_pairs: train 36, test 10" in text and (out / "splits" / "seen_k2.toml").is_file()
+    assert "split unseen_pairs: train 36, val 0, test 10" in text and (out / "splits" / "seen_k2.toml").is_file()
     assert main(["space", "info", str(out)]) == 0
     assert "extension space: 46 concepts" in capsys.readouterr().out
     report = tmp_path / "audit.md"
@@ -307,7 +307,7 @@ def _layout_copy(tmp_path) -> Path:
 
 @pytest.mark.parametrize("file, edit, message", [
     ("train_pairs.txt", lambda t: t + "wet dog cat\n", r"train_pairs.txt line 23: expected 'attribute object'"),
-    ("test_pairs.txt", lambda t: "purple dog\n" + t, r"test_pairs.txt line 1: attribute 'purple' labels no item"),
+    ("test_pairs.txt", lambda t: "purple dog cat\n" + t, r"test_pairs.txt line 1: expected 'attribute object'"),
     ("val_pairs.txt", lambda t: t + t.splitlines()[0] + "\n",
      r"val_pairs.txt line 10: the pair \(\w+, \w+\) is listed twice \(first on line 1\)"),
     ("items.tsv", lambda t: t.replace("image\tattr", "picture\tattr", 1), r"items.tsv line 1: the header has no item"),
@@ -325,7 +325,7 @@ def test_cli_rejects_a_malformed_layout_with_file_and_line(tmp_path, capsys, fil
     assert not (tmp_path / "out").exists()
 
 
-def test_missing_pairs_file_and_unlabelled_pair(tmp_path):
+def test_missing_pairs_file_and_empty_pair(tmp_path):
     d = _layout_copy(tmp_path)
     (d / "val_pairs.txt").unlink()
     with pytest.raises(PairsLayoutError, match="val_pairs.txt: missing"):
@@ -336,9 +336,10 @@ def test_missing_pairs_file_and_unlabelled_pair(tmp_path):
     attrs = sorted({a for a, _ in pairs})
     objs = sorted({o for _, o in pairs})
     missing = next((a, o) for a in attrs for o in objs if (a, o) not in pairs)
-    (d / "test_pairs.txt").write_text(f"{missing[0]} {missing[1]}\n")
-    with pytest.raises(PairsLayoutError, match=r"test_pairs.txt line 1: no item is labelled with the pair"):
-        read_pairs_layout(d / "items.tsv", d)
+    (d / "test_pairs.txt").write_text(f"{missing[0]} {missing[1]}\npurple dog\n" + (d / "test_pairs.txt").read_text())
+    got = read_pairs_layout(d / "items.tsv", d)  # a listed pair that no item has is left out, and counted
+    assert got.empty_pairs == [f"test_pairs.txt: {missing[0]} {missing[1]}", "test_pairs.txt: purple dog"]
+    assert got.exclusions()["empty_pairs"]["count"] == 2
 
 
 def test_items_as_json_lines(tmp_path, layout):

@@ -387,7 +387,30 @@ def audit(space, splits):
 
 
 #: name -> (module, the axes to give it: a function of a new Figure, the call, the check)
+_PARTS = {}
+
+
+def _parts_ds(space, splits):
+    """Results with the atom and compound oracles (made once per module)."""
+    if "ds" not in _PARTS:
+        _PARTS["ds"] = compute_gap(space, {k: splits[k] for k in ("boolean", "complexity", "binding_color")},
+                                   n_episodes=60, seed=1, parts=True)
+    return _PARTS["ds"]
+
+
+def check_gap_parts(ax, data, ds):
+    parts = data[data.kind == "part"]
+    drawn = [p for p in ax.patches if str(p.get_gid() or "").startswith("part:")]
+    assert len(drawn) == len(parts)
+    heights = {(p.get_gid(), round(p.get_x() + p.get_width() / 2)): p.get_height() for p in drawn}
+    for _, r in parts.iterrows():
+        assert np.isclose(heights[(f"part:{r['part']}", r["order"])], r["height"])
+
+
 CASES = {
+    "plot_gap_parts": (plots, lambda f: f.add_subplot(),
+                       lambda a, x: plots.plot_gap_parts(_parts_ds(x["space"], x["splits"]), n_boot=50, ax=a),
+                       check_gap_parts),
     "plot_comp_gap": (plots, lambda f: f.subplots(2, 1, sharex=True),
                       lambda a, x: plots.plot_comp_gap(x["ds"], "hard", n_boot=50, axes=a), check_comp_gap),
     "plot_entropies": (plots, lambda f: f.subplots(2, 1),

@@ -1,0 +1,1 @@
+"""ConceptWorld: hierarchical relational concepts on grids of coloured points."""

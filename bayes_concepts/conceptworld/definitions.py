@@ -1,0 +1,677 @@
+"""ConceptWorld's definitions file: read it, interpret its expressions, compile its shapes.
+
+The file (``hypotheses/conceptworld/concepts.toml``; see its comments for the grammar)
+has five tables of definitions, each built from the ones before:
+
+=============  ======================================================================
+``point``      binary relations on points, ``r(a, b)``: "b is r of a"
+``color``      unary colour predicates on a point ``p`` (on an object: every point)
+``relation``   binary relations on objects ``R(X, Y)``, lifted from point relations with
+               ``all(...)`` / ``any(...)`` over the objects' points
+``object``     shapes (``parts`` + ``where``: unit point relations and colours) and
+               objects made of them (``is``: a shape and colour predicates, or
+               alternatives)
+``concept``    scene concepts: ``exists``, ``chain`` (recursive sequences), ``any``,
+               ``boxworld``; families with ``lengths`` are instantiated per n
+=============  ======================================================================
+
+Expressions use Python's expression syntax; :func:`compile_expr` turns them into small
+closures over an environment, never ``eval``.  A point is a tuple ``(x, y, colour
+index)`` whose entries may be numpy arrays (the compiler of shapes and relation offsets
+evaluates a definition on many placements at once); an object is a tuple of points or of
+objects (a composite shape's parts); :func:`points_of` flattens it.
+
+:func:`shape_variants` compiles an object into :class:`Variant` patterns -- fixed point
+offsets, per-point allowed colours and same-colour groups -- by probing each point
+relation of its ``where`` clause for the unit offset (and colour test) it stands for.
+"""
+from __future__ import annotations
+
+import ast
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BayesConceptsError
+from ..resources import data_file
+
+__all__ = ["DefinitionsError", "Definitions", "ConceptDef", "Variant", "load_definitions", "compile_expr",
+           "points_of", "DEFAULT_FILE", "EXPERIMENTS_FILE"]
+
+DEFAULT_FILE = "conceptworld/concepts.toml"
+EXPERIMENTS_FILE = "conceptworld/experiments.toml"
+_TABLES = ("point", "color", "relation")
+_PARAMS = {"point": ("a", "b"), "color": ("p",), "relation": ("X", "Y")}
+
+
+class DefinitionsError(BayesConceptsError):
+    """A ConceptWorld definitions file that cannot be used; names the file and the entry."""
+
+
+# ============================================================================= expressions
+def points_of(v) -> list:
+    """The points of an object (nested tuples of points flattened), or ``[v]`` for a point."""
+    if isinstance(v, tuple) and len(v) == 3 and not isinstance(v[0], tuple):
+        return [v]
+    out = []
+    for e in v:
+        out += points_of(e)
+    return out
+
+
+def _is_point(v) -> bool:
+    return isinstance(v, tuple) and len(v) == 3 and not isinstance(v[0], tuple)
+
+
+_CMP = {ast.Eq: np.equal, ast.NotEq: np.not_equal, ast.Lt: np.less, ast.Gt: np.greater, ast.LtE: np.less_equal,
+        ast.GtE: np.greater_equal}
+_ATTR = {"x": 0, "y": 1, "color": 2}
+
+
+def compile_expr(text: str, defs: "Definitions", where: str, parts: dict | None = None):
+    """A closure ``f(env) -> bool or bool array`` of the expression ``text`` (Python syntax).
+
+    ``env`` maps variable names to points / objects.  ``parts``: ``{name: object name}`` of a
+    shape's parts that are shapes (so ``A.p2`` means point p2 of part A).  A construct
+    outside the language is a :class:`DefinitionsError` naming ``where``."""
+    try:
+        tree = ast.parse(" ".join(text.split()), mode="eval").body
+    except SyntaxError as exc:
+        raise DefinitionsError(f"{where}: not an expression ({exc.msg}): {text!r}") from None
+    return _compile(tree, defs, where, parts or {})
+
+
+def _compile(node, defs, where, parts):
+    def bad(what):
+        return DefinitionsError(f"{where}: {what} is not part of the language ({ast.unparse(node)!r})")
+
+    if isinstance(node, ast.BoolOp):
+        subs = [_compile(v, defs, where, parts) for v in node.values]
+        if isinstance(node.op, ast.And):
+            def f(env):
+                out = subs[0](env)
+                for s in subs[1:]:
+                    if out is False or (isinstance(out, (bool, np.bool_)) and not out):
+                        return False
+                    out = np.logical_and(out, s(env))
+                return out
+        else:
+            def f(env):
+                out = subs[0](env)
+                for s in subs[1:]:
+                    if isinstance(out, (bool, np.bool_)) and out:
+                        return True
+                    out = np.logical_or(out, s(env))
+                return out
+        return f
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        sub = _compile(node.operand, defs, where, parts)
+        return lambda env: np.logical_not(sub(env))
+    if isinstance(node, ast.Compare):
+        if len(node.ops) != 1 or type(node.ops[0]) not in _CMP:
+            raise bad("this comparison")
+        op = _CMP[type(node.ops[0])]
+        lhs = _compile(node.left, defs, where, parts)
+        rhs = _compile(node.comparators[0], defs, where, parts)
+        return lambda env: op(lhs(env), rhs(env))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        lhs, rhs = _compile(node.left, defs, where, parts), _compile(node.right, defs, where, parts)
+        if isinstance(node.op, ast.Add):
+            return lambda env: lhs(env) + rhs(env)
+        return lambda env: lhs(env) - rhs(env)
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, str)):
+            raise bad("this constant")
+        if isinstance(node.value, str):
+            if node.value not in defs.colors:
+                raise DefinitionsError(f"{where}: colour {node.value!r} is not in the grid's colours "
+                                       f"({', '.join(defs.colors)})")
+            value = defs.colors.index(node.value)
+        else:
+            value = node.value
+        return lambda env: value
+    if isinstance(node, ast.Name):
+        name = node.id
+        return lambda env: env[name]
+    if isinstance(node, ast.Attribute):
+        if isinstance(node.value, ast.Name) and node.value.id in parts:
+            shape = defs.objects.get(parts[node.value.id])
+            if shape is None or node.attr not in shape.get("point_parts", ()):
+                raise DefinitionsError(f"{where}: {ast.unparse(node)!r}: part {node.value.id} "
+                                       f"({parts[node.value.id]}) has no point {node.attr}")
+            k = shape["point_parts"].index(node.attr)
+            name = node.value.id
+            return lambda env: env[name][k]
+        if node.attr not in _ATTR:
+            raise bad(f"attribute .{node.attr}")
+        sub, k = _compile(node.value, defs, where, parts), _ATTR[node.attr]
+        return lambda env: sub(env)[k]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        fname = node.func.id
+        if fname in ("all", "any"):
+            return _compile_quantifier(node, fname, defs, where, parts)
+        args = [_compile(a, defs, where, parts) for a in node.args]
+        if node.keywords:
+            raise bad("a keyword argument")
+        return _compile_call(fname, args, defs, where)
+    raise bad(type(node).__name__)
+
+
+def _compile_quantifier(node, fname, defs, where, parts):
+    if len(node.args) != 1 or not isinstance(node.args[0], ast.GeneratorExp):
+        raise DefinitionsError(f"{where}: {fname}(...) takes one generator, e.g. {fname}(r(x, y) for x in X for y in Y)")
+    gen = node.args[0]
+    loops = []
+    for comp in gen.generators:
+        if not isinstance(comp.target, ast.Name) or comp.ifs or comp.is_async:
+            raise DefinitionsError(f"{where}: {ast.unparse(gen)!r}: write 'for v in V' without conditions")
+        loops.append((comp.target.id, _compile(comp.iter, defs, where, parts)))
+    body = _compile(gen.elt, defs, where, parts)
+    is_all = fname == "all"
+
+    def f(env):
+        acc = is_all
+        stack = [(0, dict(env))]
+
+        def rec(level, e):
+            nonlocal acc
+            if level == len(loops):
+                v = body(e)
+                acc = np.logical_and(acc, v) if is_all else np.logical_or(acc, v)
+                return
+            name, it = loops[level]
+            for p in points_of(it(e)):
+                e2 = dict(e)
+                e2[name] = p
+                rec(level + 1, e2)
+        rec(*stack[0])
+        return acc
+    return f
+
+
+def _compile_call(fname, args, defs, where):
+    kind = defs.kind_of(fname)
+    if kind is None:
+        raise DefinitionsError(f"{where}: {fname!r} is not defined (define it in an earlier table)")
+    if kind == "color":
+        if len(args) != 1:
+            raise DefinitionsError(f"{where}: colour predicate {fname} takes one argument, got {len(args)}")
+        a = args[0]
+
+        def f(env):
+            v = a(env)
+            if _is_point(v):
+                return defs.fn(fname)({"p": v})
+            out = True
+            for p in points_of(v):
+                out = np.logical_and(out, defs.fn(fname)({"p": p}))
+            return out
+        return f
+    if kind in ("point", "relation"):
+        if len(args) != 2:
+            raise DefinitionsError(f"{where}: {kind} relation {fname} takes two arguments, got {len(args)}")
+        names = _PARAMS[kind]
+        a, b = args
+        return lambda env: defs.fn(fname)({names[0]: a(env), names[1]: b(env)})
+    # an object predicate: one object argument, or its parts one by one
+    if len(args) == 1:
+        a = args[0]
+        return lambda env: defs.object_holds(fname, a(env))
+    return lambda env: defs.object_holds(fname, tuple(x(env) for x in args))
+
+
+# ============================================================================ the file
+@dataclass
+class ConceptDef:
+    """One scene concept of the file, instantiated: ``name`` (``"red_seq 3"`` for a family),
+    ``family`` (the entry), ``n`` (the family's n, or None), ``form`` (``exists``, ``chain``,
+    ``any``, ``boxworld``) and the entry's fields."""
+
+    name: str
+    family: str
+    n: int | None
+    form: str
+    entry: dict
+
+    @property
+    def depth(self) -> int:
+        """Composition depth: n for a family (links of a chain, locks of a Box-World path),
+        else the number of objects the concept relates."""
+        if self.n is not None:
+            return int(self.n)
+        return len(_free_objects(self.entry.get("exists", "X")))
+
+
+def _free_objects(text: str) -> list:
+    names = {n.id for n in ast.walk(ast.parse(" ".join(text.split()), mode="eval")) if isinstance(n, ast.Name)}
+    calls = {n.func.id for n in ast.walk(ast.parse(" ".join(text.split()), mode="eval"))
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return sorted(names - calls)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compiled pattern of an object.
+
+    object: the object's name (the alternative's, for objects with alternatives).
+    offsets: int (k, 2) ``(dy, dx)`` of the k points from the pattern's top-left corner.
+    allowed: bool (k, C): colours each point may have.
+    groups: tuple of int tuples: points that must share one colour (every point is in one).
+    """
+
+    object: str
+    offsets: np.ndarray
+    allowed: np.ndarray
+    groups: tuple
+
+    @property
+    def height(self) -> int:
+        return int(self.offsets[:, 0].max()) + 1
+
+    @property
+    def width(self) -> int:
+        return int(self.offsets[:, 1].max()) + 1
+
+    @property
+    def geometry(self) -> tuple:
+        return tuple(sorted(map(tuple, self.offsets.tolist())))
+
+
+@dataclass
+class Definitions:
+    """A read definitions file.  ``colors``: the grid's palette; ``scene_colors``: colour
+    indices of free points and of objects whose colour is not fixed; ``tables``: the raw
+    ``point``, ``color``, ``relation`` tables; ``objects``: name -> entry (with
+    ``point_parts`` / ``shape_parts`` for shapes); ``concepts``: name -> entry;
+    ``boxworld``: its table."""
+
+    source: str
+    size: int
+    colors: tuple
+    scene_colors: tuple
+    tables: dict
+    objects: dict
+    concepts: dict
+    boxworld: dict
+    _fns: dict = field(default_factory=dict, repr=False)
+    _variants: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n_colors(self) -> int:
+        return len(self.colors)
+
+    def kind_of(self, name: str) -> str | None:
+        for t in _TABLES:
+            if name in self.tables[t]:
+                return t
+        return "object" if name in self.objects else None
+
+    def fn(self, name: str):
+        """The compiled body of a ``point``, ``color`` or ``relation`` definition."""
+        f = self._fns.get(name)
+        if f is None:
+            kind = self.kind_of(name)
+            f = compile_expr(self.tables[kind][name], self, f"{self.source} [{kind}] {name}")
+            self._fns[name] = f
+        return f
+
+    # ------------------------------------------------------------ objects (slow form)
+    def object_holds(self, name: str, value) -> bool:
+        """Whether ``value`` (an object: tuple of parts) is a ``name`` object, by its definition."""
+        entry = self.objects[name]
+        if "is" in entry:
+            return bool(self._is_fn(name)({"X": value}))
+        parts = entry["parts"]
+        if not isinstance(value, tuple) or _is_point(value) or len(value) != len(parts):
+            return False
+        env = {}
+        for (pname, ptype), v in zip(parts, value):
+            if ptype is None:
+                if not _is_point(v):
+                    return False
+            elif _is_point(v) or not self.object_holds(ptype, v):
+                return False
+            env[pname] = v
+        pts = points_of(value)
+        if len({(int(p[0]), int(p[1])) for p in pts}) != len(pts):
+            return False  # the points of an object are distinct
+        return bool(self.where_fn(name)(env))
+
+    def where_fn(self, name: str):
+        key = ("where", name)
+        if key not in self._fns:
+            e = self.objects[name]
+            self._fns[key] = compile_expr(e["where"], self, f"{self.source} [object.{name}] where",
+                                          {p: t for p, t in e["parts"] if t is not None})
+        return self._fns[key]
+
+    def _is_fn(self, name: str):
+        key = ("is", name)
+        if key not in self._fns:
+            self._fns[key] = compile_expr(self.objects[name]["is"], self, f"{self.source} [object.{name}] is")
+        return self._fns[key]
+
+    def is_alternatives(self, name: str) -> list:
+        """An ``is`` object as alternatives: [(base object, [colour predicates])]; its
+        expression must be an ``or`` of ``and``s of one object call and colour calls on X."""
+        where = f"{self.source} [object.{name}] is"
+        tree = ast.parse(" ".join(self.objects[name]["is"].split()), mode="eval").body
+        alts = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.Or) else [tree]
+        out = []
+        for alt in alts:
+            terms = alt.values if isinstance(alt, ast.BoolOp) and isinstance(alt.op, ast.And) else [alt]
+            base, colors = None, []
+            for t in terms:
+                if not (isinstance(t, ast.Call) and isinstance(t.func, ast.Name) and len(t.args) == 1
+                        and isinstance(t.args[0], ast.Name) and t.args[0].id == "X"):
+                    raise DefinitionsError(f"{where}: write alternatives of 'object(X) and colour(X) ...' "
+                                           f"({ast.unparse(t)!r} is not)")
+                kind = self.kind_of(t.func.id)
+                if kind == "object" and base is None:
+                    base = t.func.id
+                elif kind == "color":
+                    colors.append(t.func.id)
+                else:
+                    raise DefinitionsError(f"{where}: {ast.unparse(t)!r}: each alternative names one object and "
+                                           "colour predicates")
+            if base is None:
+                raise DefinitionsError(f"{where}: an alternative names no object")
+            out.append((base, colors))
+        return out
+
+    # ---------------------------------------------------------- objects (compiled form)
+    def variants(self, name: str) -> list:
+        """The :class:`Variant` patterns of object ``name`` (compiled once)."""
+        if name not in self._variants:
+            if name not in self.objects:
+                raise DefinitionsError(f"{self.source}: object {name!r} is not defined")
+            self._variants[name] = _compile_object(self, name)
+        return self._variants[name]
+
+    @cached_property
+    def point_relation_forms(self) -> dict:
+        """rel -> its probed form (filled by :meth:`point_form`)."""
+        return {}
+
+    def color_mask(self, pred: str) -> np.ndarray:
+        """bool (C,): colours a point may have under colour predicate ``pred``."""
+        f = self.fn(pred)
+        return np.array([bool(f({"p": (0, 0, c)})) for c in range(self.n_colors)])
+
+    def point_form(self, rel: str) -> tuple:
+        """``((dy, dx), same_colour)`` of a point relation that is a unit offset (with or
+        without "same colour"), probed on a 9 x 9 window at two places; else a
+        :class:`DefinitionsError`."""
+        if rel in self.point_relation_forms:
+            return self.point_relation_forms[rel]
+        f = self.fn(rel)
+        C = self.n_colors
+        dy, dx, ca, cb = np.meshgrid(np.arange(-4, 5), np.arange(-4, 5), np.arange(C), np.arange(C), indexing="ij")
+        tables = []
+        for ox, oy in ((0, 0), (7, 11)):
+            t = f({"a": (ox, oy, ca), "b": (ox + dx, oy + dy, cb)})
+            tables.append(np.broadcast_to(np.asarray(t, bool), dy.shape))
+        t = tables[0]
+        hits = np.argwhere(t.any(axis=(2, 3)))
+        eye = np.eye(C, dtype=bool)
+        if not np.array_equal(tables[0], tables[1]) or len(hits) != 1:
+            raise DefinitionsError(f"{self.source} [point] {rel}: used in a shape, but it is not a unit offset "
+                                   "between two points (it must hold for exactly one offset)")
+        k = tuple(hits[0])
+        cell = t[k]
+        if cell.all():
+            same = False
+        elif np.array_equal(cell, eye):
+            same = True
+        else:
+            raise DefinitionsError(f"{self.source} [point] {rel}: used in a shape, but its colour test is neither "
+                                   "none nor 'same colour'")
+        form = ((int(k[0]) - 4, int(k[1]) - 4), same)
+        self.point_relation_forms[rel] = form
+        return form
+
+    # ----------------------------------------------------------------------- concepts
+    def instances(self, max_depth: int) -> list:
+        """Every concept of the file as a :class:`ConceptDef`, families instantiated for
+        n = lo..min(hi, max_depth), in file order."""
+        out = []
+        for name, e in self.concepts.items():
+            form = next(f for f in ("exists", "chain", "any", "boxworld") if f in e)
+            if "lengths" in e:
+                lo, hi = e["lengths"]
+                for n in range(int(lo), min(int(hi), int(max_depth)) + 1):
+                    out.append(ConceptDef(f"{name} {n}", name, n, form, e))
+            else:
+                out.append(ConceptDef(name, name, None, form, e))
+        return out
+
+    def concept(self, name: str) -> ConceptDef:
+        """The concept ``name`` (``"red_seq 3"`` or ``"square"``)."""
+        family, _, n = name.partition(" ")
+        e = self.concepts.get(family)
+        if e is None:
+            raise DefinitionsError(f"{self.source}: no concept {family!r}")
+        form = next(f for f in ("exists", "chain", "any", "boxworld") if f in e)
+        if ("lengths" in e) != bool(n):
+            raise DefinitionsError(f"concept {name!r}: " + ("give its n, e.g. " + repr(f"{family} 3") if "lengths" in e
+                                                              else "takes no n"))
+        return ConceptDef(name, family, int(n) if n else None, form, e)
+
+
+def _compile_object(defs: Definitions, name: str) -> list:
+    entry = defs.objects[name]
+    if "is" in entry:
+        out = []
+        for base, colors in defs.is_alternatives(name):
+            mask = np.ones(defs.n_colors, bool)
+            for c in colors:
+                mask &= defs.color_mask(c)
+            for v in defs.variants(base):
+                allowed = v.allowed & mask[None, :]
+                if allowed.any(axis=1).all():
+                    out.append(Variant(name, v.offsets, allowed, v.groups))
+        return out
+    # a shape: flatten its parts into points, gather constraints, place the points
+    points, allowed, edges, same = [], [], [], []
+
+    def add_shape(sname, prefix, bind):
+        e = defs.objects[sname]
+        if "is" in e:
+            raise DefinitionsError(f"{defs.source} [object.{name}]: part {prefix or sname} is {sname}, an object with "
+                                   "'is'; a shape's parts must be points or shapes")
+        local = {}
+        for pname, ptype in e["parts"]:
+            full = bind.get(pname, f"{prefix}{pname}")
+            if ptype is None:
+                if full not in local.values() and full not in points:
+                    points.append(full)
+                    allowed.append(np.ones(defs.n_colors, bool))
+                local[pname] = full
+            else:
+                local[pname] = full
+                if not any(p.startswith(full + ".") for p in points):
+                    add_shape(ptype, full + ".", {})
+        where = f"{defs.source} [object.{sname}] where"
+        for term in _conjuncts(e["where"], where):
+            collect(term, local, {p: t for p, t in e["parts"] if t is not None}, where)
+
+    def resolve(node, local, ptypes, where):
+        if isinstance(node, ast.Name) and node.id in local:
+            return local[node.id]
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ptypes:
+            return f"{local[node.value.id]}.{node.attr}"
+        raise DefinitionsError(f"{where}: {ast.unparse(node)!r} is not a part or a part's point")
+
+    def members(ref):
+        return [p for p in points if p == ref or p.startswith(ref + ".")]
+
+    def collect(term, local, ptypes, where):
+        if not (isinstance(term, ast.Call) and isinstance(term.func, ast.Name)):
+            raise DefinitionsError(f"{where}: a shape's where clause is an 'and' of calls ({ast.unparse(term)!r})")
+        fname = term.func.id
+        kind = defs.kind_of(fname)
+        refs = [resolve(a, local, ptypes, where) for a in term.args]
+        if kind == "point":
+            (dy, dx), sc = defs.point_form(fname)
+            edges.append((refs[0], refs[1], dy, dx))
+            if sc:
+                same.append((refs[0], refs[1]))
+        elif kind == "color":
+            mask = defs.color_mask(fname)
+            for p in members(refs[0]):
+                allowed[points.index(p)] &= mask
+        elif kind == "object":
+            callee = defs.objects[fname]
+            if "is" in callee or len(callee["parts"]) != len(refs):
+                raise DefinitionsError(f"{where}: {ast.unparse(term)!r}: a shape called with its parts one by one")
+            bind = {}
+            for (pname, ptype), ref in zip(callee["parts"], refs):
+                bind[pname] = ref
+            sub_local = dict(bind)
+            sub_where = f"{defs.source} [object.{fname}] where"
+            for t in _conjuncts(callee["where"], sub_where):
+                collect(t, sub_local, {p: t2 for p, t2 in callee["parts"] if t2 is not None}, sub_where)
+        else:
+            raise DefinitionsError(f"{where}: {fname!r} cannot be used in a shape (a point relation, a colour "
+                                   "predicate or a shape)")
+
+    add_shape(name, "", {})
+    pos = {points[0]: (0, 0)}
+    pending = list(edges)
+    while pending:
+        progressed = False
+        for e in list(pending):
+            a, b, dy, dx = e
+            if a in pos and b not in pos:
+                pos[b] = (pos[a][0] + dy, pos[a][1] + dx)
+            elif b in pos and a not in pos:
+                pos[a] = (pos[b][0] - dy, pos[b][1] - dx)
+            elif a in pos and b in pos:
+                if (pos[b][0] - pos[a][0], pos[b][1] - pos[a][1]) != (dy, dx):
+                    raise DefinitionsError(f"{defs.source} [object.{name}]: its point relations contradict each "
+                                           f"other at {a} and {b}")
+            else:
+                continue
+            pending.remove(e)
+            progressed = True
+        if not progressed:
+            break
+    missing = [p for p in points if p not in pos]
+    if missing:
+        raise DefinitionsError(f"{defs.source} [object.{name}]: point {missing[0]} is not tied to the others by "
+                               "unit point relations")
+    offs = np.array([pos[p] for p in points], np.int64)
+    if len({tuple(o) for o in offs.tolist()}) != len(points):
+        raise DefinitionsError(f"{defs.source} [object.{name}]: two of its points fall on the same grid point")
+    offs -= offs.min(axis=0)
+    parent = list(range(len(points)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    for a, b in same:
+        parent[find(points.index(a))] = find(points.index(b))
+    groups = {}
+    for i in range(len(points)):
+        groups.setdefault(find(i), []).append(i)
+    allowed = np.array(allowed)
+    if not allowed.any(axis=1).all():
+        raise DefinitionsError(f"{defs.source} [object.{name}]: a point can have no colour")
+    return [Variant(name, offs, allowed, tuple(tuple(g) for g in groups.values()))]
+
+
+def _conjuncts(text: str, where: str) -> list:
+    try:
+        tree = ast.parse(" ".join(text.split()), mode="eval").body
+    except SyntaxError as exc:
+        raise DefinitionsError(f"{where}: not an expression ({exc.msg})") from None
+    if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And):
+        return list(tree.values)
+    return [tree]
+
+
+def load_definitions(path=None) -> Definitions:
+    """Read a definitions file (default ``hypotheses/conceptworld/concepts.toml``); a bad
+    entry is a :class:`DefinitionsError` naming the file and the entry."""
+    path = Path(path) if path is not None else data_file(*DEFAULT_FILE.split("/"))
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DefinitionsError(f"{path}: cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DefinitionsError(f"{path}: not valid TOML ({exc})") from None
+    src = str(path)
+    grid = raw.get("grid", {})
+    colors = tuple(grid.get("colors", ("blue", "red", "green", "yellow", "white")))
+    scene = tuple(grid.get("scene_colors", colors))
+    bad = [c for c in scene if c not in colors]
+    if bad:
+        raise DefinitionsError(f"{src} [grid] scene_colors: {bad[0]!r} is not in colors")
+    size = grid.get("size", 32)
+    if not isinstance(size, int) or size < 4:
+        raise DefinitionsError(f"{src} [grid] size: expected a whole number >= 4, got {size!r}")
+    tables = {}
+    seen = {}
+    for t in _TABLES:
+        tables[t] = dict(raw.get(t, {}))
+        for k, v in tables[t].items():
+            if not isinstance(v, str):
+                raise DefinitionsError(f"{src} [{t}] {k}: expected an expression string")
+            if k in seen:
+                raise DefinitionsError(f"{src} [{t}] {k}: already defined in [{seen[k]}]")
+            seen[k] = t
+    objects = {}
+    for k, e in raw.get("object", {}).items():
+        where = f"{src} [object.{k}]"
+        if k in seen:
+            raise DefinitionsError(f"{where}: already defined in [{seen[k]}]")
+        e = dict(e)
+        if ("is" in e) == ("parts" in e):
+            raise DefinitionsError(f"{where}: give either parts and where (a shape) or is (from other objects)")
+        if "parts" in e:
+            if "where" not in e:
+                raise DefinitionsError(f"{where}: a shape needs a where clause")
+            parts = []
+            for p in e["parts"]:
+                pname, _, ptype = (s.strip() for s in str(p).partition(":"))
+                if ptype and ptype not in objects:
+                    raise DefinitionsError(f"{where} parts: {ptype!r} is not an object defined above")
+                parts.append((pname, ptype or None))
+            e["parts"] = parts
+            e["point_parts"] = [p for p, t in parts if t is None]
+        objects[k] = e
+        seen[k] = "object"
+    concepts = {}
+    for k, e in raw.get("concept", {}).items():
+        forms = [f for f in ("exists", "chain", "any", "boxworld") if f in e]
+        if len(forms) != 1:
+            raise DefinitionsError(f"{src} [concept.{k}]: give exactly one of exists, chain, any, boxworld")
+        if "lengths" in e and not (isinstance(e["lengths"], list) and len(e["lengths"]) == 2
+                                   and all(isinstance(v, int) and v >= 1 for v in e["lengths"])):
+            raise DefinitionsError(f"{src} [concept.{k}] lengths: expected [lo, hi], whole numbers >= 1")
+        if forms[0] == "chain":
+            for o in e.get("of", ()):
+                if o not in objects:
+                    raise DefinitionsError(f"{src} [concept.{k}] of: {o!r} is not an object")
+            if e["chain"] not in tables["relation"]:
+                raise DefinitionsError(f"{src} [concept.{k}] chain: {e['chain']!r} is not a relation")
+            if "lengths" not in e:
+                raise DefinitionsError(f"{src} [concept.{k}]: a chain needs lengths = [lo, hi]")
+        if forms[0] == "any":
+            for o in e["any"]:
+                if o not in concepts:
+                    raise DefinitionsError(f"{src} [concept.{k}] any: {o!r} is not a concept defined above")
+        concepts[k] = dict(e)
+    defs = Definitions(src, size, colors, tuple(colors.index(c) for c in scene), tables, objects, concepts,
+                       dict(raw.get("boxworld", {})))
+    for t in _TABLES:  # compile every expression now: a bad one is an error at load time
+        for k in tables[t]:
+            defs.fn(k)
+    for k in objects:
+        defs.variants(k)
+    return defs
