@@ -1000,6 +1000,7 @@ def cmd_gap(args) -> int:
                          episode_shape=_episode_shape(args))
     if protocol is not None:
         protocol.record(ds, overrides)
+        protocol.annotate(space, splits, ds, settings, args.seed, args.episodes)  # e.g. ConceptWorld's multi-class form
     rows = summarise(ds, seed=args.seed)
     if args.out:
         save_results(ds, args.out)
@@ -1057,6 +1058,9 @@ def cmd_render(args) -> int:
         raise BayesConceptsError(f"scene id {args.scene_id} out of range (the space has {space.n_scenes:,} "
                                  f"scenes, 0..{space.n_scenes - 1})")
     j = int(args.scene_id)  # checked above; (importing the learners would load torch: seconds)
+    from .conceptworld.space import is_conceptworld
+    if is_conceptworld(space):
+        return _render_grid(args, space, j)
     codes = np.asarray(space.scene_codes[j])
     if args.sound:
         settings = SoundSettings()
@@ -1069,6 +1073,29 @@ def cmd_render(args) -> int:
     return 0
 
 
+def _render_grid(args, space, j: int) -> int:
+    """``render SPACE J --out FILE.png`` on a ConceptWorld space: scene ``j`` as the seed's
+    grid picture, (N, N) pixels (32 x 32), one per point, black background; ``--height H
+    --width H`` with H a whole multiple of N enlarges it (blocks of H/N pixels a point)."""
+    from .conceptworld.space import space_colors, space_grid
+    from .scenes.grid import write_grid_png
+    if args.sound:
+        raise BayesConceptsError(f"render --sound: {args.space} is a ConceptWorld space: its grid scenes are "
+                                 "pictures and have no sound (leave out --sound, write a .png)")
+    grid = space_grid(space, j)
+    n = grid.shape[0]
+    h, w = args.height or n, args.width or n
+    if h != w or h % n:
+        given = " ".join(f"--{k} {v}" for k, v in (("height", args.height), ("width", args.width)) if v)
+        raise BayesConceptsError(f"render {given}: {args.space} is a "
+                                 f"ConceptWorld space of {n} x {n} grids: the picture is square, a whole multiple "
+                                 f"of {n} pixels a side (give both, equal, e.g. --height {8 * n} --width {8 * n}, "
+                                 f"or neither for {n} x {n})")
+    write_grid_png(args.out, grid, space_colors(space), scale=h // n)
+    print(f"scene {j} written to {args.out} ({h} x {w} grid picture, {int((grid >= 0).sum())} points)")
+    return 0
+
+
 def _render_bank(args) -> int:
     import time
 
@@ -1077,6 +1104,11 @@ def _render_bank(args) -> int:
         raise BayesConceptsError("render --bank renders every scene into the space's own folder: give no SCENE_ID "
                                  "and no --out")
     space = _load_space(args.space)
+    from .conceptworld.space import is_conceptworld
+    if is_conceptworld(space):
+        raise BayesConceptsError(f"render --bank: {args.space} is a ConceptWorld space: its grid scenes are stored in "
+                                 "its item names and drawn one at a time (render SPACE SCENE_ID --out FILE.png); "
+                                 "there is no cached bank")
     if not space.has_pictures:
         raise BayesConceptsError(f"{args.space}: this {space.kind} space has no pictures: its concepts are given sets "
                                  f"of {space.scene_noun}s, not scenes that can be drawn (render --bank needs a program "
@@ -1756,7 +1788,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "checked instead")
     p.add_argument("--rebuild", action="store_true", help="with --bank: render again, replacing a damaged or stale bank")
     p.add_argument("--height", type=_whole(1), default=None,
-                   help="picture height in pixels (default 160 for one scene, 80 with --bank)")
+                   help="picture height in pixels (default 160 for one scene, 80 with --bank; a ConceptWorld "
+                        "space: its 32 x 32 grid picture, or a whole multiple of 32 equal to --width)")
     p.add_argument("--width", type=_whole(1), default=None,
                    help="picture width in pixels (default 240 for one scene, 120 with --bank)")
     p.set_defaults(func=cmd_render)

@@ -34,7 +34,8 @@ What the atoms and compounds of a concept are:
   concept has one atom and no compound.
 
 Each side's distribution is weighted by the *episode distribution*: the concepts of the
-side that can fill an episode (at least ``2 · n_positive`` positives), each with weight
+side that can fill an episode (at least ``n_positive + n_query_positive`` positives: the
+split's episode shape, 5 + 5 by default), each with weight
 ∝ exp(−β·l(h)) (β = 0.2), contribute their atom (compound) counts:
 P_side(a) ∝ Σ_{h ∈ side} w(h) · count_h(a).  A side with no weight on compounds (all its
 concepts primitives) has no compound distribution: its divergence is NaN.
@@ -141,16 +142,32 @@ def concept_structure(space) -> ConceptStructure:
     return ConceptStructure(am, cm, an, cn)
 
 
-def episode_weights(space, concepts, beta: float = 0.2, n_positive: int = 5) -> np.ndarray:
+def episode_weights(space, concepts, beta: float = 0.2, n_positive: int = 5,
+                    n_query_positive: int | None = None) -> np.ndarray:
     """float64 (len(concepts),): the probability that an episode of a side made of
-    ``concepts`` is about each of them -- ∝ exp(−beta·l(h)) over the concepts with at least
-    ``2·n_positive`` positives, 0 for the others (as :mod:`bayes_concepts.episodes` draws).
-    All zeros when no concept can fill an episode."""
+    ``concepts`` (int, (n,)) is about each of them -- ∝ exp(−beta·l(h)) over the concepts with
+    at least ``n_positive + n_query_positive`` positives (the support's and the query's
+    positives, distinct: an :class:`~bayes_concepts.episodes.EpisodeShape`'s ``positives``
+    and ``query_positives``, whose sum is its ``needed``; ``n_query_positive`` None: as
+    ``n_positive``), 0 for the others (as :mod:`bayes_concepts.episodes` draws).  All zeros
+    when no concept can fill an episode.  Plain numbers, not the shape: this module is in the
+    episodes' layer and does not import it."""
+    needed = _needed(n_positive, n_query_positive)
     concepts = np.asarray(concepts, np.int64)
     w = np.exp(-float(beta) * np.asarray(space.lengths)[concepts].astype(np.float64))
-    w[np.asarray(space.counts)[concepts] < 2 * int(n_positive)] = 0.0
+    w[np.asarray(space.counts)[concepts] < needed] = 0.0
     total = w.sum()
     return w / total if total > 0 else w
+
+
+def _needed(n_positive, n_query_positive) -> int:
+    """Positives a concept needs for an episode: ``n_positive + n_query_positive`` (None: as
+    ``n_positive``); each a whole number >= 1, else a one-line ValueError naming it."""
+    q = n_positive if n_query_positive is None else n_query_positive
+    for name, v in (("n_positive", n_positive), ("n_query_positive", q)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"episode_weights: {name} must be a whole number >= 1, got {v!r}")
+    return int(n_positive) + int(q)
 
 
 def side_distribution(counts: sp.csr_matrix, concepts, weights) -> np.ndarray:
@@ -174,8 +191,8 @@ def chernoff_coefficient(p, q, alpha: float) -> float:
     return float(np.sum(p[both] ** alpha * q[both] ** (1.0 - alpha)))
 
 
-def split_divergence(space, split, *, beta: float = 0.2, n_positive: int = 5, structure=None,
-                     train: str = "train", test: str = "test", top: int = 5) -> dict:
+def split_divergence(space, split, *, beta: float = 0.2, n_positive: int = 5, n_query_positive: int | None = None,
+                     structure=None, train: str = "train", test: str = "test", top: int = 5) -> dict:
     """Atom and compound divergence of ``split`` (train side against test side).
 
     Returns a dict: ``atom_divergence``, ``compound_divergence`` (floats in [0, 1], rounding
@@ -185,11 +202,12 @@ def split_divergence(space, split, *, beta: float = 0.2, n_positive: int = 5, st
     (the test side's compound mass on compounds absent from train, in [0, 1]) and
     ``top_atoms`` / ``top_compounds``: the ``top`` types of the test side with the largest
     excess of test over train probability (``[(name, p_train, p_test), ...]``).
-    ``structure``: a :func:`concept_structure` of the space, to reuse across splits.
+    ``structure``: a :func:`concept_structure` of the space, to reuse across splits;
+    ``n_positive``, ``n_query_positive``: the split's episode shape (:func:`episode_weights`).
     """
     st = structure if structure is not None else concept_structure(space)
     ids = {s: np.asarray(split.ids(s), np.int64) for s in (train, test)}
-    w = {s: episode_weights(space, ids[s], beta, n_positive) for s in ids}
+    w = {s: episode_weights(space, ids[s], beta, n_positive, n_query_positive) for s in ids}
     out = {"atom_alpha": ATOM_ALPHA, "compound_alpha": COMPOUND_ALPHA, "beta": float(beta)}
     for kind, counts, names, alpha in (("atom", st.atoms, st.atom_names, ATOM_ALPHA),
                                        ("compound", st.compounds, st.compound_names, COMPOUND_ALPHA)):

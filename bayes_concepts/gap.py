@@ -558,7 +558,9 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
     sizes = json.loads(ds.attrs["gap_parts"])[split.name] if "gap_parts" in ds.attrs else None
     return {"split": split.name, "stats": split_stats(space, split), "gap": rows, "results": ds,
             **({"oracle_sizes": sizes} if sizes else {}), "episodes": episodes,
-            "divergence": split_divergence(space, split, structure=structure),
+            "divergence": split_divergence(space, split, structure=structure,
+                                           n_positive=episodes["shape"]["positives"],
+                                           n_query_positive=episodes["shape"]["query_positives"]),
             "worst": [{"id": c, "program": space.programs[c], "readable": space.program(c).readable,
                        "weak_map": 100 * w, "strong_map": 100 * s, "episodes": n}
                       for w, s, n, c in worst[:n_worst]]}

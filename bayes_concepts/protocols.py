@@ -231,6 +231,12 @@ class Protocol:
         """Lines printed under the protocol's comp-gap table (none for this protocol)."""
         return ""
 
+    def annotate(self, space, splits, ds, settings: OracleSettings | None = None, seed: int = 0,
+                 n_episodes: int | None = None):
+        """Add what the protocol reports beside the comp gap to results ``ds`` (its attrs);
+        returns ``ds`` (nothing for this protocol)."""
+        return ds
+
     @staticmethod
     def left_out_note(splits) -> str:
         """One line on concepts the protocol's splits could not use (none for this protocol)."""
@@ -389,9 +395,34 @@ class ConceptWorldProtocol(Protocol):
     """
 
     experiment: str = ""
+    #: at most this many multi-class episodes per split (:meth:`annotate`)
+    multiclass_episodes: int = 1000
 
     def spec_files(self) -> list:
         return []
+
+    def compute_gap(self, space, names=None, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0,
+                    progress: bool = False, splits=None, **overrides):
+        """:meth:`Protocol.compute_gap`, with the multi-class accuracy of :meth:`annotate`."""
+        splits = self.splits(space, names) if splits is None else splits
+        ds = super().compute_gap(space, names, negatives, n_episodes, seed, progress, splits, **overrides)
+        return self.annotate(space, splits, ds, overrides.get("settings", self.settings), seed, n_episodes)
+
+    def annotate(self, space, splits, ds, settings: OracleSettings | None = None, seed: int = 0,
+                 n_episodes: int | None = None):
+        """The seed's multi-class form beside the binary gap: per split, the strong and the weak
+        oracle's accuracy at telling which of the condition's concepts a scene shows
+        (:func:`~bayes_concepts.conceptworld.multiclass.multiclass_accuracy`; min(n_episodes,
+        :attr:`multiclass_episodes`) episodes), as JSON in ``ds.attrs["multiclass"]``; returns ``ds``."""
+        from .conceptworld.multiclass import multiclass_accuracy
+        from .oracles import strong_and_weak
+        n = min(int(n_episodes or self.multiclass_episodes), self.multiclass_episodes)
+        out = {}
+        for name, split in splits.items():
+            strong, weak = strong_and_weak(space, split, settings or self.settings)
+            out[name] = multiclass_accuracy(space, split, {"strong": strong, "weak": weak}, n_episodes=n, seed=seed)
+        ds.attrs["multiclass"] = json.dumps(out, sort_keys=True)
+        return ds
 
     def splits(self, space, names=None) -> dict:
         from .conceptworld.space import experiment_splits
@@ -425,6 +456,9 @@ class ConceptWorldProtocol(Protocol):
                 vals = [per[c][conds[s]] for c in rep["test_concepts"] if c in per and conds.get(s) in per[c]]
                 cells.append(f"{np.mean(vals):>16.3f}" if vals else f"{'-':>16}")
             lines.append(f"  {model:<22}" + "".join(cells))
+        if "multiclass" in ds.attrs:
+            from .conceptworld.multiclass import format_multiclass
+            lines.append(format_multiclass(json.loads(ds.attrs["multiclass"])))
         return "\n".join(lines)
 
 

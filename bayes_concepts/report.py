@@ -349,20 +349,29 @@ def plot_gap_intervals(df: pd.DataFrame, ax=None, metric: str = "map") -> tuple:
 
 
 def plot_side_distributions(space, split, kind: str = "compound", top: int = 12, ax=None, structure=None,
-                            beta: float = 0.2) -> tuple:
+                            beta: float = 0.2, episode_shape=None) -> tuple:
     """The ``top`` atoms or compounds (``kind``: ``"atom"`` or ``"compound"``) with the largest
     |p_test − p_train| under the episode-weighted distributions of
     :mod:`bayes_concepts.divergence` (concepts weighted by ``exp(-beta · length)``; shares in
     [0, 1]), train and test bars side by side.  ``ax``: the Axes to draw on; default a new
-    figure.  Returns ``(ax, data)``: ``data`` one row per atom or compound drawn, largest
-    difference first: ``type`` (its name), ``p_train`` and ``p_test`` (the bar lengths)."""
+    figure.  ``episode_shape``: which concepts can fill an episode (an
+    :class:`~bayes_concepts.episodes.EpisodeShape`, its dict or ``"P,N[,QP,QN]"`` text; None:
+    the split spec's ``[episodes]`` table, else 5+20 each).  Returns ``(ax, data)``: ``data``
+    one row per atom or compound drawn, largest difference first: ``type`` (its name),
+    ``p_train`` and ``p_test`` (the bar lengths)."""
     import seaborn as sns
+
+    from .episodes import EpisodeShape
+    shape = EpisodeShape.parse(episode_shape if episode_shape is not None
+                               else (getattr(split, "spec", None) or {}).get("episodes"),
+                               f"split {split.name}: episode shape")
     st = structure if structure is not None else concept_structure(space)
     counts, names = (st.atoms, st.atom_names) if kind == "atom" else (st.compounds, st.compound_names)
     dist = {}
     for side in ("train", "test"):
         ids = split.ids(side)
-        dist[side] = np.nan_to_num(side_distribution(counts, ids, episode_weights(space, ids, beta)))
+        dist[side] = np.nan_to_num(side_distribution(counts, ids, episode_weights(space, ids, beta, shape.positives,
+                                                                                  shape.query_positives)))
     order = np.argsort(-np.abs(dist["test"] - dist["train"]), kind="stable")[:top]
     data = pd.DataFrame({"type": [names[j] for j in order], "p_train": dist["train"][order],
                          "p_test": dist["test"][order]})
@@ -527,9 +536,10 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
                        "compounds train never uses."))
         fig = Figure(figsize=(11, 3.8), layout="constrained")
         a1, a2 = fig.subplots(1, 2)
-        plot_side_distributions(space, split, "atom", 10, a1, structure)
+        shape = (r.get("episodes") or {}).get("shape")  # the audit's episode shape for this split
+        plot_side_distributions(space, split, "atom", 10, a1, structure, episode_shape=shape)
         a1.set_title("atoms", fontsize=10)
-        plot_side_distributions(space, split, "compound", 10, a2, structure)
+        plot_side_distributions(space, split, "compound", 10, a2, structure, episode_shape=shape)
         a2.set_title("compounds", fontsize=10)
         b.append(("figure", f"distributions_{r['split']}", fig,
                   "Atoms and compounds whose share differs most between train and test."))

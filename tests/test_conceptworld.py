@@ -267,6 +267,113 @@ def test_cli_builds_and_scores(tmp_path, capsys):
     assert main(["gap", str(out), "--protocol", "conceptworld-scaling", "--episodes", "30", "--negatives",
                  "hard"]) == 0
     text = capsys.readouterr().out
-    assert "2x2_to_4x4" in text and "Table 8" in text
+    assert "2x2_to_4x4" in text and "Table 8" in text and "multi-class form" in text
     assert main(["space", "build", str(tmp_path / "x"), "--preset", "conceptworld", "--samples", "5"]) == 2
     assert "--samples does not apply" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------ render on a saved space
+@pytest.fixture(scope="module")
+def saved_space(tmp_path_factory):
+    from bayes_concepts.cli import main
+    from bayes_concepts.spaces.concept_space import load_space
+    out = tmp_path_factory.mktemp("cw") / "space"
+    assert main(["space", "build", str(out), "--preset", "conceptworld", "--max-depth", "3", "--scenes", "11",
+                 "--quiet"]) == 0
+    return load_space(out)
+
+
+def test_render_draws_a_conceptworld_scene_as_its_grid_picture(saved_space, tmp_path, capsys):
+    from PIL import Image
+
+    from bayes_concepts.cli import main
+    s = saved_space
+    j = int(s.items(s.find("f_pent_west_z_pent"))[0])
+    grid = space_grids(s)[j]
+    assert interpret(DEFS, "f_pent_west_z_pent", grid)
+    png, big = tmp_path / "scene.png", tmp_path / "big.png"
+    assert main(["render", str(s.path), str(j), "--out", str(png)]) == 0
+    assert f"scene {j} written to {png} (32 x 32 grid picture" in capsys.readouterr().out
+    with Image.open(png) as im:
+        assert im.format == "PNG" and im.size == (32, 32)
+        pixels = np.asarray(im.convert("RGB"))
+    np.testing.assert_array_equal(pixels, render_grids(grid, DEFS.colors)[0])
+    assert (pixels.any(axis=-1)).sum() == (grid != EMPTY).sum()  # one pixel a point, black elsewhere
+    assert main(["render", str(s.path), str(j), "--out", str(big), "--height", "256", "--width", "256"]) == 0
+    with Image.open(big) as im:
+        assert im.size == (256, 256)
+        np.testing.assert_array_equal(np.asarray(im.convert("RGB")), render_grids(grid, DEFS.colors, scale=8)[0])
+
+
+@pytest.mark.parametrize("argv_tail, message", [
+    (["3", "--sound", "--out", "{tmp}/a.wav"], "render --sound: {space} is a ConceptWorld space"),
+    (["3", "--out", "{tmp}/a.png", "--height", "100", "--width", "100"],
+     "render --height 100 --width 100: {space} is a ConceptWorld space of 32 x 32 grids"),
+    (["3", "--out", "{tmp}/a.png", "--height", "64"], "render --height 64: {space} is a ConceptWorld space"),
+    (["3", "--out", "{tmp}/a.png", "--height", "64", "--width", "96"], "the picture is square"),
+    (["--bank"], "render --bank: {space} is a ConceptWorld space"),
+    (["99999", "--out", "{tmp}/a.png"], "scene id 99999 out of range"),
+])
+def test_render_refuses_what_does_not_apply_to_grids(saved_space, tmp_path, capsys, argv_tail, message):
+    from bayes_concepts.cli import main
+    argv = ["render", str(saved_space.path)] + [a.format(tmp=tmp_path) for a in argv_tail]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message.format(space=saved_space.path) in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------ the multi-class form
+class _Knows:
+    """A stub learner whose posterior is one fixed concept set, uniform (empty: no hypothesis)."""
+
+    def __init__(self, ids):
+        self.ids = np.asarray(ids, np.int64)
+
+    def fit(self, scenes, labels, hard=True):
+        assert not hard and labels.sum() == 5 and len(labels) == len(scenes)
+        self.pos = np.asarray(scenes)[np.asarray(labels) == 1]
+        return self
+
+    def posterior(self):
+        return self.ids, np.full(len(self.ids), 1.0 / max(len(self.ids), 1))
+
+
+def test_multiclass_accuracy_of_known_learners(small_space):
+    from bayes_concepts.conceptworld.multiclass import _credit, multiclass_accuracy
+    from bayes_concepts.protocols import get_protocol
+    split = get_protocol("conceptworld-scaling").splits(small_space)["2x2_to_4x4"]
+    assert _credit(np.zeros((2, 4)), np.array([0, 3])).tolist() == [0.25, 0.25]
+    assert _credit(np.array([[0.0, 2.0, 2.0]]), np.array([1])).tolist() == [0.5]
+
+    class Perfect(_Knows):  # the class's own concept: what the positives share among the test concepts
+        def posterior(self):
+            own = [i for i in split.test if all(small_space.signature(int(i))[self.pos])]
+            return np.asarray(own, np.int64), np.full(len(own), 1.0 / len(own))
+
+    r = multiclass_accuracy(small_space, split, {"perfect": Perfect([]), "none": _Knows([])}, n_episodes=20)
+    assert r["K"] == 4 and r["classes"] == [small_space.programs[i] for i in split.test] and not r["excluded"]
+    assert r["accuracy"] == {"perfect": 100.0, "none": 25.0} and r["chance"] == 25.0
+    assert "gap" not in r and r["interval"]["none"] == [25.0, 25.0]
+    with pytest.raises(DefinitionsError, match="shots must be a whole number >= 1, got 0"):
+        multiclass_accuracy(small_space, split, {}, shots=0)
+    tiny = multiclass_accuracy(small_space, split, {"none": _Knows([])}, shots=500, n_episodes=2)
+    assert tiny["K"] == 0 and "no multi-class task" in tiny["note"] and len(tiny["excluded"]) == 4
+
+
+def test_the_protocols_report_multiclass_accuracy_beside_the_gap(small_space):
+    from bayes_concepts.conceptworld.multiclass import format_multiclass
+    from bayes_concepts.protocols import get_protocol
+    for experiment in ("productivity", "substitution"):
+        proto = get_protocol(f"conceptworld-{experiment}")
+        ds = proto.compute_gap(small_space, negatives=("hard",), n_episodes=40, seed=0)
+        mc = json.loads(ds.attrs["multiclass"])
+        assert set(mc) == {str(s) for s in ds["split"].values}
+        for r in mc.values():
+            assert r["episodes"] == 40 and r["K"] >= 2
+            assert r["accuracy"]["strong"] == 100.0  # the strong oracle knows every concept of the condition
+            assert r["chance"] - 1e-9 <= r["accuracy"]["weak"] < r["accuracy"]["strong"]
+            assert r["gap"] == pytest.approx(r["accuracy"]["strong"] - r["accuracy"]["weak"])
+            assert r["gap_interval"][0] <= r["gap"] <= r["gap_interval"][1]
+        note = proto.results_note(ds)
+        assert format_multiclass(mc) in note and "multi-class form" in note

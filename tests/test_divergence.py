@@ -168,6 +168,57 @@ def test_unseen_pairs_are_compound_disjoint(pairs):
     assert 0 < d["atom_divergence"] < 1
 
 
+# ======================================================================== the episode shape
+def test_episode_weights_follow_the_episode_shape():
+    """A concept weighs in when it has the positives of both sets of the split's episode shape
+    (EpisodeShape.needed); the default shape gives the old weights (>= 2 x 5 positives)."""
+    from bayes_concepts.divergence import episode_weights
+    from bayes_concepts.episodes import EpisodeShape
+    sizes, lengths = np.array([3, 6, 10, 15, 25]), np.array([1, 2, 3, 4, 5])
+    space = ExtensionSpace.from_extensions([np.arange(k) for k in sizes], list("abcde"), n_items=30,
+                                           lengths=lengths, test_positives=1)
+    ids = np.arange(5)
+
+    def reference(needed, beta=0.2):
+        w = np.where(sizes >= needed, np.exp(-beta * lengths), 0.0)
+        return w / w.sum() if w.sum() else w
+
+    old = reference(10)
+    np.testing.assert_allclose(episode_weights(space, ids), old)
+    np.testing.assert_allclose(episode_weights(space, ids, 0.2, 5, 5), old)
+    for text, needed in (("2,20", 4), ("3,20", 6), ("2,20,4,20", 6), ("5,20,10,20", 15), ("10,20,10,20", 20),
+                         ("20,20", 40)):
+        shape = EpisodeShape.parse(text)
+        assert shape.needed == needed
+        got = episode_weights(space, ids, 0.2, shape.positives, shape.query_positives)
+        np.testing.assert_allclose(got, reference(needed), err_msg=text)
+        assert ((got > 0) == (sizes >= shape.needed)).all()
+    assert not np.allclose(episode_weights(space, ids, 0.2, 2), old)  # 3 and 6 items now fill an episode
+    with pytest.raises(ValueError, match="n_query_positive must be a whole number >= 1, got 0"):
+        episode_weights(space, ids, 0.2, 5, 0)
+
+
+def test_the_audit_weighs_divergence_by_the_split_shape(pairs):
+    """audit (and so the report) passes the split's episode shape to split_divergence."""
+    from bayes_concepts.divergence import episode_weights
+    split = make_split(pairs, tomllib.loads(pairs.spec_files["unseen_pairs.toml"]))
+    test = np.asarray(split.test)
+    assert (pairs.counts[test] < 20).any() and (pairs.counts[test] >= 20).any()  # the shape matters here
+    wide = split_divergence(pairs, split, n_positive=8, n_query_positive=12)
+    assert wide["atom_divergence"] != split_divergence(pairs, split)["atom_divergence"]
+    assert (episode_weights(pairs, test, 0.2, 8, 12) > 0).sum() < (episode_weights(pairs, test) > 0).sum()
+    r = audit(pairs, split, n_episodes=20, episode_shape="8,20,12,20", parts=False)
+    assert r["episodes"]["shape"]["query_positives"] == 12
+    assert r["divergence"]["atom_divergence"] == wide["atom_divergence"]
+    assert audit(pairs, split, n_episodes=20, parts=False)["divergence"] == split_divergence(pairs, split)
+    from bayes_concepts.divergence import side_distribution
+    from bayes_concepts.report import plot_side_distributions
+    _, data = plot_side_distributions(pairs, split, "atom", top=100, episode_shape="8,20,12,20")
+    st = concept_structure(pairs)
+    q = side_distribution(st.atoms, test, episode_weights(pairs, test, 0.2, 8, 12))
+    np.testing.assert_allclose(data["p_test"], q[[st.atom_names.index(t) for t in data["type"]]])
+
+
 # ======================================================================== audit and report
 def test_audit_reports_divergence_beside_the_gap(small_space):
     splits = curi_splits(small_space)

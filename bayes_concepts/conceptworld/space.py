@@ -30,15 +30,15 @@ from pathlib import Path
 import numpy as np
 
 from ..resources import data_file
-from ..scenes.grid import decode_grid, encode_grid
+from ..scenes.grid import GRID_COLORS, decode_grid, encode_grid
 from ..spaces.extension_space import ExtensionSpace
 from ..splits import Split
 from .definitions import EXPERIMENTS_FILE, DefinitionsError, load_definitions
 from .execute import evaluate_concepts
 from .generate import break_scene, sample_scene
 
-__all__ = ["conceptworld_space", "space_grids", "load_experiments", "experiment_splits", "condition_slug",
-           "load_reported", "DEFAULTS"]
+__all__ = ["conceptworld_space", "is_conceptworld", "space_grids", "space_grid", "space_colors", "load_experiments",
+           "experiment_splits", "condition_slug", "load_reported", "DEFAULTS"]
 
 #: the build's defaults (``space build --preset conceptworld``)
 DEFAULTS = {"depth": 7, "per_concept": 40, "broken_per_concept": 10, "noise_scenes": 200, "noise": (0, 3),
@@ -97,6 +97,22 @@ def conceptworld_space(depth: int = 7, per_concept: int = 40, broken_per_concept
     if log:
         log(f"{len(concepts)} concepts, {len(grids):,} scenes: generated in {t_gen:.1f} s, executed in {t_exec:.1f} s")
     return space
+
+
+def is_conceptworld(space) -> bool:
+    """Whether ``space`` was built by :func:`conceptworld_space` (its items are grid scenes)."""
+    return (getattr(space, "params", None) or {}).get("kind") == "conceptworld"
+
+
+def space_colors(space) -> tuple:
+    """The palette of a ConceptWorld space's grids (colour names, by index)."""
+    return tuple(space.params.get("colors") or GRID_COLORS)
+
+
+def space_grid(space, j: int) -> np.ndarray:
+    """int8 (size, size): grid scene ``j`` of a ConceptWorld space, from its item name."""
+    size = int(space.params.get("grid_size", 32))
+    return decode_grid(space.item_names[int(j)].split(":", 1)[1], size)
 
 
 def space_grids(space) -> np.ndarray:

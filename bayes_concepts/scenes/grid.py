@@ -11,6 +11,7 @@ Array forms
                           ConceptWorld executor shifts and ANDs)
     :func:`grid_points`   the points of one scene as ``(x, y, colour index)`` tuples
     :func:`render_grids`  uint8 (S, N*scale, N*scale, 3) RGB pictures, black background
+    :func:`write_grid_png` one scene as a PNG file of that picture (what ``render`` writes)
 
 Files (JSON Lines, one scene a line)::
 
@@ -32,7 +33,7 @@ from ..errors import SceneError
 
 __all__ = ["EMPTY", "GRID_SIZE", "GRID_COLORS", "COLOR_RGB", "empty_grids", "grid_bitmaps", "grid_points",
            "encode_grid", "decode_grid", "read_grids_jsonl", "write_grids_jsonl", "render_grids",
-           "save_grid_png", "add_noise_points"]
+           "save_grid_png", "write_grid_png", "add_noise_points"]
 
 EMPTY = -1
 GRID_SIZE = 32
@@ -153,6 +154,33 @@ def render_grids(grids: np.ndarray, colors=GRID_COLORS, scale: int = 1) -> np.nd
     if scale > 1:
         img = img.repeat(scale, axis=1).repeat(scale, axis=2)
     return img
+
+
+def write_grid_png(path, grid: np.ndarray, colors=GRID_COLORS, scale: int = 1) -> Path:
+    """Write one scene, int8 (N, N), as an RGB PNG of (N*scale, N*scale) pixels: one pixel
+    per grid point (a ``scale`` x ``scale`` block with ``scale`` > 1), black where the grid is
+    empty -- the seed's 32 x 32 picture at ``scale`` 1.  Written to a temporary name next to
+    ``path`` and renamed, so a failure never leaves a half-written file.  Returns the path."""
+    import matplotlib.image
+
+    g = np.asarray(grid)
+    if g.ndim != 2 or g.shape[0] != g.shape[1]:
+        raise SceneError(f"write_grid_png {path}: expected one square grid (N, N), got shape {g.shape}")
+    if not isinstance(scale, (int, np.integer)) or isinstance(scale, bool) or scale < 1:
+        raise SceneError(f"write_grid_png {path}: scale: expected a whole number >= 1, got {scale!r}")
+    if g.max(initial=EMPTY) >= len(colors) or g.min(initial=EMPTY) < EMPTY:
+        raise SceneError(f"write_grid_png {path}: colour index {int(g.max())} outside the palette of "
+                         f"{len(colors)} ({', '.join(colors)})")
+    image = render_grids(g, colors, int(scale))[0]
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp.png")
+    try:
+        matplotlib.image.imsave(tmp, image, format="png")
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
 
 
 def save_grid_png(path, grids: np.ndarray, colors=GRID_COLORS, titles=None, columns: int = 6, scale: int = 4):
