@@ -21,11 +21,13 @@ demo: $(STAMP)
 	$(BIN)/bayes-concepts demo --space spaces/demo --out results.nc --figures demo_figs
 
 # the layers contract ([tool.importlinter] in pyproject.toml) first: an upward import or a cycle fails the build;
-# then the API reference, warnings as errors (a broken docstring fails the build; ~40 s, notebooks not run)
+# then the API reference, warnings as errors (a broken docstring fails the build; ~40 s, notebooks not run);
+# then the tests, one worker per core (pytest-xdist; a file's tests stay in one worker, so its
+# module fixtures are built once)
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(MAKE) docs-check
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n auto --dist loadfile
 
 # The README's "Speed" table: executor, space build (demo and paper presets), then
 # episodes and the full comp-gap table on a paper-scale space (built once, kept in

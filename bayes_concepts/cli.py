@@ -1472,6 +1472,9 @@ class _LazyHelp:
     def strip(self) -> str:
         return self._make().strip()
 
+    def __contains__(self, text) -> bool:
+        return text in self._make()
+
 
 def _choices(registry) -> str:
     from .registry import describe

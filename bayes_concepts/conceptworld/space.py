@@ -101,7 +101,7 @@ def conceptworld_space(depth: int = 7, per_concept: int = 40, broken_per_concept
 
 def is_conceptworld(space) -> bool:
     """Whether ``space`` was built by :func:`conceptworld_space` (its items are grid scenes)."""
-    return (getattr(space, "params", None) or {}).get("kind") == "conceptworld"
+    return (space.params or {}).get("kind") == "conceptworld"  # every ConceptSpace records its params
 
 
 def space_colors(space) -> tuple:
