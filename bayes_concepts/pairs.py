@@ -219,6 +219,17 @@ class PairsLayout:
 
 
 # ================================================================================ reading
+def _read_text(path: Path, what: str = "") -> str:
+    """The UTF-8 text of ``path``; a :class:`PairsLayoutError` naming it (and ``what`` it is,
+    e.g. ``"the items file "``) when it cannot be read or is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PairsLayoutError(f"{path}: cannot read {what}({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise PairsLayoutError(f"{path}: {what + 'is ' if what else ''}not UTF-8 text ({exc.reason})") from None
+
+
 def _token(value, where: str, what: str) -> str:
     if not isinstance(value, str) or not value or value != value.strip() or len(value.split()) != 1:
         raise PairsLayoutError(f"{where}: {what} must be a single token without whitespace, got {value!r}")
@@ -300,12 +311,7 @@ def _read_items(path: Path) -> tuple:
             raise PairsLayoutError(f"{path}: no such items file")
         records = _torch_records(path)
     else:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PairsLayoutError(f"{path}: cannot read the items file ({exc.strerror})") from None
-        except UnicodeDecodeError as exc:
-            raise PairsLayoutError(f"{path}: the items file is not UTF-8 text ({exc.reason})") from None
+        text = _read_text(path, "the items file ")
         if path.suffix == ".json":
             try:
                 data = json.loads(text)
@@ -369,12 +375,7 @@ def _pair_entries(path: Path, side: str, bundle) -> tuple:
     else:
         raise PairsLayoutError(f"{path / f'{side}_pairs.txt'}: missing (a pairs directory holds "
                                f"{', '.join(PAIR_FILES)}, or their .json lists)")
-    try:
-        text = f.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PairsLayoutError(f"{f}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise PairsLayoutError(f"{f}: not UTF-8 text ({exc.reason})") from None
+    text = _read_text(f)
     if f.suffix == ".json":
         try:
             data = json.loads(text)

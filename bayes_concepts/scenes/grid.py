@@ -161,8 +161,6 @@ def write_grid_png(path, grid: np.ndarray, colors=GRID_COLORS, scale: int = 1) -
     per grid point (a ``scale`` x ``scale`` block with ``scale`` > 1), black where the grid is
     empty -- the seed's 32 x 32 picture at ``scale`` 1.  Written to a temporary name next to
     ``path`` and renamed, so a failure never leaves a half-written file.  Returns the path."""
-    import matplotlib.image
-
     g = np.asarray(grid)
     if g.ndim != 2 or g.shape[0] != g.shape[1]:
         raise SceneError(f"write_grid_png {path}: expected one square grid (N, N), got shape {g.shape}")
@@ -171,27 +169,20 @@ def write_grid_png(path, grid: np.ndarray, colors=GRID_COLORS, scale: int = 1) -
     if g.max(initial=EMPTY) >= len(colors) or g.min(initial=EMPTY) < EMPTY:
         raise SceneError(f"write_grid_png {path}: colour index {int(g.max())} outside the palette of "
                          f"{len(colors)} ({', '.join(colors)})")
-    image = render_grids(g, colors, int(scale))[0]
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp.png")
-    try:
-        matplotlib.image.imsave(tmp, image, format="png")
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    from .render import save_png
+    return save_png(render_grids(g, colors, int(scale))[0], path)
 
 
 def save_grid_png(path, grids: np.ndarray, colors=GRID_COLORS, titles=None, columns: int = 6, scale: int = 4):
-    """A PNG sheet of scenes (``columns`` a row, each scaled by ``scale``), with ``titles``
-    under them when given; returns the path."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """A PNG sheet of scenes, int8 (n, N, N) (``columns`` a row, each scaled by ``scale``),
+    with ``titles`` above them when given; returns the path.  Drawn on a figure of its own
+    (no pyplot: the caller's backend and open figures are left alone)."""
+    from matplotlib.figure import Figure
+
     g = np.asarray(grids)
     rows = -(-len(g) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(2.1 * columns, 2.3 * rows), squeeze=False)
+    fig = Figure(figsize=(2.1 * columns, 2.3 * rows))
+    axes = fig.subplots(rows, columns, squeeze=False)
     for k, ax in enumerate(axes.ravel()):
         ax.axis("off")
         if k < len(g):
@@ -200,7 +191,6 @@ def save_grid_png(path, grids: np.ndarray, colors=GRID_COLORS, titles=None, colu
                 ax.set_title(str(titles[k]), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)
     return path
 
 

@@ -880,9 +880,14 @@ def render_scene_png(scene_codes, schema: SceneSchema, path, positions=None, **k
     The file is written to a temporary name next to ``path`` and renamed, so a failure
     never leaves a half-written file.  Returns the path.
     """
+    return save_png(render_scene(scene_codes, schema, positions, **kwargs), path)
+
+
+def save_png(image: np.ndarray, path) -> Path:
+    """Write ``image`` (uint8 or float (H, W, 3)) as a PNG at ``path``: to a temporary name
+    next to it, then renamed, so a failure never leaves a half-written file.  Returns the path."""
     import matplotlib.image
 
-    image = render_scene(scene_codes, schema, positions, **kwargs)
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp.png")
     try:
