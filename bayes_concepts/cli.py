@@ -800,8 +800,12 @@ def cmd_splits_search(args) -> int:
     from .split_search import SearchError, parse_constraint, search_split, spec_toml
     from .splits import make_split
     constraints = [parse_constraint(c) for c in (args.constraint or ["atom-divergence<=0.02"])]
-    if not 0 < args.test_share < 1 or not 0 < args.share_tolerance < 0.5 or not args.budget > 0:
-        raise SearchError("--test-share must be in (0, 1), --share-tolerance in (0, 0.5) and --budget > 0")
+    for option, value, ok, rule in (("--test-share", args.test_share, 0 < args.test_share < 1, "in (0, 1)"),
+                                    ("--share-tolerance", args.share_tolerance, 0 < args.share_tolerance < 0.5,
+                                     "in (0, 0.5)"),
+                                    ("--budget", args.budget, args.budget > 0, "> 0 seconds")):
+        if not ok:
+            raise SearchError(f"{option} {value:g}: must be {rule}")
     if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", args.name):
         raise SearchError(f"--name {args.name!r}: letters, digits, '_', '.' or '-'")
     _check_output_file(args.out, "--out", create_parents=True)

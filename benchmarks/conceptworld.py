@@ -72,8 +72,22 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-every", type=int, default=100, help="check one draw in this many with the interpreter")
     ap.add_argument("--episodes", type=int, default=5_000, help="test episodes per cell of the gap")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--results", default=str(RESULTS / "conceptworld.json"))
+    ap.add_argument("--results", default=None,
+                    help="where to write the summary (default benchmarks/results/conceptworld.json; with "
+                         "--draws-only, conceptworld_draws.json)")
+    ap.add_argument("--draws-only", action="store_true",
+                    help="only the generator check (e.g. every draw by the interpreter: --slow-every 1)")
     args = ap.parse_args(argv)
+    if args.draws_only:
+        args.results = args.results or str(RESULTS / "conceptworld_draws.json")
+        t = time.perf_counter()
+        checks = draws(args.draws, args.slow_every, args.seed)
+        write_summary(args.results, "ConceptWorld: generated scenes checked against their concepts", {
+            "draws": checks, "seconds": round(time.perf_counter() - t, 1), "peak_rss_mb": round(peak_mb(), 1)},
+            settings={"draws": args.draws, "slow_every": args.slow_every, "seed": args.seed})
+        print(f"wrote {args.results}")
+        return 0
+    args.results = args.results or str(RESULTS / "conceptworld.json")
 
     t = time.perf_counter()
     space = conceptworld_space(seed=args.seed)
