@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -281,6 +282,13 @@ class Protocol:
         return ds
 
 
+@lru_cache(maxsize=4)
+def _closure_family_programs(per_family: int) -> tuple:
+    from .closure import family_concepts, load_families
+    families = load_families()
+    return families, family_concepts(families, per_family, 0)
+
+
 @dataclass(frozen=True)
 class ClosureProtocol(Protocol):
     """CLOSURE's seven test families as comp-gap splits of a relational CLEVR space.
@@ -299,11 +307,10 @@ class ClosureProtocol(Protocol):
     def spec_files(self) -> list:
         return []
 
-    def family_programs(self, space) -> dict:
-        from .closure import family_concepts, load_families
-        per_family = int(space.params.get("closure_per_family") or self.per_family)
-        families = load_families()
-        return families, family_concepts(families, per_family, 0)
+    def family_programs(self, space) -> tuple:
+        """``(families, programs)``: the family file's families and ``per_family`` instantiations
+        of each (seed 0), read and drawn once per process and size."""
+        return _closure_family_programs(int(space.params.get("closure_per_family") or self.per_family))
 
     def splits(self, space, names=None) -> dict:
         families, programs = self.family_programs(space)
