@@ -9,16 +9,10 @@ whole program false on the scene.
 """
 from __future__ import annotations
 
-from ..lot.grammar import NUM, Grammar
+from ..lot.grammar import Grammar
 from ..lot.operators import PresuppositionFailure, operator_of
 from ..lot.program import Node, Program
 from ..lot.relational_operators import SAME_ATTRIBUTE
-
-
-def _constant(node: Node, grammar: Grammar):
-    if node.type in (NUM, "INT"):
-        return int(node.op)
-    return grammar.value_types[node.type].values.index(node.op)
 
 
 def _object_codes(scene: dict, grammar: Grammar) -> list:
@@ -67,7 +61,7 @@ def evaluate(program: Program | str, scene: dict, grammar: Grammar | None = None
     def ev(node: Node, env: dict):
         op, kind, ch = node.op, node.kind, node.children
         if kind == "constant":
-            return _constant(node, grammar)
+            return grammar.constant_code(node)
         if kind == "variable":
             if op == "S":
                 return every

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..lot.grammar import NUM, Grammar
+from ..lot.grammar import Grammar
 from ..lot.program import Node, Program
 from . import kernels as K
 
@@ -226,15 +226,10 @@ class PlanBuilder:
         self.memo[key] = value
         return value
 
-    def _const_code(self, node: Node) -> int:
-        if node.type == NUM:
-            return int(node.op)
-        return self.grammar.value_types[node.type].values.index(node.op)
-
     def _compute(self, node: Node, ch):
         kind, op, S = node.kind, node.op, self.S
         if kind == "constant":
-            return Const(self._const_code(node))
+            return Const(self.grammar.constant_code(node))
         if kind == "variable":
             return X if op == "x" else SetVal(op == "non-x-S")
         if kind == "property":

@@ -324,7 +324,7 @@ class RelationalPlanBuilder(PlanBuilder):
     def _compute(self, node: Node, ch):
         kind, op = node.kind, node.op
         if kind == "constant":
-            return Const(int(op) if node.type == "INT" else self._const_code(node))
+            return Const(self.grammar.constant_code(node))
         if kind == "variable":
             if op == "S":
                 return self.ALL

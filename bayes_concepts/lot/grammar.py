@@ -288,6 +288,13 @@ class Grammar:
         """Map non-integer constant token -> its value type name."""
         return {v: vt.name for vt in self.value_types.values() for v in vt.values if not _INT.match(v)}
 
+    def constant_code(self, node) -> int:
+        """The integer code a constant node of a program stands for: a number (type ``NUM`` or
+        ``INT``) is itself, a value its index among its value type's values."""
+        if node.type in (NUM, "INT"):
+            return int(node.op)
+        return self.value_types[node.type].values.index(node.op)
+
     def is_integer(self, token: str) -> bool:
         return bool(_INT.match(token))
 
