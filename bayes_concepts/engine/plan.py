@@ -218,12 +218,13 @@ class PlanBuilder:
     def _node(self, node: Node):
         children = [self._node(c) for c in node.children]
         key = (node.op, node.type, *map(id, children)) if children else (node.op, node.type)
-        # children are memoised values, so id() identifies the sub-program
+        # children are memoised values, so id() identifies the sub-program; the entry keeps them
+        # alive, so an id in a key is never reused by another object
         hit = self.memo.get(key)
         if hit is not None:
-            return hit
+            return hit[0]
         value = self._compute(node, children)
-        self.memo[key] = value
+        self.memo[key] = (value, children)
         return value
 
     def _compute(self, node: Node, ch):

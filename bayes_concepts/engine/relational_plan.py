@@ -311,16 +311,6 @@ class RelationalPlanBuilder(PlanBuilder):
         self._emit(K.OP_STORE, (-1, 0), (value.vreg, value.off), b=(-2, idx))
         return idx
 
-    def _node(self, node: Node):
-        children = [self._node(c) for c in node.children]
-        key = (node.op, node.type, *map(id, children)) if children else (node.op, node.type)
-        hit = self.memo.get(key)
-        if hit is not None:
-            return hit[0]
-        value = self._compute(node, children)
-        self.memo[key] = (value, children)  # keep the children alive: their ids key the memo
-        return value
-
     def _compute(self, node: Node, ch):
         kind, op = node.kind, node.op
         if kind == "constant":
