@@ -42,13 +42,18 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def draws(n: int, slow_every: int, seed: int = 0) -> dict:
+def draws(n: int, slow_every: int, seed: int = 0, first: int = 0, last: int | None = None, on_concept=None) -> dict:
+    """The generator check for the concepts ``first:last`` of the space (in its order); after
+    each, ``on_concept(out)`` (e.g. to save what is done so far).  Concept number i draws its
+    scenes and breaks them with seeds derived from (seed, i), so a slice gives the same numbers
+    as the whole run."""
     defs = load_definitions()
     out = {}
-    rng = np.random.default_rng(seed)
-    for c in defs.instances(DEFAULTS["depth"]):
+    instances = list(defs.instances(DEFAULTS["depth"]))
+    for i, c in enumerate(instances[first:last], start=first):
+        rng = np.random.default_rng([seed, i])
         t = time.perf_counter()
-        grids, masks = sample_scenes(defs, c, n, seed=seed)
+        grids, masks = sample_scenes(defs, c, n, seed=int(rng.integers(2**31)))
         t_gen = time.perf_counter() - t
         t = time.perf_counter()
         ok = evaluate_concepts(defs, [c], grids)[0]
@@ -63,6 +68,8 @@ def draws(n: int, slow_every: int, seed: int = 0) -> dict:
                        int(slow_bad), "generate_s": round(t_gen, 2), "fast_s": round(t_fast, 3)}
         print(f"{c.name:<22} {ok.sum():>6}/{n} satisfy; broken satisfy {bad.sum()}; slow {slow_ok}/{len(slow_idx)}, "
               f"broken {slow_bad}; generate {t_gen:.1f} s, fast {t_fast:.2f} s", flush=True)
+        if on_concept is not None:
+            on_concept(out)
     return out
 
 
@@ -76,15 +83,37 @@ def main(argv=None) -> int:
                     help="where to write the summary (default benchmarks/results/conceptworld.json; with "
                          "--draws-only, conceptworld_draws.json)")
     ap.add_argument("--draws-only", action="store_true",
-                    help="only the generator check (e.g. every draw by the interpreter: --slow-every 1)")
+                    help="only the generator check (e.g. every draw by the interpreter: --slow-every 1); the "
+                         "summary is rewritten after each concept")
+    ap.add_argument("--concepts", type=int, nargs=2, metavar=("FIRST", "LAST"), default=(0, None),
+                    help="with --draws-only: only the concepts FIRST..LAST-1 (space order), e.g. one slice per "
+                         "core; join the slices' summaries with --join")
+    ap.add_argument("--join", nargs="+", metavar="SUMMARY",
+                    help="join the --draws-only summaries of slices into --results")
     args = ap.parse_args(argv)
+    if args.join:
+        import json
+        parts = [json.loads(Path(p).read_text()) for p in args.join]
+        checks = {k: v for part in parts for k, v in part["figures"]["draws"].items()}
+        args.results = args.results or str(RESULTS / "conceptworld_draws.json")
+        write_summary(args.results, "ConceptWorld: generated scenes checked against their concepts", {
+            "draws": checks, "seconds": round(sum(p["figures"]["seconds"] for p in parts), 1),
+            "peak_rss_mb": max(p["figures"]["peak_rss_mb"] for p in parts)},
+            settings={**parts[0]["settings"], "concepts": [None, None], "joined": len(parts)})
+        print(f"wrote {args.results}: {len(checks)} concepts")
+        return 0
     if args.draws_only:
         args.results = args.results or str(RESULTS / "conceptworld_draws.json")
         t = time.perf_counter()
-        checks = draws(args.draws, args.slow_every, args.seed)
-        write_summary(args.results, "ConceptWorld: generated scenes checked against their concepts", {
-            "draws": checks, "seconds": round(time.perf_counter() - t, 1), "peak_rss_mb": round(peak_mb(), 1)},
-            settings={"draws": args.draws, "slow_every": args.slow_every, "seed": args.seed})
+        first, last = args.concepts
+
+        def save(checks):
+            write_summary(args.results, "ConceptWorld: generated scenes checked against their concepts", {
+                "draws": checks, "seconds": round(time.perf_counter() - t, 1), "peak_rss_mb": round(peak_mb(), 1)},
+                settings={"draws": args.draws, "slow_every": args.slow_every, "seed": args.seed,
+                          "concepts": [first, last]})
+
+        save(draws(args.draws, args.slow_every, args.seed, first, last, on_concept=save))
         print(f"wrote {args.results}")
         return 0
     args.results = args.results or str(RESULTS / "conceptworld.json")
