@@ -198,7 +198,7 @@ def constant_note(df: pd.DataFrame, columns=("atom_divergence", "compound_diverg
 def episode_note(reports: list) -> list:
     """One line per audited split with episode exclusions: the usable and excluded test concepts
     (count, first names, rule); and one line per kind of what the space's build left out."""
-    lines, space_done = [], False
+    lines, space_lines, space_done = [], [], False
     for r in reports:
         ep = r.get("episodes")
         if not ep:
@@ -213,12 +213,30 @@ def episode_note(reports: list) -> list:
             space_done = True
             for kind, rec in (ep.get("space") or {}).items():
                 more = ", ..." if rec["count"] > len(rec["first"]) else ""
-                lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
-                             f"({', '.join(rec['first'])}{more}): {rec['rule']}")
+                space_lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
+                                   f"({', '.join(rec['first'])}{more}): {rec['rule']}")
+    lines += space_lines  # after the per-split lines, one per split first (episode_table's rows)
     if any(r.get("episodes", {}).get("excluded", {}).get("count") for r in reports):
         rule = next(r["episodes"]["excluded"]["rule"] for r in reports if r.get("episodes"))
         lines.append(f"excluded test concepts: {rule}")
     return lines
+
+
+def episode_table(reports: list) -> tuple:
+    """``(head, rows)``: per audited split with an episode record (the rows of
+    :func:`episode_note`, in its order), the episode shape, the usable test concepts and the
+    excluded ones (count and first names)."""
+    head = ["split", "episode shape (support; query)", "usable test concepts", "excluded", "first excluded"]
+    rows = []
+    for r in reports:
+        ep = r.get("episodes")
+        if not ep:
+            continue
+        sh, ex = ep["shape"], ep["excluded"]
+        more = ", ..." if ex["count"] > len(ex["first"]) else ""
+        rows.append([r["split"], f"{sh['positives']}+{sh['negatives']}; {sh['query_positives']}+{sh['query_negatives']}",
+                     f"{ep['usable']:,}", f"{ex['count']:,}", ", ".join(ex["first"]) + more if ex["count"] else ""])
+    return head, rows
 
 
 # ================================================================================= figures
@@ -510,7 +528,11 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
         b.append(("p", constant_note(df)[0].upper() + constant_note(df)[1:] + "."))
     if episode_note(reports):
         b.append(("h2", "Episodes: usable and excluded concepts"))
-        b.append(("p", "; ".join(episode_note(reports)) + "."))
+        head, rows = episode_table(reports)
+        b.append(("table", head, rows))
+        rest = episode_note(reports)[len(rows):]  # what the space's build left out; the rule
+        if rest:
+            b.append(("p", rest[0][0].upper() + "; ".join(rest)[1:] + "."))
     if len(df) >= 3 and not rank_disagreements(df).attrs["constant"]:
         rk = rank_disagreements(df)
         rho = rk.attrs["spearman"]

@@ -253,7 +253,10 @@ def test_audit_table_report_and_rank_comparison(pairs, tmp_path):
     rk = rank_disagreements(df)
     assert set(rk["split"]) == set(splits) and np.isfinite(rk.attrs["spearman"])
     paths = write_report(pairs, reports, tmp_path / "r.md")
-    assert paths[0].read_text().count("| seen_k1 |") == 1 and all(p.stat().st_size > 0 for p in paths)
+    page = paths[0].read_text()
+    # one row in the audit table, one in the episodes table (usable and excluded concepts)
+    assert page.count("| seen_k1 |") == 2 and "## Episodes: usable and excluded concepts" in page
+    assert all(p.stat().st_size > 0 for p in paths)
     with pytest.raises(Exception, match="unknown report format"):
         write_report(pairs, reports, tmp_path / "r.pdf")
 
