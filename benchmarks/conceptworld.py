@@ -95,12 +95,16 @@ def main(argv=None) -> int:
         import json
         parts = [json.loads(Path(p).read_text()) for p in args.join]
         checks = {k: v for part in parts for k, v in part["figures"]["draws"].items()}
+        names = [c.name for c in load_definitions().instances(DEFAULTS["depth"])]
+        missing = [n for n in names if n not in checks]  # slices stopped before their end
         args.results = args.results or str(RESULTS / "conceptworld_draws.json")
         write_summary(args.results, "ConceptWorld: generated scenes checked against their concepts", {
-            "draws": checks, "seconds": round(sum(p["figures"]["seconds"] for p in parts), 1),
+            "draws": checks, "concepts_checked": len(checks), "concepts_missing": missing,
+            "seconds": round(sum(p["figures"]["seconds"] for p in parts), 1),
             "peak_rss_mb": max(p["figures"]["peak_rss_mb"] for p in parts)},
             settings={**parts[0]["settings"], "concepts": [None, None], "joined": len(parts)})
-        print(f"wrote {args.results}: {len(checks)} concepts")
+        print(f"wrote {args.results}: {len(checks)} of {len(names)} concepts" +
+              (f"; missing {', '.join(missing)}" if missing else ""))
         return 0
     if args.draws_only:
         args.results = args.results or str(RESULTS / "conceptworld_draws.json")
