@@ -566,6 +566,16 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
                       for w, s, n, c in worst[:n_worst]]}
 
 
+def build_exclusion_lines(space_record: dict | None) -> list:
+    """One line per kind of what a space's build left out (count, first names, rule)."""
+    lines = []
+    for kind, rec in (space_record or {}).items():
+        more = ", ..." if rec["count"] > len(rec["first"]) else ""
+        lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
+                     f"({', '.join(rec['first'])}{more}): {rec['rule']}")
+    return lines
+
+
 def episodes_lines(episodes: dict | None) -> list:
     """The audit's lines on episodes: the shape, the usable and excluded test concepts (count and
     first names, with the rule) and what the space's build left out."""
@@ -577,10 +587,7 @@ def episodes_lines(episodes: dict | None) -> list:
              f"excluded {ex['count']:,}" + (f" ({', '.join(ex['first'])}" + (", ..." if ex["count"] > len(ex["first"])
                                                                             else "") + f"): {ex['rule']}"
                                             if ex["count"] else "")]
-    for kind, rec in (episodes.get("space") or {}).items():
-        more = ", ..." if rec["count"] > len(rec["first"]) else ""
-        lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
-                     f"({', '.join(rec['first'])}{more}): {rec['rule']}")
+    lines += build_exclusion_lines(episodes.get("space"))
     return lines
 
 

@@ -35,7 +35,7 @@ import pandas as pd
 from .errors import BayesConceptsError
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import EpisodeSampler
-from .gap import audit, cell_seed
+from .gap import audit, build_exclusion_lines, cell_seed
 from .oracles import OracleSettings, strong_and_weak
 from .plots import _style, plot_episode, plot_gap_parts, split_label
 
@@ -211,10 +211,7 @@ def episode_note(reports: list) -> list:
                        f"{ep['shape']['query_positives']}+{ep['shape']['query_negatives']} query")
         if not space_done:
             space_done = True
-            for kind, rec in (ep.get("space") or {}).items():
-                more = ", ..." if rec["count"] > len(rec["first"]) else ""
-                space_lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
-                                   f"({', '.join(rec['first'])}{more}): {rec['rule']}")
+            space_lines = build_exclusion_lines(ep.get("space"))
     lines += space_lines  # after the per-split lines, one per split first (episode_table's rows)
     if any(r.get("episodes", {}).get("excluded", {}).get("count") for r in reports):
         rule = next(r["episodes"]["excluded"]["rule"] for r in reports if r.get("episodes"))
