@@ -25,7 +25,9 @@ Run from the repository root::
 The published-format fixture (:func:`make_published_fixture`, no randomness) mimics the
 files users fetch, with what makes them hard: CZSL's ``compositional-split-natural/``
 pair files and its metadata records (as JSON; with ``NA`` records), an image folder of
-``<attribute object>/`` sub-folders (MIT-States), RLCL-style JSON pair lists, a test pair
+``<attribute object>/`` sub-folders (MIT-States), RLCL-style JSON pair lists (and the same
+lists spelled as RLCL's repository spells them: ``train_cgqa.json``, ``val_utzap.json``,
+``test_mit.json`` of ``"attribute_object"`` names, in ``rlcl-as-published/``), a test pair
 that no item has, attributes and objects that occur only in val pairs, pairs too small for
 an episode, and a second pair layout with no unseen pair (``seen-only/``).
 """
@@ -136,6 +138,10 @@ def make_published_fixture(out: Path, images: bool = True) -> dict:
         "rlcl/train.json": json.dumps([list(p) for p in PUBLISHED_TRAIN]) + "\n",
         "rlcl/val.json": json.dumps([list(p) for p in PUBLISHED_VAL]) + "\n",
         "rlcl/test.json": json.dumps([" ".join(p) for p in PUBLISHED_TEST]) + "\n",
+        # RLCL's own spelling: lists named after their source dataset, "attribute_object" names
+        "rlcl-as-published/train_cgqa.json": json.dumps(["_".join(p) for p in PUBLISHED_TRAIN]) + "\n",
+        "rlcl-as-published/val_utzap.json": json.dumps(["_".join(p) for p in PUBLISHED_VAL]) + "\n",
+        "rlcl-as-published/test_mit.json": json.dumps(["_".join(p) for p in PUBLISHED_TEST]) + "\n",
         "seen-only/train_pairs.txt": lines(PUBLISHED_TRAIN + [p for p in PUBLISHED_TEST if p not in PUBLISHED_TRAIN]),
         "seen-only/val_pairs.txt": "",
         "seen-only/test_pairs.txt": lines(seen_test),

@@ -1356,7 +1356,11 @@ def _exclusion_note(ds) -> list:
 
 def cmd_space_from_pairs(args) -> int:
     from .pairs import build_pair_space
+    if (args.items is None) == (args.items_per_pair is None):
+        raise BayesConceptsError("space from-pairs: give --items FILE|DIR or --items-per-pair N"
+                         + (", not both" if args.items is not None else ""))
     for line in build_pair_space(args.out, args.items, args.pairs_dir, primitives=not args.no_primitives,
+                                 items_per_pair=args.items_per_pair,
                                  ks=args.k or (), seed=args.seed, overwrite=args.force, worlds=args.worlds or (),
                                  n_worlds=args.n_worlds,
                                  episodes=None if args.episode_shape is None else _episode_shape(args).as_dict()):
@@ -1609,10 +1613,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_space_build)
     p = sp.add_parser("from-pairs", help="the pair space of an attribute-object benchmark (CZSL layout) into OUT")
     p.add_argument("out", metavar="OUT", help="directory to write the pair space to")
-    p.add_argument("--items", required=True, metavar="FILE|DIR",
+    p.add_argument("--items", metavar="FILE|DIR",
                    help="items: TSV with a header (item|image, attribute|attr, object|obj[, set]), JSON Lines / "
                         "a JSON list of objects with those keys, CZSL's metadata .t7 (needs torch), or an image "
-                        "folder of 'attribute object' sub-folders; NA records are dropped and counted")
+                        "folder of 'attribute object' sub-folders; NA records are dropped and counted (this or "
+                        "--items-per-pair)")
+    p.add_argument("--items-per-pair", type=_whole(1), default=None, metavar="N",
+                   help="no items file: give every listed pair N synthetic items, to audit the pair lists alone "
+                        "(e.g. RLCL's lists without its images); every pair then has N items")
     p.add_argument("--pairs-dir", required=True, metavar="DIR|FILE.json",
                    help="holds train_pairs.txt, val_pairs.txt, test_pairs.txt (or JSON lists train.json, ...), or "
                         "one JSON file of train/val/test lists; pairs no item has are left out and counted")

@@ -8,11 +8,17 @@ MIT-States, UT-Zappos, C-GQA and RLCL label every item (an image) with one
     DIR/val_pairs.txt
     DIR/test_pairs.txt
 
-Each pair file may instead be JSON (``train_pairs.json`` or ``train.json``): a list of
-pairs, each ``["attribute", "object"]``, ``"attribute object"`` or an object with
-``attr``/``obj`` (or ``attribute``/``object``) keys; and ``DIR`` may itself be one JSON
-file holding ``{"train": [...], "val": [...], "test": [...]}``.  Each file must exist (an
-empty one lists no pair).
+Each pair file may instead be JSON (``train_pairs.json``, ``train.json``, or the one
+``train_<name>.json`` of the directory, as RLCL names its lists ``train_cgqa.json``,
+``val_utzap.json``, ``test_mit.json``): a list of pairs, each ``["attribute", "object"]``,
+``"attribute object"``, RLCL's ``"attribute_object"`` (one underscore; RLCL writes a space
+inside a name as ``.``) or an object with ``attr``/``obj`` (or ``attribute``/``object``)
+keys; and ``DIR`` may itself be one JSON file holding ``{"train": [...], "val": [...],
+"test": [...]}``.  Each file must exist (an empty one lists no pair).
+
+Without the items (the images are a large download; RLCL's lists come with its code),
+``items_per_pair=N`` gives every listed pair N synthetic items: an audit of the lists
+alone, in which every pair has the same number of items.
 
 :func:`read_pairs_layout` reads it (every malformed line is a :class:`PairsLayoutError`
 naming the file and line), :func:`pair_space` turns it into an
@@ -368,13 +374,7 @@ def _pair_entries(path: Path, side: str, bundle) -> tuple:
         if side not in data:
             raise PairsLayoutError(f"{label}: no {side!r} list (expected keys train, val, test)")
         return label, _json_entries(data[side], f"{label} {side}")
-    for name in (f"{side}_pairs.txt", f"{side}_pairs.json", f"{side}.json"):
-        f = path / name
-        if f.is_file():
-            break
-    else:
-        raise PairsLayoutError(f"{path / f'{side}_pairs.txt'}: missing (a pairs directory holds "
-                               f"{', '.join(PAIR_FILES)}, or their .json lists)")
+    f = _side_file(path, side)
     text = _read_text(f)
     if f.suffix == ".json":
         try:
@@ -384,6 +384,35 @@ def _pair_entries(path: Path, side: str, bundle) -> tuple:
         return f.name, _json_entries(data, str(f))
     return f.name, [(f"{f} line {n}", line) for n, line in enumerate(text.splitlines(), 1)
                     if line.strip() and not line.startswith("#")]
+
+
+def _side_file(path: Path, side: str) -> Path:
+    """The pair file of one side in ``path``: ``<side>_pairs.txt``, ``<side>_pairs.json``,
+    ``<side>.json``, or else the one ``<side>_<name>.json`` there (RLCL names its lists after
+    their source dataset: ``train_cgqa.json``, ``val_utzap.json``, ``test_mit.json``)."""
+    for name in (f"{side}_pairs.txt", f"{side}_pairs.json", f"{side}.json"):
+        if (path / name).is_file():
+            return path / name
+    named = sorted(f for f in path.glob(f"{side}_*.json") if f.is_file())
+    if len(named) == 1:
+        return named[0]
+    if len(named) > 1:
+        raise PairsLayoutError(f"{path}: {len(named)} {side} lists ({', '.join(f.name for f in named)}); keep one, "
+                               f"or name it {side}.json")
+    raise PairsLayoutError(f"{path / f'{side}_pairs.txt'}: missing (a pairs directory holds "
+                           f"{', '.join(PAIR_FILES)}, or their .json lists)")
+
+
+def _pair_tokens(entry) -> list:
+    """The tokens of one listed pair: ``"wet dog"`` and ``["wet", "dog"]`` give ``["wet", "dog"]``,
+    and so does RLCL's ``"wet_dog"`` (one underscore, no space: RLCL's lists join the two names
+    with ``_`` and write a space inside a name as ``.``)."""
+    if isinstance(entry, list):
+        return list(entry)
+    toks = entry.split()
+    if len(toks) == 1 and toks[0].count("_") == 1:
+        toks = toks[0].split("_")
+    return toks
 
 
 def _json_entries(data, label: str) -> list:
@@ -411,9 +440,10 @@ def _read_pairs(path: Path, side: str, bundle, counts: dict, empty: list) -> lis
     label, entries = _pair_entries(path, side, bundle)
     out, seen = [], {}
     for where, entry in entries:
-        toks = entry.split() if isinstance(entry, str) else list(entry)
-        if len(toks) != 2 or (isinstance(entry, list) and any(len(t.split()) != 1 for t in toks)):
-            raise PairsLayoutError(f"{where}: expected 'attribute object' (two tokens), got {len(toks)}: "
+        toks = _pair_tokens(entry)
+        if len(toks) != 2 or not all(toks) or (isinstance(entry, list) and any(len(t.split()) != 1 for t in toks)):
+            raise PairsLayoutError(f"{where}: expected 'attribute object' (two tokens) or RLCL's 'attribute_object', "
+                                   f"got {len(toks)}: "
                                    f"{entry.strip() if isinstance(entry, str) else entry!r}")
         a, o = toks
         if (a, o) in seen:
@@ -428,14 +458,50 @@ def _read_pairs(path: Path, side: str, bundle, counts: dict, empty: list) -> lis
     return out
 
 
-def read_pairs_layout(items, pairs_dir) -> PairsLayout:
+def _listed_pairs(pairs_dir: Path, bundle) -> list:
+    """Every well-formed pair the three lists name, once each, in list order (train, val, test)."""
+    out = {}
+    for side in SIDES:
+        for _, entry in _pair_entries(pairs_dir, side, bundle)[1]:
+            toks = _pair_tokens(entry)
+            if len(toks) == 2 and all(toks):
+                out.setdefault(tuple(toks), None)
+    return list(out)
+
+
+def synthetic_items(pairs: list, per_pair: int) -> tuple:
+    """``(names, attributes, objects)``: ``per_pair`` items for each pair of ``pairs``, named
+    ``"attribute_object/k"`` -- the items of an audit of the pair lists alone, when the
+    benchmark's images (or their labels) are not at hand."""
+    names, attrs, objs = [], [], []
+    for a, o in pairs:
+        for k in range(per_pair):
+            names.append(f"{a}_{o}/{k}")
+            attrs.append(a)
+            objs.append(o)
+    return names, attrs, objs
+
+
+def read_pairs_layout(items, pairs_dir, items_per_pair: int | None = None) -> PairsLayout:
     """Read the items (a file or an image folder) and the pair lists (a directory of
     ``train_pairs.txt``, ``val_pairs.txt`` and ``test_pairs.txt`` or their JSON lists, or
     one JSON file with ``train``/``val``/``test`` lists); a malformed file is a
     :class:`PairsLayoutError` naming file and line.  Listed pairs no item carries and NA
-    records are left out and recorded (``empty_pairs``, ``na_items``)."""
-    items, pairs_dir = Path(items), Path(pairs_dir)
-    if not items.exists():
+    records are left out and recorded (``empty_pairs``, ``na_items``).
+
+    ``items=None`` with ``items_per_pair=N`` audits the lists alone: every listed pair gets N
+    items (:func:`synthetic_items`), so no pair is empty and every concept has the same
+    number of items per pair; the real images' counts play no part (``sources`` records
+    ``"items": "synthetic: N per listed pair"``)."""
+    if (items is None) == (items_per_pair is None):
+        raise PairsLayoutError("give either the items (a file or an image folder) or items_per_pair, not "
+                               + ("both" if items is not None else "neither"))
+    if items_per_pair is not None and (isinstance(items_per_pair, bool) or not isinstance(items_per_pair, int)
+                                       or items_per_pair < 1):
+        raise PairsLayoutError(f"items_per_pair must be a whole number >= 1, got {items_per_pair!r}")
+    pairs_dir = Path(pairs_dir)
+    items = None if items is None else Path(items)
+    if items is not None and not items.exists():
         raise PairsLayoutError(f"{items}: no such items file or image folder")
     bundle = None
     if pairs_dir.is_file() and pairs_dir.suffix == ".json":
@@ -449,7 +515,13 @@ def read_pairs_layout(items, pairs_dir) -> PairsLayout:
     elif not pairs_dir.is_dir():
         raise PairsLayoutError(f"{pairs_dir}: not a directory (expected one holding {', '.join(PAIR_FILES)}) "
                                "nor a .json file of train/val/test lists")
-    names, attrs, objs, sets, dropped = _read_items(items)
+    if items is None:
+        names, attrs, objs = synthetic_items(_listed_pairs(pairs_dir, bundle), items_per_pair)
+        if not names:
+            raise PairsLayoutError(f"{pairs_dir}: the pair lists name no pair")
+        sets, dropped = None, []
+    else:
+        names, attrs, objs, sets, dropped = _read_items(items)
     counts = {}
     for a, o in zip(attrs, objs):
         counts[(a, o)] = counts.get((a, o), 0) + 1
@@ -457,12 +529,13 @@ def read_pairs_layout(items, pairs_dir) -> PairsLayout:
     pairs = {side: _read_pairs(pairs_dir, side, bundle, counts, empty) for side in SIDES}
     if not pairs["train"]:
         raise PairsLayoutError(f"{pairs_dir}: no train pair that an item carries (the seen pairs are needed)")
-    files = [pairs_dir] if bundle else [f for f in pairs_dir.iterdir() if f.is_file() and (
-        f.name in PAIR_FILES or f.name in {f"{s}_pairs.json" for s in SIDES} | {f"{s}.json" for s in SIDES})]
+    files = [pairs_dir] if bundle else [_side_file(pairs_dir, side) for side in SIDES]
     sources = {}
-    for p in [items] * items.is_file() + sorted(files):
+    for p in ([items] if items is not None and items.is_file() else []) + sorted(files):
         sources[p.name] = hashlib.sha256(p.read_bytes()).hexdigest()
-    if items.is_dir():
+    if items is None:
+        sources["items"] = f"synthetic: {items_per_pair} per listed pair"
+    elif items.is_dir():
         sources[items.name + "/"] = hashlib.sha256("\n".join(names).encode()).hexdigest()
     return PairsLayout(names, attrs, objs, sets, pairs, sources, empty, dropped)
 
@@ -733,21 +806,23 @@ def exclusion_lines(excluded: dict, prefix: str = "excluded: ") -> list:
 
 
 def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed: int = 0,
-                     overwrite: bool = False, worlds=(), n_worlds: int | None = None, episodes=None) -> list:
+                     overwrite: bool = False, worlds=(), n_worlds: int | None = None, episodes=None,
+                     items_per_pair: int | None = None) -> list:
     """``bayes-concepts space from-pairs``: read the layout, build the pair space with its
     ``unseen_pairs`` split spec (when it has unseen pairs), a ``seen_k<K>`` spec per ``ks`` and a
     ``worlds_np<N>`` spec (:func:`episode_worlds_spec`, at most ``n_worlds`` worlds) per ``worlds``,
     save it to ``out`` (atomically; the specs in ``out/splits/``).  ``episodes``: None (5+20 each)
     or an episode shape as a dict of its four fields
     (:meth:`bayes_concepts.episodes.EpisodeShape.as_dict`), written into every spec as its
-    ``[episodes]`` table (the spec validates it).  Returns the summary lines to print."""
+    ``[episodes]`` table (the spec validates it).  ``items=None`` with ``items_per_pair=N``
+    audits the pair lists alone (:func:`read_pairs_layout`).  Returns the summary lines to print."""
     import time
     shape = dict(episodes) if episodes is not None else {"positives": 5, "negatives": 20, "query_positives": 5,
                                                         "query_negatives": 20}
     if Path(out).exists() and not overwrite:
         raise FileExistsError(f"{out} already exists (pass --force to replace it)")
     t = time.perf_counter()
-    layout = read_pairs_layout(items, pairs_dir)
+    layout = read_pairs_layout(items, pairs_dir, items_per_pair=items_per_pair)
     space = pair_space(layout, primitives=primitives, seed=seed)
     if not layout.unseen_pairs() and not ks and not worlds:
         raise PairsLayoutError(f"{pairs_dir}: no unseen pair (every test pair is a train pair, or there is none), so "
@@ -772,7 +847,9 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
     n_val = len(layout.val_only_pairs())
     lines = [f"built {out} in {time.perf_counter() - t:.1f} s: {space.n_concepts:,} concepts ({n_pairs:,} pairs"
              + (f", {space.n_concepts - n_pairs:,} attributes and objects alone" if primitives else "")
-             + f") over {space.n_scenes:,} items; {space.n_synonym_classes:,} synonym classes",
+             + f") over {space.n_scenes:,} items"
+             + (f" (synthetic: {items_per_pair} per listed pair; the real images' counts play no part)"
+                if items is None else "") + f"; {space.n_synonym_classes:,} synonym classes",
              f"pair files: train {len(layout.pairs['train']):,}, val {len(layout.pairs['val']):,}, "
              f"test {len(layout.pairs['test']):,} pair{_s(len(layout.pairs['test']))}" + _seen_test_note(layout)
              + f" ({len(set(layout.attributes)):,} attribute{_s(len(set(layout.attributes)))}, "

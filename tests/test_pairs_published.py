@@ -25,7 +25,8 @@ from bayes_concepts.splits import SplitSpecError, make_split
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "analyses"))
-from make_pairs_fixture import make_published_fixture  # noqa: E402
+from make_pairs_fixture import (PUBLISHED_TEST, PUBLISHED_TRAIN, PUBLISHED_VAL,  # noqa: E402
+                                make_published_fixture)
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +59,54 @@ def test_every_items_format_gives_the_same_items(pub, layout):
     assert sorted(zip(layout.attributes, layout.objects)) == sorted(zip(folder.attributes, folder.objects))
     assert rlcl.pairs == tsv.pairs == layout.pairs
     assert layout.na_items == ["unlabelled/0000.jpg", "unlabelled/0001.jpg"] and tsv.na_items == []
+
+
+def test_rlcl_lists_as_its_repository_spells_them(pub, layout):
+    """RLCL names its lists after their source dataset and joins the two names with '_'."""
+    rlcl = read_pairs_layout(pub / "czsl" / "items.tsv", pub / "rlcl-as-published")
+    assert rlcl.pairs == layout.pairs
+    assert set(rlcl.sources) == {"items.tsv", "train_cgqa.json", "val_utzap.json", "test_mit.json"}
+
+
+def test_rlcl_names_that_are_not_one_pair_are_one_line(pub, tmp_path, capsys):
+    d = tmp_path / "lists"
+    d.mkdir()
+    for side in ("train", "val", "test"):
+        (d / f"{side}_x.json").write_text(json.dumps(["wet_dog"]))
+    (d / "test_x.json").write_text(json.dumps(["wet_dog", "wet_big_dog"]))
+    with pytest.raises(PairsLayoutError, match=r"test_x.json entry 1: expected 'attribute object'.*got 1"):
+        read_pairs_layout(pub / "czsl" / "items.tsv", d)
+    (d / "train_y.json").write_text("[]")
+    assert main(["space", "from-pairs", str(tmp_path / "s"), "--items", str(pub / "czsl" / "items.tsv"),
+                 "--pairs-dir", str(d)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "2 train lists (train_x.json, train_y.json)" in err
+
+
+def test_items_per_pair_audits_the_lists_alone(pub, tmp_path, capsys):
+    lists = czsl(pub)[1]
+    listed = set(PUBLISHED_TRAIN) | set(PUBLISHED_VAL) | set(PUBLISHED_TEST)
+    synth = read_pairs_layout(None, lists, items_per_pair=11)
+    assert synth.n_items == 11 * len(listed)
+    assert synth.pair_counts() == {p: 11 for p in listed}
+    assert synth.empty_pairs == [] and synth.na_items == []  # every listed pair has its items now
+    assert synth.pairs["test"] == PUBLISHED_TEST and synth.sources["items"] == "synthetic: 11 per listed pair"
+    # val-only atoms are still left out: the rule is about the lists, not the items
+    assert synth.exclusions()["val_only_atoms"]["first"] == ["attribute:narrow", "object:castle"]
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(PairsLayoutError, match="items_per_pair must be a whole number"):
+            read_pairs_layout(None, lists, items_per_pair=bad)
+    out = tmp_path / "synth"
+    assert main(["space", "from-pairs", str(out), "--pairs-dir", str(lists), "--items-per-pair", "12"]) == 0
+    printed = capsys.readouterr().out
+    assert f"over {12 * len(listed)} items (synthetic: 12 per listed pair" in printed
+    assert json.loads((out / "manifest.json").read_text())["params"]["sources"]["items"] == \
+        "synthetic: 12 per listed pair"
+    for extra in ([], ["--items", str(pub / "czsl" / "items.tsv"), "--items-per-pair", "3"]):
+        assert main(["space", "from-pairs", str(tmp_path / "x"), "--pairs-dir", str(lists), *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "give --items FILE|DIR or --items-per-pair N" in err
+    assert not (tmp_path / "x").exists()
 
 
 def test_exclusions_are_counted_and_named(layout, space):
