@@ -785,6 +785,8 @@ def _splits_search_parser():
                    help="episodes of the gap proxy's fixed pool (default 20,000)")
     p.add_argument("--episodes", type=_whole(1), default=2000,
                    help="test episodes per negatives of the final audit of the split found (default 2000)")
+    _episode_shape_option(p, "of the gap proxy's pool, the divergences' weights and the final audit, and written "
+                             "into the spec as its [episodes] table")
     p.add_argument("--name", default="searched", help="the split's name in the spec (default searched)")
     p.add_argument("--seed", type=_whole(0), default=0, help="seed of the search, its pool and the audit (default 0)")
     p.add_argument("--out", required=True, metavar="SPEC.toml", help="the split spec to write")
@@ -809,6 +811,7 @@ def cmd_splits_search(args) -> int:
     if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", args.name):
         raise SearchError(f"--name {args.name!r}: letters, digits, '_', '.' or '-'")
     _check_output_file(args.out, "--out", create_parents=True)
+    shape = _episode_shape(args)
     space = _load_space(args.dir)
     t = time.perf_counter()
     _log(f"searching {args.dir}: objective {args.objective}, constraints "
@@ -816,9 +819,10 @@ def cmd_splits_search(args) -> int:
          f"(± {args.share_tolerance:g}), {args.method}, seed {args.seed}")
     result = search_split(space, args.objective, test_share=args.test_share, share_tolerance=args.share_tolerance,
                           constraints=constraints, seed=args.seed, iterations=args.iterations, budget_s=args.budget,
-                          method=args.method, pool_episodes=args.pool_episodes, name=args.name, log=_log)
+                          method=args.method, pool_episodes=args.pool_episodes, name=args.name, log=_log,
+                          episode_shape=shape)
     _log(f"auditing the split found ({args.episodes:,} test episodes per negatives) ...")
-    report = audit(space, result.split, n_episodes=args.episodes, seed=args.seed)
+    report = audit(space, result.split, n_episodes=args.episodes, seed=args.seed, episode_shape=shape)
     text = format_audit(report)
     hard = next(r for r in report["gap"] if r["negatives"] == "hard")
     summary = [f"split search ({result.settings['method']}, seed {args.seed}) on {args.dir}: objective "

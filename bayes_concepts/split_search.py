@@ -49,7 +49,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .divergence import ATOM_ALPHA, COMPOUND_ALPHA, concept_structure, episode_weights
-from .episodes import Episodes, ARRAY_FIELDS, sampler_for
+from .episodes import Episodes, ARRAY_FIELDS, EpisodeShape, sampler_for
 from .errors import BayesConceptsError
 from .oracles import Oracle, OracleSettings
 from .oracles.likelihoods import likelihoods
@@ -107,14 +107,16 @@ class SideMasses:
     for the others), as :func:`~bayes_concepts.divergence.split_divergence` weighs them.
     """
 
-    def __init__(self, space, structure=None, beta: float = 0.2, n_positive: int = 5):
+    def __init__(self, space, structure=None, beta: float = 0.2, n_positive: int = 5,
+                 n_query_positive: int | None = None):
         st = structure if structure is not None else concept_structure(space)
         classes = np.asarray(space.synonym_classes, np.int64)
         _, self.units = np.unique(classes, return_inverse=True)
         self.units = self.units.astype(np.int64).ravel()
         self.n_units = int(self.units.max()) + 1 if len(self.units) else 0
         self.sizes = np.bincount(self.units, minlength=self.n_units).astype(np.int64)
-        w = episode_weights(space, np.arange(space.n_concepts), beta, n_positive)  # one normalising constant
+        w = episode_weights(space, np.arange(space.n_concepts), beta, n_positive,  # one normalising constant
+                            n_query_positive)
         member = sp.csr_matrix((w, (self.units, np.arange(space.n_concepts))),
                                shape=(self.n_units, space.n_concepts))
         has = sp.csr_matrix(((w > 0).astype(np.float64), (self.units, np.arange(space.n_concepts))),
@@ -194,12 +196,17 @@ class GapProxy:
     """
 
     def __init__(self, space, units: np.ndarray, n_units: int, n_episodes: int = 20_000, seed: int = 0,
-                 negatives: str = "hard", settings: OracleSettings | None = None, hard_mode: str = "union"):
+                 negatives: str = "hard", settings: OracleSettings | None = None, hard_mode: str = "union",
+                 episode_shape=None):
         self.space = space
+        shape = EpisodeShape.parse(episode_shape) if episode_shape is not None else EpisodeShape()
         self.settings = settings or OracleSettings()
         self.units, self.n_units = np.asarray(units, np.int64), int(n_units)
         self.pool = sampler_for(space).sample(np.arange(space.n_concepts), int(n_episodes), negatives, seed=int(seed),
-                                              hard_mode=hard_mode, meta={"split": "search pool", "side": "all"})
+                                              hard_mode=hard_mode, meta={"split": "search pool", "side": "all"},
+                                              n_positive=shape.positives, n_negative=shape.negatives,
+                                              n_query_positive=shape.query_positives,
+                                              n_query_negative=shape.query_negatives)
         everything = Oracle(space, np.arange(space.n_concepts), self.settings, "strong")
         self.strong_ap = everything.evaluate(self.pool)["ap"]
         self.unit_of_episode = self.units[np.asarray(self.pool.concept, np.int64)]
@@ -365,7 +372,7 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
                  iterations: int | None = None, budget_s: float | None = 300.0, method: str = "anneal",
                  pool_episodes: int = 20_000, negatives: str = "hard", settings: OracleSettings | None = None,
                  hard_mode: str = "union", name: str = "searched", structure=None, log=None,
-                 log_every_s: float = 10.0) -> SearchResult:
+                 log_every_s: float = 10.0, episode_shape=None) -> SearchResult:
     """Search the held-out set that maximises ``objective`` (``"gap"`` or
     ``"compound-divergence"``) under ``constraints`` (``"atom-divergence<=0.02"``-style texts or
     ``(name, op, value)`` tuples), with test concepts / all concepts within ``test_share`` ±
@@ -380,7 +387,10 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
     given (then the result depends only on the seed), else the clock.  A start that breaks a
     constraint is first repaired by the same moves, minimising the violation.  ``log(str)``
     gets a progress line every ``log_every_s`` seconds.  ``pool_episodes``, ``negatives``,
-    ``settings``, ``hard_mode``: the gap proxy's pool (:class:`GapProxy`).
+    ``settings``, ``hard_mode``: the gap proxy's pool (:class:`GapProxy`).  ``episode_shape``
+    (an :class:`~bayes_concepts.episodes.EpisodeShape`, its dict or ``"P,N[,QP,QN]"``; None: 5+20
+    each) shapes the pool's episodes and the divergences' weights, and is written into the spec
+    as its ``[episodes]`` table when given.
 
     Returns a :class:`SearchResult`; a search that never meets the constraints is a
     :class:`SearchError`."""
@@ -389,7 +399,8 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
     log = log or (lambda line: None)
     t0 = time.perf_counter()
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EA2C4]))
-    masses = SideMasses(space, structure)
+    shape = EpisodeShape.parse(episode_shape) if episode_shape is not None else EpisodeShape()
+    masses = SideMasses(space, structure, n_positive=shape.positives, n_query_positive=shape.query_positives)
     n = space.n_concepts
     lo_size = int(math.ceil((test_share - share_tolerance) * n))
     hi_size = int(math.floor((test_share + share_tolerance) * n))
@@ -400,7 +411,8 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
     size = int(masses.sizes[test].sum())
     side = masses.side(test)
     div = masses.divergences(side)
-    proxy = GapProxy(space, masses.units, masses.n_units, pool_episodes, seed, negatives, settings, hard_mode) \
+    proxy = GapProxy(space, masses.units, masses.n_units, pool_episodes, seed, negatives, settings, hard_mode,
+                     shape) \
         if objective == "gap" else None
     if proxy is not None:
         log(f"gap proxy: {len(proxy.pool):,} pool episodes ({negatives} negatives) scored in "
@@ -486,8 +498,11 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
                     "test_share": float(test_share), "share_tolerance": float(share_tolerance), "seed": int(seed),
                     "method": method, "iterations": iterations, "budget_s": budget_s,
                     **({"pool_episodes": int(pool_episodes), "negatives": negatives, "hard_mode": hard_mode}
-                       if objective == "gap" else {})}
+                       if objective == "gap" else {}),
+                    **({"episodes": shape.as_dict()} if episode_shape is not None else {})}
     spec = split_spec(space, held, name, description=_description(objective, value, best_div, settings_rec))
+    if episode_shape is not None:
+        spec["episodes"] = shape.as_dict()
     split = make_split(space, spec)
     log(f"best: {objective} {value:.4g} after {it:,} steps ({accepted:,} accepted) in {seconds:.0f} s")
     return SearchResult(split, spec, objective, float(value),
@@ -531,6 +546,8 @@ def spec_toml(spec: dict, header_lines=()) -> str:
         out.append(f"{key} = {_toml_string(spec[key])}")
     out.append(f"synonym_aware = {'true' if spec['synonym_aware'] else 'false'}")
     out.append(f"val_fraction = {float(spec['val_fraction'])!r}")
+    if spec.get("episodes"):
+        out += ["", "[episodes]"] + [f"{k} = {int(v)}" for k, v in spec["episodes"].items() if v is not None]
     out += ["", "[held_out]", "programs = ["]
     out += [f"  {_toml_string(p)}," for p in spec["held_out"]["programs"]]
     out.append("]")
