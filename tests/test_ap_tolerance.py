@@ -233,6 +233,29 @@ def test_oracles_certify_each_episode(small_space, episodes):
                 assert np.array_equal(r[key], r0[key], equal_nan=True), key  # only AP is certified
 
 
+@pytest.mark.parametrize("tol", [0.0, 1e-3])
+@pytest.mark.parametrize("weak_empty", ["zero", "noisy"])
+def test_deferring_wide_episodes_changes_no_number(small_space, tol, weak_empty, monkeypatch):
+    """Episodes too wide to prune scored ROW_BATCH at a time after the others (the default)
+    against each scored where it stands, with spreading giving up at the same point: every
+    output equal, AP and bound included; some episodes are deferred, so the batch path runs."""
+    split = load_splits(small_space, ["concept_iid"])["concept_iid"]
+    eps = EpisodeSampler(small_space).sample(split.test, 60, "easy", seed=5)
+    st_ = OracleSettings(likelihood="noisy", ap_tolerance=tol, weak_empty=weak_empty, epsilon=0.3)
+    deferred = []
+    score_deferred = K.score_deferred
+    monkeypatch.setattr(K, "score_deferred", lambda w, d, *rest: (deferred.append(len(d)), score_deferred(w, d, *rest)))
+    # where spreading gives up changes AP by float grouping (~1e-16): the same place for both
+    monkeypatch.setattr(K, "SPECULATIVE_SHARE", K.DEFERRED_SPECULATIVE_SHARE)
+    for o in strong_and_weak(small_space, split, st_):
+        deferred.clear()
+        batched, alone = o.evaluate(eps), o.evaluate(eps, defer=False)
+        assert sum(deferred) > 0
+        for key in batched:
+            assert np.array_equal(batched[key], alone[key], equal_nan=True), key
+        assert not (batched["ap"] == K.DEFERRED).any()
+
+
 def test_exact_only_likelihood_applies_a_tolerance_trivially(small_space, episodes):
     """size with a tolerance: every AP exact (bound 0), the numbers of T = 0."""
     split, eps = episodes

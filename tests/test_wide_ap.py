@@ -76,3 +76,64 @@ def test_wide_ap_equals_sklearn(small_space, seed, n_active, spread, tie_share, 
     expected = average_precision_score(labels, full) if n_pos else np.nan
     assert (np.isnan(ap) and np.isnan(expected)) or abs(ap - expected) < 1e-12
     assert not scores.any() and not mark.any()  # work arrays restored
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), n_episodes=st.integers(1, 19), n_active=st.integers(1, 400),
+       spread=st.floats(0.0, 30.0), tie_share=st.floats(0.0, 0.8))
+def test_deferred_episodes_get_the_ap_of_scoring_every_row(small_space, seed, n_episodes, n_active, spread,
+                                                           tie_share):
+    """:func:`score_deferred` (ROW_BATCH episodes per pass over the rows, compiled with the
+    vectorizer on) gives each deferred episode exactly the AP that test_bank_ap_wide gives it
+    when it scores every scene from its row (speculative share 0), full batches or not; the
+    episodes not deferred are left alone."""
+    space = small_space
+    rng = np.random.default_rng(seed)
+    ptr, idx = space.test_bank_index()
+    scene_ptr, scene_cls = space.test_bank_scene_classes()
+    sig = np.ascontiguousarray(space.test_bank.signatures)
+    n_cls, n_test = len(ptr) - 1, space.test_bank.n_scenes
+    class_w = np.zeros((n_episodes, n_cls))
+    lists = []
+    for e in range(n_episodes):
+        active = rng.choice(n_cls, size=min(n_active, n_cls), replace=False)
+        w = np.exp(-spread * rng.random(len(active)))
+        w[rng.random(len(active)) < tie_share] = w[0]
+        class_w[e, active] = w / w.sum()
+        lists.append(active.astype(np.int64))
+    concept = rng.integers(space.n_concepts, size=n_episodes).astype(np.int64)
+    deferred = np.flatnonzero(rng.random(n_episodes) < 0.7)
+    out = np.full(n_episodes, K.DEFERRED)
+    K.score_deferred(class_w, deferred, scene_ptr, scene_cls, n_test, sig, concept, out)
+    scores, mark, touched = np.zeros(n_test), np.zeros(n_test, bool), np.empty(n_test, np.int64)
+    for e in range(n_episodes):
+        if e not in deferred:
+            assert out[e] == K.DEFERRED
+            continue
+        truth = sig[concept[e]]
+        n_pos = int(np.bitwise_count(truth).sum())
+        one = K.test_bank_ap_wide(lists[e], np.ascontiguousarray(class_w[e]), ptr, idx, scene_ptr, scene_cls, truth,
+                                  n_pos, n_test, scores, mark, touched, 0.0)
+        assert (np.isnan(one) and np.isnan(out[e])) or one == out[e]
+        if n_pos:
+            full = full_scores(sig, space.class_representatives(), class_w[e], n_test)
+            assert abs(out[e] - average_precision_score(unpack_bits(truth, n_test), full)) < 1e-12
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), n_classes=st.integers(1, 40), n_scenes=st.integers(1, 60),
+       density=st.floats(0.0, 1.0))
+def test_eight_row_sums_equal_scene_score_bit_for_bit(seed, n_classes, n_scenes, density):
+    """score_rows8 sums 8 posteriors' rows at once, each float exactly scene_score's."""
+    from bayes_concepts.engine.test_bank import scene_class_lanes
+    rng = np.random.default_rng(seed)
+    member = rng.random((n_classes, n_scenes)) < density
+    ptr = np.concatenate([[0], np.cumsum(member.sum(axis=1))]).astype(np.int64)
+    idx = np.concatenate([np.flatnonzero(r) for r in member] + [np.zeros(0, np.int64)]).astype(np.int32)
+    lane_ptr, lane_cls = scene_class_lanes(ptr, idx, n_scenes)
+    w = rng.random((n_classes, K.ROW_BATCH)) * np.exp(-40 * rng.random((n_classes, K.ROW_BATCH)))
+    out = np.empty((K.ROW_BATCH, n_scenes))
+    K.score_rows8(lane_ptr, lane_cls, n_scenes, np.ascontiguousarray(w).ravel(), out)
+    for j in range(K.ROW_BATCH):
+        wj = np.ascontiguousarray(w[:, j])
+        assert all(out[j, t] == K.scene_score(lane_ptr, lane_cls, t, wj) for t in range(n_scenes))

@@ -178,7 +178,7 @@ class Oracle:
                                  hard, self.settings)
 
     # ------------------------------------------------------------- episodes
-    def evaluate(self, episodes, hard_support: bool | None = None, wide: bool = True) -> dict:
+    def evaluate(self, episodes, hard_support: bool | None = None, wide: bool = True, defer: bool = True) -> dict:
         """Score a batch of episodes.
 
         Returns float/bool arrays (E,): ``ap`` (test bank), ``ap_bound`` (a certified bound on
@@ -187,7 +187,10 @@ class Oracle:
         support), ``n_candidates``; and ``query_pred`` (E, K).  ``wide=False`` scores
         spread-out (noisy) posteriors with the path made for a few candidates (exact AP: the
         same numbers as the wide path at AP tolerance 0, up to float summation order; for
-        benchmarks).
+        benchmarks).  ``defer=False`` scores the episodes too wide to prune one by one instead
+        of :data:`~bayes_concepts.oracles.kernels.ROW_BATCH` at a time after the others
+        (:func:`~bayes_concepts.oracles.kernels.score_deferred`: the same numbers; for tests
+        and benchmarks).
         """
         space, st = self.space, self.settings
         if hard_support is None:
@@ -221,7 +224,12 @@ class Oracle:
                       space.class_representatives(), *scene_classes)
         # an index on disk: the rows of each slice's support and query scenes are read into
         # memory (scenes renumbered into them), a slice at a time
-        step = EVALUATE_SLICE if isinstance(scene_concepts, RowFile) else max(e, 1)
+        # deferred episodes keep their class weights (a row of C floats each) until their slice
+        # is scored, so deferring also goes a slice at a time
+        defer = bool(wide and defer)
+        step = EVALUATE_SLICE if isinstance(scene_concepts, RowFile) or defer else max(e, 1)
+        n_classes = len(test_index[3]) - 1
+        speculative = K.DEFERRED_SPECULATIVE_SHARE if defer else K.SPECULATIVE_SHARE
         for lo in range(0, e, step):
             sl = slice(lo, min(lo + step, e))
             rows, sup, qry = scene_concepts, support[sl], query[sl]
@@ -229,12 +237,17 @@ class Oracle:
                 scenes = np.unique(np.concatenate([sup.ravel(), qry.ravel()]))
                 rows = scene_concepts[scenes]
                 sup, qry = np.searchsorted(scenes, sup), np.searchsorted(scenes, qry)
+            # zeros from calloc: only the rows of deferred episodes are ever written, and paged in
+            defer_w = np.zeros((sl.stop - sl.start, n_classes) if defer else (1, 1))
             K.evaluate_episodes(
                 sup, support_labels[sl], qry, query_labels[sl], concept[sl], rows, self.omega, self.log_prior,
                 first, second, consistent_only, *test_index, bool(wide), fb.likelihood is not None, *refit,
                 fixed_bank, fixed_test, fb.entropy, st.tolerance, *(out[k][sl] for k in (
                     "ap", "ap_bound", "cba", "posterior_entropy", "predictive_entropy", "empty", "n_candidates",
-                    "query_pred")))
+                    "query_pred")), defer, defer_w, speculative)
+            if defer:
+                K.score_deferred(defer_w, np.flatnonzero(out["ap"][sl] == K.DEFERRED), *scene_classes,
+                                 test_index[1], test_index[0], concept[sl], out["ap"][sl])
         return out
 
     # ------------------------------------------------------ learner protocol
