@@ -46,6 +46,24 @@ def average_precision_dense(scores, labels):
 
 
 @numba.njit(cache=True)
+def descending_levels(values):
+    """``(u, cnt, nu)``: the distinct values of ``values`` (float64 (k,)) in descending order,
+    ``u[:nu]``, and how many times each occurs, ``cnt[:nu]`` (int64) -- the levels at which
+    an AP has a threshold when ``values`` are the positives' scores."""
+    pv = -np.sort(-values)
+    k = pv.shape[0]
+    u = np.empty(k)
+    cnt = np.zeros(k, np.int64)
+    nu = 0
+    for i in range(k):
+        if nu == 0 or pv[i] != u[nu - 1]:
+            u[nu] = pv[i]
+            nu += 1
+        cnt[nu - 1] += 1
+    return u, cnt, nu
+
+
+@numba.njit(cache=True)
 def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
     """AP when only the items ``touched`` (int (m,)) have non-zero ``scores`` (indexed by item)
     and all other items of the ``n_items`` score 0.  ``labels_row`` is the packed uint64
@@ -67,15 +85,7 @@ def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
             k += 1
     ap = 0.0
     if k:
-        pv = -np.sort(-pv[:k])  # descending
-        u = np.empty(k)
-        cnt = np.zeros(k, np.int64)
-        nu = 0
-        for i in range(k):
-            if nu == 0 or pv[i] != u[nu - 1]:
-                u[nu] = pv[i]
-                nu += 1
-            cnt[nu - 1] += 1
+        u, cnt, nu = descending_levels(pv[:k])
         hist = np.zeros(nu, np.int64)
         top = u[0]
         for i in range(m):

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..bits import has_bit, pop_lowest_bit
 from ..engine.test_bank import N_LANES
-from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel, first_at_most
+from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel, descending_levels, first_at_most
 
 #: noisy posteriors drop concepts whose weight is below exp(-PRUNE) times the largest:
 #: their total share is < n_concepts * e^-50 (< 1e-17 for 10^5 concepts).
@@ -383,15 +383,7 @@ def average_precision_dense(scores, truth, n_pos):
                 k += 1
     ap = 0.0
     if k:
-        pv = -np.sort(-pv[:k])
-        u = np.empty(k)
-        cnt = np.zeros(k, np.int64)
-        nu = 0
-        for i in range(k):
-            if nu == 0 or pv[i] != u[nu - 1]:
-                u[nu] = pv[i]
-                nu += 1
-            cnt[nu - 1] += 1
+        u, cnt, nu = descending_levels(pv[:k])
         bits = scores.view(np.uint64)
         ubits = u[:nu].copy().view(np.uint64)
         lo_bits = ubits[nu - 1]
@@ -983,15 +975,7 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
                 pv[k] = scene_score(scene_ptr, scene_cls, t, class_w)
                 stats[1] += 1
             k += 1
-    pv = -np.sort(-pv)
-    u = np.empty(n_pos)
-    cnt = np.zeros(n_pos, np.int64)
-    nu = 0
-    for i in range(n_pos):
-        if nu == 0 or pv[i] != u[nu - 1]:
-            u[nu] = pv[i]
-            nu += 1
-        cnt[nu - 1] += 1
+    u, cnt, nu = descending_levels(pv)
     zero_level = u[nu - 1] == 0.0
     n_levels = nu - 1 if zero_level else nu  # levels above 0; n_levels: the zero level or below all
     if n_levels == 0:  # every positive scores 0: all sit at the last threshold, with every item
