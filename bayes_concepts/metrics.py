@@ -64,6 +64,25 @@ def descending_levels(values):
 
 
 @numba.njit(cache=True)
+def ap_from_levels(hist, cnt, nu, n_pos, n_items):
+    """AP from counts per level: ``cnt[j]`` positives score u_j (the positives' distinct
+    scores above 0, descending: :func:`descending_levels`), ``hist[j]`` items (positives
+    included) score in [u_j, u_{j-1}); the positives not counted score 0 and form the last
+    threshold, where all ``n_items`` items are included."""
+    ap = 0.0
+    n_ge = 0
+    tp_ge = 0
+    for j in range(nu):
+        n_ge += hist[j]
+        tp_ge += cnt[j]
+        ap += (tp_ge / n_ge) * (cnt[j] / n_pos)
+    rest = n_pos - tp_ge
+    if rest > 0:
+        ap += (n_pos / n_items) * (rest / n_pos)
+    return ap
+
+
+@numba.njit(cache=True)
 def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
     """AP when only the items ``touched`` (int (m,)) have non-zero ``scores`` (indexed by item)
     and all other items of the ``n_items`` score 0.  ``labels_row`` is the packed uint64
@@ -83,7 +102,6 @@ def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
         if (labels_row[t >> 6] >> np.uint64(t & 63)) & np.uint64(1):
             pv[k] = scores[t]
             k += 1
-    ap = 0.0
     if k:
         u, cnt, nu = descending_levels(pv[:k])
         hist = np.zeros(nu, np.int64)
@@ -104,16 +122,8 @@ def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
                 base = base + half if u[base + half - 1] > x else base
                 n -= half
             hist[base] += 1
-        n_ge = 0
-        tp_ge = 0
-        for j in range(nu):
-            n_ge += hist[j]
-            tp_ge += cnt[j]
-            ap += (tp_ge / n_ge) * (cnt[j] / n_pos)
-    rest = n_pos - k
-    if rest > 0:  # the zero-score items form the last threshold, where every item is included
-        ap += (n_pos / n_items) * (rest / n_pos)
-    return ap
+        return ap_from_levels(hist, cnt, nu, n_pos, n_items)
+    return ap_from_levels(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, n_pos, n_items)
 
 
 @numba.njit(cache=True)

@@ -24,7 +24,8 @@ import numpy as np
 
 from ..bits import has_bit, pop_lowest_bit
 from ..engine.test_bank import N_LANES
-from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel, descending_levels, first_at_most
+from ..metrics import (ap_from_levels, average_precision_sparse, class_balanced_accuracy_kernel,
+                       descending_levels, first_at_most)
 
 #: noisy posteriors drop concepts whose weight is below exp(-PRUNE) times the largest:
 #: their total share is < n_concepts * e^-50 (< 1e-17 for 10^5 concepts).
@@ -381,7 +382,6 @@ def average_precision_dense(scores, truth, n_pos):
             if x > 0.0:
                 pv[k] = x
                 k += 1
-    ap = 0.0
     if k:
         u, cnt, nu = descending_levels(pv[:k])
         bits = scores.view(np.uint64)
@@ -420,16 +420,8 @@ def average_precision_dense(scores, truth, n_pos):
                 while j < hi and u[j] > x:
                     j += 1
             hist[j] += 1
-        n_ge = 0
-        tp_ge = 0
-        for j in range(nu):
-            n_ge += hist[j]
-            tp_ge += cnt[j]
-            ap += (tp_ge / n_ge) * (cnt[j] / n_pos)
-    rest = n_pos - k
-    if rest > 0:
-        ap += (n_pos / n) * (rest / n_pos)
-    return ap
+        return ap_from_levels(hist, cnt, nu, n_pos, n)
+    return ap_from_levels(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, n_pos, n)
 
 
 @numba.njit(parallel=True, cache=True)
