@@ -435,8 +435,9 @@ def _json_entries(data, label: str) -> list:
     return out
 
 
-def _read_pairs(path: Path, side: str, bundle, counts: dict, empty: list) -> list:
-    """One side's pairs that some item carries; the others are appended to ``empty``."""
+def _read_pairs(path: Path, side: str, bundle, counts: dict | None, empty: list) -> list:
+    """One side's pairs that some item carries (``counts``: items per pair; None: every pair
+    listed); the others are appended to ``empty``."""
     label, entries = _pair_entries(path, side, bundle)
     out, seen = [], {}
     for where, entry in entries:
@@ -451,22 +452,11 @@ def _read_pairs(path: Path, side: str, bundle, counts: dict, empty: list) -> lis
             first = f"on line {first.rsplit(' line ', 1)[1]}" if " line " in first else f"at {first}"
             raise PairsLayoutError(f"{where}: the pair ({a}, {o}) is listed twice (first {first})")
         seen[(a, o)] = where
-        if (a, o) not in counts:
+        if counts is not None and (a, o) not in counts:
             empty.append(f"{label}: {a} {o}")
             continue
         out.append((a, o))
     return out
-
-
-def _listed_pairs(pairs_dir: Path, bundle) -> list:
-    """Every well-formed pair the three lists name, once each, in list order (train, val, test)."""
-    out = {}
-    for side in SIDES:
-        for _, entry in _pair_entries(pairs_dir, side, bundle)[1]:
-            toks = _pair_tokens(entry)
-            if len(toks) == 2 and all(toks):
-                out.setdefault(tuple(toks), None)
-    return list(out)
 
 
 def synthetic_items(pairs: list, per_pair: int) -> tuple:
@@ -515,18 +505,20 @@ def read_pairs_layout(items, pairs_dir, items_per_pair: int | None = None) -> Pa
     elif not pairs_dir.is_dir():
         raise PairsLayoutError(f"{pairs_dir}: not a directory (expected one holding {', '.join(PAIR_FILES)}) "
                                "nor a .json file of train/val/test lists")
-    if items is None:
-        names, attrs, objs = synthetic_items(_listed_pairs(pairs_dir, bundle), items_per_pair)
-        if not names:
+    empty = []
+    if items is None:  # every listed pair, once each in list order, gets its items
+        pairs = {side: _read_pairs(pairs_dir, side, bundle, None, empty) for side in SIDES}
+        listed = list(dict.fromkeys(p for side in SIDES for p in pairs[side]))
+        if not listed:
             raise PairsLayoutError(f"{pairs_dir}: the pair lists name no pair")
+        names, attrs, objs = synthetic_items(listed, items_per_pair)
         sets, dropped = None, []
     else:
         names, attrs, objs, sets, dropped = _read_items(items)
-    counts = {}
-    for a, o in zip(attrs, objs):
-        counts[(a, o)] = counts.get((a, o), 0) + 1
-    empty = []
-    pairs = {side: _read_pairs(pairs_dir, side, bundle, counts, empty) for side in SIDES}
+        counts = {}
+        for a, o in zip(attrs, objs):
+            counts[(a, o)] = counts.get((a, o), 0) + 1
+        pairs = {side: _read_pairs(pairs_dir, side, bundle, counts, empty) for side in SIDES}
     if not pairs["train"]:
         raise PairsLayoutError(f"{pairs_dir}: no train pair that an item carries (the seen pairs are needed)")
     files = [pairs_dir] if bundle else [_side_file(pairs_dir, side) for side in SIDES]

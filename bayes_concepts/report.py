@@ -153,8 +153,9 @@ def format_audit_table(df: pd.DataFrame) -> str:
     if "ap_tolerance" in df and (df["ap_tolerance"] > 0).any():
         lines.append(f"AP within {df['ap_tolerance'].max():g} of the exact AP in every episode (certified per "
                      f"episode; largest bound {df['ap_bound_max'].max():.2g})")
-    if constant_note(df):
-        lines.append(constant_note(df))
+    note = constant_note(df)
+    if note:
+        lines.append(note)
     return "\n".join(lines)
 
 
@@ -197,8 +198,8 @@ def constant_note(df: pd.DataFrame, columns=("atom_divergence", "compound_diverg
 
 def episode_note(reports: list) -> list:
     """One line per audited split with episode exclusions: the usable and excluded test concepts
-    (count, first names, rule); and one line per kind of what the space's build left out."""
-    lines, space_lines, space_done = [], [], False
+    (count, first names, rule); then :func:`episode_footer`."""
+    lines = []
     for r in reports:
         ep = r.get("episodes")
         if not ep:
@@ -209,20 +210,24 @@ def episode_note(reports: list) -> list:
                          ex["first"]) else "") + ")" if ex["count"] else "")
                      + f"; episodes {ep['shape']['positives']}+{ep['shape']['negatives']} support, "
                        f"{ep['shape']['query_positives']}+{ep['shape']['query_negatives']} query")
-        if not space_done:
-            space_done = True
-            space_lines = build_exclusion_lines(ep.get("space"))
-    lines += space_lines  # after the per-split lines, one per split first (episode_table's rows)
+    return lines + episode_footer(reports)
+
+
+def episode_footer(reports: list) -> list:
+    """What holds for every split at once: one line per kind of what the space's build left
+    out, and the rule by which test concepts are excluded (when some split excludes any)."""
+    first = next((r["episodes"] for r in reports if r.get("episodes")), None)
+    if first is None:
+        return []
+    lines = build_exclusion_lines(first.get("space"))
     if any(r.get("episodes", {}).get("excluded", {}).get("count") for r in reports):
-        rule = next(r["episodes"]["excluded"]["rule"] for r in reports if r.get("episodes"))
-        lines.append(f"excluded test concepts: {rule}")
+        lines.append(f"excluded test concepts: {first['excluded']['rule']}")
     return lines
 
 
 def episode_table(reports: list) -> tuple:
-    """``(head, rows)``: per audited split with an episode record (the rows of
-    :func:`episode_note`, in its order), the episode shape, the usable test concepts and the
-    excluded ones (count and first names)."""
+    """``(head, rows)``: per audited split with an episode record, the episode shape, the
+    usable test concepts and the excluded ones (count and first names)."""
     head = ["split", "episode shape (support; query)", "usable test concepts", "excluded", "first excluded"]
     rows = []
     for r in reports:
@@ -521,15 +526,16 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
     b.append(("figure", "gap_and_divergence", fig, "Left: comp gap (mAP) per split, hard and easy negatives. "
               "Right: hard-negative mAP gap against compound divergence."))
     b += _parts_blocks(reports)
-    if constant_note(df):
-        b.append(("p", constant_note(df)[0].upper() + constant_note(df)[1:] + "."))
-    if episode_note(reports):
+    note = constant_note(df)
+    if note:
+        b.append(("p", note[0].upper() + note[1:] + "."))
+    head, rows = episode_table(reports)
+    if rows:
         b.append(("h2", "Episodes: usable and excluded concepts"))
-        head, rows = episode_table(reports)
         b.append(("table", head, rows))
-        rest = episode_note(reports)[len(rows):]  # what the space's build left out; the rule
-        if rest:
-            b.append(("p", rest[0][0].upper() + "; ".join(rest)[1:] + "."))
+        footer = episode_footer(reports)
+        if footer:
+            b.append(("p", footer[0][0].upper() + "; ".join(footer)[1:] + "."))
     if len(df) >= 3 and not rank_disagreements(df).attrs["constant"]:
         rk = rank_disagreements(df)
         rho = rk.attrs["spearman"]

@@ -199,7 +199,7 @@ class GapProxy:
                  negatives: str = "hard", settings: OracleSettings | None = None, hard_mode: str = "union",
                  episode_shape=None):
         self.space = space
-        shape = EpisodeShape.parse(episode_shape) if episode_shape is not None else EpisodeShape()
+        shape = EpisodeShape.parse(episode_shape)
         self.settings = settings or OracleSettings()
         self.units, self.n_units = np.asarray(units, np.int64), int(n_units)
         self.pool = sampler_for(space).sample(np.arange(space.n_concepts), int(n_episodes), negatives, seed=int(seed),
@@ -399,7 +399,7 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
     log = log or (lambda line: None)
     t0 = time.perf_counter()
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EA2C4]))
-    shape = EpisodeShape.parse(episode_shape) if episode_shape is not None else EpisodeShape()
+    shape = EpisodeShape.parse(episode_shape)
     masses = SideMasses(space, structure, n_positive=shape.positives, n_query_positive=shape.query_positives)
     n = space.n_concepts
     lo_size = int(math.ceil((test_share - share_tolerance) * n))

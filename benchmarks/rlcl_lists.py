@@ -57,8 +57,7 @@ def audit_layout(lists: Path, work: Path, args) -> dict:
     for r in reports:
         name = r["split"]
         entry = {"sizes": r["split_object"].sizes(), "usable_test_concepts": r["episodes"]["usable"],
-                 "too_small": r["episodes"]["excluded"]["count"] if isinstance(r["episodes"]["excluded"], dict)
-                 else r["episodes"]["excluded"],
+                 "too_small": r["episodes"]["excluded"]["count"],
                  "atom_divergence": r["divergence"]["atom_divergence"],
                  "compound_divergence": r["divergence"]["compound_divergence"], "seconds": r["seconds"]}
         for row in r["gap"]:

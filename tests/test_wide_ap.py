@@ -143,7 +143,7 @@ def test_eight_row_sums_equal_scene_score_bit_for_bit(seed, n_classes, n_scenes,
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), zero_share=st.floats(0.0, 1.0),
        n_values=st.integers(1, 50), scale=st.floats(-300.0, 0.0))
 def test_dense_ap_is_the_sparse_ap_bit_for_bit(seed, n, zero_share, n_values, scale):
-    """average_precision_dense (every item, levels found by key) returns the float that
+    """average_precision_every_score (every item, levels found by key) returns the float that
     average_precision_sparse returns for the items scoring above 0; few distinct values make
     ties, ``scale`` puts scores anywhere from 1 down to 1e-300."""
     from bayes_concepts.bits import pack_bits
@@ -156,7 +156,7 @@ def test_dense_ap_is_the_sparse_ap_bit_for_bit(seed, n, zero_share, n_values, sc
     truth = pack_bits(labels)
     n_pos = int(labels.sum())
     touched = np.flatnonzero(scores > 0).astype(np.int64)
-    dense = K.average_precision_dense(scores, truth, n_pos)
+    dense = K.average_precision_every_score(scores, truth)
     sparse = average_precision_sparse(touched, scores, truth, n, n_pos)
     assert (np.isnan(dense) and np.isnan(sparse)) or dense == sparse
     if n_pos:

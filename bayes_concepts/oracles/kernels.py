@@ -22,7 +22,7 @@ import math
 import numba
 import numpy as np
 
-from ..bits import has_bit, pop_lowest_bit
+from ..bits import has_bit, pop_lowest_bit, popcount64
 from ..engine.test_bank import N_LANES
 from ..metrics import (ap_from_levels, average_precision_sparse, class_balanced_accuracy_kernel,
                        descending_levels, first_at_most)
@@ -362,14 +362,17 @@ def score_rows8(lane_ptr, lane_cls, n_test, weights, out):
 
 
 @numba.njit(cache=True)
-def average_precision_dense(scores, truth, n_pos):
+def average_precision_every_score(scores, truth):
     """:func:`~bayes_concepts.metrics.average_precision_sparse` of every item of ``scores``
-    (float64 (n,), C-contiguous; the items scoring 0 being the ones it is not given), the same
-    float: the same levels, counts and sums.  Only the search for an item's level differs: a
+    (float64 (n,), C-contiguous; the items scoring 0 being the ones it is not given) against
+    the packed labels ``truth`` (uint64 words), the same float: the same levels, counts and sums.  Only the search for an item's level differs: a
     positive double's bits, read as an integer, grow with its value, so their top bits index a
     table of levels (about four keys per level), and a short scan finds the first level at or
     below the item -- the cost that matters once every test scene has a score."""
     n = scores.shape[0]
+    n_pos = 0
+    for w in range(truth.shape[0]):
+        n_pos += popcount64(truth[w])
     if n_pos == 0:
         return np.nan
     pv = np.empty(n_pos)
@@ -440,14 +443,7 @@ def _score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, tru
         score_rows8(lane_ptr, lane_cls, n_test, weights, scores)
         for j in range(hi - lo):
             e = deferred[lo + j]
-            truth = test_sig[true_concept[e]]
-            n_pos = 0
-            for w in range(truth.shape[0]):
-                word = truth[w]
-                while word:
-                    word &= word - np.uint64(1)
-                    n_pos += 1
-            out_ap[e] = average_precision_dense(scores[j], truth, n_pos)
+            out_ap[e] = average_precision_every_score(scores[j], test_sig[true_concept[e]])
 
 
 def score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, true_concept, out_ap):
@@ -1200,20 +1196,17 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                         class_list[n_cls] = c
                         n_cls += 1
                     class_w[c] += probs[i]
-                if wide and certify:
-                    out_ap[e], out_ap_bound[e] = test_bank_ap_certified(
-                        class_list[:n_cls], class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth, n_pos, n_test,
-                        ap_tolerance, max_deg, scores, mark, touched, hits, tops, queue, stats, speculative_share,
-                        defer)
-                    if out_ap[e] == DEFERRED:
-                        for q in range(n_cls):
-                            defer_w[e, class_list[q]] = class_w[class_list[q]]
-                    for q in range(n_cls):
-                        class_w[class_list[q]] = 0.0
-                elif wide:
-                    out_ap[e] = test_bank_ap_wide(class_list[:n_cls], class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth,
-                                                  n_pos, n_test, scores, mark, touched, speculative_share, defer)
-                    if out_ap[e] == DEFERRED:
+                if wide:
+                    if certify:
+                        out_ap[e], out_ap_bound[e] = test_bank_ap_certified(
+                            class_list[:n_cls], class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth, n_pos, n_test,
+                            ap_tolerance, max_deg, scores, mark, touched, hits, tops, queue, stats, speculative_share,
+                            defer)
+                    else:
+                        out_ap[e] = test_bank_ap_wide(class_list[:n_cls], class_w, cls_ptr, cls_idx, scene_ptr,
+                                                      scene_cls, truth, n_pos, n_test, scores, mark, touched,
+                                                      speculative_share, defer)
+                    if out_ap[e] == DEFERRED:  # its class weights wait for score_deferred
                         for q in range(n_cls):
                             defer_w[e, class_list[q]] = class_w[class_list[q]]
                     for q in range(n_cls):
