@@ -142,7 +142,7 @@ def bank(small_space):
     lane_ptr, lane_cls = small_space.test_bank_scene_classes()
     n_test = small_space.test_bank.n_scenes
     work = dict(scores=np.zeros(n_test), mark=np.zeros(n_test, bool), touched=np.empty(n_test, np.int64),
-                hits=np.zeros(n_test, np.int32), tops=np.zeros(n_test), queue=np.empty((3, n_test), np.int64))
+                tops=np.zeros(n_test), queue=np.empty((3, n_test), np.int64))
     return dict(ptr=ptr, idx=idx, lane_ptr=lane_ptr, lane_cls=lane_cls, n_test=n_test, work=work,
                 max_deg=K.max_degree(lane_ptr))
 
@@ -186,10 +186,10 @@ def test_certified_ap_is_within_its_bound_and_the_tolerance(small_space, bank, s
     for tol in (1e-2, 1e-3, 1e-4, 1e-15):
         stats = np.zeros(3, np.int64)
         ap, bound = K.test_bank_ap_certified(*args, tol, b["max_deg"], w["scores"], w["mark"], w["touched"],
-                                             w["hits"], w["tops"], w["queue"], stats, speculative_share)
+                                             w["tops"], w["queue"], stats, speculative_share)
         assert 0.0 <= bound <= tol
         assert abs(ap - expected) <= bound + 1e-12, (tol, ap, expected, bound)
-        assert not w["scores"].any() and not w["mark"].any() and not w["hits"].any() and not w["tops"].any()
+        assert not w["scores"].any() and not w["mark"].any() and not w["tops"].any()
         assert stats[1] <= b["n_test"]  # rows summed: each scene's at most once
 
 
@@ -329,7 +329,7 @@ def test_the_certificate_stops_early_somewhere(small_space, bank):
         for tol in (1e-2, 1e-15):
             stats = np.zeros(3, np.int64)
             _, bound = K.test_bank_ap_certified(*args, tol, b["max_deg"], w["scores"], w["mark"], w["touched"],
-                                                w["hits"], w["tops"], w["queue"], stats, 1e9)
+                                                w["tops"], w["queue"], stats, 1e9)
             rows.append((stats[1], bound))
         early += rows[0][1] > 0 and rows[0][0] < rows[1][0]
     assert early >= 5, early
