@@ -487,11 +487,11 @@ def score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, true
 
 
 @numba.njit(cache=True)
-def _count_above(touched, m, scores, level):
+def _count_above(scores, n_test, level):
+    """How many of the ``n_test`` scores are >= ``level`` (a branch-free count)."""
     n = 0
-    for i in range(m):
-        if scores[touched[i]] >= level:
-            n += 1
+    for t in range(n_test):
+        n += scores[t] >= level
     return n
 
 
@@ -512,24 +512,44 @@ ROW_BATCH = 8
 
 
 @numba.njit(inline="always")
-def _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, truth, scores, mark, touched, m, untouched_pos):
+def _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, scores):
     """Add the weight of every class of bucket ``b`` (classes ``order[start[b]:start[b + 1]]``) to
-    the scores of its test scenes, listing in ``touched[m:]`` (and marking) the scenes met for
-    the first time.
-    Returns (m, untouched_pos): the scenes listed so far and the positives not yet met."""
+    the scores of its test scenes.  Only the scattered add: which scenes were met is read off
+    the scores afterwards (:func:`_list_touched`), a met scene's score being > 0 since every
+    weight spread is; bookkeeping per pair here would double the cost of a pair."""
     for j in range(start[b], start[b + 1]):
         c = order[j]
         wq = class_w[c]
         for i in range(cls_ptr[c], cls_ptr[c + 1]):
-            t = cls_idx[i]
-            if not mark[t]:
-                mark[t] = True
-                touched[m] = t
-                m += 1
-                if has_bit(truth, t):
-                    untouched_pos -= 1
-            scores[t] += wq
-    return m, untouched_pos
+            scores[cls_idx[i]] += wq
+
+
+@numba.njit(inline="always")
+def _unmet_positive(truth, scores, w0):
+    """The first word of ``truth`` from ``w0`` on that holds a positive still scoring 0 (not met
+    by any class spread), or ``truth.shape[0]`` if none.  Scores only grow, so a search can
+    resume at the word where the last one stopped: all searches of an episode read each
+    positive about once."""
+    for w in range(w0, truth.shape[0]):
+        word = truth[w]
+        while word:
+            b, word = pop_lowest_bit(word)
+            if scores[w * 64 + b] == 0.0:
+                return w
+    return truth.shape[0]
+
+
+@numba.njit(cache=True)
+def _list_touched(scores, n_test, mark, touched):
+    """List in ``touched`` (ascending) and mark in ``mark`` the scenes scoring above 0 (those
+    some spread class covers); returns how many."""
+    m = 0
+    for t in range(n_test):
+        hit = scores[t] != 0.0
+        touched[m] = t
+        mark[t] = hit
+        m += hit
+    return m
 
 
 @numba.njit(cache=True)
@@ -574,9 +594,8 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
     pairs_per_scene = n_pairs / max(n_test, 1)
     budget = speculative_share * n_pairs / SCATTER_COST  # pairs spread before pruning
     margin = 1.0 - 1e-9
-    m = 0
     spread = 0
-    untouched_pos = n_pos
+    unmet = 0  # the first word of truth with a positive not yet met (truth.shape[0]: none)
     u_lb = 0.0
     r = rest[0]
     prunable = False
@@ -588,22 +607,24 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
             score_all = True
             break
         spread += ext[b]
-        m, untouched_pos = _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, truth, scores, mark, touched, m,
-                                          untouched_pos)
+        _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, scores)
         r = rest[b + 1]
-        if untouched_pos > 0:
+        unmet = _unmet_positive(truth, scores, unmet)
+        if unmet < truth.shape[0]:
             continue
         u_lb = _positive_floor(truth, scores)
         prunable = r < u_lb * margin
         if not prunable:
             continue
         # the positives are always in doubt; spreading more can only clear negatives
-        n_doubt = _count_above(touched, m, scores, u_lb * margin - r) - n_pos
+        n_doubt = _count_above(scores, n_test, u_lb * margin - r) - n_pos
         nxt = b + 1
         while nxt < N_BUCKETS and start[nxt + 1] == start[nxt]:
             nxt += 1
         if nxt == N_BUCKETS or ext[nxt] * SCATTER_COST >= n_doubt * pairs_per_scene:
             break
+    untouched_pos = unmet < truth.shape[0]  # some positive scores 0 so far
+    m = _list_touched(scores, n_test, mark, touched)
     if score_all:  # the posterior is too wide to prune: score every scene from its row
         for i in range(m):
             scores[touched[i]] = 0.0
@@ -619,7 +640,7 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
                 keep += 1
         separated = False
     else:
-        if untouched_pos > 0:  # every bucket was spread and some positive scores 0: all in doubt
+        if untouched_pos:  # every bucket was spread and some positive scores 0: all in doubt
             u_lb = 0.0
             r = 0.0
         level = u_lb * margin - r
@@ -636,7 +657,7 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
             else:
                 mark[t] = False
                 scores[t] = 0.0
-        separated = n_neg == 0 and untouched_pos == 0  # (and every positive scored above 0)
+        separated = n_neg == 0 and not untouched_pos  # (and every positive scored above 0)
         if not separated:
             # exact scores of the negatives in doubt; v: the highest
             v = 0.0
@@ -650,7 +671,7 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
             for i in range(keep):
                 t = touched[i]
                 if has_bit(truth, t):
-                    if untouched_pos == 0 and scores[t] * margin > v:
+                    if not untouched_pos and scores[t] * margin > v:
                         scores[t] = SAFE_SCORE
                     else:
                         scores[t] = scene_score(scene_ptr, scene_cls, t, class_w)
@@ -894,9 +915,8 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
     up = 1.0 + ROUND_SLACK
     down = 1.0 - ROUND_SLACK
     # 1. spread as test_bank_ap_wide does (the same decisions)
-    m = 0
     spread = 0
-    untouched_pos = n_pos
+    unmet = 0  # the first word of truth with a positive not yet met (truth.shape[0]: none)
     r = rest[0]
     prunable = False
     score_all = False
@@ -909,22 +929,23 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
             score_all = True
             break
         spread += ext[b]
-        m, untouched_pos = _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, truth, scores, mark, touched, m,
-                                          untouched_pos)
+        _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, scores)
         r = rest[b + 1]
         nxt = b + 1
         while nxt < N_BUCKETS and start[nxt + 1] == start[nxt]:
             nxt += 1
-        if untouched_pos > 0:
+        unmet = _unmet_positive(truth, scores, unmet)
+        if unmet < truth.shape[0]:
             continue
         u_lb = _positive_floor(truth, scores)
         prunable = r < u_lb * margin
         if not prunable:
             continue
-        n_doubt = _count_above(touched, m, scores, u_lb * margin - r) - n_pos
+        n_doubt = _count_above(scores, n_test, u_lb * margin - r) - n_pos
         if nxt == N_BUCKETS or ext[nxt] * SCATTER_COST >= n_doubt * pairs_per_scene:
             break
     stats[0] += spread
+    m = _list_touched(scores, n_test, mark, touched)
     if score_all:
         # too wide to prune (see 1. above): every scene from its row, as test_bank_ap_wide does
         for i in range(m):
