@@ -15,9 +15,9 @@ seen (``RssAnon``: memory the process itself holds).  Jobs:
 * ``all``: what the issue asks for, one job after the other (never two at once): the gap
   table on ``--space`` (default spaces/paper), the overhead pair, the 5,000,000-scene build
   with local:2 and its gap table with local:2;
-* ``ap-tolerance SPACE``: the full table four times, one after the other: the size
-  likelihood, the noisy likelihood at the default AP tolerance, at 1e-3 and exact (0); then
-  the wall times and their ratios to the size table, the mean and largest certified bound on
+* ``ap-tolerance SPACE``: the full table four times, side by side in this process, cell by
+  cell (:func:`ap_tolerance_job`): the size likelihood, the noisy likelihood at the default AP
+  tolerance, at 1e-3 and exact (0); then the wall times and their ratios to the size table, the mean and largest certified bound on
   an episode's AP, and per tolerance the largest difference of any cell's mAP gap from the
   exact run beside a tenth of that cell's bootstrap interval width, written to
   ``benchmarks/results/ap_tolerance.json`` (``--json-out``).
@@ -172,30 +172,30 @@ def build_job(out, scenes, scheduler=None, samples=None) -> dict:
     return r
 
 
-#: the runs of the ``ap-tolerance`` job: name -> extra ``gap`` options
-AP_TOLERANCE_RUNS = {"size": ["--likelihood", "size"],
-                     "noisy_default": ["--likelihood", "noisy"],
-                     "noisy_1e-3": ["--likelihood", "noisy", "--ap-tolerance", "1e-3"],
-                     "noisy_exact": ["--likelihood", "noisy", "--ap-tolerance", "0"]}
+#: the runs of the ``ap-tolerance`` job: name -> OracleSettings fields
+AP_TOLERANCE_RUNS = {"size": {"likelihood": "size"},
+                     "noisy_default": {"likelihood": "noisy"},
+                     "noisy_1e-3": {"likelihood": "noisy", "ap_tolerance": 1e-3},
+                     "noisy_exact": {"likelihood": "noisy", "ap_tolerance": 0.0}}
 
 
-def compare_to_exact(ds, exact) -> dict:
-    """How far results ``ds`` (an AP tolerance) are from the ``exact`` run: the certified bounds
-    of the oracles' APs (mean, largest; fractions) and, per (split, negatives) cell, the
-    difference of the mAP gap from the exact run's (percentage points) against a tenth of the
-    exact run's 95 % bootstrap interval width; the cell with the largest difference."""
+def compare_to_exact(cells_ds, exact_ds) -> dict:
+    """How far results ``cells_ds`` (one Dataset per cell, at an AP tolerance) are from the exact
+    run's (``exact_ds``, the same cells in the same order): the certified bounds of the oracles'
+    APs (mean, largest; fractions) and, per (split, negatives) cell, the difference of the mAP
+    gap from the exact run's (percentage points) against a tenth of the exact run's 95 %
+    bootstrap interval width; the cell with the largest difference."""
     from bayes_concepts.gap import summarise
-    bounds = ds["ap_bound"].sel(learner=["strong", "weak"]).values
-    ours = {(r["split"], r["negatives"]): r for r in summarise(ds)}
+    bounds = np.concatenate([ds["ap_bound"].sel(learner=["strong", "weak"]).values.ravel() for ds in cells_ds])
     cells = []
-    for r in summarise(exact):
-        g = ours[(r["split"], r["negatives"])]["gap"]
+    for ds, exact in zip(cells_ds, exact_ds):
+        (r,), (g,) = summarise(exact), summarise(ds)
         width = r["gap"]["map_ci"][1] - r["gap"]["map_ci"][0]
-        cells.append({"split": r["split"], "negatives": r["negatives"], "map_gap": g["map"],
-                      "map_gap_exact": r["gap"]["map"], "abs_diff": abs(g["map"] - r["gap"]["map"]),
+        cells.append({"split": r["split"], "negatives": r["negatives"], "map_gap": g["gap"]["map"],
+                      "map_gap_exact": r["gap"]["map"], "abs_diff": abs(g["gap"]["map"] - r["gap"]["map"]),
                       "ci_width_over_10": width / 10})
     worst = max(cells, key=lambda c: c["abs_diff"])
-    return {"ap_tolerance": float(ds.attrs.get("ap_tolerance", 0.0)),
+    return {"ap_tolerance": float(cells_ds[0].attrs.get("ap_tolerance", 0.0)),
             "mean_bound": float(np.nanmean(bounds)), "max_bound": float(np.nanmax(bounds)),
             "largest_map_gap_diff": worst,
             "every_cell_within_ci_width_over_10": all(c["abs_diff"] <= c["ci_width_over_10"] for c in cells),
@@ -204,32 +204,51 @@ def compare_to_exact(ds, exact) -> dict:
 
 def ap_tolerance_job(space, episodes=20_000, scheduler=None, json_out=Path("benchmarks/results/ap_tolerance.json")):
     """The comp-gap table of ``space`` with the size likelihood and with the noisy likelihood at
-    the default AP tolerance, at 1e-3 and exact, one after the other (each its own process);
-    writes ``json_out`` and returns what it holds."""
-    from bayes_concepts.results import load_results
-    OUT.mkdir(parents=True, exist_ok=True)
-    runs = {}
-    for tag, extra in AP_TOLERANCE_RUNS.items():
-        argv = [BIN, "gap", space, "--episodes", str(episodes), *extra, "--out", OUT / f"ap_tolerance_{tag}.nc"]
-        argv += ["--scheduler", scheduler] if scheduler else []
-        r = run_job(f"gap {space} ({tag}, {scheduler or 'in-process'})", argv)
-        record({**r, "space": str(space), "episodes_per_cell": episodes})
-        if r["rc"] != 0:
-            raise SystemExit(f"{tag}: the gap command failed (exit {r['rc']})")
-        runs[tag] = r
-    exact = load_results(OUT / "ap_tolerance_noisy_exact.nc")
-    size_s = runs["size"]["wall_s"]
+    the default AP tolerance, at 1e-3 and exact, side by side in this process: cell by cell
+    (split x negatives), the four runs one after the other, starting with a different run in
+    each cell, so that a machine whose speed drifts during the hour (this VM's did by half
+    between the first and the last of four runs done one after the other) weighs on all four
+    alike.  A run's wall time is the sum of its cells' (the space loaded once, the kernels
+    compiled before the clock starts).  Writes ``json_out`` and returns what it holds."""
+    import resource
+
+    import bayes_concepts as bc
+    sp = bc.HypothesisSpace.load(space)
+    splits = bc.load_splits(sp)
+    settings = {tag: bc.OracleSettings(**fields) for tag, fields in AP_TOLERANCE_RUNS.items()}
+    tags = list(settings)
+    first = next(iter(splits))
+    for st in settings.values():  # compile (or load the cached kernels) off the clock
+        bc.compute_gap(sp, {first: splits[first]}, negatives=("hard",), n_episodes=50, settings=st,
+                       scheduler=scheduler)
+    wall = dict.fromkeys(tags, 0.0)
+    cells = {tag: [] for tag in tags}
+    order = [(name, neg) for neg in ("hard", "easy") for name in splits]
+    for i, (name, neg) in enumerate(order):
+        line = []
+        for tag in tags[i % len(tags):] + tags[:i % len(tags)]:
+            t = time.perf_counter()
+            ds = bc.compute_gap(sp, {name: splits[name]}, negatives=(neg,), n_episodes=episodes,
+                                settings=settings[tag], scheduler=scheduler)
+            dt = time.perf_counter() - t
+            wall[tag] += dt
+            cells[tag].append(ds)
+            line.append(f"{tag} {dt:.1f} s")
+        print(f"[{i + 1}/{len(order)}] {name} {neg}: " + ", ".join(line), flush=True)
+    size_s = wall["size"]
     out = {"space": str(space), "episodes_per_cell": episodes, "scheduler": scheduler or "in-process",
+           "method": "interleaved cell by cell in one process, the first run rotating; a run's time is the sum of "
+                     "its cells'",
            "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "wall_s": {tag: r["wall_s"] for tag, r in runs.items()},
-           "ratio_to_size": {tag: round(r["wall_s"] / size_s, 3) for tag, r in runs.items()},
-           "max_peak_rss_mb": {tag: r["max_peak_rss_mb"] for tag, r in runs.items()},
-           "vs_exact": {tag: compare_to_exact(load_results(OUT / f"ap_tolerance_{tag}.nc"), exact)
+           "wall_s": {tag: round(w, 1) for tag, w in wall.items()},
+           "ratio_to_size": {tag: round(w / size_s, 3) for tag, w in wall.items()},
+           "peak_rss_mb_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "vs_exact": {tag: compare_to_exact(cells[tag], cells["noisy_exact"])
                         for tag in ("noisy_default", "noisy_1e-3")}}
     json_out = Path(json_out)
     json_out.parent.mkdir(parents=True, exist_ok=True)
     json_out.write_text(json.dumps(out, indent=2) + "\n")
-    for tag in runs:
+    for tag in tags:
         print(f"{tag:<14} {out['wall_s'][tag]:>9,.1f} s  {out['ratio_to_size'][tag]:>6.2f} x size")
     for tag, v in out["vs_exact"].items():
         w = v["largest_map_gap_diff"]

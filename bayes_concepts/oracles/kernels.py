@@ -495,9 +495,11 @@ def _count_above(scores, n_test, level):
     return n
 
 
-#: adding a class's weight to each of its scenes (a scattered write) costs about this many times
-#: as much per class-scene pair as summing a scene's row with :func:`scene_score` (reads from a
-#: table that stays in cache): 85 ms against 17 ms for CURI's 28.8 million pairs on x86
+#: the cost of spreading a class-scene pair (a scattered add) against summing it in a scene's
+#: row with :func:`scene_score`, as the wide AP's decisions weigh them.  A bare pass over the
+#: 28.8 million pairs of CURI's test bank measures ~1.5 (33 ms against 22 ms on x86), but
+#: spreading also puts off deferring an episode too wide to prune; of 2, 3, 5 and 8, 5 scored the
+#: paper space's noisy episodes fastest (2 and 3 cost ~50 % more on Binding (colour))
 SCATTER_COST = 5.0
 #: the share of the cost of scoring every scene that the wide AP spends spreading classes while
 #: it cannot yet prune (some positive untouched, or the weight left above the positives' floor)
