@@ -555,6 +555,68 @@ def _list_touched(scores, n_test, mark, touched):
 
 
 @numba.njit(cache=True)
+def _spread_until_prunable(order, start, ext, rest, class_w, cls_ptr, cls_idx, truth, n_pos, n_test, n_pairs,
+                           scores, speculative_share):
+    """Step 1 of :func:`test_bank_ap_wide` and :func:`test_bank_ap_certified` (the same
+    decisions for both): spread the buckets of :func:`_bucket_classes` (``order``, ``start``,
+    ``ext``, ``rest``) heaviest first into ``scores`` until either spreading the next bucket
+    would cost more than summing the rows of the negatives still in doubt (once prunable), or
+    the speculative budget is spent before anything can be pruned.
+
+    Returns ``(score_all, unmet, u_lb, r, nxt)``: whether the budget ran out (the episode is too
+    wide to prune); whether some positive still scores 0; the positives' floor (valid when
+    none does); the weight not spread; the first bucket not spread (N_BUCKETS: none left), so
+    the class-scene pairs spread are ``ext[:nxt].sum()``."""
+    pairs_per_scene = n_pairs / max(n_test, 1)
+    budget = speculative_share * n_pairs / SCATTER_COST  # pairs spread before pruning
+    margin = 1.0 - 1e-9
+    spread = 0
+    first_unmet = 0  # the first word of truth with a positive not yet met (truth.shape[0]: none)
+    u_lb = 0.0
+    r = rest[0]
+    prunable = False
+    nxt = 0
+    while nxt < N_BUCKETS and start[nxt + 1] == start[nxt]:
+        nxt += 1
+    while nxt < N_BUCKETS:
+        b = nxt
+        if not prunable and spread + ext[b] > budget:
+            return True, first_unmet < truth.shape[0], u_lb, r, b
+        spread += ext[b]
+        _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, scores)
+        r = rest[b + 1]
+        nxt = b + 1
+        while nxt < N_BUCKETS and start[nxt + 1] == start[nxt]:
+            nxt += 1
+        first_unmet = _unmet_positive(truth, scores, first_unmet)
+        if first_unmet < truth.shape[0]:
+            continue
+        u_lb = _positive_floor(truth, scores)
+        prunable = r < u_lb * margin
+        if not prunable:
+            continue
+        # the positives are always in doubt; spreading more can only clear negatives
+        n_doubt = _count_above(scores, n_test, u_lb * margin - r) - n_pos
+        if nxt == N_BUCKETS or ext[nxt] * SCATTER_COST >= n_doubt * pairs_per_scene:
+            break
+    return False, first_unmet < truth.shape[0], u_lb, r, nxt
+
+
+@numba.njit(cache=True)
+def _score_every_scene(scene_ptr, scene_cls, class_w, n_test, scores, touched):
+    """Every test scene's :func:`scene_score` into ``scores`` (all 0 on entry), listing those
+    above 0 in ``touched``; returns how many.  For posteriors too wide to prune."""
+    keep = 0
+    for t in range(n_test):
+        sc = scene_score(scene_ptr, scene_cls, t, class_w)
+        if sc > 0.0:
+            scores[t] = sc
+            touched[keep] = t
+            keep += 1
+    return keep
+
+
+@numba.njit(cache=True)
 def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth, n_pos, n_test, scores,
                       mark, touched, speculative_share=SPECULATIVE_SHARE, defer=False):
     """AP on the test bank of the predictive Σ_c w_c·c(t), for posteriors spread over many
@@ -592,56 +654,18 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
     if n_pos == 0:
         return np.nan
     order, start, ext, rest, _, _ = _bucket_classes(cls_list, class_w, cls_ptr)
-    n_pairs = scene_ptr[scene_ptr.shape[0] - 1]
-    pairs_per_scene = n_pairs / max(n_test, 1)
-    budget = speculative_share * n_pairs / SCATTER_COST  # pairs spread before pruning
     margin = 1.0 - 1e-9
-    spread = 0
-    unmet = 0  # the first word of truth with a positive not yet met (truth.shape[0]: none)
-    u_lb = 0.0
-    r = rest[0]
-    prunable = False
-    score_all = False
-    for b in range(N_BUCKETS):
-        if start[b + 1] == start[b]:
-            continue
-        if not prunable and spread + ext[b] > budget:
-            score_all = True
-            break
-        spread += ext[b]
-        _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, scores)
-        r = rest[b + 1]
-        unmet = _unmet_positive(truth, scores, unmet)
-        if unmet < truth.shape[0]:
-            continue
-        u_lb = _positive_floor(truth, scores)
-        prunable = r < u_lb * margin
-        if not prunable:
-            continue
-        # the positives are always in doubt; spreading more can only clear negatives
-        n_doubt = _count_above(scores, n_test, u_lb * margin - r) - n_pos
-        nxt = b + 1
-        while nxt < N_BUCKETS and start[nxt + 1] == start[nxt]:
-            nxt += 1
-        if nxt == N_BUCKETS or ext[nxt] * SCATTER_COST >= n_doubt * pairs_per_scene:
-            break
-    untouched_pos = unmet < truth.shape[0]  # some positive scores 0 so far
-    m = _list_touched(scores, n_test, mark, touched)
+    score_all, untouched_pos, u_lb, r, _ = _spread_until_prunable(
+        order, start, ext, rest, class_w, cls_ptr, cls_idx, truth, n_pos, n_test, scene_ptr[scene_ptr.shape[0] - 1],
+        scores, speculative_share)
     if score_all:  # the posterior is too wide to prune: score every scene from its row
-        for i in range(m):
-            scores[touched[i]] = 0.0
-            mark[touched[i]] = False
+        scores[:n_test] = 0.0
         if defer:
             return DEFERRED
-        keep = 0
-        for t in range(n_test):
-            sc = scene_score(scene_ptr, scene_cls, t, class_w)
-            if sc > 0.0:
-                scores[t] = sc
-                touched[keep] = t
-                keep += 1
+        keep = _score_every_scene(scene_ptr, scene_cls, class_w, n_test, scores, touched)
         separated = False
     else:
+        m = _list_touched(scores, n_test, mark, touched)
         if untouched_pos:  # every bucket was spread and some positive scores 0: all in doubt
             u_lb = 0.0
             r = 0.0
@@ -910,64 +934,25 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
     if n_pos == 0:
         return np.nan, 0.0
     order, start, ext, rest, mass, count = _bucket_classes(cls_list, class_w, cls_ptr)
-    n_pairs = scene_ptr[scene_ptr.shape[0] - 1]
-    pairs_per_scene = n_pairs / max(n_test, 1)
-    budget = speculative_share * n_pairs / SCATTER_COST  # pairs spread before pruning
-    margin = 1.0 - 1e-9
     up = 1.0 + ROUND_SLACK
     down = 1.0 - ROUND_SLACK
     # 1. spread as test_bank_ap_wide does (the same decisions)
-    spread = 0
-    unmet = 0  # the first word of truth with a positive not yet met (truth.shape[0]: none)
-    r = rest[0]
-    prunable = False
-    score_all = False
-    nxt = N_BUCKETS
-    for b in range(N_BUCKETS):
-        if start[b + 1] == start[b]:
-            continue
-        if not prunable and spread + ext[b] > budget:
-            nxt = b
-            score_all = True
-            break
-        spread += ext[b]
-        _spread_bucket(b, order, start, class_w, cls_ptr, cls_idx, scores)
-        r = rest[b + 1]
-        nxt = b + 1
-        while nxt < N_BUCKETS and start[nxt + 1] == start[nxt]:
-            nxt += 1
-        unmet = _unmet_positive(truth, scores, unmet)
-        if unmet < truth.shape[0]:
-            continue
-        u_lb = _positive_floor(truth, scores)
-        prunable = r < u_lb * margin
-        if not prunable:
-            continue
-        n_doubt = _count_above(scores, n_test, u_lb * margin - r) - n_pos
-        if nxt == N_BUCKETS or ext[nxt] * SCATTER_COST >= n_doubt * pairs_per_scene:
-            break
-    stats[0] += spread
-    m = _list_touched(scores, n_test, mark, touched)
+    score_all, _, _, r, nxt = _spread_until_prunable(
+        order, start, ext, rest, class_w, cls_ptr, cls_idx, truth, n_pos, n_test, scene_ptr[scene_ptr.shape[0] - 1],
+        scores, speculative_share)
+    stats[0] += ext[:nxt].sum()
     if score_all:
         # too wide to prune (see 1. above): every scene from its row, as test_bank_ap_wide does
-        for i in range(m):
-            t = touched[i]
-            scores[t] = 0.0
-            mark[t] = False
+        scores[:n_test] = 0.0
         if defer:
             return DEFERRED, 0.0
-        keep = 0
-        for t in range(n_test):
-            sc = scene_score(scene_ptr, scene_cls, t, class_w)
-            if sc > 0.0:
-                scores[t] = sc
-                touched[keep] = t
-                keep += 1
+        keep = _score_every_scene(scene_ptr, scene_cls, class_w, n_test, scores, touched)
         stats[1] += n_test
         ap = average_precision_sparse(touched[:keep], scores, truth, n_test, n_pos)
         for i in range(keep):
             scores[touched[i]] = 0.0
         return ap, 0.0
+    m = _list_touched(scores, n_test, mark, touched)
     cap = _rest_caps(mass, count, nxt, r, max_deg)
     # the touched negatives' upper bounds (into ``tops``) and v_hi, the highest upper bound of
     # a negative (a scene no class touched scores at most untouched_top); with many touched,
@@ -1072,6 +1057,7 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
             fill[z] += 1
         # a bound costs ~9 ns per level, a row ~3 ns per class it sums (measured on x86): one
         # bound per 35·nu/pairs_per_scene rows keeps the bounds at ~1/10 of the rows' cost
+        pairs_per_scene = scene_ptr[scene_ptr.shape[0] - 1] / max(n_test, 1)
         every = max(16, int(35.0 * nu / max(pairs_per_scene, 1.0)))
         # the queue in batches of ``every`` scenes, in level order; each batch's rows are summed
         # in scene order (rows far apart in memory cost ~2x as much in queue order)
