@@ -217,7 +217,8 @@ def ap_tolerance() -> str:
                      if v else "–"])
     return (table(["run", "wall time", "× size", "certified bound, mean / max",
                    "largest mAP-gap difference from exact, points (a tenth of that cell's interval)"], rows)
-            + f"\nPeak RSS of the process (all four runs): {_gb(doc['peak_rss_mb_process'])}.\n")
+            + f"\n{doc['episodes_per_cell']:,} episodes per cell, {doc['when'][:10]}; peak RSS of the process (all "
+              f"four runs): {_gb(doc['peak_rss_mb_process'])}.\n")
 
 
 def rlcl_lists() -> str:
