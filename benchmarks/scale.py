@@ -17,8 +17,8 @@ seen (``RssAnon``: memory the process itself holds).  Jobs:
   with local:2 and its gap table with local:2;
 * ``ap-tolerance SPACE``: the full table four times, side by side in this process, cell by
   cell (:func:`ap_tolerance_job`): the size likelihood, the noisy likelihood at the default AP
-  tolerance, at 1e-3 and exact (0); then the wall times and their ratios to the size table, the mean and largest certified bound on
-  an episode's AP, and per tolerance the largest difference of any cell's mAP gap from the
+  tolerance, at 1e-3 and exact (0); then the wall times and their ratios to the size table,
+  the mean and largest certified bound on an episode's AP, and per tolerance the largest difference of any cell's mAP gap from the
   exact run beside a tenth of that cell's bootstrap interval width, written to
   ``benchmarks/results/ap_tolerance.json`` (``--json-out``).
 

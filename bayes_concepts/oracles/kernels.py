@@ -507,6 +507,9 @@ SPECULATIVE_SHARE = 0.25
 #: the same share when episodes too wide to prune are deferred and scored ROW_BATCH at a time
 #: (:func:`score_deferred`), which makes scoring every scene several times cheaper
 DEFERRED_SPECULATIVE_SHARE = 0.05
+#: a scene is pruned only below FLOOR_MARGIN times the positives' floor: the rounding of a
+#: score's sum never reaches 1e-9 relative, so a pruned scene is below every positive
+FLOOR_MARGIN = 1.0 - 1e-9
 #: the AP of an episode left for :func:`score_deferred` (an AP is never negative)
 DEFERRED = -1.0
 #: episodes whose test-bank rows one pass of :func:`score_deferred` sums together
@@ -569,7 +572,7 @@ def _spread_until_prunable(order, start, ext, rest, class_w, cls_ptr, cls_idx, t
     the class-scene pairs spread are ``ext[:nxt].sum()``."""
     pairs_per_scene = n_pairs / max(n_test, 1)
     budget = speculative_share * n_pairs / SCATTER_COST  # pairs spread before pruning
-    margin = 1.0 - 1e-9
+    margin = FLOOR_MARGIN
     spread = 0
     first_unmet = 0  # the first word of truth with a positive not yet met (truth.shape[0]: none)
     u_lb = 0.0
@@ -654,7 +657,7 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
     if n_pos == 0:
         return np.nan
     order, start, ext, rest, _, _ = _bucket_classes(cls_list, class_w, cls_ptr)
-    margin = 1.0 - 1e-9
+    margin = FLOOR_MARGIN
     score_all, untouched_pos, u_lb, r, _ = _spread_until_prunable(
         order, start, ext, rest, class_w, cls_ptr, cls_idx, truth, n_pos, n_test, scene_ptr[scene_ptr.shape[0] - 1],
         scores, speculative_share)
