@@ -15,7 +15,7 @@ from bayes_concepts.engine import chunked, index, store
 from bayes_concepts.spaces.build import synonym_classes
 from bayes_concepts.engine.rows import RowFile
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
-from bayes_concepts.engine.test_bank import draw_test_bank
+from bayes_concepts.engine.test_bank import choose_test_scenes, draw_test_bank
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import compute_gap
 from bayes_concepts import gap_cells, scale
@@ -101,7 +101,7 @@ def test_streamed_synonyms_and_test_bank_equal_the_one_shot_ones(seed, n_rows, n
         chunked.resolve_ranks(block, 64 * w0, seen, ranks, n_ranks, cand)
         seen += np.bitwise_count(block).sum(axis=1, dtype=np.int64)
     assert np.array_equal(refiner.classes(), synonym_classes(sig))
-    ids, drawn_for = chunked.choose_test_scenes(cand, n_ranks, counts, 3)
+    ids, drawn_for = choose_test_scenes(cand, n_ranks, counts, 3)
     expected = draw_test_bank(sig, counts, 3, seed)
     assert np.array_equal(ids, expected.scene_ids) and np.array_equal(drawn_for, expected.drawn_for)
 

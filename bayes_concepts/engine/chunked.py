@@ -35,7 +35,7 @@ from . import index
 from .executor import REGISTER_BYTES
 from .kernels import run_plan
 from .store import SPILLED_FILES
-from .test_bank import TestBank
+from .test_bank import TestBank, choose_test_scenes
 
 #: Scenes per task of the execute stages (a multiple of 64): 2048 words.
 SCENE_CHUNK = 1 << 17
@@ -265,23 +265,6 @@ def resolve_ranks(block, s0, before, ranks, n_ranks, out):
             q = ranks[i, r] - before[i]
             if 0 <= q < here:
                 out[i, r] = s0 + _select_in_words(block[i], 0, block.shape[1], 0, q)
-
-
-def choose_test_scenes(candidates, n_ranks, counts, k) -> tuple:
-    """The greedy choice of :func:`~bayes_concepts.engine.test_bank.draw_test_bank`: up to ``k``
-    candidates per concept not drawn for an earlier one (earlier ones when too few are fresh).
-    Returns (scene ids int64 (T,), drawn_for int32 (T,))."""
-    used = set()
-    ids, drawn_for = [], []
-    for i in range(len(counts)):
-        cand = candidates[i, : n_ranks[i]].tolist()
-        fresh = [s for s in cand if s not in used][:k]
-        if len(fresh) < min(k, counts[i]):
-            fresh += [s for s in cand if s not in fresh][: min(k, counts[i]) - len(fresh)]
-        used.update(fresh)
-        ids.extend(fresh)
-        drawn_for.extend([i] * len(fresh))
-    return np.array(ids, np.int64), np.array(drawn_for, np.int32)
 
 
 @numba.njit(parallel=True, cache=True)

@@ -52,9 +52,18 @@ def draw_test_bank(signatures, counts, k, seed) -> TestBank:
     for i in range(n):
         ranks[i, : n_ranks[i]] = rng.choice(counts[i], size=n_ranks[i], replace=False)
     candidates = nth_set_bits(signatures, ranks, n_ranks)
+    ids, drawn_for = choose_test_scenes(candidates, n_ranks, counts, k)
+    return TestBank(ids, drawn_for, gather_bits(signatures, ids))
+
+
+def choose_test_scenes(candidates, n_ranks, counts, k) -> tuple:
+    """Up to ``k`` scenes per concept from its candidates (int64 (n, m), the first
+    ``n_ranks[i]`` of row i valid), preferring scenes not chosen for an earlier concept and
+    taking earlier ones only when too few are fresh.  Returns (scene ids int64 (T,),
+    drawn_for int32 (T,)).  :func:`draw_test_bank` and the chunked build both choose this way."""
     used = set()
     ids, drawn_for = [], []
-    for i in range(n):
+    for i in range(len(counts)):
         cand = candidates[i, : n_ranks[i]].tolist()
         fresh = [s for s in cand if s not in used][:k]
         if len(fresh) < min(k, counts[i]):
@@ -62,8 +71,7 @@ def draw_test_bank(signatures, counts, k, seed) -> TestBank:
         used.update(fresh)
         ids.extend(fresh)
         drawn_for.extend([i] * len(fresh))
-    ids = np.array(ids, np.int64)
-    return TestBank(ids, np.array(drawn_for, np.int32), gather_bits(signatures, ids))
+    return np.array(ids, np.int64), np.array(drawn_for, np.int32)
 
 
 #: the per-scene class lists are split by class id modulo this many lanes (see
