@@ -20,7 +20,11 @@ seen (``RssAnon``: memory the process itself holds).  Jobs:
   tolerance, at 1e-3 and exact (0); then the wall times and their ratios to the size table,
   the mean and largest certified bound on an episode's AP, and per tolerance the largest difference of any cell's mAP gap from the
   exact run beside a tenth of that cell's bootstrap interval width, written to
-  ``benchmarks/results/ap_tolerance.json`` (``--json-out``).
+  ``benchmarks/results/ap_tolerance.json`` (``--json-out``);
+* ``tolerance-sweep SPACE``: the size likelihood and the noisy one at several AP tolerances
+  (default 1e-4, 1e-2, 0.1, 0.5), side by side on four splits' hard cells
+  (:func:`tolerance_sweep_job`): how much of the noisy table's time the tolerance governs,
+  written to ``benchmarks/results/ap_tolerance_sweep.json``.
 
 Results go to ``benchmarks/out/scale.json`` (one entry per job, appended) and a table on
 stdout.  Usage::
@@ -30,6 +34,7 @@ stdout.  Usage::
     python benchmarks/scale.py overhead [--keep]
     python benchmarks/scale.py all
     python benchmarks/scale.py ap-tolerance spaces/paper [--episodes 20000] [--scheduler local:2]
+    python benchmarks/scale.py tolerance-sweep spaces/paper [--tolerances 1e-4 1e-2 0.1 0.5] [--episodes 2000]
 """
 from __future__ import annotations
 
@@ -202,6 +207,39 @@ def compare_to_exact(cells_ds, exact_ds) -> dict:
             "cells": cells}
 
 
+def _interleaved(sp, splits, order, settings, episodes, scheduler=None, warm_every_split=True):
+    """Run every setting of ``settings`` (name -> OracleSettings) on every (split, negatives)
+    cell of ``order``, cell by cell, the first run rotating from cell to cell (so that a machine
+    whose speed drifts weighs on all runs alike).  Kernels are compiled (or loaded) off the
+    clock, on the first split or, with ``warm_every_split``, on 50 episodes of every split of
+    ``order`` (so that no run pays for the first reads of a split's rows).  Returns (wall
+    seconds per setting: the sum of its cells', {setting: [Dataset per cell]}, {setting:
+    [seconds per cell]})."""
+    import bayes_concepts as bc
+    tags = list(settings)
+    warm = sorted({name for name, _ in order}) if warm_every_split else [next(iter(splits))]
+    for name in warm:
+        for st in settings.values():
+            bc.compute_gap(sp, {name: splits[name]}, negatives=("hard",), n_episodes=50, settings=st,
+                           scheduler=scheduler)
+    wall = dict.fromkeys(tags, 0.0)
+    cells = {tag: [] for tag in tags}
+    seconds = {tag: [] for tag in tags}
+    for i, (name, neg) in enumerate(order):
+        line = []
+        for tag in tags[i % len(tags):] + tags[:i % len(tags)]:
+            t = time.perf_counter()
+            ds = bc.compute_gap(sp, {name: splits[name]}, negatives=(neg,), n_episodes=episodes,
+                                settings=settings[tag], scheduler=scheduler)
+            dt = time.perf_counter() - t
+            wall[tag] += dt
+            cells[tag].append(ds)
+            seconds[tag].append(dt)
+            line.append(f"{tag} {dt:.1f} s")
+        print(f"[{i + 1}/{len(order)}] {name} {neg}: " + ", ".join(line), flush=True)
+    return wall, cells, seconds
+
+
 def ap_tolerance_job(space, episodes=20_000, scheduler=None, json_out=Path("benchmarks/results/ap_tolerance.json")):
     """The comp-gap table of ``space`` with the size likelihood and with the noisy likelihood at
     the default AP tolerance, at 1e-3 and exact, side by side in this process: cell by cell
@@ -216,25 +254,9 @@ def ap_tolerance_job(space, episodes=20_000, scheduler=None, json_out=Path("benc
     sp = bc.HypothesisSpace.load(space)
     splits = bc.load_splits(sp)
     settings = {tag: bc.OracleSettings(**fields) for tag, fields in AP_TOLERANCE_RUNS.items()}
-    tags = list(settings)
-    first = next(iter(splits))
-    for st in settings.values():  # compile (or load the cached kernels) off the clock
-        bc.compute_gap(sp, {first: splits[first]}, negatives=("hard",), n_episodes=50, settings=st,
-                       scheduler=scheduler)
-    wall = dict.fromkeys(tags, 0.0)
-    cells = {tag: [] for tag in tags}
     order = [(name, neg) for neg in ("hard", "easy") for name in splits]
-    for i, (name, neg) in enumerate(order):
-        line = []
-        for tag in tags[i % len(tags):] + tags[:i % len(tags)]:
-            t = time.perf_counter()
-            ds = bc.compute_gap(sp, {name: splits[name]}, negatives=(neg,), n_episodes=episodes,
-                                settings=settings[tag], scheduler=scheduler)
-            dt = time.perf_counter() - t
-            wall[tag] += dt
-            cells[tag].append(ds)
-            line.append(f"{tag} {dt:.1f} s")
-        print(f"[{i + 1}/{len(order)}] {name} {neg}: " + ", ".join(line), flush=True)
+    wall, cells, _ = _interleaved(sp, splits, order, settings, episodes, scheduler, warm_every_split=False)
+    tags = list(settings)
     size_s = wall["size"]
     out = {"space": str(space), "episodes_per_cell": episodes, "scheduler": scheduler or "in-process",
            "method": "interleaved cell by cell in one process, the first run rotating; a run's time is the sum of "
@@ -256,6 +278,47 @@ def ap_tolerance_job(space, episodes=20_000, scheduler=None, json_out=Path("benc
               f"{v['max_bound']:.2g}; largest mAP-gap difference from exact {w['abs_diff']:.4f} points "
               f"({w['split']}, {w['negatives']}; a tenth of its interval: {w['ci_width_over_10']:.3f}); every cell "
               f"within: {v['every_cell_within_ci_width_over_10']}")
+    print(f"written to {json_out}")
+    return out
+
+
+#: the tolerance sweep's splits (hard negatives): a cheap one, the costliest and two between
+SWEEP_SPLITS = ("concept_iid", "binding_color", "counting", "boolean")
+
+
+def tolerance_sweep_job(space, tolerances=(1e-4, 1e-2, 1e-1, 0.5), episodes=2_000, split_names=SWEEP_SPLITS,
+                        json_out=Path("benchmarks/results/ap_tolerance_sweep.json")):
+    """How the noisy table's time depends on the AP tolerance: the size likelihood and the noisy
+    one at each of ``tolerances``, side by side in this process (:func:`_interleaved`) on the
+    hard-negative cells of ``split_names``.  Records per run the wall time, its ratio to the
+    size run's and the mean and largest certified bound; writes ``json_out``."""
+    import resource
+
+    import bayes_concepts as bc
+    sp = bc.HypothesisSpace.load(space)
+    splits = bc.load_splits(sp, list(split_names))
+    settings = {"size": bc.OracleSettings(likelihood="size")}
+    for t in tolerances:
+        settings[f"noisy_T={t:g}"] = bc.OracleSettings(likelihood="noisy", ap_tolerance=float(t))
+    order = [(name, "hard") for name in splits]
+    wall, cells, seconds = _interleaved(sp, splits, order, settings, episodes)
+    runs = {}
+    for tag, w in wall.items():
+        b = np.concatenate([ds["ap_bound"].sel(learner=["strong", "weak"]).values.ravel() for ds in cells[tag]])
+        runs[tag] = {"wall_s": round(w, 2), "ratio_to_size": round(w / wall["size"], 3),
+                     "mean_bound": float(np.nanmean(b)), "max_bound": float(np.nanmax(b)),
+                     "cells_s": {f"{n} {g}": round(dt, 2) for (n, g), dt in zip(order, seconds[tag])}}
+    out = {"space": str(space), "episodes_per_cell": episodes, "cells": [f"{n} {g}" for n, g in order],
+           "method": "interleaved cell by cell in one process, the first run rotating, every split warmed off the "
+                     "clock; a run's time is the sum of its cells'",
+           "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "peak_rss_mb_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "runs": runs}
+    json_out = Path(json_out)
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps(out, indent=2) + "\n")
+    for tag, r in runs.items():
+        print(f"{tag:<16} {r['wall_s']:>8,.1f} s  {r['ratio_to_size']:>6.2f} x size  bound mean {r['mean_bound']:.2g} "
+              f"max {r['max_bound']:.2g}")
     print(f"written to {json_out}")
     return out
 
@@ -309,7 +372,29 @@ def main():
     t.add_argument("--scheduler", help="local:N or a Dask scheduler address (default: in-process)")
     t.add_argument("--json-out", default="benchmarks/results/ap_tolerance.json",
                    help="where to write the summary (default benchmarks/results/ap_tolerance.json)")
+    w = sub.add_parser("tolerance-sweep", help="size, and noisy at several AP tolerances, on a few hard cells")
+    w.add_argument("space", help="a saved space directory")
+    w.add_argument("--tolerances", type=float, nargs="+", default=[1e-4, 1e-2, 1e-1, 0.5],
+                   help="AP tolerances of the noisy runs, each in [0, 1] (0: exact AP; default 1e-4 1e-2 0.1 0.5)")
+    w.add_argument("--episodes", type=int, default=2_000, help="test episodes per cell (default 2,000)")
+    w.add_argument("--splits", nargs="+", default=list(SWEEP_SPLITS),
+                   help="the splits whose hard-negative cells run (default: " + " ".join(SWEEP_SPLITS) + ")")
+    w.add_argument("--json-out", default="benchmarks/results/ap_tolerance_sweep.json",
+                   help="where to write the summary (default benchmarks/results/ap_tolerance_sweep.json)")
     args = ap.parse_args()
+    if args.job == "tolerance-sweep":
+        if args.episodes < 1 or any(not 0.0 <= t <= 1.0 for t in args.tolerances):
+            ap.error("--episodes must be >= 1 and every --tolerances value in [0, 1] (0: exact AP)")
+        import bayes_concepts as bc
+        try:
+            known = set(bc.load_splits(bc.HypothesisSpace.load(args.space, verify=False)))
+        except (OSError, ValueError) as e:
+            ap.error(f"{args.space}: {e}")
+        unknown = [n for n in args.splits if n not in known]
+        if unknown:
+            ap.error(f"--splits: no split named {', '.join(unknown)} in {args.space} (it has {', '.join(sorted(known))})")
+        tolerance_sweep_job(args.space, args.tolerances, args.episodes, args.splits, args.json_out)
+        return
     if args.job == "table":
         jobs = [gap_job(args.space), build_job("spaces/_scale_inproc", 990_000),
                 build_job("spaces/_scale_local2", 990_000, "local:2")]
