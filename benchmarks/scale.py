@@ -23,8 +23,9 @@ seen (``RssAnon``: memory the process itself holds).  Jobs:
   ``benchmarks/results/ap_tolerance.json`` (``--json-out``);
 * ``tolerance-sweep SPACE``: the size likelihood and the noisy one at several AP tolerances
   (default 1e-4, 1e-2, 0.1, 0.5), side by side on four splits' hard cells
-  (:func:`tolerance_sweep_job`): how much of the noisy table's time the tolerance governs,
-  written to ``benchmarks/results/ap_tolerance_sweep.json``.
+  (:func:`tolerance_sweep_job`): how much of the noisy table's time the tolerance governs;
+  then the noisy posterior alone against the size likelihood's whole episode (the floor no
+  AP can lower); written to ``benchmarks/results/ap_tolerance_sweep.json``.
 
 Results go to ``benchmarks/out/scale.json`` (one entry per job, appended) and a table on
 stdout.  Usage::
@@ -286,12 +287,101 @@ def ap_tolerance_job(space, episodes=20_000, scheduler=None, json_out=Path("benc
 SWEEP_SPLITS = ("concept_iid", "binding_color", "counting", "boolean")
 
 
+def _posterior_only_kernel():
+    """A numba kernel doing the noisy path's first step alone, as the oracles' kernel does it:
+    every episode's posterior over the oracle's concepts (:func:`episode_candidates`,
+    :func:`normalise`) and its class weights, nothing after (no query prediction, no AP)."""
+    import numba
+
+    from bayes_concepts.oracles import kernels as K
+
+    @numba.njit(parallel=True)
+    def posterior_only(support, labels, rows, omega, log_prior, first, second, classes, n_classes, out_n):
+        n_ep, n_concepts = support.shape[0], log_prior.shape[0]
+        n_chunks = min(n_ep, 64)
+        for chunk in numba.prange(n_chunks):
+            ids = np.empty(n_concepts, np.int64)
+            logw = np.empty(n_concepts)
+            probs = np.empty(n_concepts)
+            class_w = np.zeros(n_classes)
+            listed = np.empty(n_classes, np.int64)
+            for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
+                n = K.episode_candidates(support[e], labels[e], rows, omega, log_prior, first, second, False, ids,
+                                         logw)
+                K.normalise(logw, n, probs)
+                m = 0
+                for i in range(n):
+                    if probs[i] == 0.0:
+                        continue
+                    c = classes[ids[i]]
+                    if class_w[c] == 0.0:
+                        listed[m] = c
+                        m += 1
+                    class_w[c] += probs[i]
+                for q in range(m):
+                    class_w[listed[q]] = 0.0
+                out_n[e] = n
+    return posterior_only
+
+
+def posterior_floor(sp, splits, episodes, seed=1):
+    """The noisy path's floor against the size likelihood's whole episode, side by side: per
+    split (hard negatives) and oracle, ``episodes`` episodes scored whole by the size oracle and
+    put through the noisy posterior alone (:func:`_posterior_only_kernel`; support rows read a
+    slice at a time as :meth:`Oracle.evaluate` reads them), alternating which goes first, after
+    a warm-up of both on the same episodes.  Returns {"size_whole_s", "noisy_posterior_only_s",
+    "ratio", "mean_candidates"}."""
+    import bayes_concepts as bc
+    from bayes_concepts.oracles.oracle import EVALUATE_SLICE
+    kernel = _posterior_only_kernel()
+    rows_of = sp.scene_concepts()
+    classes = np.asarray(sp.synonym_classes, np.int64)
+    n_classes = int(classes.max()) + 1
+    size_s = post_s = 0.0
+    n_cand = []
+    for i, (name, split) in enumerate(splits.items()):
+        eps = bc.EpisodeSampler(sp).sample(split.test, episodes, "hard", seed=seed)
+        sup, lab = np.ascontiguousarray(eps.support_scenes), np.ascontiguousarray(eps.support_labels)
+        size = bc.strong_and_weak(sp, split, bc.OracleSettings(likelihood="size"))
+        noisy = bc.strong_and_weak(sp, split, bc.OracleSettings(likelihood="noisy"))
+        for k in range(2):
+            first, second, _ = noisy[k]._tables("noisy", int(eps.meta.get("n_positive", 5)), sup.shape[1], True)
+            out_n = np.zeros(episodes, np.int64)
+
+            def posterior(o=noisy[k], first=first, second=second, out_n=out_n):
+                for lo in range(0, episodes, EVALUATE_SLICE):
+                    s = sup[lo:lo + EVALUATE_SLICE]
+                    scenes = np.unique(s.ravel())
+                    rows = np.ascontiguousarray(rows_of[scenes])  # a RowFile on disk, or an array
+                    kernel(np.searchsorted(scenes, s), lab[lo:lo + EVALUATE_SLICE], rows, o.omega, o.log_prior,
+                           first, second, classes, n_classes, out_n[lo:lo + EVALUATE_SLICE])
+
+            size[k].evaluate(eps)  # warm: compiled kernels, the split's rows paged in
+            posterior()
+            runs = [("size", lambda o=size[k]: o.evaluate(eps)), ("post", posterior)]
+            for tag, fn in (runs if (2 * i + k) % 2 == 0 else runs[::-1]):
+                t = time.perf_counter()
+                fn()
+                dt = time.perf_counter() - t
+                if tag == "size":
+                    size_s += dt
+                else:
+                    post_s += dt
+            n_cand.append(out_n.mean())
+        print(f"posterior floor: {name} done ({size_s:.1f} s size whole, {post_s:.1f} s noisy posterior alone)",
+              flush=True)
+    return {"size_whole_s": round(size_s, 2), "noisy_posterior_only_s": round(post_s, 2),
+            "ratio": round(post_s / size_s, 3), "mean_candidates": round(float(np.mean(n_cand)), 1)}
+
+
 def tolerance_sweep_job(space, tolerances=(1e-4, 1e-2, 1e-1, 0.5), episodes=2_000, split_names=SWEEP_SPLITS,
-                        json_out=Path("benchmarks/results/ap_tolerance_sweep.json")):
+                        json_out=RESULTS / "ap_tolerance_sweep.json"):
     """How the noisy table's time depends on the AP tolerance: the size likelihood and the noisy
     one at each of ``tolerances``, side by side in this process (:func:`_interleaved`) on the
-    hard-negative cells of ``split_names``.  Records per run the wall time, its ratio to the
-    size run's and the mean and largest certified bound; writes ``json_out``."""
+    hard-negative cells of ``split_names``; records per run the wall time, its ratio to the size
+    run's and the mean and largest certified bound.  Then the floor no AP can lower: the noisy
+    posterior alone against the size likelihood's whole episode (:func:`posterior_floor`).
+    Writes ``json_out`` (a summary with provenance)."""
     import resource
 
     import bayes_concepts as bc
@@ -308,20 +398,21 @@ def tolerance_sweep_job(space, tolerances=(1e-4, 1e-2, 1e-1, 0.5), episodes=2_00
         runs[tag] = {"wall_s": round(w, 2), "ratio_to_size": round(w / wall["size"], 3),
                      "mean_bound": float(np.nanmean(b)), "max_bound": float(np.nanmax(b)),
                      "cells_s": {f"{n} {g}": round(dt, 2) for (n, g), dt in zip(order, seconds[tag])}}
-    out = {"space": str(space), "episodes_per_cell": episodes, "cells": [f"{n} {g}" for n, g in order],
-           "method": "interleaved cell by cell in one process, the first run rotating, every split warmed off the "
-                     "clock; a run's time is the sum of its cells'",
-           "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "peak_rss_mb_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "runs": runs}
-    json_out = Path(json_out)
-    json_out.parent.mkdir(parents=True, exist_ok=True)
-    json_out.write_text(json.dumps(out, indent=2) + "\n")
+    floor = posterior_floor(sp, splits, episodes)
     for tag, r in runs.items():
         print(f"{tag:<16} {r['wall_s']:>8,.1f} s  {r['ratio_to_size']:>6.2f} x size  bound mean {r['mean_bound']:.2g} "
               f"max {r['max_bound']:.2g}")
-    print(f"written to {json_out}")
-    return out
-
+    print(f"the noisy posterior alone: {floor['noisy_posterior_only_s']:.1f} s against {floor['size_whole_s']:.1f} s "
+          f"for the size likelihood's whole episodes ({floor['ratio']:.2f} x; {floor['mean_candidates']:,.0f} "
+          f"candidate concepts per episode on average)")
+    path = write_summary(json_out, "ap_tolerance_sweep",
+                         {"runs": runs, "posterior_floor": floor,
+                          "peak_rss_mb_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
+                         space=str(space), episodes_per_cell=episodes, cells=[f"{n} {g}" for n, g in order],
+                         method="interleaved cell by cell in one process, the first run rotating, every split warmed "
+                                "off the clock; a run's time is the sum of its cells'")
+    print(f"written to {path}")
+    return runs, floor
 
 def record(result: dict):
     OUT.mkdir(parents=True, exist_ok=True)
@@ -379,7 +470,7 @@ def main():
     w.add_argument("--episodes", type=int, default=2_000, help="test episodes per cell (default 2,000)")
     w.add_argument("--splits", nargs="+", default=list(SWEEP_SPLITS),
                    help="the splits whose hard-negative cells run (default: " + " ".join(SWEEP_SPLITS) + ")")
-    w.add_argument("--json-out", default="benchmarks/results/ap_tolerance_sweep.json",
+    w.add_argument("--json-out", default=str(RESULTS / "ap_tolerance_sweep.json"),
                    help="where to write the summary (default benchmarks/results/ap_tolerance_sweep.json)")
     args = ap.parse_args()
     if args.job == "tolerance-sweep":
