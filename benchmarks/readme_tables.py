@@ -221,6 +221,28 @@ def ap_tolerance() -> str:
               f"four runs): {_gb(doc['peak_rss_mb_process'])}.\n")
 
 
+def ap_tolerance_sweep() -> str:
+    """The size likelihood and the noisy one at several AP tolerances on four hard cells, and
+    the noisy posterior alone against the size likelihood's whole episode
+    (``ap_tolerance_sweep.json``)."""
+    doc = load("ap_tolerance_sweep")
+    f = doc["figures"]
+    rows = []
+    for tag, r in f["runs"].items():
+        t = None if tag == "size" else float(tag.split("=")[1])
+        name = ("size likelihood" if t is None else "noisy, exact AP (tolerance 0)" if t == 0
+                else f"noisy, AP tolerance {t:g}")
+        rows.append([name, f"{r['wall_s']:,.1f} s", f"{r['ratio_to_size']:.1f}×",
+                     f"{r['mean_bound']:.1e} / {r['max_bound']:.1e}" if t else "–"])
+    fl = f["posterior_floor"]
+    return (table(["run", "wall time", "× size", "certified bound, mean / max"], rows)
+            + f"\n{doc['episodes_per_cell']:,} episodes per cell ({', '.join(doc['cells'])}), "
+              f"{doc['provenance']['date'][:10]}. The noisy posterior alone (every concept's weight and the class "
+              f"weights; no query prediction, no AP) on the same splits' episodes: {fl['noisy_posterior_only_s']:.1f} s "
+              f"against {fl['size_whole_s']:.1f} s for the size likelihood's whole episodes, "
+              f"{fl['ratio']:.2f}× ({fl['mean_candidates']:,.0f} candidate concepts per episode on average).\n")
+
+
 def rlcl_lists() -> str:
     """RLCL's published pair lists audited alone (``rlcl_lists.json``): per layout, the hard
     mAP gap of its own seen/unseen split and of seen_k1 in parts, and of its episode worlds."""
@@ -242,7 +264,7 @@ def rlcl_lists() -> str:
                  rows)
 
 
-GENERATORS = {"ap_tolerance": ap_tolerance, "rlcl_lists": rlcl_lists, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
+GENERATORS = {"ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
 
