@@ -309,15 +309,7 @@ def _posterior_only_kernel():
                 n = K.episode_candidates(support[e], labels[e], rows, omega, log_prior, first, second, False, ids,
                                          logw)
                 K.normalise(logw, n, probs)
-                m = 0
-                for i in range(n):
-                    if probs[i] == 0.0:
-                        continue
-                    c = classes[ids[i]]
-                    if class_w[c] == 0.0:
-                        listed[m] = c
-                        m += 1
-                    class_w[c] += probs[i]
+                m = K.add_class_weights(ids, probs, n, classes, class_w, listed)
                 for q in range(m):
                     class_w[listed[q]] = 0.0
                 out_n[e] = n

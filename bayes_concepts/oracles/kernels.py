@@ -1099,6 +1099,25 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
     return 0.5 * (lower + upper), bound
 
 
+@numba.njit(inline="always")
+def add_class_weights(ids, probs, n, classes, class_w, class_list):
+    """Add each candidate's posterior weight ``probs[i]`` (i < n) to its synonym class's entry of
+    ``class_w`` (float64 (C,), zero on entry for the classes not yet listed), listing each class
+    reached for the first time in ``class_list``; returns how many are listed.  A weight that
+    underflowed to 0 adds nothing and lists nothing (a listed class must weigh > 0: it marks
+    the scenes it covers)."""
+    n_cls = 0
+    for i in range(n):
+        if probs[i] == 0.0:
+            continue
+        c = classes[ids[i]]
+        if class_w[c] == 0.0:
+            class_list[n_cls] = c
+            n_cls += 1
+        class_w[c] += probs[i]
+    return n_cls
+
+
 @numba.njit(parallel=True, cache=True)
 def evaluate_episodes(support, support_labels, query, query_labels, true_concept, scene_concepts, omega, log_prior,
                       first, second, consistent_only, test_sig, n_test, classes, cls_ptr, cls_idx, class_rep,
@@ -1211,15 +1230,7 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                                 s += probs[i]
                         qpred[j] = min(s, 1.0)
                 # synonyms share their test-bank labels: add up each class's weight, then spread it
-                n_cls = 0
-                for i in range(n):
-                    if probs[i] == 0.0:  # underflowed weight: adds nothing, and must not mark scenes
-                        continue
-                    c = classes[ids[i]]
-                    if class_w[c] == 0.0:
-                        class_list[n_cls] = c
-                        n_cls += 1
-                    class_w[c] += probs[i]
+                n_cls = add_class_weights(ids, probs, n, classes, class_w, class_list)
                 if wide:
                     if certify:
                         out_ap[e], out_ap_bound[e] = test_bank_ap_certified(
