@@ -213,9 +213,9 @@ def _interleaved(sp, splits, order, settings, episodes, scheduler=None, warm_eve
     cell of ``order``, cell by cell, the first run rotating from cell to cell (so that a machine
     whose speed drifts weighs on all runs alike).  Kernels are compiled (or loaded) off the
     clock, on the first split or, with ``warm_every_split``, on 50 episodes of every split of
-    ``order`` (so that no run pays for the first reads of a split's rows).  Returns (wall
-    seconds per setting: the sum of its cells', {setting: [Dataset per cell]}, {setting:
-    [seconds per cell]})."""
+    ``order`` (so that no run pays for the first reads of a split's rows).  Returns
+    ({setting: [Dataset per cell]}, {setting: [seconds per cell]}); a run's wall time is the
+    sum of its cells'."""
     import bayes_concepts as bc
     tags = list(settings)
     warm = sorted({name for name, _ in order}) if warm_every_split else [next(iter(splits))]
@@ -223,7 +223,6 @@ def _interleaved(sp, splits, order, settings, episodes, scheduler=None, warm_eve
         for st in settings.values():
             bc.compute_gap(sp, {name: splits[name]}, negatives=("hard",), n_episodes=50, settings=st,
                            scheduler=scheduler)
-    wall = dict.fromkeys(tags, 0.0)
     cells = {tag: [] for tag in tags}
     seconds = {tag: [] for tag in tags}
     for i, (name, neg) in enumerate(order):
@@ -233,12 +232,11 @@ def _interleaved(sp, splits, order, settings, episodes, scheduler=None, warm_eve
             ds = bc.compute_gap(sp, {name: splits[name]}, negatives=(neg,), n_episodes=episodes,
                                 settings=settings[tag], scheduler=scheduler)
             dt = time.perf_counter() - t
-            wall[tag] += dt
             cells[tag].append(ds)
             seconds[tag].append(dt)
             line.append(f"{tag} {dt:.1f} s")
         print(f"[{i + 1}/{len(order)}] {name} {neg}: " + ", ".join(line), flush=True)
-    return wall, cells, seconds
+    return cells, seconds
 
 
 def ap_tolerance_job(space, episodes=20_000, scheduler=None, json_out=Path("benchmarks/results/ap_tolerance.json")):
@@ -256,7 +254,8 @@ def ap_tolerance_job(space, episodes=20_000, scheduler=None, json_out=Path("benc
     splits = bc.load_splits(sp)
     settings = {tag: bc.OracleSettings(**fields) for tag, fields in AP_TOLERANCE_RUNS.items()}
     order = [(name, neg) for neg in ("hard", "easy") for name in splits]
-    wall, cells, _ = _interleaved(sp, splits, order, settings, episodes, scheduler, warm_every_split=False)
+    cells, seconds = _interleaved(sp, splits, order, settings, episodes, scheduler, warm_every_split=False)
+    wall = {tag: sum(s) for tag, s in seconds.items()}
     tags = list(settings)
     size_s = wall["size"]
     out = {"space": str(space), "episodes_per_cell": episodes, "scheduler": scheduler or "in-process",
@@ -378,12 +377,17 @@ def tolerance_sweep_job(space, tolerances=(1e-4, 1e-2, 1e-1, 0.5), episodes=2_00
 
     import bayes_concepts as bc
     sp = bc.HypothesisSpace.load(space)
-    splits = bc.load_splits(sp, list(split_names))
+    every = bc.load_splits(sp)
+    unknown = [n for n in split_names if n not in every]
+    if unknown:
+        raise ValueError(f"no split named {', '.join(unknown)} in {space} (it has {', '.join(sorted(every))})")
+    splits = {n: every[n] for n in split_names}
     settings = {"size": bc.OracleSettings(likelihood="size")}
     for t in tolerances:
         settings[f"noisy_T={t:g}"] = bc.OracleSettings(likelihood="noisy", ap_tolerance=float(t))
     order = [(name, "hard") for name in splits]
-    wall, cells, seconds = _interleaved(sp, splits, order, settings, episodes)
+    cells, seconds = _interleaved(sp, splits, order, settings, episodes)
+    wall = {tag: sum(s) for tag, s in seconds.items()}
     runs = {}
     for tag, w in wall.items():
         b = np.concatenate([ds["ap_bound"].sel(learner=["strong", "weak"]).values.ravel() for ds in cells[tag]])
@@ -405,6 +409,7 @@ def tolerance_sweep_job(space, tolerances=(1e-4, 1e-2, 1e-1, 0.5), episodes=2_00
                                 "off the clock; a run's time is the sum of its cells'")
     print(f"written to {path}")
     return runs, floor
+
 
 def record(result: dict):
     OUT.mkdir(parents=True, exist_ok=True)
@@ -468,15 +473,10 @@ def main():
     if args.job == "tolerance-sweep":
         if args.episodes < 1 or any(not 0.0 <= t <= 1.0 for t in args.tolerances):
             ap.error("--episodes must be >= 1 and every --tolerances value in [0, 1] (0: exact AP)")
-        import bayes_concepts as bc
         try:
-            known = set(bc.load_splits(bc.HypothesisSpace.load(args.space, verify=False)))
-        except (OSError, ValueError) as e:
-            ap.error(f"{args.space}: {e}")
-        unknown = [n for n in args.splits if n not in known]
-        if unknown:
-            ap.error(f"--splits: no split named {', '.join(unknown)} in {args.space} (it has {', '.join(sorted(known))})")
-        tolerance_sweep_job(args.space, args.tolerances, args.episodes, args.splits, args.json_out)
+            tolerance_sweep_job(args.space, args.tolerances, args.episodes, args.splits, args.json_out)
+        except (OSError, ValueError) as e:  # a missing space or an unknown split: before any run
+            ap.error(str(e))
         return
     if args.job == "table":
         jobs = [gap_job(args.space), build_job("spaces/_scale_inproc", 990_000),
