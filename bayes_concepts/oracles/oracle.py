@@ -21,7 +21,7 @@ from ..engine.rows import RowFile
 from . import kernels as K
 from .empty_policies import empty_policies
 from .likelihoods import likelihood_tables, likelihoods
-from .priors import log_prior, priors
+from .priors import log_prior, normalised_log_weights, priors
 
 #: Episodes whose scenes' rows are read into memory at a time when the space's per-scene
 #: concept index is on disk (512 episodes of 50 scenes: ~64 MB at CURI's 20,000 concepts).
@@ -128,9 +128,15 @@ class Oracle:
         Prior, likelihood and weak-empty policy, by registered name.
     name : str
         The learner's name in results (``strong``, ``weak``, ...).
+    log_weights : float64 array (n_concepts,) or None
+        Unnormalised log prior weights indexed by concept id (only the entries of ``concepts``
+        are read; ``-inf`` excludes a concept), in place of ``settings.prior``: a prior that
+        depends on more than the space, e.g. one learned from a split's training concepts
+        (:mod:`bayes_concepts.rungs`).  None: ``settings.prior``.
     """
 
-    def __init__(self, space, concepts, settings: OracleSettings | None = None, name: str = "oracle"):
+    def __init__(self, space, concepts, settings: OracleSettings | None = None, name: str = "oracle",
+                 log_weights=None):
         self.space = space
         self.settings = settings or OracleSettings()
         self.name = name
@@ -139,8 +145,10 @@ class Oracle:
         member[self.concepts] = True
         self.omega = pack_bits(member)
         self.log_prior = np.full(space.n_concepts, -np.inf)
-        if len(self.concepts):
+        if len(self.concepts) and log_weights is None:
             self.log_prior[self.concepts] = log_prior(space, self.concepts, self.settings)
+        elif len(self.concepts):
+            self.log_prior[self.concepts] = normalised_log_weights(log_weights, self.concepts, space.n_concepts, name)
         self._posterior = None
         self._fixed = None
 

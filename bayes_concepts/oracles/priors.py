@@ -71,3 +71,19 @@ def log_prior(space, concepts, settings) -> np.ndarray:
     if np.isneginf(w).all():
         raise ValueError(f"prior {settings.prior!r} gives every one of the {len(w):,} concepts weight 0")
     return w - logsumexp(w)
+
+
+def normalised_log_weights(log_weights, concepts, n_concepts: int, what: str = "oracle") -> np.ndarray:
+    """``log_weights`` (float (n_concepts,), indexed by concept id) at ``concepts`` (int (n,)),
+    normalised over them: float64 (n,).  A wrong shape, NaN, +inf, or weight 0 on every one of
+    ``concepts`` is a one-line ValueError naming ``what``."""
+    w = np.asarray(log_weights, np.float64)
+    if w.shape != (int(n_concepts),):
+        raise ValueError(f"{what}: log weights need one entry per concept of the space ({n_concepts:,}), "
+                         f"got shape {w.shape}")
+    w = w[np.asarray(concepts, np.int64)]
+    if np.isnan(w).any() or np.isposinf(w).any():
+        raise ValueError(f"{what}: log weights hold NaN or +inf")
+    if len(w) and np.isneginf(w).all():
+        raise ValueError(f"{what}: the log weights give every one of the {len(w):,} concepts weight 0")
+    return w - logsumexp(w) if len(w) else w

@@ -1,0 +1,1 @@
+"""The oracle ladder (being written)."""

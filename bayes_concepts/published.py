@@ -1,0 +1,1 @@
+"""Published model results as data (being written)."""

@@ -1,0 +1,1 @@
+"""Learned-prior rungs (being written)."""

@@ -1,0 +1,106 @@
+"""The rung registry and what every rung shares (see :mod:`bayes_concepts.rungs`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..errors import BayesConceptsError
+from ..registry import Registry
+
+__all__ = ["Rung", "RungError", "rungs", "rung_learner", "check_rung", "rung_label", "strong_concepts",
+           "LADDER_ORDER"]
+
+
+class RungError(BayesConceptsError):
+    """A rung that is unknown, cannot apply to a space, or is given a bad knob."""
+
+
+def _always(space) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the ladder.
+
+    name: its registered name; summary: one line (help texts); definition: what the learner
+    knows, fixed before any comparison with models (the README's ladder table).
+    build(space, split, settings, **knobs) -> learner with ``evaluate(episodes)`` (the dict of
+    the oracles' results) and ``fit``/``predict_proba``; its ``name`` is set by
+    :func:`rung_learner`.  knobs: knob name -> (default, one-line help); only these are
+    accepted.  applies(space) -> None, or the reason the rung cannot apply to that kind of
+    space (one line).  check_knob(name, value) -> None or the reason a value is refused."""
+
+    name: str
+    summary: str
+    definition: str
+    build: Callable
+    knobs: dict = field(default_factory=dict)
+    applies: Callable = _always
+    check_knob: Callable | None = None
+
+
+rungs = Registry("rung", builtins=("bayes_concepts.rungs.oracle_rungs", "bayes_concepts.rungs.learned_prior",
+                                   "bayes_concepts.rungs.sampling"))
+
+#: where each built-in rung sits on the ladder, bottom first (others go after these, before
+#: ``strong``, in registration order)
+LADDER_ORDER = ("memoriser", "compound", "atom", "bounded_length", "sampling", "sampling_learned",
+                "learned_prior", "learned_prior_parent", "strong")
+
+
+def strong_concepts(split) -> np.ndarray:
+    """The strong oracle's concepts of ``split``: ``split.strong_concepts`` where a protocol set
+    it, else train ∪ test (int64, sorted)."""
+    ids = getattr(split, "strong_concepts", None)
+    return np.asarray(np.union1d(split.train, split.test) if ids is None else np.unique(ids), np.int64)
+
+
+def check_rung(name: str, space=None, knobs: dict | None = None) -> Rung:
+    """The registered rung ``name``, checked: a :class:`RungError` (one line) for an unknown
+    name, a knob the rung does not take or refuses, or a space it cannot apply to (with why)."""
+    try:
+        rung = rungs.get(name)
+    except ValueError as e:
+        raise RungError(str(e)) from None
+    for k, v in (knobs or {}).items():
+        if k not in rung.knobs:
+            takes = ", ".join(rung.knobs) or "no knobs"
+            raise RungError(f"rung {name!r} takes {takes}, not {k!r}")
+        why = rung.check_knob(k, v) if rung.check_knob else None
+        if why:
+            raise RungError(f"rung {name!r}: {k} {why}")
+    if space is not None:
+        why = rung.applies(space)
+        if why:
+            raise RungError(f"rung {name!r} cannot apply to this space: {why}")
+    return rung
+
+
+def rung_label(name: str, knobs: dict | None = None) -> str:
+    """A rung's name in results: ``name`` alone, or with its knobs, ``sampling[n=1000]``."""
+    knobs = knobs or {}
+    if not knobs:
+        return name
+    return f"{name}[{','.join(f'{k}={_knob_text(v)}' for k, v in sorted(knobs.items()))}]"
+
+
+def _knob_text(v) -> str:
+    if isinstance(v, float) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def rung_learner(name: str, space, split, settings=None, **knobs):
+    """The learner of rung ``name`` for ``split`` of ``space`` (``settings``: an
+    :class:`~bayes_concepts.oracles.OracleSettings`; knobs as the rung takes them, defaults
+    otherwise).  Its ``name`` is :func:`rung_label` of the knobs given."""
+    from ..oracles import OracleSettings
+    rung = check_rung(name, space, knobs)
+    full = {k: d for k, (d, _) in rung.knobs.items()}
+    full.update(knobs)
+    learner = rung.build(space, split, settings or OracleSettings(), **full)
+    learner.name = rung_label(name, knobs)
+    return learner

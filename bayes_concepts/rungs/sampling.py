@@ -1,0 +1,1 @@
+"""Sampling rungs (being written)."""
