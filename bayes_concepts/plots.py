@@ -1389,3 +1389,94 @@ def plot_closure_families(ds, reported=None, negatives: str = "hard", ax=None, *
         ax.set_title("CLOSURE's families: ideal-observer comp gap vs the models' reported drops\n"
                      f"{negatives} negatives, {eps} test episode{'s' * (n_eps != [1])} per family; {stat}", fontsize=11)
     return ax, data
+
+
+# ---------------------------------------------------------------------------------------
+# the oracle ladder
+# ---------------------------------------------------------------------------------------
+
+def ladder_data(profile, negatives: str = "hard") -> pd.DataFrame:
+    """The values of :func:`plot_ladder`'s profile panel: one row per (split, rung) with the
+    rung's position on the ladder (``order``), its mAP (percent) and its gap to the strong
+    oracle (mAP points) with the paired bootstrap 95 % interval.  ``profile``: a
+    :func:`~bayes_concepts.ladder.ladder_profile` Dataset or its
+    :func:`~bayes_concepts.ladder.ladder_summary` rows."""
+    from .ladder import ladder_summary
+    rows = ladder_summary(profile) if hasattr(profile, "sel") else profile
+    out = []
+    for r in rows:
+        if r["negatives"] != negatives:
+            continue
+        for i, (lb, v) in enumerate(r["rungs"].items()):
+            out.append({"split": r["split"], "rung": lb, "order": i, "map": v["map"], "gap": v["gap"],
+                        "gap_lo": v["gap_ci"][0], "gap_hi": v["gap_ci"][1]})
+    if not out:
+        raise ValueError(f"the ladder has no {negatives}-negative cells")
+    return pd.DataFrame(out)
+
+
+def plot_ladder(profile, negatives: str = "hard", correlations=None, published=None, rung: str | None = None,
+                *, ax=None):
+    """The ladder profiles of a benchmark's splits and, given ``published`` model results, one
+    rung's gap against the models' difficulty.
+
+    Left: each split's mAP (percent) on every rung, bottom of the ladder (the memoriser) to
+    the top (the strong oracle), one line per split.  Right (only with ``published``, a
+    :class:`~bayes_concepts.published.PublishedResults`): the gap (strong − rung, mAP points,
+    with its 95 % interval) of ``rung`` (default: the rung with the largest mean-model
+    Spearman ρ in ``correlations``, else the memoriser) per condition against the mean
+    model's difficulty (higher = harder), ρ in the title.  ``ax``: one Axes (profiles only) or
+    two (default a new figure).  Returns ``(axes, data)``: data = :func:`ladder_data`, with
+    the scatter's rows (``panel`` = ``"models"``) appended."""
+    data = ladder_data(profile, negatives)
+    rungs = list(dict.fromkeys(data.sort_values("order")["rung"]))
+    splits = list(dict.fromkeys(data["split"]))
+    two = published is not None
+    with _style():
+        if ax is None:
+            fig = Figure(figsize=(13.0 if two else 7.5, 5.0), layout="constrained")
+            axes = fig.subplots(1, 2 if two else 1, squeeze=False).ravel()
+        else:
+            axes = np.atleast_1d(np.asarray(ax, dtype=object))
+            if two and len(axes) < 2:
+                raise ValueError("plot_ladder with published results draws two panels: give two Axes")
+        a = axes[0]
+        palette = sns.color_palette("husl", len(splits))
+        x = np.arange(len(rungs))
+        for color, s in zip(palette, splits):
+            d = data[data.split == s].set_index("rung").reindex(rungs)
+            a.plot(x, d["map"].to_numpy(), marker="o", color=color, label=split_label(s), gid=f"split:{s}")
+        a.set_xticks(x, rungs, rotation=30, ha="right")
+        a.set_ylim(-3, 103)
+        a.set_ylabel(METRIC_LABELS["ap"])
+        a.set_title(f"Ladder profiles ({negatives} negatives): memoriser to strong oracle", fontsize=10)
+        a.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        data["panel"] = "profile"
+        if two:
+            b = axes[1]
+            corr_rungs = (correlations or {}).get("rungs", {})
+            if rung is None:
+                finite = {lb: v["mean_model"]["spearman"] for lb, v in corr_rungs.items()
+                          if lb != "strong" and np.isfinite(v["mean_model"]["spearman"])}
+                rung = max(finite, key=finite.get) if finite else rungs[0]
+            if rung not in rungs:
+                raise ValueError(f"rung {rung!r} is not on this ladder ({', '.join(rungs)})")
+            kw = {"negatives": negatives} if "negatives" in published.frame() and \
+                (published.frame()["negatives"] == negatives).any() else {}
+            diff = published.difficulty(**kw)
+            d = data[(data.rung == rung) & data.split.isin(diff.index)].copy()
+            d["difficulty"] = [float(diff[s]) for s in d["split"]]
+            b.errorbar(d["gap"], d["difficulty"], xerr=np.vstack([d["gap"] - d["gap_lo"], d["gap_hi"] - d["gap"]]),
+                       marker="o", linestyle="none", color="#7570b3", capsize=2.5, gid=f"rung:{rung}")
+            for _, r in d.iterrows():
+                b.annotate(split_label(r["split"]), (r["gap"], r["difficulty"]), fontsize=7, xytext=(4, 3),
+                           textcoords="offset points")
+            rho = corr_rungs.get(rung, {}).get("mean_model", {})
+            note = (f"Spearman ρ {rho['spearman']:.2f} [{rho['spearman_ci'][0]:.2f}, {rho['spearman_ci'][1]:.2f}]"
+                    if rho and np.isfinite(rho.get("spearman", np.nan)) else "ρ not computed")
+            b.set_xlabel(f"gap strong {MINUS} {rung} (mAP points)")
+            b.set_ylabel(f"models' difficulty ({published.measure}; higher = harder)")
+            b.set_title(f"{published.benchmark}: rung {rung} against the mean model\n{note}", fontsize=10)
+            d["panel"] = "models"
+            data = pd.concat([data, d], ignore_index=True)
+    return axes if two else axes[0], data
