@@ -16,7 +16,8 @@ DRAWS = re.compile(r"\bplot_\w+\(|\bplt\.subplots\(")
 def test_the_notebooks_are_listed():
     assert [p.stem for p in NOTEBOOKS] == ["01_gap_of_a_new_split", "02_audit_a_benchmark", "03_ideal_observer_fit",
                                            "04_audit_your_benchmark", "05_place_a_model",
-                                           "06_three_modalities", "07_closure", "08_conceptworld", "09_people_shj"]
+                                           "06_three_modalities", "07_closure", "08_conceptworld", "09_people_shj",
+                                           "10_ladder"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

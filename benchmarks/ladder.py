@@ -1,0 +1,157 @@
+"""The oracle ladder on the seed benchmarks: every rung's profile per split, its spread, and
+rank correlations with the published models (issue 39).
+
+Usage (one job at a time; each writes ``benchmarks/results/ladder_<benchmark>.json``)::
+
+    python benchmarks/ladder.py curi spaces/paper                     # CURI's nine splits
+    python benchmarks/ladder.py closure spaces/clevr [--protocol closure-baselines]
+    python benchmarks/ladder.py conceptworld spaces/cw                 # the eight conditions
+    python benchmarks/ladder.py pairs SPACE [SPACE ...] --published rlcl
+    python benchmarks/ladder.py pooled                                 # reads the ladder_*.json
+
+Options: ``--episodes`` (5,000 per cell), ``--negatives`` (hard easy), ``--alpha`` (the
+learned priors' curve, 1 10 100), ``--budget`` (the sampling learner's curve, 100 1000 10000),
+``--rungs`` (default: every built-in rung), ``--seed``.  The summary holds each cell's rung
+means, gaps (strong − rung, mAP points) with paired bootstrap intervals and standard errors,
+where each split is solved, every rung's spread over the splits, the rank correlations with
+the published models (mean model and each model), the rungs' definitions, the wall time and
+peak memory.  ``pooled`` recomputes each benchmark's correlations from its summary's rows
+(the same seed, so the same numbers) and pools them across benchmarks (Fisher z weighted by
+conditions − 3, leave one benchmark out).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+from _summary import RESULTS, write_summary
+
+from bayes_concepts import published as pub
+from bayes_concepts.ladder import (ladder_correlations, ladder_profile, ladder_summary, parse_rungs,
+                                   pooled_correlations, rung_spreads, strip_draws)
+from bayes_concepts.rungs import rungs as rung_registry
+from bayes_concepts.spaces import load_space
+
+BENCHMARKS = ("curi", "closure", "conceptworld", "pairs")
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _splits(kind: str, space, protocol_name: str | None):
+    """(splits, protocol or None) of a benchmark on ``space``."""
+    from bayes_concepts.protocols import protocols
+    from bayes_concepts.splits import load_splits
+    if kind == "curi":
+        return load_splits(space), None
+    if kind == "closure":
+        proto = protocols.get(protocol_name or "closure")
+        return proto.splits(space), proto
+    if kind == "conceptworld":
+        splits, proto = {}, None
+        for name in protocols.names():
+            if name.startswith("conceptworld-"):
+                proto = protocols.get(name)
+                splits.update(proto.splits(space))
+        return splits, proto
+    if kind == "pairs":
+        from bayes_concepts.splits import make_splits
+        specs = [Path(space.path) / name for name in sorted(space.spec_files)]
+        return make_splits(space, specs), None
+    raise SystemExit(f"unknown benchmark {kind!r}")
+
+
+def run(kind: str, space_dirs: list, args) -> int:
+    t0 = time.perf_counter()
+    published = pub.load(args.published or ("rlcl" if kind == "pairs" else kind))
+    all_rows, timing, cells_info = [], {}, {}
+    specs = None
+    for d in space_dirs:
+        space = load_space(d)
+        splits, proto = _splits(kind, space, args.protocol)
+        settings = proto.settings if proto is not None else None
+        query_negatives = proto.query_negatives if proto is not None else None
+        hard_mode = proto.hard_mode if proto is not None else "union"
+        specs = parse_rungs(args.rungs, args.alpha, args.budget, space)
+        t = time.perf_counter()
+        ds = ladder_profile(space, splits, specs, tuple(args.negatives), args.episodes, settings, args.seed,
+                            query_negatives=query_negatives, hard_mode=hard_mode, progress=True)
+        timing[str(d)] = round(time.perf_counter() - t, 1)
+        rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
+        all_rows += rows
+        cells_info[str(d)] = {"space_manifest_sha256": ds.attrs["space_manifest_sha256"], "splits": list(splits),
+                              "settings": json.loads(ds.attrs["oracle_settings"]),
+                              "protocol": proto.name if proto is not None else None}
+        print(f"{d}: {len(splits)} splits x {len(args.negatives)} negatives x {len(specs)} rungs, "
+              f"{args.episodes:,} episodes per cell: {timing[str(d)]} s", file=sys.stderr)
+    corr = {neg: strip_draws(ladder_correlations(all_rows, published, neg, n_boot=args.n_boot, seed=args.seed))
+            for neg in args.negatives}
+    figures = {"rows": all_rows, "spread": {neg: rung_spreads(all_rows, neg) for neg in args.negatives},
+               "correlations": corr, "wall_seconds": round(time.perf_counter() - t0, 1), "ladder_seconds": timing,
+               "peak_rss_mb": round(peak_mb(), 1)}
+    rungs = [{"name": n, "knobs": k, "definition": rung_registry.get(n).definition} for n, k in specs]
+    name = args.name or (f"ladder_{kind}" + (f"_{args.protocol}" if args.protocol else ""))
+    out = write_summary(RESULTS / f"{name}.json", f"the oracle ladder on {kind}", figures,
+                        episodes_per_cell=args.episodes, negatives=list(args.negatives), seed=args.seed,
+                        n_boot=args.n_boot, rungs=rungs, spaces=cells_info,
+                        published={"benchmark": published.benchmark, "measure": published.measure,
+                                   "source": published.source})
+    print(f"written {out} ({figures['wall_seconds']} s, peak {figures['peak_rss_mb']} MB)", file=sys.stderr)
+    return 0
+
+
+def pooled(args) -> int:
+    per, sources = {}, {}
+    for path in sorted(RESULTS.glob("ladder_*.json")):
+        doc = json.loads(path.read_text())
+        if "rows" not in doc.get("figures", {}) or path.stem == "ladder_pooled":
+            continue
+        if path.stem in args.skip:
+            continue
+        bench = doc["published"]["benchmark"]
+        published = pub.load(bench)
+        corr = ladder_correlations(doc["figures"]["rows"], published, args.negatives[0], n_boot=doc["n_boot"],
+                                   seed=doc["seed"])
+        per[path.stem] = corr
+        sources[path.stem] = {"published": bench, "conditions": corr["conditions"]}
+    if not per:
+        raise SystemExit("no ladder summaries under benchmarks/results/ (run a benchmark first)")
+    figures = {"pooled": pooled_correlations(per), "per_benchmark": {b: strip_draws(c) for b, c in per.items()}}
+    out = write_summary(RESULTS / "ladder_pooled.json", "the oracle ladder: rank correlations pooled across benchmarks",
+                        figures, negatives=args.negatives[0], sources=sources,
+                        method="Fisher z of each benchmark's mean-model Spearman rho, weighted by conditions - 3; "
+                               "intervals: the benchmarks' two-level bootstrap replicates pooled replicate by replicate")
+    print(f"written {out}", file=sys.stderr)
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("benchmark", choices=(*BENCHMARKS, "pooled"), help="which benchmark (or pooled)")
+    ap.add_argument("spaces", nargs="*", help="saved space folder(s) (pairs: one per layout)")
+    ap.add_argument("--protocol", default=None, help="closure: closure (default) or closure-baselines")
+    ap.add_argument("--published", default=None, help="published results (default: the benchmark's)")
+    ap.add_argument("--episodes", type=int, default=5_000, help="episodes per cell (default 5,000)")
+    ap.add_argument("--negatives", nargs="+", default=["hard", "easy"], choices=["hard", "easy"])
+    ap.add_argument("--rungs", nargs="+", default=None, help="rungs (default: every built-in rung)")
+    ap.add_argument("--alpha", nargs="+", type=float, default=[1.0, 10.0, 100.0], help="learned priors' alphas")
+    ap.add_argument("--budget", nargs="+", type=int, default=[100, 1000, 10000], help="sampling budgets n")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--name", default=None, help="summary name (default ladder_<benchmark>[_<protocol>])")
+    ap.add_argument("--skip", nargs="*", default=[], help="pooled: summaries to leave out (file stems)")
+    args = ap.parse_args(argv)
+    if args.benchmark == "pooled":
+        return pooled(args)
+    if not args.spaces:
+        ap.error("give the saved space folder(s)")
+    return run(args.benchmark, args.spaces, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""The ladder: profiles on the gap's own episodes, summaries, rank correlations and their
+pooling, the command line's refusals."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import kendalltau, spearmanr
+
+from bayes_concepts.gap import compute_gap
+from bayes_concepts.ladder import (LadderError, format_ladder, ladder_correlations, ladder_profile, ladder_summary,
+                                   parse_rungs, pooled_correlations, rung_spreads)
+from bayes_concepts.rungs import RungError
+from bayes_concepts.splits import load_splits
+
+from conftest import assert_one_line_error, run
+
+FIXED = ["memoriser", "compound", "atom", "bounded_length", "strong"]
+
+
+@pytest.fixture(scope="module")
+def splits(small_space):
+    return load_splits(small_space, ["concept_iid", "counting", "binding_color", "boolean"])
+
+
+@pytest.fixture(scope="module")
+def profile(small_space, splits):
+    return ladder_profile(small_space, splits, FIXED, ("hard",), 120, seed=3)
+
+
+def test_memoriser_and_strong_are_the_gaps_oracles(small_space, splits, profile):
+    ds = compute_gap(small_space, splits, ("hard",), 120, seed=3, parts=True)
+    for rung, learner in (("memoriser", "weak"), ("strong", "strong"), ("compound", "compound"), ("atom", "atom")):
+        np.testing.assert_array_equal(profile["ap"].sel(learner=rung).values, ds["ap"].sel(learner=learner).values)
+        np.testing.assert_array_equal(profile["cba"].sel(learner=rung).values, ds["cba"].sel(learner=learner).values)
+    assert [str(x) for x in profile.learner.values] == FIXED
+    ladder = json.loads(profile.attrs["ladder"])
+    assert [r["label"] for r in ladder] == FIXED and all(r["definition"] for r in ladder)
+
+
+def test_summary_gaps_and_where_solved(profile):
+    rows = ladder_summary(profile, n_boot=100)
+    assert len(rows) == 4
+    for r in rows:
+        cell = profile.sel(split=r["split"], negatives="hard")
+        strong = 100 * np.nanmean(cell["ap"].sel(learner="strong").values)
+        for lb, v in r["rungs"].items():
+            mean = 100 * np.nanmean(cell["ap"].sel(learner=lb).values)
+            assert v["map"] == pytest.approx(mean)
+            d = 100 * (cell["ap"].sel(learner="strong").values - cell["ap"].sel(learner=lb).values)
+            assert v["gap"] == pytest.approx(np.nanmean(d))
+            assert v["gap_ci"][0] <= v["gap"] + 1e-9 <= v["gap_ci"][1] + 2e-9
+        assert r["rungs"]["strong"]["gap"] == 0
+        below = [lb for lb in FIXED[:-1] if r["rungs"][lb]["gap"] <= 5.0]
+        assert r["solved_at"] == (below[0] if below else None)
+        assert strong >= 0
+    text = format_ladder(rows)
+    assert "solved at" in text and all(lb in text for lb in FIXED)
+
+
+def test_the_profile_follows_the_rung_order_whatever_the_order_given(small_space):
+    specs = parse_rungs(["strong", "atom", "memoriser"], space=small_space)
+    assert [n for n, _ in specs] == ["memoriser", "atom", "strong"]
+
+
+def test_bad_rungs_are_refused(small_space):
+    with pytest.raises(RungError, match="unknown rung 'nope'"):
+        parse_rungs(["nope"], space=small_space)
+    with pytest.raises(RungError, match="takes no knobs"):
+        parse_rungs(["memoriser[alpha=2]"], space=small_space)
+    with pytest.raises(RungError, match="in brackets"):
+        parse_rungs(["memoriser[alpha=2"], space=small_space)
+
+
+class FakePublished:
+    """A stand-in for PublishedResults: difficulty per condition for two models."""
+
+    benchmark, measure, source = "fake", "drop", "test"
+
+    def __init__(self, table: dict):
+        self.table = table  # model -> {condition: difficulty}
+
+    def check(self, conditions):
+        extra = [c for m in self.table.values() for c in m if c not in conditions]
+        if extra:
+            raise LadderError(f"published condition {extra[0]!r} is not a split here")
+
+    def models(self):
+        return list(self.table)
+
+    def frame(self):
+        return pd.DataFrame([{"model": m, "condition": c, "value": v} for m, d in self.table.items()
+                             for c, v in d.items()])
+
+    def difficulty(self, model=None, negatives=None, measure=None):
+        if model is None:
+            return pd.DataFrame(self.table).mean(axis=1)
+        return pd.Series(self.table[model])
+
+
+def _rows(gaps: dict, se: float = 0.0) -> list:
+    """ladder_summary-like rows: condition -> {rung: gap}."""
+    return [{"split": c, "negatives": "hard", "episodes": 100, "solved_at": None,
+             "rungs": {lb: {"map": 100 - g, "cba": 0, "gap": g, "gap_ci": [g - 1, g + 1], "gap_se": se,
+                            "cba_gap": g, "cba_gap_ci": [g - 1, g + 1], "empty_share": 0} for lb, g in r.items()}}
+            for c, r in gaps.items()]
+
+
+def test_correlations_equal_scipy_and_intervals_hold_them():
+    rng = np.random.default_rng(0)
+    conds = [f"c{i}" for i in range(8)]
+    a, b = rng.normal(size=8), rng.normal(size=8)
+    rows = _rows({c: {"memoriser": 50 + 10 * a[i], "strong": 0.0} for i, c in enumerate(conds)}, se=0.5)
+    pub = FakePublished({"m1": dict(zip(conds, b)), "m2": dict(zip(conds, a + rng.normal(size=8)))})
+    corr = ladder_correlations(rows, pub, "hard", n_boot=400, seed=1)
+    mean = pd.DataFrame(pub.table).mean(axis=1)
+    m = corr["rungs"]["memoriser"]["mean_model"]
+    assert m["spearman"] == pytest.approx(spearmanr(a, mean[conds]).statistic)
+    assert m["kendall"] == pytest.approx(kendalltau(a, mean[conds]).statistic)
+    assert m["spearman_ci"][0] <= m["spearman"] <= m["spearman_ci"][1]
+    assert corr["rungs"]["memoriser"]["models"]["m1"]["spearman"] == pytest.approx(spearmanr(a, b).statistic)
+    # the strong rung's gap is constant: no rank correlation, said as NaN
+    assert np.isnan(corr["rungs"]["strong"]["mean_model"]["spearman"])
+
+
+def test_correlation_refuses_published_conditions_the_splits_lack():
+    rows = _rows({"c0": {"strong": 0.0}, "c1": {"strong": 0.0}})
+    with pytest.raises(LadderError, match="'c9'"):
+        ladder_correlations(rows, FakePublished({"m": {"c0": 1, "c9": 2}}), "hard")
+
+
+def test_pooling_is_fisher_z_weighted_by_conditions_minus_three():
+    def bench(n, sign, seed):
+        r = np.random.default_rng(seed)
+        x = r.normal(size=n)
+        conds = [f"c{i}" for i in range(n)]
+        rows = _rows({c: {"memoriser": float(x[i]), "strong": 0.0} for i, c in enumerate(conds)})
+        y = sign * x + r.normal(size=n)
+        return ladder_correlations(rows, FakePublished({"m": dict(zip(conds, y))}), "hard", n_boot=200, seed=seed)
+
+    per = {"a": bench(9, 1, 1), "b": bench(7, -1, 2), "c": bench(3, 1, 3)}
+    out = pooled_correlations(per)["memoriser"]
+    ra, rb = (per[k]["rungs"]["memoriser"]["mean_model"]["spearman"] for k in "ab")
+    expected = np.tanh((6 * np.arctanh(ra) + 4 * np.arctanh(rb)) / 10)
+    assert out["spearman"] == pytest.approx(expected)
+    assert out["left_out"] == ["c"] and out["benchmarks"] == ["a", "b"]
+    assert out["leave_one_out"]["a"] == pytest.approx(rb)
+    assert out["leave_one_out"]["b"] == pytest.approx(ra)
+
+
+def test_spread_is_max_minus_min():
+    rows = _rows({"c0": {"memoriser": 90.0, "atom": 10.0}, "c1": {"memoriser": 97.0, "atom": 60.0}})
+    assert rung_spreads(rows) == {"memoriser": pytest.approx(7.0), "atom": pytest.approx(50.0)}
+
+
+def test_cli_refuses_an_unknown_rung_in_one_line(small_space_dir, capsys):
+    status, out, err = run(["ladder", small_space_dir, "--rungs", "memoriser", "oracle9", "--episodes", "10"], capsys)
+    assert_one_line_error(status, err, "unknown rung 'oracle9'")
+
+
+def test_cli_ladder_json(small_space_dir, capsys, tmp_path):
+    status, out, err = run(["ladder", small_space_dir, "--split", "counting", "boolean", "--rungs", *FIXED,
+                            "--negatives", "hard", "--episodes", "40", "--published", "none", "--json",
+                            "--figures", tmp_path / "figs"], capsys)
+    assert status == 0, err
+    doc = json.loads(out)
+    assert [r["split"] for r in doc["results"]] == ["counting", "boolean"]
+    assert list(doc["results"][0]["rungs"]) == FIXED
+    assert (tmp_path / "figs" / "ladder_hard.png").stat().st_size > 0
