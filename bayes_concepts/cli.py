@@ -765,9 +765,15 @@ def _splits_search_parser():
                 description="search the held-out set (whole synonym classes) that maximises the comp gap or the "
                             "compound divergence under constraints, and write its split spec with its audit")
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
-    p.add_argument("--objective", choices=["gap", "compound-divergence"], default="gap",
+    p.add_argument("--objective", default="gap", metavar="gap|gap:RUNG|compound-divergence",
                    help="what to maximise: the hard-negative mAP gap (a proxy on a fixed pool of episodes in the "
-                        "loop, a proper evaluation at the end) or the compound divergence (default gap)")
+                        "loop, a proper evaluation at the end), the gap of any rung of the oracle ladder "
+                        "(gap:atom, gap:compound, gap:learned_prior[alpha=10], ...: strong minus that rung; every "
+                        "swap re-scores the whole pool, so give fewer --pool-episodes) or the compound divergence "
+                        "(default gap, the memoriser's)")
+    p.add_argument("--pairs-out", metavar="DIR",
+                   help="pair spaces: also write the split found as pair files, DIR/train_pairs.txt and "
+                        "DIR/test_pairs.txt (\"attribute object\" per line), for a CZSL codebase")
     p.add_argument("--constraint", action="append", metavar="NAME<=VALUE",
                    help="a bound the split must meet: atom-divergence or compound-divergence, with <= or >= "
                         "(repeatable; default atom-divergence<=0.02)")
@@ -799,8 +805,9 @@ def cmd_splits_search(args) -> int:
     split again."""
     import re
     from .gap import audit, format_audit
-    from .split_search import SearchError, parse_constraint, search_split, spec_toml
+    from .split_search import SearchError, objective_rung, parse_constraint, search_split, spec_toml
     from .splits import make_split
+    objective_rung(args.objective)  # a bad objective before any work
     constraints = [parse_constraint(c) for c in (args.constraint or ["atom-divergence<=0.02"])]
     for option, value, ok, rule in (("--test-share", args.test_share, 0 < args.test_share < 1, "in (0, 1)"),
                                     ("--share-tolerance", args.share_tolerance, 0 < args.share_tolerance < 0.5,
@@ -813,6 +820,10 @@ def cmd_splits_search(args) -> int:
     _check_output_file(args.out, "--out", create_parents=True)
     shape = _episode_shape(args)
     space = _load_space(args.dir)
+    objective_rung(args.objective, space)  # a rung that cannot apply to this space
+    if args.pairs_out:
+        from .pairs import check_pair_files_target
+        check_pair_files_target(space, args.pairs_out)
     t = time.perf_counter()
     _log(f"searching {args.dir}: objective {args.objective}, constraints "
          f"{', '.join(f'{a}{b}{c:g}' for a, b, c in constraints)}, test share {args.test_share:g} "
@@ -831,7 +842,7 @@ def cmd_splits_search(args) -> int:
                f"constraints: {', '.join(result.settings['constraints']) or 'none'}; test share "
                f"{result.test_share:.3f} (asked {args.test_share:g} ± {args.share_tolerance:g})",
                f"in the loop: {args.objective} {result.value:.4g}"
-               + (" (proxy on the fixed pool)" if args.objective == "gap" else "")
+               + (" (proxy on the fixed pool)" if args.objective.startswith("gap") else "")
                + f"; audit: hard-negative mAP gap {hard['gap']['map']:.1f} [{hard['gap']['map_ci'][0]:.1f}, "
                  f"{hard['gap']['map_ci'][1]:.1f}]"]
     body = spec_toml(result.spec, [*summary, "", *text.splitlines()])
@@ -845,6 +856,10 @@ def cmd_splits_search(args) -> int:
         raise SearchError(f"{out}: the spec written does not make the split found again (a bug: please report it)")
     print(text)
     print("\n" + "\n".join(summary))
+    if args.pairs_out:
+        from .pairs import write_pair_files
+        written = write_pair_files(space, result.split, args.pairs_out)
+        print("pair files written: " + ", ".join(f"{p} ({n:,} pairs)" for p, n in written))
     print(f"spec written to {out} (bayes-concepts gap {args.dir} --spec {out} --split {result.split.name}); "
           f"{time.perf_counter() - t:.0f} s in all")
     return 0

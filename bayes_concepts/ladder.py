@@ -38,7 +38,7 @@ import xarray as xr
 from .errors import BayesConceptsError
 from .gap import compute_gap, paired_bootstrap
 from .gap_cells import NESTED_ORACLES
-from .rungs import LADDER_ORDER, RungError, check_rung, rung_label, rung_learner
+from .rungs import LADDER_ORDER, RungError, check_rung, parse_rung_text, rung_label, rung_learner
 from .rungs import rungs as rung_registry
 
 __all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "parse_rungs", "ladder_profile", "ladder_summary", "format_ladder",
@@ -81,7 +81,7 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None) -> list:
         names = [names]
     specs = []
     for item in names:
-        name, knobs = (item if isinstance(item, tuple) else _parse_rung_text(str(item)))
+        name, knobs = (item if isinstance(item, tuple) else parse_rung_text(str(item)))
         knobs = dict(knobs)
         rung = check_rung(name, space, knobs)
         curves = []
@@ -103,33 +103,6 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None) -> list:
     order = sorted(range(len(specs)), key=lambda i: (rank.get(specs[i][0], len(rank) - 1 if specs[i][0] != "strong"
                                                               else len(rank)), i))
     return [specs[i] for i in order]
-
-
-def _parse_rung_text(text: str) -> tuple:
-    """``"sampling[n=100,seed=2]"`` -> ``("sampling", {"n": 100, "seed": 2})``."""
-    text = text.strip()
-    if "[" not in text:
-        return text, {}
-    if not text.endswith("]"):
-        raise RungError(f"rung {text!r}: knobs go in brackets, e.g. sampling[n=100]")
-    name, _, body = text[:-1].partition("[")
-    knobs = {}
-    for part in filter(None, (p.strip() for p in body.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq:
-            raise RungError(f"rung {text!r}: knob {part!r} needs a value, e.g. alpha=10")
-        knobs[key.strip()] = _number(value.strip())
-    return name.strip(), knobs
-
-
-def _number(text: str):
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
 
 
 def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000,

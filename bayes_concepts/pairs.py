@@ -131,7 +131,8 @@ from .splits import make_split
 
 __all__ = ["PairsLayout", "PairsLayoutError", "read_pairs_layout", "pair_space", "unseen_pairs_spec",
            "reference_limited_spec", "seen_pairs_per_attribute", "episode_worlds", "episode_worlds_spec",
-           "spec_to_toml", "build_pair_space", "exclusion_lines", "PAIR_FILES"]
+           "spec_to_toml", "build_pair_space", "exclusion_lines", "PAIR_FILES", "split_pairs", "write_pair_files",
+           "check_pair_files_target"]
 
 PAIR_FILES = ("train_pairs.txt", "val_pairs.txt", "test_pairs.txt")
 SIDES = ("train", "val", "test")
@@ -620,6 +621,54 @@ def unseen_pairs_spec(space, seen_pairs, name: str = "unseen_pairs") -> dict:
     return {"name": name, "kind": "held_out", "synonym_aware": False, "val_fraction": 0.0,
             "description": "seen pairs (train_pairs.txt) vs unseen pairs (test pairs not in train_pairs.txt)",
             "held_out": {"programs": [space.descriptions[i] for i in np.flatnonzero(held)]}}
+
+
+def split_pairs(space, split) -> dict:
+    """``{"train": [(attribute, object), ...], "test": [...]}``: the pairs (two-part concepts) of
+    each side of ``split`` of a pair space, in concept order; primitives are left out (a pair
+    file lists pairs only)."""
+    ids = {i: pair for pair, i in _pair_ids(space).items()}
+    return {side: [ids[int(i)] for i in getattr(split, side) if int(i) in ids] for side in ("train", "test")}
+
+
+def check_pair_files_target(space, out_dir):
+    """Refuse (one-line :class:`PairsLayoutError`) to write pair files for a space with no
+    attribute-object pairs, or into a folder that already holds ``train_pairs.txt`` or
+    ``test_pairs.txt`` (never overwritten: they may be a benchmark's own)."""
+    if not _pair_ids(space):
+        raise PairsLayoutError("pair files need a pair space (attribute-object pairs, `space from-pairs`); this "
+                               "space has no two-part concepts")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise PairsLayoutError(f"{out}: is a file; give a folder for the pair files")
+    for name in ("train_pairs.txt", "test_pairs.txt"):
+        if (out / name).exists():
+            raise PairsLayoutError(f"{out / name}: already exists; give an empty or new folder (pair files are "
+                                   "never overwritten)")
+
+
+def write_pair_files(space, split, out_dir) -> list:
+    """Write ``split`` of a pair space as ``out_dir/train_pairs.txt`` and ``test_pairs.txt``
+    ("attribute object" per line, the layout :func:`read_pairs_layout` reads), each file
+    written whole or not at all.  Returns ``[(path, number of pairs), ...]``.  A name with
+    white space in it cannot be written to that layout: a :class:`PairsLayoutError`."""
+    check_pair_files_target(space, out_dir)
+    sides = split_pairs(space, split)
+    for pairs in sides.values():
+        for a, o in pairs:
+            if any(ch.isspace() for ch in a + o):
+                raise PairsLayoutError(f"pair ({a!r}, {o!r}) has white space in a name: the pair-file layout "
+                                       "separates attribute and object by a space")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for side, pairs in sides.items():
+        path = out / f"{side}_pairs.txt"
+        tmp = path.with_name(path.name + ".partial")
+        tmp.write_text("".join(f"{a} {o}\n" for a, o in pairs), encoding="utf-8")
+        tmp.replace(path)
+        written.append((path, len(pairs)))
+    return written
 
 
 def seen_pairs_per_attribute(space, k: int, seed: int = 0) -> list:

@@ -17,6 +17,12 @@ Objectives
     1 − C_0.1(P_train ‖ P_test) over compounds (:mod:`bayes_concepts.divergence`), exact at
     every step: per synonym class the episode-weighted atom and compound counts are summed
     once, and a swap moves a class's mass from one side to the other.
+``gap:RUNG``
+    the hard-negative mAP gap of any rung of the oracle ladder (:mod:`bayes_concepts.rungs`;
+    strong − rung, percentage points; ``gap:atom`` finds the split hardest for a learner
+    that recombines seen atoms, ``gap:learned_prior`` for one with a prior learned from
+    training).  The rung's concepts or prior depend on the whole train side, so every swap
+    re-scores the whole pool (``pool_episodes`` sets the cost); ``gap:memoriser`` is ``gap``.
 ``gap``
     the hard-negative mAP gap of the weak oracle (strong − weak, percentage points).  Inside
     the loop it is a proxy with common random numbers: one pool of episodes is drawn once from
@@ -53,12 +59,13 @@ from .episodes import Episodes, ARRAY_FIELDS, EpisodeShape, sampler_for
 from .errors import BayesConceptsError
 from .oracles import Oracle, OracleSettings
 from .oracles.likelihoods import likelihoods
+from .rungs import RungError, check_rung, parse_rung_text, rung_learner
 from .splits import Split, make_split
 
 __all__ = ["SearchError", "OBJECTIVES", "CONSTRAINT_NAMES", "parse_constraint", "SideMasses", "GapProxy",
            "SearchResult", "search_split", "split_spec", "spec_toml"]
 
-#: what a search can maximise
+#: what a search can maximise (and ``gap:RUNG`` for any registered rung of the ladder)
 OBJECTIVES = ("gap", "compound-divergence")
 #: what a constraint can bound (``NAME<=VALUE`` or ``NAME>=VALUE``)
 CONSTRAINT_NAMES = ("atom-divergence", "compound-divergence")
@@ -197,8 +204,11 @@ class GapProxy:
 
     def __init__(self, space, units: np.ndarray, n_units: int, n_episodes: int = 20_000, seed: int = 0,
                  negatives: str = "hard", settings: OracleSettings | None = None, hard_mode: str = "union",
-                 episode_shape=None):
+                 episode_shape=None, rung: str | None = None, rung_knobs: dict | None = None):
         self.space = space
+        #: the rung whose gap is measured (None or "memoriser": the weak oracle)
+        self.rung = None if rung in (None, "memoriser") else rung
+        self.rung_knobs = dict(rung_knobs or {})
         shape = EpisodeShape.parse(episode_shape)
         self.settings = settings or OracleSettings()
         self.units, self.n_units = np.asarray(units, np.int64), int(n_units)
@@ -210,7 +220,8 @@ class GapProxy:
         everything = Oracle(space, np.arange(space.n_concepts), self.settings, "strong")
         self.strong_ap = everything.evaluate(self.pool)["ap"]
         self.unit_of_episode = self.units[np.asarray(self.pool.concept, np.int64)]
-        local = (likelihoods.get(self.settings.likelihood).consistent_only and self.settings.weak_empty == "zero")
+        local = (likelihoods.get(self.settings.likelihood).consistent_only and self.settings.weak_empty == "zero"
+                 and self.rung is None)
         self.local = bool(local)
         if self.local:
             consistent = _consistent_sets(space, self.pool)  # (E, H)
@@ -225,10 +236,17 @@ class GapProxy:
         return np.flatnonzero(~test_units[self.units])
 
     def _score(self, test_units: np.ndarray, idx) -> np.ndarray:
-        """The weak oracle's AP on pool episodes ``idx`` with train = the units not in test."""
+        """The weak oracle's (or the rung's) AP on pool episodes ``idx`` with train = the units not
+        in test."""
         if len(idx) == 0:
             return np.zeros(0)
-        weak = Oracle(self.space, self._train_ids(test_units), self.settings, "weak")
+        if self.rung is not None:
+            train = self._train_ids(test_units)
+            split = Split("search", train, np.zeros(0, np.int64), np.setdiff1d(np.arange(self.space.n_concepts), train),
+                          {}, n_concepts=self.space.n_concepts)
+            weak = rung_learner(self.rung, self.space, split, self.settings, **self.rung_knobs)
+        else:
+            weak = Oracle(self.space, self._train_ids(test_units), self.settings, "weak")
         return weak.evaluate(_subset(self.pool, idx))["ap"]
 
     def full(self, test_units: np.ndarray) -> np.ndarray:
@@ -295,9 +313,28 @@ class SearchResult:
     settings: dict = field(default_factory=dict)
 
 
+def objective_rung(objective: str, space=None) -> tuple:
+    """``(rung name, knobs)`` of a ``gap:RUNG`` objective (``gap`` is ``gap:memoriser``), None
+    for ``compound-divergence``; an objective that is neither, or names a rung that is unknown,
+    takes bad knobs or cannot apply to ``space``, is a one-line :class:`SearchError`."""
+    if objective == "compound-divergence":
+        return None
+    if objective == "gap":
+        return ("memoriser", {})
+    if not isinstance(objective, str) or not objective.startswith("gap:"):
+        raise SearchError(f"objective must be one of {', '.join(OBJECTIVES)} or gap:RUNG, got {objective!r}")
+    try:
+        name, knobs = parse_rung_text(objective[4:])
+        if name == "strong":
+            raise RungError("the strong oracle's gap to itself is 0: name a rung below it")
+        check_rung(name, space, knobs)
+    except RungError as e:
+        raise SearchError(f"objective {objective!r}: {e}") from None
+    return (name, knobs)
+
+
 def _check_search_input(objective, test_share, share_tolerance, method, iterations, budget_s):
-    if objective not in OBJECTIVES:
-        raise SearchError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    objective_rung(objective)
     for name, v, lo, hi in (("test_share", test_share, 0.0, 1.0), ("share_tolerance", share_tolerance, 0.0, 0.5)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not lo < v < hi:
             raise SearchError(f"{name} must be a number in ({lo:g}, {hi:g}), got {v!r}")
@@ -411,9 +448,10 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
     size = int(masses.sizes[test].sum())
     side = masses.side(test)
     div = masses.divergences(side)
+    rung = objective_rung(objective, space)
     proxy = GapProxy(space, masses.units, masses.n_units, pool_episodes, seed, negatives, settings, hard_mode,
-                     shape) \
-        if objective == "gap" else None
+                     shape, rung=rung[0], rung_knobs=rung[1]) \
+        if rung is not None else None
     if proxy is not None:
         log(f"gap proxy: {len(proxy.pool):,} pool episodes ({negatives} negatives) scored in "
             f"{time.perf_counter() - t0:.1f} s")
@@ -498,7 +536,7 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
                     "test_share": float(test_share), "share_tolerance": float(share_tolerance), "seed": int(seed),
                     "method": method, "iterations": iterations, "budget_s": budget_s,
                     **({"pool_episodes": int(pool_episodes), "negatives": negatives, "hard_mode": hard_mode}
-                       if objective == "gap" else {}),
+                       if proxy is not None else {}),
                     **({"episodes": shape.as_dict()} if episode_shape is not None else {})}
     spec = split_spec(space, held, name, description=_description(objective, value, best_div, settings_rec))
     if episode_shape is not None:
@@ -511,7 +549,7 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
 
 
 def _description(objective, value, div, settings) -> str:
-    what = "hard-negative mAP gap proxy" if objective == "gap" else "compound divergence"
+    what = "compound divergence" if objective == "compound-divergence" else f"hard-negative mAP {objective} proxy"
     return (f"found by split search: {what} {value:.4g}, atom divergence {div['atom-divergence']:.4f}, compound "
             f"divergence {div['compound-divergence']:.4f} (constraints {', '.join(settings['constraints']) or 'none'}; "
             f"test share {settings['test_share']:g}; seed {settings['seed']})")

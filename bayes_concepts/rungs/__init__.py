@@ -21,7 +21,8 @@ Built in, from the bottom of the ladder to the top:
 >>> learner = rung_learner("learned_prior", space, split, OracleSettings(), alpha=10.0)   # doctest: +SKIP
 >>> learner.evaluate(episodes)["ap"]                                                       # doctest: +SKIP
 """
-from .rung import LADDER_ORDER, Rung, RungError, check_rung, rung_label, rung_learner, rungs, strong_concepts
+from .rung import (LADDER_ORDER, Rung, RungError, check_rung, parse_rung_text, rung_label, rung_learner, rungs,
+                   strong_concepts)
 
 __all__ = ["Rung", "RungError", "rungs", "rung_learner", "check_rung", "rung_label", "strong_concepts",
-           "LADDER_ORDER"]
+           "parse_rung_text", "LADDER_ORDER"]

@@ -10,7 +10,7 @@ from ..errors import BayesConceptsError
 from ..registry import Registry
 
 __all__ = ["Rung", "RungError", "rungs", "rung_learner", "check_rung", "rung_label", "strong_concepts",
-           "LADDER_ORDER"]
+           "parse_rung_text", "LADDER_ORDER"]
 
 
 class RungError(BayesConceptsError):
@@ -85,6 +85,34 @@ def rung_label(name: str, knobs: dict | None = None) -> str:
     if not knobs:
         return name
     return f"{name}[{','.join(f'{k}={_knob_text(v)}' for k, v in sorted(knobs.items()))}]"
+
+
+def parse_rung_text(text: str) -> tuple:
+    """A rung as written on a command line: ``"sampling[n=100,seed=2]"`` -> ``("sampling", {"n":
+    100, "seed": 2})`` (values read as int, else float, else kept as text); a bare name has no
+    knobs.  Malformed brackets are a one-line :class:`RungError`."""
+    text = str(text).strip()
+    if "[" not in text:
+        return text, {}
+    if not text.endswith("]"):
+        raise RungError(f"rung {text!r}: knobs go in brackets, e.g. sampling[n=100]")
+    name, _, body = text[:-1].partition("[")
+    knobs = {}
+    for part in filter(None, (p.strip() for p in body.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise RungError(f"rung {text!r}: knob {part!r} needs a value, e.g. alpha=10")
+        knobs[key.strip()] = _knob_value(value.strip())
+    return name.strip(), knobs
+
+
+def _knob_value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _knob_text(v) -> str:
