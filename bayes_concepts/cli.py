@@ -1428,9 +1428,18 @@ def cmd_audit(args) -> int:
             print(line)
     if protocol is not None and protocol.left_out_note(splits):
         print(protocol.left_out_note(splits))
+    ladder_rows = None
+    if args.ladder:
+        from .ladder import format_ladder, ladder_profile, ladder_summary
+        with _progress_output():
+            ds = ladder_profile(space, splits, None, ("hard",), args.episodes, settings, args.seed,
+                                progress=True, episode_shape=_episode_shape(args), **episodes)
+        ladder_rows = ladder_summary(ds, seed=args.seed)
+        print("\nthe oracle ladder (hard negatives):\n" + format_ladder(ladder_rows))
     if args.report:
         title = f"Difficulty report: protocol {protocol.name}" if protocol is not None else None
-        paths = write_report(space, reports, args.report, settings=settings, seed=args.seed, title=title)
+        paths = write_report(space, reports, args.report, settings=settings, seed=args.seed, title=title,
+                             ladder=ladder_rows)
         print(f"\nreport: {paths[0]}" + (f" (+ {_counted(len(paths) - 1, 'figure')})" if len(paths) > 1 else ""))
     print(f"\n{len(reports)} split(s)"
           + (f" of protocol {auto.name} ({args.dir} was built with CURI's release grammar; oracle settings as "
@@ -1946,6 +1955,9 @@ def build_parser() -> argparse.ArgumentParser:
     _episode_shape_option(p)
     p.add_argument("--report", metavar="OUT.md|OUT.html",
                    help="also write a one-page difficulty report (Markdown with PNGs, or one HTML file)")
+    p.add_argument("--ladder", action="store_true",
+                   help="also score the oracle ladder's default rungs on the same hard-negative episodes and print "
+                        "(and, with --report, show) each split's ladder profile: where it stops being hard")
     _protocol_option(p)
     _oracle_options(p, protocol=True)
     _ap_tolerance_option(p)

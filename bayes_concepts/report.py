@@ -497,7 +497,34 @@ def _parts_blocks(reports) -> list:
     return blocks
 
 
-def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
+def _ladder_blocks(ladder_rows) -> list:
+    """The report's section on the oracle ladder (:func:`bayes_concepts.ladder.ladder_summary`
+    rows): each split's gap to the strong oracle on every rung (hard negatives) and where it
+    stops being hard, and the profiles' figure."""
+    from .ladder import SOLVED_WITHIN
+    from .plots import plot_ladder
+    rows = [r for r in (ladder_rows or []) if r["negatives"] == "hard"]
+    if not rows:
+        return []
+    labels = list(rows[0]["rungs"])
+    table = [[split_label(r["split"]), *(f"{r['rungs'][lb]['gap']:.1f}" for lb in labels), r["solved_at"] or "–"]
+             for r in rows]
+    blocks = [("h2", "The oracle ladder"),
+              ("p", "Ideal learners between the weak oracle (the memoriser) and the strong one, each with one more "
+                    "ability, scored on the same hard-negative episodes: recombiners of seen compounds and atoms, a "
+                    "learner bounded by the training concepts' length, one that considers only a sample of "
+                    "hypotheses, one whose prior is learned from the training concepts. Each cell is the rung's "
+                    f"mAP gap to the strong oracle (percentage points); solved at: the lowest rung within "
+                    f"{SOLVED_WITHIN:g} points of it."),
+              ("table", ["split", *labels, "solved at"], table)]
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(8.5, 5.0), layout="constrained")
+    plot_ladder(rows, "hard", ax=fig.add_subplot())
+    blocks.append(("figure", "ladder", fig, "Each split's mAP on every rung of the ladder (hard negatives)."))
+    return blocks
+
+
+def _blocks(space, reports, settings, seed, title, episode_view: bool, ladder=None) -> list:
     """The page as blocks: ("h1"|"h2"|"p", text), ("table", head, rows), ("figure", name, fig, caption)."""
     df = audit_frame(reports)
     kind = space.kind
@@ -526,6 +553,7 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
     b.append(("figure", "gap_and_divergence", fig, "Left: comp gap (mAP) per split, hard and easy negatives. "
               "Right: hard-negative mAP gap against compound divergence."))
     b += _parts_blocks(reports)
+    b += _ladder_blocks(ladder)
     note = constant_note(df)
     if note:
         b.append(("p", note[0].upper() + note[1:] + "."))
@@ -585,18 +613,19 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool) -> list:
 
 
 def write_report(space, reports: list, out, *, settings=None, seed: int = 0, title: str | None = None,
-                 episode_view: bool = True, dpi: int = 130) -> list:
+                 episode_view: bool = True, dpi: int = 130, ladder=None) -> list:
     """Write the difficulty report of ``reports`` (:func:`audit_splits`; each needs its
     ``split_object``, which :func:`audit_splits` adds) to ``out``: Markdown when it ends in
     ``.md`` (figures as PNG in ``<stem>_files/``), one self-contained HTML file when it ends in
-    ``.html``.  Written atomically; returns the paths written."""
+    ``.html``.  ``ladder``: :func:`~bayes_concepts.ladder.ladder_summary` rows of the same splits,
+    for a section on the oracle ladder.  Written atomically; returns the paths written."""
     out = Path(out)
     fmt = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}.get(out.suffix.lower())
     if fmt is None:
         raise ReportError(f"{out}: unknown report format {out.suffix!r} (use .md or .html)")
     if not reports:
         raise ReportError(f"{out}: no split to report on")
-    blocks = _blocks(space, reports, settings, seed, title, episode_view)
+    blocks = _blocks(space, reports, settings, seed, title, episode_view, ladder)
     written = []
     files_dir = out.with_name(out.stem + "_files")
     parts = []
