@@ -109,3 +109,81 @@ def derivation_log_prob(tokens: tuple, g: Grammar) -> tuple:
         return (-math.inf, -1)
     total, _, depth = inside(g.start, 0, n)
     return (math.log(total) if total > 0 else -math.inf, depth if total > 0 else -1)
+
+
+def derivations(tokens: tuple, g: Grammar, limit: int = 64) -> list:
+    """Every derivation of ``tokens`` from the start symbol of ``g``, with the rules it uses.
+
+    Returns a list of ``(log_prob, uses)``, one per derivation (empty if the grammar cannot
+    derive the string): ``log_prob`` the natural log of the derivation's probability (the
+    log of the sum of the ``exp(log_prob)`` is :func:`derivation_log_prob`'s), ``uses`` a
+    tuple of ``(parent, slot, rule)`` triples of ints, one per nonterminal node in
+    pre-order: ``rule`` is the index in ``g.productions`` of the production that expands
+    the node, ``parent`` that of the production whose right-hand side holds the node (-1
+    for the start symbol) and ``slot`` the node's position in that right-hand side (0 for
+    the start symbol).  Counting the ``rule`` entries gives the derivation's rule-use
+    counts.  More than ``limit`` derivations of one symbol over one span is a ValueError
+    (CURI's grammar gives every program one derivation).
+    """
+    tokens = tuple(tokens)
+    min_len, first, last = _symbol_facts(g)
+    rule_ids = {}
+    for k, p in enumerate(g.productions):
+        rule_ids.setdefault(p.lhs, []).append(k)
+    n = len(tokens)
+
+    def capped(out):
+        if len(out) > limit:
+            raise ValueError(f"more than {limit} derivations of one span of {' '.join(tokens)!r}")
+        return tuple(out)
+
+    @lru_cache(maxsize=None)
+    def trees(sym, i, j):
+        """Derivations of sym over tokens[i:j]: tuple of (log_prob, rule, kids); kids a tuple of
+        (slot, tree) for the nonterminals of the rule's right-hand side."""
+        if j - i < min_len[sym] or tokens[i] not in first[sym] or tokens[j - 1] not in last[sym]:
+            return ()
+        out = []
+        for r in rule_ids[sym]:
+            p = g.productions[r]
+            lp = math.log(p.prob)
+            out.extend((lp + lq, r, kids) for lq, kids in rest(r, 0, i, j))
+        return capped(out)
+
+    @lru_cache(maxsize=None)
+    def rest(r, k, i, j):
+        """Derivations of rhs[k:] of production r over tokens[i:j]: tuple of (log_prob, kids)."""
+        rhs = g.productions[r].rhs
+        head, tail = rhs[k], rhs[k + 1:]
+        nt = g.is_nonterminal(head)
+        if not tail:
+            if not nt:
+                return ((0.0, ()),) if j == i + 1 and tokens[i] == head else ()
+            return tuple((t[0], ((k, t),)) for t in trees(head, i, j))
+        tail_min = sum(min_len.get(s, 1) for s in tail)
+        out = []
+        for s in range(i + min_len.get(head, 1), j - tail_min + 1):
+            if nt:
+                heads = [(t[0], ((k, t),)) for t in trees(head, i, s)]
+            else:
+                heads = [(0.0, ())] if s == i + 1 and tokens[i] == head else []
+            if not heads:
+                continue
+            for lq, kids in rest(r, k + 1, s, j):
+                out.extend((lh + lq, hk + kids) for lh, hk in heads)
+        return capped(out)
+
+    def flatten(tree, parent, slot, uses):
+        _, r, kids = tree
+        uses.append((parent, slot, r))
+        for k, child in kids:
+            flatten(child, r, k, uses)
+
+    if n == 0:
+        return []
+    out = []
+    for tree in trees(g.start, 0, n):
+        uses = []
+        flatten(tree, -1, 0, uses)
+        out.append((tree[0], tuple(uses)))
+    return out
