@@ -80,7 +80,8 @@ _EXPORTS = {
 #: subpackages and modules reachable as attributes (``bc.plots``, ``bc.learners``, ...)
 _MODULES = ("lot", "scenes", "engine", "splits", "episodes", "oracles", "metrics", "gap", "results", "plots",
             "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli", "pairs", "divergence", "report",
-            "resources", "protocols", "scale", "spaces", "modalities", "rng", "gap_cells", "split_search")
+            "resources", "protocols", "scale", "spaces", "modalities", "rng", "gap_cells", "split_search",
+            "published")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
