@@ -1061,8 +1061,8 @@ def _published_for(args, protocol, space, splits):
     name = protocol.name if protocol is not None else ""
     if name.startswith("closure"):
         return pub.load("closure")
-    if name.startswith("conceptworld"):
-        return pub.load("conceptworld")
+    if name.startswith("conceptworld-"):
+        return pub.load("conceptworld", experiment=name.removeprefix("conceptworld-"))
     curi = set(pub.load("curi").conditions())
     if splits and set(splits) <= curi:
         return pub.load("curi")

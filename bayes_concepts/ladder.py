@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from .errors import BayesConceptsError
@@ -268,14 +269,7 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
     table = _cell_table(rows, negatives, metric)
     if not table:
         raise LadderError(f"no {negatives}-negative cells in the ladder's rows")
-    published.check(list(table))
-    kw = {"negatives": negatives} if _has_negatives(published, negatives) else {}
-    if measure is not None:
-        kw["measure"] = measure
-    targets = {"mean_model": published.difficulty(**kw)}
-    if each_model:
-        for model in published.models():
-            targets[model] = published.difficulty(model=model, **kw)
+    targets = _published_targets(published, list(table), negatives, measure, each_model)
     labels = list(next(iter(table.values())))
     rng = np.random.default_rng(seed)
     out = {"negatives": negatives, "metric": metric, "measure": measure or published.measure,
@@ -299,6 +293,48 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
             else:
                 out["rungs"][lb]["models"][who] = entry
     return out
+
+
+def _published_targets(published, conditions: list, negatives: str, measure, each_model: bool) -> dict:
+    """``{"mean_model": difficulty per condition, model: ...}`` (pandas Series indexed by the
+    rows' condition names).  Conditions written ``experiment/condition`` are looked up in that
+    experiment of ``published`` (ConceptWorld: ``productivity/length_5``); a published
+    condition the rows lack is a one-line error (``published.check``)."""
+    kw = {"negatives": negatives} if _has_negatives(published, negatives) else {}
+    if measure is not None:
+        kw["measure"] = measure
+    experiments = published.experiments() if hasattr(published, "experiments") else []
+    if experiments and all("/" in c for c in conditions):
+        groups = {}
+        for c in conditions:
+            e, cond = c.split("/", 1)
+            groups.setdefault(e, []).append(cond)
+        unknown = [e for e in groups if e not in experiments]
+        if unknown:
+            raise LadderError(f"split {unknown[0]}/…: {published.benchmark}'s published results have no experiment "
+                              f"{unknown[0]!r} ({', '.join(experiments)})")
+        for e, conds in groups.items():
+            published.check(conds, experiment=e)
+
+        def series(model):
+            parts = []
+            for e in groups:
+                try:
+                    d = published.difficulty(model, experiment=e, **kw)
+                except BayesConceptsError:  # this model reports nothing in experiment e
+                    continue
+                parts.append(pd.Series(d.to_numpy(), index=[f"{e}/{c}" for c in d.index]))
+            return pd.concat(parts) if parts else pd.Series(dtype=float)
+    else:
+        published.check(conditions)
+
+        def series(model):
+            return published.difficulty(model, **kw)
+    targets = {"mean_model": series(None)}
+    if each_model:
+        for model in published.models():
+            targets[model] = series(model)
+    return targets
 
 
 def _has_negatives(published, negatives) -> bool:

@@ -43,54 +43,57 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _splits(kind: str, space, protocol_name: str | None):
-    """(splits, protocol or None) of a benchmark on ``space``."""
+def _jobs(kind: str, space, protocol_name: str | None) -> list:
+    """``[(splits, protocol or None, prefix)]`` of a benchmark on ``space``: one job per
+    protocol, its rows' split names prefixed (``productivity/length_5``) where names repeat
+    across jobs."""
     from bayes_concepts.protocols import protocols
-    from bayes_concepts.splits import load_splits
+    from bayes_concepts.splits import load_splits, make_split
     if kind == "curi":
-        return load_splits(space), None
+        return [(load_splits(space), None, "")]
     if kind == "closure":
         proto = protocols.get(protocol_name or "closure")
-        return proto.splits(space), proto
+        return [(proto.splits(space), proto, "")]
     if kind == "conceptworld":
-        splits, proto = {}, None
-        for name in protocols.names():
-            if name.startswith("conceptworld-"):
-                proto = protocols.get(name)
-                splits.update(proto.splits(space))
-        return splits, proto
-    if kind == "pairs":
-        from bayes_concepts.splits import make_splits
-        specs = [Path(space.path) / name for name in sorted(space.spec_files)]
-        return make_splits(space, specs), None
+        return [(protocols.get(n).splits(space), protocols.get(n), n.removeprefix("conceptworld-") + "/")
+                for n in protocols.names() if n.startswith("conceptworld-")]
+    if kind == "pairs":  # the splits `space from-pairs` saved beside the space, named layout/split
+        layout = Path(space.path).name
+        return [({f.stem: make_split(space, f) for f in sorted((Path(space.path) / "splits").glob("*.toml"))}, None,
+                 f"{layout}/")]
     raise SystemExit(f"unknown benchmark {kind!r}")
 
 
 def run(kind: str, space_dirs: list, args) -> int:
     t0 = time.perf_counter()
-    published = pub.load(args.published or ("rlcl" if kind == "pairs" else kind))
+    name = args.published or ("none" if kind == "pairs" else kind)
+    published = None if name == "none" else (pub.load(name) if name in pub.benchmarks() else pub.read(name))
     all_rows, timing, cells_info = [], {}, {}
     specs = None
     for d in space_dirs:
         space = load_space(d)
-        splits, proto = _splits(kind, space, args.protocol)
-        settings = proto.settings if proto is not None else None
-        query_negatives = proto.query_negatives if proto is not None else None
-        hard_mode = proto.hard_mode if proto is not None else "union"
         specs = parse_rungs(args.rungs, args.alpha, args.budget, space)
-        t = time.perf_counter()
-        ds = ladder_profile(space, splits, specs, tuple(args.negatives), args.episodes, settings, args.seed,
-                            query_negatives=query_negatives, hard_mode=hard_mode, progress=True)
-        timing[str(d)] = round(time.perf_counter() - t, 1)
-        rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
-        all_rows += rows
-        cells_info[str(d)] = {"space_manifest_sha256": ds.attrs["space_manifest_sha256"], "splits": list(splits),
-                              "settings": json.loads(ds.attrs["oracle_settings"]),
-                              "protocol": proto.name if proto is not None else None}
-        print(f"{d}: {len(splits)} splits x {len(args.negatives)} negatives x {len(specs)} rungs, "
-              f"{args.episodes:,} episodes per cell: {timing[str(d)]} s", file=sys.stderr)
-    corr = {neg: strip_draws(ladder_correlations(all_rows, published, neg, n_boot=args.n_boot, seed=args.seed))
-            for neg in args.negatives}
+        for splits, proto, prefix in _jobs(kind, space, args.protocol):
+            settings = proto.settings if proto is not None else None
+            query_negatives = proto.query_negatives if proto is not None else None
+            hard_mode = proto.hard_mode if proto is not None else "union"
+            t = time.perf_counter()
+            ds = ladder_profile(space, splits, specs, tuple(args.negatives), args.episodes, settings, args.seed,
+                                query_negatives=query_negatives, hard_mode=hard_mode, progress=True)
+            key = f"{d}:{prefix.rstrip('/')}" if prefix else str(d)
+            timing[key] = round(time.perf_counter() - t, 1)
+            rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
+            for r in rows:
+                r["split"] = prefix + r["split"]
+            all_rows += rows
+            cells_info[key] = {"space_manifest_sha256": ds.attrs["space_manifest_sha256"],
+                               "splits": [prefix + s for s in splits],
+                               "settings": json.loads(ds.attrs["oracle_settings"]),
+                               "protocol": proto.name if proto is not None else None}
+            print(f"{key}: {len(splits)} splits x {len(args.negatives)} negatives x {len(specs)} rungs, "
+                  f"{args.episodes:,} episodes per cell: {timing[key]} s", file=sys.stderr)
+    corr = ({neg: strip_draws(ladder_correlations(all_rows, published, neg, n_boot=args.n_boot, seed=args.seed))
+             for neg in args.negatives} if published is not None else {})
     figures = {"rows": all_rows, "spread": {neg: rung_spreads(all_rows, neg) for neg in args.negatives},
                "correlations": corr, "wall_seconds": round(time.perf_counter() - t0, 1), "ladder_seconds": timing,
                "peak_rss_mb": round(peak_mb(), 1)}
@@ -99,8 +102,9 @@ def run(kind: str, space_dirs: list, args) -> int:
     out = write_summary(RESULTS / f"{name}.json", f"the oracle ladder on {kind}", figures,
                         episodes_per_cell=args.episodes, negatives=list(args.negatives), seed=args.seed,
                         n_boot=args.n_boot, rungs=rungs, spaces=cells_info,
-                        published={"benchmark": published.benchmark, "measure": published.measure,
-                                   "source": published.source})
+                        published=None if published is None else {"benchmark": published.benchmark,
+                                                                   "measure": published.measure,
+                                                                   "source": published.source})
     print(f"written {out} ({figures['wall_seconds']} s, peak {figures['peak_rss_mb']} MB)", file=sys.stderr)
     return 0
 
@@ -109,7 +113,7 @@ def pooled(args) -> int:
     per, sources = {}, {}
     for path in sorted(RESULTS.glob("ladder_*.json")):
         doc = json.loads(path.read_text())
-        if "rows" not in doc.get("figures", {}) or path.stem == "ladder_pooled":
+        if "rows" not in doc.get("figures", {}) or path.stem == "ladder_pooled" or not doc.get("published"):
             continue
         if path.stem in args.skip:
             continue
