@@ -24,6 +24,10 @@ objects (a composite shape's parts); :func:`points_of` flattens it.
 :func:`shape_variants` compiles an object into :class:`Variant` patterns -- fixed point
 offsets, per-point allowed colours and same-colour groups -- by probing each point
 relation of its ``where`` clause for the unit offset (and colour test) it stands for.
+
+:meth:`Definitions.graph` unfolds a concept into its definition graph: its leaf
+definitions (the atoms) and its parent -> child uses (the compounds), which the
+divergence measures and the compound and atom oracles read.
 """
 from __future__ import annotations
 
@@ -459,6 +463,172 @@ class Definitions:
             raise DefinitionsError(f"concept {name!r}: " + ("give its n, e.g. " + repr(f"{family} 3") if "lengths" in e
                                                               else "takes no n"))
         return ConceptDef(name, family, int(n) if n else None, form, e)
+
+    # ------------------------------------------------------------ definition graphs
+    def graph(self, concept) -> tuple:
+        """(atoms, compounds) of a concept's instantiated definition graph: two lists of str,
+        with repeats (one entry per use), in the order the definitions are unfolded.
+
+        ``concept``: a :class:`ConceptDef` or its name (``"red_seq 3"``).  The graph unfolds
+        the concept's definition into the tree of the definitions it uses, each use of a
+        definition unfolded anew (so the edges below a chain's element repeat once per
+        element).  Its nodes are the names of the file's definitions (``point``, ``color``,
+        ``relation`` and ``object`` entries) and, for a scene concept, its form (the concept's
+        own name is never a node): ``exists``, ``chain``, ``any``, or
+        ``boxworld_solution`` / ``boxworld_distractor``.  The *atoms* are its leaves: the
+        definitions whose bodies use no other definition (in the packaged file the unit and
+        half-plane point relations, ``same_color_point`` and the five colour predicates).
+        The *compounds* are its edges, written ``parent(child)``, or ``parent(slot:child)``
+        where the file gives the use a slot:
+
+        * a relation or colour/point definition uses each definition its body calls;
+        * an object given by ``is`` uses each object and colour predicate its expression
+          names (alternatives included);
+        * a shape declares its shape parts, ``square_of_squares(0:solid_square)`` (slot: the
+          part's position in ``parts``), and uses each call of its ``where`` clause with the
+          positions of the parts it is applied to as slot, ``square(0,1:east_point1)``,
+          ``checkerboard_2x2(0:red)``, ``square_of_squares(0.1,1.0:east_point1)`` (``A.p2``:
+          point 1 of part 0); a shape called on the caller's parts (``square(p1, p2, p3,
+          p4)``) unfolds its ``where`` clause only, since its parts are the caller's;
+        * ``exists`` uses each object and relation of its expression, and a relation there
+          uses the object of each of its variables with the argument's position as slot,
+          ``west(0:z_pent)``, ``west(1:f_pent)``;
+        * a chain of n elements uses its relation n - 1 times, ``chain(link:east1)``, and for
+          each of its n positions every kind of its ``of`` list, ``chain(of:red_square)``
+          (``chain(each:red_square)`` when every kind must occur, ``each = true``);
+        * ``any`` uses each concept it lists (instantiated with the same n) by that concept's
+          form, ``any(chain)``;
+        * a Box-World concept with n locks uses the [boxworld] table's entries by their
+          field names: 2n + 1 pieces (a free key, n locks, n - 1 locked keys and the gem),
+          ``boxworld_solution(piece:solid_square)``, one gem colour, n ``locks`` and n
+          ``opens`` relations.
+
+        So a longer family instance repeats its edges: ``red_seq 7`` has no edge type that
+        ``red_seq 2`` lacks (only more of each), and a learner that recombines seen edges
+        knows chains of any length once it has seen one of two elements."""
+        c = self.concept(concept) if isinstance(concept, str) else concept
+        atoms, compounds = [], []
+        self._unfold_concept(c, atoms, compounds)
+        return atoms, compounds
+
+    def _unfold_concept(self, c: ConceptDef, atoms: list, compounds: list) -> str:
+        """Unfold scene concept ``c`` into ``atoms``/``compounds``; returns its root node."""
+        e = c.entry
+        where = f"{self.source} [concept.{c.family}]"
+        n = int(c.n) if c.n is not None else 1
+        if c.form == "exists":
+            terms = _calls(e["exists"], f"{where} exists")
+            objs = {t.args[0].id: t.func.id for t in terms if self._kind(t.func.id, where) == "object"
+                    and len(t.args) == 1 and isinstance(t.args[0], ast.Name)}
+            for t in terms:
+                self._use("exists", None, t.func.id, atoms, compounds, where)
+                if self.kind_of(t.func.id) == "relation":
+                    for k, a in enumerate(t.args):
+                        if isinstance(a, ast.Name) and a.id in objs:
+                            compounds.append(f"{t.func.id}({k}:{objs[a.id]})")
+            return "exists"
+        if c.form == "chain":
+            for _ in range(n - 1):
+                self._use("chain", "link", e["chain"], atoms, compounds, where)
+            slot = "each" if e.get("each", False) else "of"
+            for _ in range(n):
+                for kind in e["of"]:
+                    self._use("chain", slot, kind, atoms, compounds, where)
+            return "chain"
+        if c.form == "any":
+            for name in e["any"]:
+                sub = self.concept(f"{name} {c.n}" if c.n is not None else name)
+                mark = len(compounds)
+                root = self._unfold_concept(sub, atoms, compounds)
+                compounds.insert(mark, f"any({root})")
+            return "any"
+        root = f"boxworld_{e['boxworld']}"
+        bw = self.boxworld
+        bw_where = f"{self.source} [boxworld]"
+        for _ in range(2 * n + 1):
+            self._use(root, "piece", bw["piece"], atoms, compounds, bw_where)
+        self._use(root, "gem", bw["gem"], atoms, compounds, bw_where)
+        for field_name in ("locks", "opens"):
+            for t in _calls(bw[field_name], f"{bw_where} {field_name}"):
+                for _ in range(n):
+                    self._use(root, field_name, t.func.id, atoms, compounds, bw_where)
+        return root
+
+    def _kind(self, name: str, where: str) -> str:
+        kind = self.kind_of(name)
+        if kind is None:
+            raise DefinitionsError(f"{where}: {name!r} is not defined")
+        return kind
+
+    def _use(self, parent: str, slot, child: str, atoms: list, compounds: list, where: str,
+             bound: bool = False, path: tuple = ()) -> None:
+        """Record the edge parent -> child (with ``slot``, or none) and unfold ``child``."""
+        compounds.append(f"{parent}({child})" if slot is None else f"{parent}({slot}:{child})")
+        self._unfold(child, atoms, compounds, where, bound, path)
+
+    def _unfold(self, name: str, atoms: list, compounds: list, where: str, bound: bool = False,
+                path: tuple = ()) -> None:
+        """Unfold definition ``name``: its uses as edges, or itself as an atom when it uses
+        none.  ``bound``: a shape called on its caller's parts (its parts are not declared
+        again); ``path``: the definitions being unfolded above it (one that uses itself is a
+        :class:`DefinitionsError`)."""
+        kind = self._kind(name, where)
+        if name in path:
+            raise DefinitionsError(f"{where}: {name!r} uses itself ({' -> '.join(path + (name,))})")
+        path = path + (name,)
+        if kind != "object":
+            calls = _calls(self.tables[kind][name], f"{self.source} [{kind}] {name}")
+            if not calls:
+                atoms.append(name)
+            for t in calls:
+                self._use(name, None, t.func.id, atoms, compounds, f"{self.source} [{kind}] {name}", path=path)
+            return
+        entry = self.objects[name]
+        here = f"{self.source} [object.{name}]"
+        if "is" in entry:
+            for t in _calls(entry["is"], f"{here} is"):
+                self._use(name, None, t.func.id, atoms, compounds, here, path=path)
+            return
+        parts = entry["parts"]
+        index = {p: k for k, (p, _) in enumerate(parts)}
+        if not bound:
+            for k, (_, ptype) in enumerate(parts):
+                if ptype is not None:
+                    self._use(name, str(k), ptype, atoms, compounds, here, path=path)
+        for t in _calls(entry["where"], f"{here} where"):
+            slot = ",".join(self._part_slot(a, parts, index, here) for a in t.args) or None
+            callee = t.func.id
+            self._use(name, slot, callee, atoms, compounds, here,
+                      bound=self._kind(callee, here) == "object" and "parts" in self.objects[callee], path=path)
+
+    def _part_slot(self, arg, parts, index, where: str) -> str:
+        """A shape's argument as its slot: ``"k"`` for part k, ``"k.j"`` for point j of part k."""
+        if isinstance(arg, ast.Name) and arg.id in index:
+            return str(index[arg.id])
+        if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id in index:
+            ptype = parts[index[arg.value.id]][1]
+            sub = [p for p, _ in self.objects[ptype]["parts"]] if ptype in self.objects else []
+            if arg.attr in sub:
+                return f"{index[arg.value.id]}.{sub.index(arg.attr)}"
+        raise DefinitionsError(f"{where}: {ast.unparse(arg)!r} is not a part or a part's point")
+
+
+def _calls(text: str, where: str) -> list:
+    """The calls of definitions in expression ``text`` (``ast.Call`` nodes whose function is
+    a name other than the quantifiers ``all``/``any``), in source order, one per occurrence."""
+    try:
+        tree = ast.parse(" ".join(str(text).split()), mode="eval").body
+    except SyntaxError as exc:
+        raise DefinitionsError(f"{where}: not an expression ({exc.msg})") from None
+    out = []
+
+    def visit(node):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in ("all", "any"):
+            out.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+    visit(tree)
+    return out
 
 
 def _compile_object(defs: Definitions, name: str) -> list:

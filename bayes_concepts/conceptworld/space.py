@@ -15,6 +15,19 @@ for a family; the number of related objects otherwise).  Item names are ``"j:"``
 scene's points (:func:`~bayes_concepts.scenes.grid.encode_grid`); :func:`space_grids`
 reads the grids back.
 
+Atoms and compounds (the divergence measures, and the compound and atom oracles of the
+gap in parts and the ladder) come from the definitions file, not from the description:
+a concept's atoms are the leaf definitions of its instantiated definition graph (point
+relations and colour predicates that use no other definition), its compounds the graph's
+edges, parent definition -> the definition it uses, with the file's slot where there is
+one (:meth:`~bayes_concepts.conceptworld.definitions.Definitions.graph`), both counted
+with multiplicity.  The build records them in ``params["structure"]``
+(:func:`definition_structure`), so a saved space keeps them.  A family instance's graph
+repeats its edges once per element: ``red_seq 7`` has no edge type ``red_seq 2`` lacks,
+so in the productivity experiment the compound oracle knows every longer chain of a
+family it saw with two elements (the recombiner's reading: seen parts in seen
+arrangements, any number of times), and so do Box-World paths of any length.
+
 :func:`experiment_splits` turns ``hypotheses/conceptworld/experiments.toml`` into one
 split per test condition: train = the experiment's training concepts (the weak oracle's
 H_train), test = the condition's concepts; the strong oracle knows every concept.
@@ -37,8 +50,8 @@ from .definitions import EXPERIMENTS_FILE, DefinitionsError, load_definitions
 from .execute import evaluate_concepts
 from .generate import break_scene, sample_scene
 
-__all__ = ["conceptworld_space", "is_conceptworld", "space_grids", "space_grid", "space_colors", "load_experiments",
-           "experiment_splits", "condition_slug", "load_reported", "DEFAULTS"]
+__all__ = ["conceptworld_space", "definition_structure", "is_conceptworld", "space_grids", "space_grid",
+           "space_colors", "load_experiments", "experiment_splits", "condition_slug", "load_reported", "DEFAULTS"]
 
 #: the build's defaults (``space build --preset conceptworld``)
 DEFAULTS = {"depth": 7, "per_concept": 40, "broken_per_concept": 10, "noise_scenes": 200, "noise": (0, 3),
@@ -88,7 +101,8 @@ def conceptworld_space(depth: int = 7, per_concept: int = 40, broken_per_concept
     params = {"kind": "conceptworld", "depth": int(depth), "per_concept": int(per_concept),
               "broken_per_concept": int(broken_per_concept), "noise_scenes": int(noise_scenes),
               "noise": list(map(int, noise)), "grid_size": N, "colors": list(defs.colors),
-              "definitions": {"file": src.name, "sha256": hashlib.sha256(src.read_bytes()).hexdigest()}}
+              "definitions": {"file": src.name, "sha256": hashlib.sha256(src.read_bytes()).hexdigest()},
+              "structure": definition_structure(defs, concepts)}
     space = ExtensionSpace.from_extensions(
         member, names, item_names=[f"{j}:{encode_grid(g)}" for j, g in enumerate(grids)],
         item_labels={"source": [s.split(" ")[0] if s != "noise" else "noise" for s in sources]},
@@ -97,6 +111,29 @@ def conceptworld_space(depth: int = 7, per_concept: int = 40, broken_per_concept
     if log:
         log(f"{len(concepts)} concepts, {len(grids):,} scenes: generated in {t_gen:.1f} s, executed in {t_exec:.1f} s")
     return space
+
+
+def definition_structure(defs, concepts) -> dict:
+    """``{concept name: {"atoms": {atom: count}, "compounds": {compound: count}}}``: the
+    atoms (leaf definitions) and compounds (edges) of each concept's instantiated definition
+    graph (:meth:`~bayes_concepts.conceptworld.definitions.Definitions.graph`), counted with
+    multiplicity, keys sorted.  ``concepts``: :class:`ConceptDef` list or names.  A
+    ConceptWorld space keeps it as ``params["structure"]``, which
+    :meth:`~bayes_concepts.spaces.extension_space.ExtensionSpace.atoms_and_compounds` reads
+    (the divergence measures and the compound and atom oracles)."""
+    out = {}
+    for c in concepts:
+        c = defs.concept(c) if isinstance(c, str) else c
+        atoms, compounds = defs.graph(c)
+        out[c.name] = {"atoms": _counts(atoms), "compounds": _counts(compounds)}
+    return out
+
+
+def _counts(items) -> dict:
+    counts = {}
+    for it in items:
+        counts[it] = counts.get(it, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def is_conceptworld(space) -> bool:

@@ -322,10 +322,26 @@ class ExtensionSpace(ConceptSpace):
                 f"splits saved with it: {', '.join(d['splits']) or 'none'}"]
 
     def atoms_and_compounds(self, i: int) -> tuple:
-        """(atoms, compounds) of concept ``i`` for the divergence measures: the atoms are its
-        parts, named by their description tokens (``"wet"``, ``"dog"``; a token has one role);
-        the compounds every pair of parts in description order, named by their tokens -- for an
-        (attribute, object) pair the pair itself (``"wet dog"``); a one-part concept has none."""
+        """(atoms, compounds) of concept ``i`` for the divergence measures and the compound and
+        atom oracles: two lists of str, with repeats.
+
+        A space whose builder recorded them, ``params["structure"]`` = ``{description:
+        {"atoms": {atom: count}, "compounds": {compound: count}}}`` (ConceptWorld: the leaves
+        and edges of each concept's definition graph), gives those, each name repeated by its
+        count, in sorted order.  Otherwise the atoms are the concept's parts, named by their
+        description tokens (``"wet"``, ``"dog"``; a token has one role); the compounds every
+        pair of parts in description order, named by their tokens -- for an (attribute,
+        object) pair the pair itself (``"wet dog"``); a one-part concept has none.  A
+        ConceptWorld space saved before the structure was recorded is a one-line
+        :class:`ExtensionSpaceError` asking for a rebuild (its parts, family and n, are not
+        its atoms)."""
+        recorded = (self.params or {}).get("structure")
+        if recorded is not None:
+            return _recorded_structure(recorded, self.descriptions[i])
+        if (self.params or {}).get("kind") == "conceptworld":
+            raise ExtensionSpaceError("this ConceptWorld space was built before its definition graphs were recorded "
+                                      "(params has no 'structure'), so it has no atoms or compounds; rebuild it with "
+                                      "space build OUT --preset conceptworld")
         toks = self.descriptions[i].split()
         parts = toks if len(toks) == len(self.parts[i]) else [f"{r}={v}" for r, v in self.parts[i]]
         comps = [f"{parts[a]} {parts[b]}" for a in range(len(parts)) for b in range(a + 1, len(parts))]
@@ -500,6 +516,26 @@ class ExtensionSpace(ConceptSpace):
         return cls(descriptions=columns["description"], parts=[tuple(tuple(x) for x in p) for p in columns["parts"]],
                    log_pcfg=np.array(columns["log_prob"], np.float64), item_names=item_names, schema=schema,
                    vocabulary=vocabulary, spec_files=specs, **common)
+
+
+def _recorded_structure(recorded, description: str) -> tuple:
+    """(atoms, compounds) of ``description`` from a space's ``params["structure"]`` (see
+    :meth:`ExtensionSpace.atoms_and_compounds`); a missing or malformed entry is a one-line
+    :class:`ExtensionSpaceError`."""
+    entry = recorded.get(description) if isinstance(recorded, dict) else None
+    if not isinstance(entry, dict):
+        raise ExtensionSpaceError(f"params['structure'] has no atoms and compounds of concept {description!r}; "
+                                  "rebuild the space")
+    out = []
+    for key in ("atoms", "compounds"):
+        counts = entry.get(key)
+        if not isinstance(counts, dict) or not all(
+                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                for k, v in counts.items()):
+            raise ExtensionSpaceError(f"params['structure'] of concept {description!r}: {key} must map names to "
+                                      "counts >= 1; rebuild the space")
+        out.append([name for name in sorted(counts) for _ in range(counts[name])])
+    return tuple(out)
 
 
 def _normalise_description(d, i) -> str:
