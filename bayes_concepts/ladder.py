@@ -41,6 +41,7 @@ from .gap import compute_gap, paired_bootstrap
 from .gap_cells import NESTED_ORACLES
 from .rungs import LADDER_ORDER, RungError, check_rung, parse_rung_text, rung_label, rung_learner
 from .rungs import rungs as rung_registry
+from .rungs.oracle_rungs import space_structure
 
 __all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "parse_rungs", "ladder_profile", "ladder_summary", "format_ladder",
            "ladder_correlations", "pooled_correlations", "rung_spreads", "LadderError"]
@@ -133,7 +134,7 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
         learners[label] = {s: rung_learner(name, space, split, settings, **knobs) for s, split in splits.items()}
     ds = compute_gap(space, splits, negatives, n_episodes, settings, seed, query_negatives=query_negatives,
                      progress=progress, hard_mode=hard_mode, learners=learners, scheduler=scheduler, parts=parts,
-                     episode_shape=episode_shape)
+                     episode_shape=episode_shape, structure=space_structure(space) if parts else None)
     source = {}
     for (name, knobs), label in zip(specs, labels):
         source[label] = _ORACLE_NAMES[name] if name in _ORACLE_NAMES and not knobs else label

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..divergence import nested_concepts
+from ..divergence import concept_structure, nested_concepts
 from ..oracles import Oracle
 from .rung import Rung, rungs, strong_concepts
 
@@ -26,6 +26,12 @@ def bounded_length_concepts(space, split) -> np.ndarray:
     return np.union1d(train, strong[np.asarray(space.lengths)[strong] <= cap])
 
 
+def space_structure(space):
+    """The space's :func:`~bayes_concepts.divergence.concept_structure`, built once per space
+    (kept in ``space.index``): a search re-makes the recombiners at every step."""
+    return space.index.derived("divergence.concept_structure", lambda: concept_structure(space))
+
+
 def _oracle_rung(name, concepts_of):
     def build(space, split, settings):
         return Oracle(space, concepts_of(space, split), settings, name)
@@ -42,13 +48,15 @@ rungs.register("compound", Rung(
     "knows every concept of the strong oracle whose atoms (tokens; bound variables renamed away) and "
     "compounds (parent-child sub-trees; a pair's attribute-object pair; ConceptWorld's definition edges) all "
     "occur in some training concept",
-    _oracle_rung("compound", lambda space, split: nested_concepts(space, split)["compound"])))
+    _oracle_rung("compound", lambda space, split: nested_concepts(space, split,
+                                                                 structure=space_structure(space))["compound"])))
 
 rungs.register("atom", Rung(
     "atom", "recombiner: every concept whose atoms all occur in training concepts",
     "knows every concept of the strong oracle whose atoms all occur in some training concept (pairs: every "
     "pair whose attribute and object were both seen)",
-    _oracle_rung("atom", lambda space, split: nested_concepts(space, split)["atom"])))
+    _oracle_rung("atom", lambda space, split: nested_concepts(space, split,
+                                                             structure=space_structure(space))["atom"])))
 
 rungs.register("bounded_length", Rung(
     "bounded_length", "the strong oracle's concepts no longer than the longest training concept",
