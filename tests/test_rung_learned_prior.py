@@ -1,7 +1,11 @@
 """The learned-prior rungs (bayes_concepts.rungs.learned_prior): rule probabilities counted by
 hand on a three-program training set, the pcfg prior as alpha grows without bound, a slow
 pure-Python twin of the counting on random training sets, pair and ConceptWorld spaces by
-hand, bad knobs and spaces, and whole episodes scored by the rungs' oracles."""
+hand, bad knobs and spaces, and whole episodes scored by the rungs' oracles.  Spaces with
+programs the grammar cannot derive (CLOSURE's, in clevr spaces) get the token-tree prior:
+counted by hand on three relational programs, the uniform token-tree prior as alpha grows
+(a slow pure-Python twin), finite on every concept of every CLOSURE split, and higher on a
+split's test concepts when training shares their tokens."""
 from __future__ import annotations
 
 import math
@@ -16,11 +20,16 @@ from scipy.special import logsumexp
 from bayes_concepts.conceptworld.space import conceptworld_space
 from bayes_concepts.episodes import sampler_for
 from bayes_concepts.lot.logprob import derivation_log_prob, derivations
-from bayes_concepts.lot.program import QUANTIFIERS
+from bayes_concepts.divergence import program_atoms_and_compounds
+from bayes_concepts.lot.grammar import load_grammar
+from bayes_concepts.lot.program import QUANTIFIERS, Program
 from bayes_concepts.pairs import PairsLayout, pair_space, unseen_pairs_spec
 from bayes_concepts.oracles import OracleSettings
+from bayes_concepts.protocols import protocols
+from bayes_concepts.resources import data_file
 from bayes_concepts.rungs import RungError, check_rung, rung_learner, rungs, strong_concepts
-from bayes_concepts.rungs.learned_prior import learned_log_weights, learned_rule_probabilities
+from bayes_concepts.rungs.learned_prior import (learned_log_weights, learned_prior_model, learned_rule_probabilities,
+                                                token_tree)
 from bayes_concepts.spaces.extension_space import ExtensionSpace
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.splits import Split, curi_splits, make_split
@@ -154,16 +163,26 @@ def test_huge_alpha_gives_the_pcfg_prior(small_space, variant):
         assert np.all(learned_log_weights(small_space, split, 1.0, variant) <= 0)
 
 
+@pytest.fixture(scope="module")
+def derivable_clevr(clevr_space):
+    """300 of the clevr space's programs that the grammar derives, as a space of their own (so
+    its learned prior is the grammar-rule one)."""
+    good = np.flatnonzero(np.isfinite(clevr_space.log_pcfg))
+    pick = np.random.default_rng(0).choice(good, 300, replace=False)
+    return HypothesisSpace.from_programs([clevr_space.programs[i] for i in pick], grammar=clevr_space.grammar,
+                                         scenes=400, max_rate=1.0, min_count=1, seed=0)
+
+
 @pytest.mark.parametrize("variant", ["unigram", "parent"])
-def test_huge_alpha_gives_the_pcfg_prior_in_the_relational_grammar(clevr_space, variant):
+def test_huge_alpha_gives_the_pcfg_prior_in_the_relational_grammar(derivable_clevr, variant):
+    space = derivable_clevr
+    assert np.isfinite(space.log_pcfg).all() and learned_prior_model(space) == "grammar rules"
     rng = np.random.default_rng(0)
-    split = split_of(clevr_space, rng.choice(clevr_space.n_concepts, 200, replace=False))
-    w = learned_log_weights(clevr_space, split, 1e12, variant)
-    finite = np.isfinite(clevr_space.log_pcfg)  # CLOSURE's programs the grammar cannot derive: -inf in both
-    np.testing.assert_array_equal(np.isfinite(w), finite)
-    np.testing.assert_allclose(normalised(w[finite]), normalised(clevr_space.log_pcfg[finite]), rtol=0, atol=1e-6)
-    low = learned_log_weights(clevr_space, split, 0.5, variant)
-    assert np.all(np.isfinite(low[finite])) and not np.allclose(normalised(low[finite]), normalised(w[finite]))
+    split = split_of(space, rng.choice(space.n_concepts, 60, replace=False))
+    w = learned_log_weights(space, split, 1e12, variant)
+    np.testing.assert_allclose(normalised(w), normalised(space.log_pcfg), rtol=0, atol=1e-6)
+    low = learned_log_weights(space, split, 0.5, variant)
+    assert np.all(np.isfinite(low)) and not np.allclose(normalised(low), normalised(w))
 
 
 def test_derivations_sum_to_the_inside_probability(small_space, clevr_space):
@@ -314,6 +333,291 @@ def test_slow_twin_agrees_with_the_grammar(small_space):
     assert all(len(rows) == (2 if small_space.program(i).quantifier is None else 1) for i, rows in enumerate(table))
     lp = np.array([math.log(sum(p for p, _ in rows)) for rows in table])
     np.testing.assert_allclose(lp, small_space.log_pcfg, rtol=0, atol=1e-9)
+
+
+# ======================================================= token trees (programs not derivable)
+CLEVR_A = "S y color? red = filter:y exist"                                                  # derivable
+CLEVR_B = "S y shape? cube = y S z color? blue = filter:z unique left and filter:y count 2 ="  # derivable
+CLEVR_C = "S y S x color? red = filter:x unique right filter:y exist"    # filter:x: not derivable
+CLEVR_OTHERS = ["S y size? large = filter:y exist",
+                "S y S z material? metal = filter:z unique same_color filter:y count 1 ="]
+
+
+@pytest.fixture(scope="module")
+def tiny_relational():
+    """The five programs above in the packaged clevr grammar, on 500 scenes (every one a concept)."""
+    return HypothesisSpace.from_programs([CLEVR_A, CLEVR_B, CLEVR_C] + CLEVR_OTHERS,
+                                         grammar=load_grammar(data_file("clevr.pcfg")), scenes=500, max_rate=1.0,
+                                         min_count=1, seed=0)
+
+
+def test_tiny_relational_space_is_what_the_hand_counts_assume(tiny_relational):
+    space = tiny_relational
+    found = ids(space, [CLEVR_A, CLEVR_B, CLEVR_C] + CLEVR_OTHERS)
+    assert None not in found and len(set(found)) == 5 and len(np.unique(space.synonym_classes)) == 5
+    assert list(np.isfinite(space.log_pcfg[found])) == [True, True, False, True, True]
+    assert learned_prior_model(space) == "token tree (1 of 5 concepts are not derivable by the grammar)"
+    # C's tree: bound variables renamed away, classes the nodes' result types
+    assert token_tree(space.program(found[2])) == [
+        ("S", "SET", "filter", 0), ("VAR", "OBJ", "right", 0), ("S", "SET", "filter", 0),
+        ("VAR", "OBJ", "color?", 0), ("color?", "COLOR", "=", 0), ("red", "COLOR", "=", 1),
+        ("=", "BOOL", "filter", 1), ("filter", "SET", "unique", 0), ("unique", "OBJ", "right", 1),
+        ("right", "BOOL", "filter", 1), ("filter", "SET", "exist", 0), ("exist", "BOOL", "ROOT", 0)]
+
+
+def test_token_tree_probabilities_equal_counts_by_hand(tiny_relational):
+    # Token types of the space per class (θ0 = 1/size): SET {S, filter} 2; OBJ {VAR, unique} 2;
+    # COLOR {color?, red, blue} 3; SIZE {size?, large} 2; SHAPE {shape?, cube} 2;
+    # MATERIAL {material?, metal} 2; BOOL {=, exist, right, same_color, left, and} 6;
+    # NUM {count, 1, 2} 3.
+    # Nodes of the three training programs, written out:
+    #   A: S VAR color? red = filter exist
+    #   B: S VAR shape? cube = VAR S VAR color? blue = filter unique left and filter count 2 =
+    #   C: S VAR S VAR color? red = filter unique right filter exist
+    # so SET: S 5, filter 5 (10); OBJ: VAR 6, unique 2 (8); COLOR: color? 3, red 2, blue 1 (6);
+    # SHAPE: shape? 1, cube 1 (2); BOOL: = 5, exist 2, left 1, right 1, and 1 (10);
+    # NUM: count 1, 2 1 (2); SIZE and MATERIAL: none.
+    space, a = tiny_relational, 2.0
+    split = split_of(space, ids(space, [CLEVR_A, CLEVR_B, CLEVR_C]))
+    hand = {
+        "SET": {"S": (5 + a / 2) / (10 + a), "filter": (5 + a / 2) / (10 + a)},
+        "OBJ": {"VAR": (6 + a / 2) / (8 + a), "unique": (2 + a / 2) / (8 + a)},
+        "COLOR": {"color?": (3 + a / 3) / (6 + a), "red": (2 + a / 3) / (6 + a), "blue": (1 + a / 3) / (6 + a)},
+        "SIZE": {"size?": 0.5, "large": 0.5},
+        "SHAPE": {"shape?": (1 + a / 2) / (2 + a), "cube": (1 + a / 2) / (2 + a)},
+        "MATERIAL": {"material?": 0.5, "metal": 0.5},
+        "BOOL": {"=": (5 + a / 6) / (10 + a), "exist": (2 + a / 6) / (10 + a), "left": (1 + a / 6) / (10 + a),
+                 "right": (1 + a / 6) / (10 + a), "and": (1 + a / 6) / (10 + a), "same_color": (a / 6) / (10 + a)},
+        "NUM": {"count": (1 + a / 3) / (2 + a), "2": (1 + a / 3) / (2 + a), "1": (a / 3) / (2 + a)},
+    }
+    theta = learned_rule_probabilities(space, split, a)
+    assert theta == {c: pytest.approx(t, rel=1e-12) for c, t in hand.items()}
+    for table in theta.values():
+        assert sum(table.values()) == pytest.approx(1.0, abs=1e-12)
+
+    w = learned_log_weights(space, split, a)
+    t = {tok: p for table in hand.values() for tok, p in table.items()}
+    lg = {tok: math.log(p) for tok, p in t.items()}
+    size_large = lg["S"] + lg["VAR"] + lg["size?"] + lg["large"] + lg["="] + lg["filter"] + lg["exist"]
+    assert w[space.find(CLEVR_OTHERS[0])] == pytest.approx(size_large, rel=1e-12)
+    metal = (2 * lg["S"] + 2 * lg["VAR"] + lg["material?"] + lg["metal"] + 2 * lg["="] + 2 * lg["filter"]
+             + lg["unique"] + lg["same_color"] + lg["count"] + lg["1"])
+    assert w[space.find(CLEVR_OTHERS[1])] == pytest.approx(metal, rel=1e-12)
+    # the underivable training program has a finite weight too, a product of the same table
+    c = (2 * lg["S"] + 2 * lg["VAR"] + lg["color?"] + lg["red"] + lg["="] + 2 * lg["filter"] + lg["unique"]
+         + lg["right"] + lg["exist"])
+    assert w[space.find(CLEVR_C)] == pytest.approx(c, rel=1e-12)
+
+
+def test_parent_conditioned_token_tree_by_hand(tiny_relational):
+    # Contexts (parent token, slot, class) of the training nodes, counted from the trees of A, B, C:
+    #   ROOT: BOOL -- exist (A, C), = (B); filter [0]: SET -- S 5 times; filter [1]: BOOL -- = (A,
+    #   B's inner filter, C's inner filter), and (B), right (C); exist [0]: SET -- filter (A, C);
+    #   = [0]: COLOR -- color? 3; = [1]: COLOR -- red (A, C), blue (B); = [0]: NUM -- count (B).
+    space, a = tiny_relational, 3.0
+    split = split_of(space, ids(space, [CLEVR_A, CLEVR_B, CLEVR_C]))
+    theta = learned_rule_probabilities(space, split, a, variant="parent")
+    assert theta["ROOT: BOOL"]["exist"] == pytest.approx((2 + a / 6) / (3 + a), rel=1e-12)
+    assert theta["ROOT: BOOL"]["and"] == pytest.approx((a / 6) / (3 + a), rel=1e-12)
+    assert theta["filter [0]: SET"] == pytest.approx({"S": (5 + a / 2) / (5 + a), "filter": (a / 2) / (5 + a)})
+    assert theta["filter [1]: BOOL"]["="] == pytest.approx((3 + a / 6) / (5 + a), rel=1e-12)
+    assert theta["filter [1]: BOOL"]["right"] == pytest.approx((1 + a / 6) / (5 + a), rel=1e-12)
+    assert theta["= [1]: COLOR"] == pytest.approx({"red": (2 + a / 3) / (3 + a), "blue": (1 + a / 3) / (3 + a),
+                                                   "color?": (a / 3) / (3 + a)})
+    assert theta["= [1]: NUM"]["1"] == pytest.approx((a / 3) / (1 + a), rel=1e-12)
+    assert theta["same_color [1]: OBJ"] == {"VAR": 0.5, "unique": 0.5}  # a context no training node has
+    for table in theta.values():
+        assert sum(table.values()) == pytest.approx(1.0, abs=1e-12)
+    # size? large: S under filter, VAR size? large in unseen contexts, = under filter, filter
+    # under exist, exist at the root
+    w = learned_log_weights(space, split, a, variant="parent")
+    want = (math.log((5 + a / 2) / (5 + a)) + 3 * math.log(0.5) + math.log((3 + a / 6) / (5 + a))
+            + math.log((2 + a / 2) / (2 + a)) + math.log((2 + a / 6) / (3 + a)))
+    assert w[space.find(CLEVR_OTHERS[0])] == pytest.approx(want, rel=1e-12)
+
+
+def slow_token_tree(program):
+    """(token, class, parent token, slot) per node in postfix order, by recursion from the root;
+    binders named by their operator and object variables VAR in a relational grammar."""
+    rename = program.grammar.is_relational
+
+    def name(node):
+        if rename and ":" in node.op:
+            return node.op.split(":")[0]
+        if rename and node.kind == "variable" and node.type == "OBJ":
+            return "VAR"
+        return node.op
+
+    out = []
+
+    def visit(node, parent, slot):
+        for k, child in enumerate(node.children):
+            visit(child, name(node), k)
+        out.append((name(node), node.type, parent, slot))
+
+    visit(program.root, "ROOT", 0)
+    return out
+
+
+_SLOW_TREES = {}
+
+
+def slow_trees_of(space):
+    """Every concept's slow token tree, each program parsed on its own (kept per space)."""
+    if id(space) not in _SLOW_TREES:
+        _SLOW_TREES[id(space)] = (space, [slow_token_tree(Program.parse(p, space.grammar)) for p in space.programs])
+    return _SLOW_TREES[id(space)][1]
+
+
+def slow_token_learned(space, trees, train, alpha, variant):
+    """The learned token-tree log weights by dictionaries and loops (alpha None: the uniform
+    token-tree prior)."""
+    lengths, classes = space.lengths, space.synonym_classes
+    best = {}
+    for i in sorted(set(int(t) for t in train)):
+        c = int(classes[i])
+        if c not in best or (lengths[i], i) < (lengths[best[c]], best[c]):
+            best[c] = i
+    members = defaultdict(set)
+    for tree in trees:
+        for tok, cls, _, _ in tree:
+            members[cls].add(tok)
+    counts, totals = Counter(), Counter()
+    for i in best.values():
+        for tok, cls, parent, slot in trees[i]:
+            ctx = cls if variant == "unigram" else (parent, slot, cls)
+            counts[ctx, tok] += 1
+            totals[ctx] += 1
+    out = []
+    for tree in trees:
+        lp = 0.0
+        for tok, cls, parent, slot in tree:
+            if alpha is None:
+                lp -= math.log(len(members[cls]))
+                continue
+            ctx = cls if variant == "unigram" else (parent, slot, cls)
+            lp += math.log((counts[ctx, tok] + alpha / len(members[cls])) / (totals[ctx] + alpha))
+        out.append(lp)
+    return np.array(out)
+
+
+def test_token_trees_read_programs_as_the_parser_and_divergence_do(clevr_space):
+    trees = slow_trees_of(clevr_space)
+    for i in range(0, clevr_space.n_concepts, 7):
+        prog = clevr_space.program(i)
+        tree = token_tree(prog)
+        assert tree == trees[i], clevr_space.programs[i]
+        assert [t for t, *_ in tree] == program_atoms_and_compounds(prog)[0]
+
+
+@pytest.fixture(scope="module")
+def closure_splits(clevr_space):
+    return protocols.get("closure").splits(clevr_space)
+
+
+@pytest.mark.parametrize("variant", ["unigram", "parent"])
+def test_huge_alpha_gives_the_uniform_token_tree_prior(clevr_space, closure_splits, variant):
+    assert learned_prior_model(clevr_space) == (f"token tree ({int(np.sum(~np.isfinite(clevr_space.log_pcfg)))} of "
+                                                f"{clevr_space.n_concepts} concepts are not derivable by the grammar)")
+    uniform = slow_token_learned(clevr_space, slow_trees_of(clevr_space), [], None, variant)
+    for split in list(closure_splits.values())[:2] + [split_of(clevr_space, [])]:
+        w = learned_log_weights(clevr_space, split, 1e15, variant)  # counts up to ~1e4: off by ~1e-11 a node
+        np.testing.assert_allclose(w, uniform, rtol=0, atol=1e-6)
+    # and a finite alpha learns: the twin at alpha 1 on a CLOSURE training set
+    split = next(iter(closure_splits.values()))
+    np.testing.assert_allclose(learned_log_weights(clevr_space, split, 1.0, variant),
+                               slow_token_learned(clevr_space, slow_trees_of(clevr_space), split.train, 1.0, variant),
+                               rtol=1e-10, atol=1e-10)
+    assert not np.allclose(normalised(learned_log_weights(clevr_space, split, 1.0, variant)), normalised(uniform))
+
+
+@pytest.fixture(scope="module")
+def mixed_relational(clevr_space):
+    """A few hundred of the clevr space's programs, derivable and not, as a space of their own."""
+    finite = np.isfinite(clevr_space.log_pcfg)
+    rng = np.random.default_rng(1)
+    pick = np.concatenate([rng.choice(np.flatnonzero(finite), 150, replace=False),
+                           rng.choice(np.flatnonzero(~finite), 150, replace=False)])
+    space = HypothesisSpace.from_programs([clevr_space.programs[i] for i in pick], grammar=clevr_space.grammar,
+                                          scenes=400, max_rate=1.0, min_count=1, seed=0)
+    slow_trees_of(space)  # parse once, off the hypothesis clock
+    return space
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), alpha=st.sampled_from([0.05, 1.0, 7.5, 400.0]),
+       variant=st.sampled_from(["unigram", "parent"]))
+def test_token_tree_slow_twin_equals_the_fast_path(mixed_relational, data, alpha, variant):
+    space = mixed_relational
+    n = space.n_concepts
+    train = data.draw(st.lists(st.integers(0, n - 1), max_size=60))
+    fast = learned_log_weights(space, split_of(space, train), alpha, variant)
+    np.testing.assert_allclose(fast, slow_token_learned(space, slow_trees_of(space), train, alpha, variant),
+                               rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["learned_prior", "learned_prior_parent"])
+def test_every_concept_of_every_closure_split_has_a_finite_learned_prior(clevr_space, closure_splits, name):
+    assert np.isneginf(clevr_space.log_pcfg).any()  # the space these rungs used to give weight 0
+    variant = "unigram" if name == "learned_prior" else "parent"
+    assert closure_splits
+    for split_name, split in closure_splits.items():
+        w = learned_log_weights(clevr_space, split, 1.0, variant)
+        assert w.shape == (clevr_space.n_concepts,) and np.isfinite(w).all(), split_name
+        assert np.all(w <= 0)  # each factor is a probability
+    learner = rung_learner(name, clevr_space, split, alpha=2.0)
+    on = strong_concepts(split)
+    assert np.array_equal(learner.concepts, on) and np.isfinite(learner.log_prior[on]).all()
+    assert learner.info() == {"kind": "learned_prior", "model": learned_prior_model(clevr_space),
+                              "variant": variant, "alpha": 2.0}
+    assert learner.model.startswith("token tree (")
+    assert rung_learner(name, clevr_space, split).info()["alpha"] == 1.0  # the default
+
+
+def test_sharing_tokens_with_the_test_concepts_raises_their_prior(clevr_space, closure_splits):
+    # Half of a split's test concepts added to its training set must raise the learned prior
+    # of the other half (normalised over the strong oracle's concepts) above what the training
+    # set alone gives, and above what as many concepts from elsewhere in the space give.
+    rng = np.random.default_rng(0)
+    checked = 0
+    for split_name, split in closure_splits.items():
+        if len(split.test) < 4:
+            continue
+        test = rng.permutation(split.test)
+        seen, unseen = test[:len(test) // 2], test[len(test) // 2:]
+        elsewhere = np.setdiff1d(np.arange(clevr_space.n_concepts), np.union1d(split.train, split.test))
+        other = rng.choice(elsewhere, len(seen), replace=False)
+        on = strong_concepts(split)
+        at = np.searchsorted(on, unseen)
+        for variant in ("unigram", "parent"):
+            mean = {}
+            for what, train in (("train", split.train), ("train + test half", np.union1d(split.train, seen)),
+                                ("train + others", np.union1d(split.train, other))):
+                w = learned_log_weights(clevr_space, split_of(clevr_space, train), 1.0, variant)[on]
+                mean[what] = normalised(w)[at].mean()
+            assert mean["train + test half"] > mean["train"] + 1e-3, (split_name, variant, mean)
+            assert mean["train + test half"] > mean["train + others"] + 1e-3, (split_name, variant, mean)
+        checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("alpha", [0, -2.0, float("inf"), "10"])
+def test_bad_alpha_is_refused_on_token_trees(clevr_space, alpha):
+    split = split_of(clevr_space, [0, 1])
+    for variant in ("unigram", "parent"):
+        with pytest.raises(RungError, match="alpha") as e:
+            learned_log_weights(clevr_space, split, alpha, variant)
+        assert "\n" not in str(e.value)
+    with pytest.raises(RungError) as e:
+        rung_learner("learned_prior_parent", clevr_space, split, alpha=alpha)
+    assert "\n" not in str(e.value)
+
+
+def test_spaces_the_grammar_derives_keep_the_grammar_rules(small_space, tiny):
+    for space in (small_space, tiny):
+        assert learned_prior_model(space) == "grammar rules"
+    learner = rung_learner("learned_prior", small_space, curi_splits(small_space)["boolean"], alpha=5.0)
+    assert learner.info()["model"] == "grammar rules" and learner.model == "grammar rules"
 
 
 # ============================================================== pairs and ConceptWorld

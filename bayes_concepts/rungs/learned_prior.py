@@ -1,9 +1,16 @@
 """The learned-prior rungs: every concept of the strong oracle, weighted by a prior whose
 parameters are estimated from a split's training concepts only (:mod:`bayes_concepts.rungs`).
 
-Two rungs, one knob each (``alpha`` > 0, the concentration; default 1):
+Two rungs, one knob each (``alpha`` > 0, the concentration; default 1).
 
-* ``learned_prior`` (unigram).  **Program spaces** (a grammar's programs): production
+**Which model a program space gets** (one per space, whatever the split;
+:func:`learned_prior_model` names it).  Where the grammar derives every concept of the space
+(``space.log_pcfg`` finite everywhere: CURI's spaces), the grammar's rule probabilities are
+re-estimated (*grammar rules*, below).  Where some concept is not derivable (CLOSURE's family
+programs in a ``clevr`` space, ``log_pcfg == -inf``), every concept of the space, derivable or
+not, is weighted by the *token-tree* prior below instead, so that no concept gets weight 0.
+
+* ``learned_prior`` (unigram).  **Program spaces, grammar rules**: production
   probabilities per left-hand side
 
       θ_r = (n_r + α·θ0_r) / (Σ_{r' with the lhs of r} n_r' + α),
@@ -19,6 +26,22 @@ Two rungs, one knob each (``alpha`` > 0, the concentration; default 1):
   program: half a use of each quantifier's start rule, and its body's rules once), so every
   training program adds one derivation's worth of uses.  As α → ∞, θ → θ0 and the prior is
   the ``pcfg`` prior.
+  **Program spaces, token trees**: a program is its syntax tree (the postfix tokens parsed as
+  :meth:`~bayes_concepts.lot.program.Program.parse` does), each node a token with bound
+  variables renamed away as :func:`~bayes_concepts.divergence.program_atoms_and_compounds`
+  does (``filter:y`` and ``filter:z`` are the token ``filter``, every object variable is
+  ``VAR``).  A node's *class* is its result type (``BOOL``, ``SET``, ``OBJ``, ``COLOR``,
+  ``NUM``, ...; the parser's :attr:`~bayes_concepts.lot.program.Node.type`): the tokens a
+  typed grammar would choose among at that node.  Then
+
+      p(h) = Π_{nodes v of h} θ_{t(v)},   θ_t = (n_t + α·θ0_t) / (N_{class of t} + α),
+
+  n_t the nodes of token t (in its class) in the training programs (one per synonym class, as
+  above), N_c = Σ_{t in c} n_t, and θ0_t = 1/|c|, uniform over the token types of class c
+  that occur anywhere in the space's concepts.  Each class's θ sums to 1; the choice of a
+  comparison's operand type is not scored, so p is a weight (unnormalised), as any prior
+  here, which the oracle normalises over its concepts.  As α → ∞ the prior is the *uniform
+  token-tree prior*, log p(h) = −Σ_v log |class(v)|.
   **Pair spaces** (attribute-object pairs, :mod:`bayes_concepts.pairs`): per role,
 
       θ_a = (n_a + α/|A|) / (N + α),   θ_o = (n_o + α/|O|) / (N + α),
@@ -46,16 +69,27 @@ Two rungs, one knob each (``alpha`` > 0, the concentration; default 1):
       θ_{r|c} = (n_{c,r} + α·θ0_r) / (n_c + α),   n_c = Σ_{r'} n_{c,r'},
 
   n_{c,r} the uses of r in context c in the training derivations (counted as above); a
-  context no training program uses keeps θ0.  Pair spaces: a pair's object is conditioned
-  on its attribute, θ_{o|a} = (n_{a,o} + α/|O|)/(n_a + α), so a pair weighs θ_a·θ_{o|a};
-  primitives keep their unigram factor.  ConceptWorld: a family instance's n is
+  context no training program uses keeps θ0.  Token trees: a node's token is conditioned on
+  its context c = (parent token, argument slot k, the node's class), the root's parent
+  ``ROOT``; the class is part of the context as the nonterminal is in the grammar's (it
+  fixes what is chosen among),
+
+      θ_{t|c} = (n_{c,t} + α·θ0_t) / (n_c + α),
+
+  θ0_t uniform over the class as in the unigram, so a context no training program uses
+  keeps θ0 and α → ∞ gives the uniform token-tree prior again.
+  Pair spaces: a pair's object is conditioned on its attribute,
+  θ_{o|a} = (n_{a,o} + α/|O|)/(n_a + α), so a pair weighs θ_a·θ_{o|a}; primitives keep
+  their unigram factor.  ConceptWorld: a family instance's n is
   conditioned on its family, θ_{n|f} = (m_{f,n} + α/|V|)/(m_f + α), m_f the training
   instances of family f; concepts without n weigh θ_f.
 
 Any other kind of space: the rungs do not apply (:func:`applies` says why).
 
 :func:`learned_log_weights` gives the log prior weights (for other rungs, e.g. one that
-samples from the learned prior); :func:`learned_rule_probabilities` the learned tables.
+samples from the learned prior); :func:`learned_rule_probabilities` the learned tables;
+:func:`learned_prior_model` which model a space gets (also the rungs' learners' ``model``
+attribute and ``info()["model"]``).
 
 >>> w = learned_log_weights(space, split, alpha=10.0, variant="parent")      # doctest: +SKIP
 >>> learned_rule_probabilities(space, split, 10.0)["BOOL"]["BOOL -> C C ="]  # doctest: +SKIP
@@ -68,18 +102,24 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from ..divergence import program_atoms_and_compounds
+from ..errors import ProgramError
 from ..lot.logprob import derivations
-from ..lot.program import QUANTIFIERS
+from ..lot.grammar import IGNORED
+from ..lot.program import QUANTIFIERS, Program, postorder_nodes
 from ..oracles import Oracle
 from .rung import Rung, RungError, rungs, strong_concepts
 
-__all__ = ["learned_log_weights", "learned_rule_probabilities", "learning_set", "derivation_strings", "applies",
-           "check_alpha", "VARIANTS", "ROOT"]
+__all__ = ["learned_log_weights", "learned_rule_probabilities", "learned_prior_model", "learning_set",
+           "derivation_strings", "token_tree", "applies", "check_alpha", "LearnedPriorOracle", "VARIANTS", "ROOT",
+           "GRAMMAR_RULES"]
 
 #: the two variants: rule probabilities per left-hand side, or per (parent rule, slot)
 VARIANTS = ("unigram", "parent")
-#: the context of the start symbol in the parent-conditioned tables
+#: the context of the start symbol in the parent-conditioned tables (and of a token tree's root)
 ROOT = "ROOT"
+#: the model of a program space whose grammar derives every concept
+GRAMMAR_RULES = "grammar rules"
 _INDEX_NAME = "rungs.learned_prior"
 
 
@@ -257,6 +297,176 @@ def _program_log_weights(space, learn, alpha, variant) -> np.ndarray:
     return _group_logsumexp(row_lp, tables.row_concept, space.n_concepts)
 
 
+# ------------------------------------------------------------- token trees
+def _underivable(space) -> int:
+    """How many concepts of a program space the grammar cannot derive (``log_pcfg == -inf``)."""
+    return int(np.count_nonzero(~np.isfinite(np.asarray(space.log_pcfg, np.float64))))
+
+
+def learned_prior_model(space) -> str:
+    """Which learned prior ``space`` gets, one line: ``"grammar rules"`` (a program space whose
+    grammar derives every concept), ``"token tree (N of M concepts are not derivable by the
+    grammar)"`` (any other program space), ``"attribute-object pairs"`` or ``"ConceptWorld
+    families"``.  A space of another kind is a one-line :class:`RungError`."""
+    sort = _space_sort(space)
+    if sort is None:
+        raise RungError(f"learned prior: {applies(space)}")
+    if sort == "pairs":
+        return "attribute-object pairs"
+    if sort == "conceptworld":
+        return "ConceptWorld families"
+    bad = _underivable(space)
+    if bad == 0:
+        return GRAMMAR_RULES
+    return f"token tree ({bad} of {space.n_concepts} concepts are not derivable by the grammar)"
+
+
+@dataclass(frozen=True)
+class _TokenTrees:
+    """Every concept of a program space as a token tree, as node counts (built once).
+
+    T token types (a class and a token, as occur in the space's concepts), K occurring
+    (context, token type) columns, a context being (parent token or ROOT, slot, class).
+    uses: CSR float64 (n_concepts, T) nodes per token type; ctx_uses: CSR float64
+    (n_concepts, K) nodes per (context, token type); class_of: int64 (T,) the type's class id;
+    theta0: float64 (T,) 1 / (token types of its class); col_context, col_type: int64 (K,);
+    classes: tuple of class names (str) by id; types: tuple of (class id, token) by type id;
+    contexts: tuple of (parent token, slot, class id) by context id.
+    """
+
+    uses: sparse.csr_matrix
+    ctx_uses: sparse.csr_matrix
+    class_of: np.ndarray
+    theta0: np.ndarray
+    col_context: np.ndarray
+    col_type: np.ndarray
+    classes: tuple
+    types: tuple
+    contexts: tuple
+
+
+def token_tree(program) -> list:
+    """A parsed program's token tree as one (token, class, parent token, slot) per node, in
+    postfix order: tokens with bound variables renamed away as
+    :func:`~bayes_concepts.divergence.program_atoms_and_compounds` reads them, the class the
+    node's result type, the root's parent :data:`ROOT` (slot 0)."""
+    tokens = program_atoms_and_compounds(program)[0]
+    nodes = postorder_nodes(program.root)
+    if len(tokens) != len(nodes):
+        raise RungError(f"learned prior: program {program.postfix!r} reads as {len(tokens)} tokens but has "
+                        f"{len(nodes)} nodes")
+    token_of = {id(node): tok for node, tok in zip(nodes, tokens)}
+    context = {id(program.root): (ROOT, 0)}
+    for node in nodes:
+        for k, child in enumerate(node.children):
+            context[id(child)] = (token_of[id(node)], k)
+    return [(tok, node.type, *context[id(node)]) for node, tok in zip(nodes, tokens)]
+
+
+def _space_token_trees(space):
+    """Each concept's :func:`token_tree`, in id order, parsing one program per *shape*: a
+    program with each (non-integer) value token replaced by the first value of its type has
+    the same tree, classes and parents, so programs that differ only in such values share one
+    parse, and each keeps its own value tokens (leaves, never parents)."""
+    g = space.grammar
+    first = {}
+    for tok, kind in g.token_kinds.items():
+        if kind == "value" and not g.is_integer(tok):
+            first.setdefault(g.value_of[tok], tok)
+    stand_in = {tok: first[g.value_of[tok]] for tok, kind in g.token_kinds.items()
+                if kind == "value" and not g.is_integer(tok)}
+    aliases = g.aliases
+    shapes = {}
+    for i, text in enumerate(space.programs):
+        tokens = [aliases.get(t, t) for t in text.split() if t not in IGNORED]
+        key = tuple(stand_in.get(t, t) for t in tokens)
+        tree = shapes.get(key)
+        if tree is None:
+            try:
+                tree = shapes[key] = token_tree(Program.parse(key, g))
+            except ProgramError as exc:
+                raise RungError(f"learned prior: concept {i} ({text!r}) does not parse: "
+                                f"{str(exc).splitlines()[0]}") from None
+        yield [(tok if tok in stand_in else node[0], *node[1:]) for tok, node in zip(tokens, tree)]
+
+
+def _build_token_trees(space) -> _TokenTrees:
+    class_id, type_id, ctx_id, col_id = {}, {}, {}, {}
+    rows, cols, ctx_cols = [], [], []
+    for i, tree in enumerate(_space_token_trees(space)):
+        for tok, cls, parent, slot in tree:
+            c = class_id.setdefault(cls, len(class_id))
+            t = type_id.setdefault((c, tok), len(type_id))
+            x = ctx_id.setdefault((parent, slot, c), len(ctx_id))
+            rows.append(i)
+            cols.append(t)
+            ctx_cols.append(col_id.setdefault((x, t), len(col_id)))
+    ones = np.ones(len(rows))
+    uses = sparse.csr_matrix((ones, (rows, cols)), shape=(space.n_concepts, len(type_id)))
+    ctx_uses = sparse.csr_matrix((ones, (rows, ctx_cols)), shape=(space.n_concepts, len(col_id)))
+    uses.sum_duplicates()
+    ctx_uses.sum_duplicates()
+    class_of = np.array([c for c, _ in type_id], np.int64)
+    size = np.bincount(class_of, minlength=len(class_id)).astype(np.float64)
+    pairs = np.array(list(col_id), np.int64).reshape(-1, 2)
+    return _TokenTrees(uses=uses, ctx_uses=ctx_uses, class_of=class_of, theta0=1.0 / size[class_of],
+                       col_context=pairs[:, 0], col_type=pairs[:, 1], classes=tuple(class_id),
+                       types=tuple(type_id), contexts=tuple(ctx_id))
+
+
+def _token_tables(space) -> _TokenTrees:
+    return space.index.derived(f"{_INDEX_NAME}.token_trees", lambda: _build_token_trees(space))
+
+
+def _token_counts(tables: _TokenTrees, learn, variant) -> np.ndarray:
+    """float64 (T,) node counts per token type (unigram) or (K,) per column (parent) over the
+    programs ``learn`` (int ids)."""
+    s = np.zeros(tables.uses.shape[0])
+    s[np.asarray(learn, np.int64)] = 1.0
+    return (tables.uses if variant == "unigram" else tables.ctx_uses).T @ s
+
+
+def _token_thetas(tables: _TokenTrees, learn, alpha, variant) -> np.ndarray:
+    """Learned probabilities: float64 (T,) per token type (unigram) or (K,) per column."""
+    n = _token_counts(tables, learn, variant)
+    if variant == "unigram":
+        total = np.bincount(tables.class_of, n, minlength=len(tables.classes))[tables.class_of]
+        return (n + alpha * tables.theta0) / (total + alpha)
+    total = np.bincount(tables.col_context, n, minlength=len(tables.contexts))[tables.col_context]
+    return (n + alpha * tables.theta0[tables.col_type]) / (total + alpha)
+
+
+def _token_log_weights(space, learn, alpha, variant) -> np.ndarray:
+    tables = _token_tables(space)
+    theta = _token_thetas(tables, learn, alpha, variant)
+    matrix = tables.uses if variant == "unigram" else tables.ctx_uses
+    return np.asarray(matrix @ np.log(theta), np.float64)
+
+
+def _token_probabilities(space, learn, alpha, variant) -> dict:
+    tables = _token_tables(space)
+    theta = _token_thetas(tables, learn, alpha, variant)
+    names = tables.classes
+    if variant == "unigram":
+        out = {}
+        for t, (c, tok) in enumerate(tables.types):
+            out.setdefault(names[c], {})[tok] = float(theta[t])
+        return out
+    n = _token_counts(tables, learn, variant)
+    of_class = {}
+    for t, (c, _) in enumerate(tables.types):
+        of_class.setdefault(c, []).append(t)
+    out = {}
+    for x, (parent, slot, c) in enumerate(tables.contexts):
+        here = tables.col_context == x
+        counts = dict(zip(tables.col_type[here].tolist(), n[here].tolist()))
+        total = sum(counts.values())
+        name = f"{ROOT}: {names[c]}" if parent == ROOT else f"{parent} [{slot}]: {names[c]}"
+        out[name] = {tables.types[t][1]: (counts.get(t, 0.0) + alpha * tables.theta0[t]) / (total + alpha)
+                     for t in of_class[c]}
+    return out
+
+
 # ------------------------------------------------------- pair and ConceptWorld
 @dataclass(frozen=True)
 class _Parts:
@@ -347,16 +557,21 @@ def _part_log_weights(space, sort, train, alpha, variant) -> np.ndarray:
 # ------------------------------------------------------------------ public API
 def learned_log_weights(space, split, alpha: float = 1.0, variant: str = "unigram") -> np.ndarray:
     """The learned prior's log weights of every concept of ``space``, from ``split``'s
-    training concepts: float64 (n_concepts,), natural log, unnormalised over any subset
-    (``-inf`` for a program the grammar cannot derive).  For program spaces each entry is a
-    log probability under the learned grammar (the weights of all derivable programs sum to
-    at most 1).  ``alpha``: the concentration (> 0); ``variant``: ``"unigram"`` or
-    ``"parent"`` (see the module docstring).  A bad alpha or variant, or a space of another
-    kind, is a one-line :class:`RungError`.  Derivations are parsed once per space (kept in
-    ``space.index``); later calls are sparse products."""
+    training concepts: float64 (n_concepts,), natural log, unnormalised over any subset,
+    finite for every concept.  For a program space whose grammar derives every concept each
+    entry is a log probability under the learned grammar (the weights of all programs sum to
+    at most 1); for any other program space the token-tree prior's log weight
+    (:func:`learned_prior_model` says which).  ``alpha``: the concentration (> 0);
+    ``variant``: ``"unigram"`` or ``"parent"`` (see the module docstring).  A bad alpha or
+    variant, or a space of another kind, is a one-line :class:`RungError`.  Derivations or
+    token trees are parsed once per space (kept in ``space.index``); later calls are sparse
+    products."""
     sort, train, alpha = _checked(space, split, alpha, variant)
     if sort == "program":
-        return _program_log_weights(space, learning_set(space, train), alpha, variant)
+        learn = learning_set(space, train)
+        if _underivable(space):
+            return _token_log_weights(space, learn, alpha, variant)
+        return _program_log_weights(space, learn, alpha, variant)
     return _part_log_weights(space, sort, train, alpha, variant)
 
 
@@ -373,10 +588,17 @@ def learned_rule_probabilities(space, split, alpha: float = 1.0, variant: str = 
     Program spaces: ``{lhs: {rule text: θ_r}}`` (unigram), rule text ``"BOOL -> C C ="``;
     parent-conditioned: ``{context: {rule text: θ_{r|c}}}`` with context ``"ROOT"`` or
     ``"<parent rule text> [k]"`` (k the slot, from 0), for every context that occurs in some
-    derivation of the space, each listing every rule of its nonterminal.  Pair spaces: ``{"attribute": {a: θ_a},
-    "object": {o: θ_o}}`` and with ``variant="parent"`` also ``"object | a"`` tables;
-    ConceptWorld: ``{"concept": {family: θ_f}, "n": {n: θ_n}}`` (parent: ``"n | f"``)."""
+    derivation of the space, each listing every rule of its nonterminal.  Program spaces with
+    the token-tree model (:func:`learned_prior_model`): ``{class: {token: θ_t}}`` (unigram,
+    ``theta["COLOR"]["red"]``) or ``{context: {token: θ_{t|c}}}`` with context ``"ROOT: BOOL"``
+    or ``"<parent token> [k]: <class>"`` (``"filter [1]: BOOL"``), for every context that
+    occurs in some concept of the space, each listing every token of its class.  Pair spaces:
+    ``{"attribute": {a: θ_a}, "object": {o: θ_o}}`` and with ``variant="parent"`` also
+    ``"object | a"`` tables; ConceptWorld: ``{"concept": {family: θ_f}, "n": {n: θ_n}}``
+    (parent: ``"n | f"``)."""
     sort, train, alpha = _checked(space, split, alpha, variant)
+    if sort == "program" and _underivable(space):
+        return _token_probabilities(space, learning_set(space, train), alpha, variant)
     if sort == "program":
         g = space.grammar
         tables = _derivation_tables(space)
@@ -411,32 +633,58 @@ def learned_rule_probabilities(space, split, alpha: float = 1.0, variant: str = 
 
 
 # ------------------------------------------------------------------------ rungs
+class LearnedPriorOracle(Oracle):
+    """The learner of a learned-prior rung: an :class:`~bayes_concepts.oracles.Oracle` over
+    the strong oracle's concepts with the learned log weights, which also records
+    ``model`` (str, :func:`learned_prior_model`), ``variant`` and ``alpha`` (float)."""
+
+    def __init__(self, space, concepts, settings, name, log_weights, *, model: str, variant: str, alpha: float):
+        super().__init__(space, concepts, settings, name, log_weights=log_weights)
+        self.model, self.variant, self.alpha = model, variant, float(alpha)
+
+    def info(self) -> dict:
+        """``{"kind": "learned_prior", "model": ..., "variant": ..., "alpha": ...}`` (JSON-ready)."""
+        return {"kind": "learned_prior", "model": self.model, "variant": self.variant, "alpha": self.alpha}
+
+
 def _build(name, variant):
     def build(space, split, settings, alpha=1.0):
         weights = learned_log_weights(space, split, alpha, variant)
-        return Oracle(space, strong_concepts(split), settings, name, log_weights=weights)
+        return LearnedPriorOracle(space, strong_concepts(split), settings, name, weights,
+                                  model=learned_prior_model(space), variant=variant, alpha=alpha)
     return build
 
 
 _KNOBS = {"alpha": (1.0, "concentration of the learned prior: pseudo-uses of the grammar's own probabilities "
-                         "per context (> 0; large: the pcfg prior)")}
+                         "(or of uniform token probabilities) per context (> 0; large: the pcfg prior, or the "
+                         "uniform token-tree prior)")}
 
 rungs.register("learned_prior", Rung(
-    "learned_prior", "every concept, with rule probabilities learned from the training concepts (unigram)",
-    "knows every concept of the strong oracle, with a prior whose rule probabilities are learned from the "
-    "training concepts: theta_r = (n_r + alpha*theta0_r) / (sum of n over r's left-hand side + alpha), n_r "
-    "the uses of rule r in the derivations of the training programs (one per synonym class: its shortest "
-    "training program), theta0 the grammar's probabilities; p(h) = the product of theta over h's derivation "
-    "(summed over derivations). Pair spaces: p(a, o) proportional to (n_a + alpha/|A|)(n_o + alpha/|O|), "
-    "factors normalised per role, a primitive its one factor; ConceptWorld: the same per family (theta0 "
-    "uniform over families) times the same per n for family instances",
+    "learned_prior", "every concept, with rule (or token-tree) probabilities learned from the training concepts "
+    "(unigram)",
+    "knows every concept of the strong oracle, with a prior learned from the training programs (one per "
+    "synonym class: its shortest training program). Where the grammar derives every concept of the space, its "
+    "rule probabilities: theta_r = (n_r + alpha*theta0_r) / (sum of n over r's left-hand side + alpha), n_r "
+    "the uses of rule r in the training programs' derivations, theta0 the grammar's probabilities, p(h) = the "
+    "product of theta over h's derivation (summed over derivations). Where some concept is not derivable "
+    "(CLOSURE's programs), every concept is a token tree (its syntax tree, bound variables renamed away) with "
+    "p(h) = the product over its nodes of theta_t = (n_t + alpha*theta0_t) / (N_class + alpha), a node's class "
+    "its result type, n_t the token's nodes in the training programs, N_class their sum over the class, theta0 "
+    "uniform over the class's tokens in the space (alpha -> inf: the uniform token-tree prior). Pair spaces: "
+    "p(a, o) proportional to (n_a + alpha/|A|)(n_o + alpha/|O|), factors normalised per role, a primitive its "
+    "one factor; ConceptWorld: the same per family (theta0 uniform over families) times the same per n for "
+    "family instances",
     _build("learned_prior", "unigram"), knobs=dict(_KNOBS), applies=applies, check_knob=check_alpha))
 
 rungs.register("learned_prior_parent", Rung(
-    "learned_prior_parent", "every concept, with rule probabilities learned per parent rule and slot",
+    "learned_prior_parent", "every concept, with rule (or token) probabilities learned per parent rule (or token) "
+    "and slot",
     "knows every concept of the strong oracle, with a prior whose rule probabilities are learned from the "
     "training concepts per context (the parent production and the nonterminal's position in its right-hand "
     "side; the start symbol's context is ROOT): theta_{r|c} = (n_{c,r} + alpha*theta0_r) / (n_c + alpha), "
-    "counted as in learned_prior. Pair spaces: a pair's object conditioned on its attribute, "
+    "counted as in learned_prior, where the grammar derives every concept. Where some concept is not derivable, "
+    "the token-tree prior of learned_prior with each token conditioned on its context c = (parent token, argument "
+    "slot, class): theta_{t|c} = (n_{c,t} + alpha*theta0_t) / (n_c + alpha), a context never seen in training "
+    "keeping theta0. Pair spaces: a pair's object conditioned on its attribute, "
     "(n_{a,o} + alpha/|O|)/(n_a + alpha); ConceptWorld: a family instance's n conditioned on its family",
     _build("learned_prior_parent", "parent"), knobs=dict(_KNOBS), applies=applies, check_knob=check_alpha))
