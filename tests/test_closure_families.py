@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayes_concepts.closure import (CLEVR_VALUES, COUNT_ANSWERS, ClosureFamilyError, Family, default_families_path,
-                                    family_concepts, fill_programs, instantiate, load_families, load_reported,
-                                    render_question, sample_filling)
+from bayes_concepts.closure import (CLEVR_VALUES, COUNT_ANSWERS, ClosureFamilyError, Family, FamilyDrop,
+                                    answer_chance, default_families_path, family_concepts, family_drops,
+                                    family_instances, fill_instances, fill_programs, instantiate, load_families,
+                                    load_reported, render_question, sample_filling)
 from bayes_concepts.errors import BayesConceptsError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +70,7 @@ def check_program(program: str) -> None:
     for token in program.split():
         if token == "S":
             stack.append(Item("SET", bare_scene=True))
-        elif token in ("x", "y", "z"):
+        elif token in ("x", "y", "z", "w"):
             stack.append(Item("OBJ", free={token}))
         elif token in VALUE_TYPE:
             stack.append(Item(VALUE_TYPE[token]))
@@ -88,7 +89,7 @@ def check_program(program: str) -> None:
             stack.append(Item("BOOL" if token == "exist" else "NUM", s.free, s.bound))
         elif token.split(":")[0] in ("filter", "exists", "forall") and ":" in token:
             var = token.split(":", 1)[1]
-            assert var in ("x", "y", "z"), f"{program!r}: binder of unknown variable {var!r}"
+            assert var in ("x", "y", "z", "w"), f"{program!r}: binder of unknown variable {var!r}"
             s, body = pop("SET", "BOOL")
             assert var in body.free, f"{program!r}: {token} does not use its variable"
             assert var not in body.bound and var not in s.bound and var not in s.free, \
@@ -190,6 +191,7 @@ def test_instantiation_is_deterministic_per_seed(families):
         assert len(a) == len(set(a))
     one = family_concepts(families, 10, seed=3)
     assert one == family_concepts(families, 10, seed=3)
+    assert one == {n: [i.program for i in v] for n, v in family_instances(families, 10, seed=3).items()}
     assert one != family_concepts(families, 10, seed=4)
     # a family's concepts do not depend on which others are drawn with it
     alone = family_concepts([families["or_mat"]], 10, seed=3)
@@ -210,20 +212,26 @@ def test_each_question_becomes_one_concept_per_answer(families):
     for f in families.values():
         for _ in range(10):
             filling = sample_filling(f, rng=rng)
-            progs = fill_programs(f, filling)
+            instances = fill_instances(f, filling)
+            progs = [i.program for i in instances]
+            assert progs == fill_programs(f, filling)
+            assert {i.question for i in instances} == {render_question(f, filling)}
             if f.answer_kind == "query":
                 values = CLEVR_VALUES[filling.query]
-                assert len(progs) == len(values)
-                assert [p.split()[-2:] for p in progs] == [[v, "="] for v in values]
-                assert progs[0].split()[-3] == f"{filling.query}?"
+                assert [i.answer for i in instances] == list(values)
+                for i in instances:
+                    assert f" {filling.query}? {i.answer} =" in i.program
+                    # and_mat_spa and its baseline end with OUT_NEQ: the two intersected sets differ
+                    assert i.program.endswith(" exists:y and")
             elif f.answer_kind == "count":
+                assert [i.answer for i in instances] == list(COUNT_ANSWERS)
                 assert [p.split()[-3:] for p in progs] == [["count", str(k), "="] for k in COUNT_ANSWERS]
             else:
-                assert len(progs) == 1
+                assert [i.answer for i in instances] == ["yes"]
             if f.answer_kind == "exist":
                 assert progs[0].split()[-2:] == ["filter:y", "exist"]
-            if f.answer_kind == "yes_no_same":
-                assert progs[0].split()[-2:] == [f"{filling.query}?", "="]
+            if f.answer_kind == "yes_no_same":  # OUT_NEQ: "yes" is two different objects with the same <Q>
+                assert progs[0].split()[-2:] == ["unique", f"same_{filling.query}"]
 
 
 def test_relations_and_matching_follow_the_filling(families):
@@ -252,11 +260,12 @@ def test_bound_variables_are_named_by_nesting_depth(families):
 
 def test_max_filters_bounds_the_filters_of_each_referring_expression(families):
     for f in families.values():
+        chains = sum("@" in t for t in f.program.split())   # filter chains, the OUT_NEQ copies included
         for k in (1, 2, 3, 4):
             for p in instantiate(f, rng=0, n=10, max_filters=k):
                 n_filters = sum(t in ("color?", "shape?", "material?", "size?") for t in p.split())
-                n_filters -= 2 if f.answer_kind == "yes_no_same" else (1 if f.answer_kind == "query" else 0)
-                assert n_filters <= k * len(f.groups)
+                n_filters -= 1 if f.answer_kind == "query" else 0
+                assert n_filters <= k * chains
 
 
 def test_programs_fit_the_parser_s_length_limit(families):
@@ -296,6 +305,48 @@ def test_reported_numbers_cover_every_model_and_family():
     assert rep.drop("MAC", "compare_mat") == pytest.approx(99.2 - 65.3)
     with pytest.raises(ClosureFamilyError, match="no reported"):
         rep.drop("MAC", "nonexistent")
+
+
+def test_the_149_reported_numbers_are_all_there_and_unchanged():
+    rep = load_reported()
+    tables = (rep.zero_shot, rep.baseline, rep.few_shot)
+    n = sum(len(per) for table in tables for per in table.values()) + len(rep.clevr_val) + len(rep.zero_shot_mac_original)
+    assert n == 149
+    assert rep.zero_shot["GT-Vector-NMN"]["and_mat_spa"] == (86.3, 2.5)
+    assert rep.baseline["FiLM"]["or_mat_spa"] == (75.0, 2.1)
+    assert rep.few_shot["NS-VQA (weak)"]["and_mat_spa"] == (51.2, 5.8)
+    assert rep.zero_shot_mac_original["or_mat"] == (57.8, 7.7)
+    assert rep.clevr_val["GT-Tensor-NMN-FiLM"] == (94.8, 1.7)
+
+
+def test_chance_levels_by_answer_kind(families):
+    assert {f: answer_chance(families[f]) for f in ("embed_spa_mat", "compare_mat", "or_mat")} == \
+        {"embed_spa_mat": 50.0, "compare_mat": 50.0, "or_mat": pytest.approx(100 / 3)}
+    # and_mat_spa: <A> uniform over the 4 attributes, <Q> uniform over the other 3, so each
+    # attribute is queried a quarter of the time: (1/8 + 1/3 + 1/2 + 1/2) / 4
+    assert answer_chance(families["and_mat_spa"]) == pytest.approx(100 * (1 / 8 + 1 / 3 + 1 / 2 + 1 / 2) / 4)
+    assert answer_chance("and_mat_spa") == answer_chance(families["and_mat_spa"])
+    rep = load_reported()
+    assert rep.chance == {f: answer_chance(families[f]) for f in TESTS}
+    assert rep.answer_kinds == KINDS
+
+
+def test_drops_absolute_and_against_chance():
+    rows = family_drops()
+    assert len(rows) == 49 and all(isinstance(r, FamilyDrop) for r in rows)
+    assert [r.family for r in rows[::7]] == list(TESTS) and [r.model for r in rows[:7]] == list(MODELS)
+    rep = load_reported()
+    for r in rows:
+        assert r.drop == rep.drop(r.model, r.family)
+        assert r.baseline == rep.baseline[r.model][r.family].mean and r.zero_shot == rep.zero_shot[r.model][r.family].mean
+        assert r.normalised_drop == pytest.approx((r.baseline - r.zero_shot) / (r.baseline - r.chance), abs=1e-6)
+        assert r.answer_kind == KINDS[r.family]
+    by = {(r.family, r.model): r for r in rows}
+    assert by["embed_spa_mat", "GT-Vector-NMN"].normalised_drop == 0
+    # FiLM on or_mat: 91 -> 34.4, chance 33.3: down to (about) chance
+    assert by["or_mat", "FiLM"].normalised_drop == pytest.approx(56.6 / (91 - 100 / 3), abs=1e-6)
+    assert by["or_mat", "FiLM"].normalised_drop > 0.98
+    assert rep.normalised_drop("MAC", "compare_mat") == pytest.approx(33.9 / 49.2, abs=1e-6)
 
 
 # ------------------------------------------------------------------------------- bad input
@@ -371,15 +422,30 @@ def test_missing_file_and_bad_arguments(tmp_path, families):
     assert not any(c in p.split() for p in progs for c in CLEVR_VALUES["color"] if c != "red")
 
 
-def test_the_readme_s_drop_table_and_examples_match_the_data():
+def _table_rows(text):
+    return [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ")]
+
+
+def test_the_readme_s_drop_tables_and_examples_match_the_data():
     readme = (ROOT / "hypotheses" / "closure" / "README.md").read_text()
     rep = load_reported()
-    rows = [line.strip("|").split("|") for line in readme.splitlines() if line.startswith("| ")]
-    drops = {r[0].strip(): [float(c) for c in r[1:]] for r in rows if r[0].strip() in MODELS}
+    absolute, against = readme.split("### Drops against chance")
+    drops = {r[0].strip(): [float(c) for c in r[1:]] for r in _table_rows(absolute.split("## Reported accuracies")[1])
+             if r[0].strip() in MODELS}
     assert set(drops) == set(MODELS)
     for model, values in drops.items():
         assert values == [round(rep.drop(model, f), 1) for f in TESTS], model
-    examples = [r[-1].strip().strip("`") for r in rows if r[0].strip().strip("`") in load_families()]
+    rows = _table_rows(against.split("## Fidelity notes")[0])
+    normalised = {r[0].strip(): [float(c) for c in r[1:]] for r in rows if r[0].strip() in MODELS}
+    assert set(normalised) == set(MODELS)
+    for model, values in normalised.items():
+        assert values == [round(rep.normalised_drop(model, f), 2) for f in TESTS], model
+    chance = next(r for r in rows if r[0].strip() == "chance (%)")
+    assert [float(c) for c in chance[1:]] == [round(rep.chance[f], 1) for f in TESTS]
+    kinds = next(r for r in rows if r[0].strip() == "answer kind")
+    assert [c.strip() for c in kinds[1:]] == [KINDS[f] for f in TESTS]
+    table = readme.split("## The families")[1].split("## ")[0]
+    examples = [r[-1].strip().strip("`") for r in _table_rows(table) if r[0].strip().strip("`") in load_families()]
     examples = [e for e in examples if e]
     assert len(examples) == 13
     for p in examples:

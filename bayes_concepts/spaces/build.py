@@ -36,6 +36,10 @@ from ..engine.chunked import count_programs, signatures_stage
 from ..engine.executor import bank_block, compile_for
 from ..engine.test_bank import draw_test_bank
 
+#: Concepts of each of CLEVR's question templates in the ``clevr`` preset (one question each,
+#: or one per answer of a query or count question).
+CLEVR_PER_TEMPLATE = 50
+
 #: Named build settings.  ``demo`` builds in seconds here and is what ``make demo`` and the
 #: tests use; ``paper`` is CURI's scale (2,000,000 samples, 990,000 scenes) read from the
 #: paper's text; ``curi`` reproduces the space of CURI's public release:
@@ -49,10 +53,11 @@ PRESETS = {
                  retries="local", max_depth=5, location_bins=(0, 7), filter_bounds="open"),
     # CLEVR's relational language (hypotheses/clevr.pcfg): 3-10 objects with 3-D positions and
     # CLEVR's four spatial relations; the programs sampled from the grammar plus the concepts of
-    # CLOSURE's seven families and their CLEVR baselines (closure_per_family of each), which
-    # protocol closure splits on
+    # CLOSURE's seven families and their CLEVR baselines (closure_per_family of each) and of
+    # CLEVR's 90 question templates (clevr_per_template of each), which protocols closure and
+    # closure-baselines split on
     "clevr": dict(samples=20_000, scenes=20_000, scene_sampler="clevr", grammar_file="clevr.pcfg",
-                  closure_per_family=100),
+                  closure_per_family=100, clevr_per_template=CLEVR_PER_TEMPLATE),
 }
 
 #: Build options beside the sizes and seeds:
@@ -68,13 +73,15 @@ PRESETS = {
 #:   <= ``max_rate`` of them; ``"open"`` (the release's) on > ``min_count`` and < ``max_rate``;
 #: * ``grammar_file``: a grammar of ``hypotheses/`` used when no grammar is given;
 #: * ``closure_per_family``: None, or how many concepts of each of CLOSURE's families
-#:   (:mod:`bayes_concepts.closure`, seed 0) join the sampled programs.
+#:   (:mod:`bayes_concepts.closure`, seed 0) join the sampled programs;
+#: * ``clevr_per_template``: None, or how many questions of each of CLEVR's 90 question
+#:   templates (:func:`bayes_concepts.closure.clevr_concepts`, seed 0) join them too.
 DEFAULTS = dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr", max_depth=None, seed=0,
                 min_count=10, max_rate=0.10, test_positives=3, retries="whole", location_bins=None,
-                filter_bounds="closed", grammar_file=None, closure_per_family=None)
+                filter_bounds="closed", grammar_file=None, closure_per_family=None, clevr_per_template=None)
 #: Options recorded in a space's manifest only when they differ from DEFAULTS (so spaces built
 #: before they existed keep their manifests).
-_OPTIONAL_PARAMS = ("retries", "location_bins", "filter_bounds", "closure_per_family")
+_OPTIONAL_PARAMS = ("retries", "location_bins", "filter_bounds", "closure_per_family", "clevr_per_template")
 FILTER_BOUNDS = ("closed", "open")
 
 
@@ -119,30 +126,36 @@ def sample_stage(grammar, n, seed, max_depth, bar, log, stages, retries="whole")
 
 
 @lru_cache(maxsize=8)
-def _closure_family_programs(grammar, per_family: int) -> tuple:
-    """``((program, log-prob), ...)`` of CLOSURE's families under ``grammar`` (parsed and scored
-    once per process: the inside algorithm on ~2,700 long programs takes seconds)."""
-    from ..closure import family_concepts
+def _closure_family_programs(grammar, per_family: int, per_template: int | None = None) -> tuple:
+    """``((program, log-prob), ...)`` of CLOSURE's families, then of CLEVR's question templates
+    (``per_template`` of each; none for None), under ``grammar``, each once (parsed and scored
+    once per process: the inside algorithm on ~20,000 long programs takes seconds)."""
+    from ..closure import clevr_concepts, family_concepts
+    texts = [t for ts in family_concepts(None, per_family, 0).values() for t in ts]
+    if per_template:
+        texts += [t for ts in clevr_concepts(None, per_template, 0).values() for t in ts]
     out = []
-    for texts in family_concepts(None, per_family, 0).values():
-        for text in texts:
-            prog = Program.parse(text, grammar)
-            out.append((prog, prog.log_prob(grammar)))
+    for text in dict.fromkeys(texts):
+        prog = Program.parse(text, grammar)
+        out.append((prog, prog.log_prob(grammar)))
     return tuple(out)
 
 
-def _with_closure_families(programs, logp, grammar, per_family, log, stages) -> tuple:
-    """The programs plus the concepts of CLOSURE's families (those not among them yet)."""
+def _with_closure_families(programs, logp, grammar, per_family, log, stages, per_template=None) -> tuple:
+    """The programs plus the concepts of CLOSURE's families and of CLEVR's templates (those not
+    among them yet)."""
     seen = {prog.postfix for prog in programs}
     added = 0
-    for prog, lp in _closure_family_programs(grammar, per_family):
+    for prog, lp in _closure_family_programs(grammar, per_family, per_template):
         if prog.postfix not in seen:
             seen.add(prog.postfix)
             programs.append(prog)
             logp.append(lp)
             added += 1
     stages["closure_families_added"] = added
-    log(f"CLOSURE's families: {added:,} concepts added ({per_family} per family)")
+    log(f"CLOSURE's families" + (" and CLEVR's templates" if per_template else "")
+        + f": {added:,} concepts added ({per_family} per family"
+        + (f", {per_template} per template" if per_template else "") + ")")
     return programs, logp
 
 
@@ -291,7 +304,9 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
         programs, logp = given_programs_stage(texts, grammar, reject, programs_source or "<programs>", bar, log,
                                               stages)
     if p.get("closure_per_family"):
-        programs, logp = _with_closure_families(programs, logp, grammar, int(p["closure_per_family"]), log, stages)
+        per_template = int(p["clevr_per_template"]) if p.get("clevr_per_template") else None
+        programs, logp = _with_closure_families(programs, logp, grammar, int(p["closure_per_family"]), log, stages,
+                                                per_template)
     times["programs"] = time.perf_counter() - t
 
     t = time.perf_counter()
