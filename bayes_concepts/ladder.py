@@ -43,7 +43,7 @@ from .rungs import LADDER_ORDER, RungError, check_rung, parse_rung_text, rung_la
 from .rungs import rungs as rung_registry
 from .rungs.oracle_rungs import space_structure
 
-__all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "parse_rungs", "ladder_profile", "ladder_summary", "format_ladder",
+__all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "FLAT_SPREAD", "parse_rungs", "ladder_profile", "ladder_summary", "format_ladder",
            "ladder_correlations", "pooled_correlations", "rung_spreads", "LadderError"]
 
 #: the default ladder: every built-in rung, knobs at their defaults
@@ -51,6 +51,10 @@ DEFAULT_RUNGS = ("memoriser", "compound", "atom", "bounded_length", "sampling", 
                  "learned_prior_parent", "strong")
 #: a rung whose mAP is within this many points of the strong oracle's has "solved" the split
 SOLVED_WITHIN = 5.0
+#: a rung whose gaps over a benchmark's conditions spread less than this (mAP points) is
+#: "flat": it cannot rank the conditions, and its correlations are NaN (not the rank order of
+#: differences far inside its intervals)
+FLAT_SPREAD = 1.0
 #: rungs that are the oracles compute_gap scores itself: rung name -> its learner name there
 _ORACLE_NAMES = {"memoriser": "weak", "strong": "strong", "compound": "compound", "atom": "atom"}
 
@@ -210,13 +214,33 @@ def format_ladder(rows: list, metric: str = "gap") -> str:
 
 # ------------------------------------------------------------------------------ correlations
 def _rank_correlations(x, y) -> tuple:
-    """(Spearman ρ, Kendall τ) of two equal-length vectors; NaN where either is constant or
-    shorter than 3."""
-    from scipy.stats import kendalltau, spearmanr
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan"), float("nan")
-    return float(spearmanr(x, y).statistic), float(kendalltau(x, y).statistic)
+    """(Spearman ρ, Kendall τ-b) of two equal-length vectors (scipy's, ties as average ranks);
+    NaN where either is constant or shorter than 3."""
+    rho, tau = _rank_correlations_rows(np.asarray(x, float)[None, :], np.asarray(y, float)[None, :])
+    return float(rho[0]), float(tau[0])
+
+
+def _rank_correlations_rows(x, y) -> tuple:
+    """Spearman ρ and Kendall τ-b of every row pair of ``x`` and ``y`` (float (B, C) each):
+    float64 (B,) each, NaN for a row shorter than 3 or constant in either.  ρ is the Pearson
+    correlation of average ranks; τ-b = Σ sign(Δx)·sign(Δy) / sqrt(Σ sign(Δx)² · Σ sign(Δy)²)
+    over pairs i < j (scipy.stats.spearmanr / kendalltau, as the tests check)."""
+    from scipy.stats import rankdata
+    b, c = x.shape
+    if c < 3:
+        return np.full(b, np.nan), np.full(b, np.nan)
+    rx, ry = rankdata(x, axis=1), rankdata(y, axis=1)
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean(axis=1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where(den > 0, (rx * ry).sum(axis=1) / np.where(den > 0, den, 1), np.nan)
+    i, j = np.triu_indices(c, 1)
+    sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+    den = np.sqrt((sx * sx).sum(axis=1) * (sy * sy).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.where(den > 0, (sx * sy).sum(axis=1) / np.where(den > 0, den, 1), np.nan)
+    return np.clip(rho, -1.0, 1.0), np.clip(tau, -1.0, 1.0)
 
 
 def _cell_table(rows, negatives, metric) -> dict:
@@ -238,14 +262,11 @@ def _cell_table(rows, negatives, metric) -> dict:
 
 def _bootstrap_draws(gaps, ses, difficulty, n_boot: int, rng) -> tuple:
     """Replicates of (ρ, τ): conditions resampled with replacement, each condition's gap drawn
-    from N(gap, se).  gaps, ses, difficulty: float (C,)."""
+    from N(gap, se).  gaps, ses, difficulty: float (C,).  Returns float64 (n_boot,) each."""
     c = len(gaps)
-    rho, tau = np.full(n_boot, np.nan), np.full(n_boot, np.nan)
-    for b in range(n_boot):
-        idx = rng.integers(0, c, c)
-        g = gaps[idx] + rng.standard_normal(c) * np.nan_to_num(ses[idx])
-        rho[b], tau[b] = _rank_correlations(g, difficulty[idx])
-    return rho, tau
+    idx = rng.integers(0, c, (n_boot, c))
+    g = gaps[idx] + rng.standard_normal((n_boot, c)) * np.nan_to_num(ses[idx])
+    return _rank_correlations_rows(g, difficulty[idx])
 
 
 def _interval(draws) -> list:
@@ -263,8 +284,9 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
     mean model and (``each_model``) each model.
 
     Returns ``{"conditions": [...], "negatives": ..., "rungs": {label: {"mean_model":
-    {"spearman", "spearman_ci", "kendall", "kendall_ci", "n_conditions"}, "models": {model:
-    {...}}}}}``.  A published condition the rows lack is a one-line :class:`LadderError`
+    {"spearman", "spearman_ci", "kendall", "kendall_ci", "n_conditions", "flat"}, "models":
+    {model: {...}}}}}``; a rung whose gaps spread less than :data:`FLAT_SPREAD` points over the
+    conditions is ``flat`` and its correlations NaN.  A published condition the rows lack is a one-line :class:`LadderError`
     (through ``published.check``); conditions without published numbers are left out and listed
     (``unmatched``)."""
     table = _cell_table(rows, negatives, metric)
@@ -285,10 +307,15 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
         for lb in labels:
             gaps = np.array([table[c][lb][0] for c in conds], float)
             ses = np.array([table[c][lb][1] for c in conds], float)
-            rho, tau = _rank_correlations(gaps, diff)
-            brho, btau = _bootstrap_draws(gaps, ses, diff, n_boot, rng)
+            flat = len(gaps) == 0 or float(np.ptp(gaps)) < FLAT_SPREAD
+            if flat:  # a rung that hardly separates the conditions cannot rank them
+                rho = tau = float("nan")
+                brho = btau = np.full(n_boot, np.nan)
+            else:
+                rho, tau = _rank_correlations(gaps, diff)
+                brho, btau = _bootstrap_draws(gaps, ses, diff, n_boot, rng)
             entry = {"spearman": rho, "spearman_ci": _interval(brho), "kendall": tau, "kendall_ci": _interval(btau),
-                     "n_conditions": len(conds), "_draws": brho}
+                     "n_conditions": len(conds), "flat": flat, "_draws": brho}
             if who == "mean_model":
                 out["rungs"][lb]["mean_model"] = entry
             else:

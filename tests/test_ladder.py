@@ -123,6 +123,29 @@ def test_correlations_equal_scipy_and_intervals_hold_them():
     assert np.isnan(corr["rungs"]["strong"]["mean_model"]["spearman"])
 
 
+def test_vectorised_rank_correlations_equal_scipy_with_ties():
+    from bayes_concepts.ladder import _rank_correlations_rows
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 4, (200, 7)).astype(float)  # many ties
+    y = rng.normal(size=(200, 7)).round(1)
+    rho, tau = _rank_correlations_rows(x, y)
+    for b in range(200):
+        if np.ptp(x[b]) == 0 or np.ptp(y[b]) == 0:
+            assert np.isnan(rho[b]) and np.isnan(tau[b])
+            continue
+        assert rho[b] == pytest.approx(spearmanr(x[b], y[b]).statistic, abs=1e-12)
+        assert tau[b] == pytest.approx(kendalltau(x[b], y[b]).statistic, abs=1e-12)
+
+
+def test_a_flat_rung_is_not_ranked():
+    conds = [f"c{i}" for i in range(6)]
+    rows = _rows({c: {"flat": 0.1 * (i == 2), "strong": 0.0} for i, c in enumerate(conds)})
+    corr = ladder_correlations(rows, FakePublished({"m": {c: float(i) for i, c in enumerate(conds)}}), "hard",
+                               n_boot=50)
+    e = corr["rungs"]["flat"]["mean_model"]
+    assert e["flat"] and np.isnan(e["spearman"])
+
+
 def test_correlation_refuses_published_conditions_the_splits_lack():
     rows = _rows({"c0": {"strong": 0.0}, "c1": {"strong": 0.0}})
     with pytest.raises(LadderError, match="'c9'"):
