@@ -8,7 +8,7 @@ a particular build (its size, seed or ``min_count``) builds its own space and sa
 samples plus CLOSURE's families, 3,000 scenes with positions and relations, seed 0), built
 once and shared by the modules whose tests hold for any small clevr space
 (``test_relational``, ``test_relational_space``, ``test_relational_downstream``,
-``test_plots``).  Its first build in a process costs ~15 s (CLOSURE's family programs are
+``test_plots``).  Its first build in a process costs ~15-20 s (CLOSURE's and CLEVR's template programs are
 parsed and scored, then cached), so one build serves them all.
 
 The shared spaces are read by many modules: a test must not modify them (their arrays,

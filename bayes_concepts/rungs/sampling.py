@@ -62,7 +62,8 @@ SAMPLING_DEFINITION = (
     "when no drawn concept fits the support, the oracles' weak-empty policy over the drawn set")
 
 SAMPLING_LEARNED_DEFINITION = (
-    "as sampling, with the learned prior (unigram rule probabilities from the training concepts, concentration "
+    "as sampling, with the learned prior (learned_prior: unigram rule or token-tree probabilities from the "
+    "training concepts, concentration "
     "alpha) in place of the oracles' prior, both for the draws and in the posterior: for each episode, n concept "
     "ids i.i.d. from the learned prior over the strong oracle's concepts, exact Bayesian inference over the distinct "
     "ids drawn, predictive the posterior-weighted vote")
