@@ -263,6 +263,82 @@ def rlcl_lists() -> str:
                   "gap seen_k1 = arr. + comp. + atoms", "gap worlds_np5 hard / easy (test concepts)", "build + audit"],
                  rows)
 
+#: the ladder's summaries shown in the README, and the rungs of its profile table
+LADDER_SUMMARIES = {"CURI": "ladder_curi", "CLOSURE": "ladder_closure", "CLOSURE (baselines only)":
+                    "ladder_closure_closure-baselines", "ConceptWorld": "ladder_conceptworld",
+                    "RLCL lists": "ladder_pairs"}
+LADDER_COLUMNS = ("memoriser", "compound", "atom", "bounded_length", "sampling[n=100]", "sampling[n=1000]",
+                  "sampling[n=10000]", "learned_prior[alpha=1]", "learned_prior[alpha=100]",
+                  "learned_prior_parent[alpha=1]")
+
+
+def _ladder_docs() -> dict:
+    return {label: load(name) for label, name in LADDER_SUMMARIES.items() if (RESULTS / f"{name}.json").exists()}
+
+
+def _rung_head(label: str) -> str:
+    return (label.replace("learned_prior_parent", "parent prior").replace("learned_prior", "learned prior")
+            .replace("bounded_length", "bounded length").replace("[alpha=", " α=").replace("[n=", " n=")
+            .replace("]", ""))
+
+
+def ladder_profiles() -> str:
+    """Every benchmark's ladder profile (``ladder_*.json``): per split, hard negatives, each
+    rung's mAP gap to the strong oracle, the strong oracle's mAP and where the split is solved."""
+    rows = []
+    for label, doc in _ladder_docs().items():
+        for r in doc["figures"]["rows"]:
+            if r["negatives"] != "hard":
+                continue
+            split = SPLIT_NAMES.get(r["split"], r["split"])
+            rows.append([label, split, *(f"{r['rungs'][c]['gap']:.1f}" if c in r["rungs"] else "–"
+                                         for c in LADDER_COLUMNS),
+                         f"{r['rungs']['strong']['map']:.1f}", _rung_head(r["solved_at"]) if r["solved_at"] else "–"])
+    return table(["benchmark", "split", *(_rung_head(c) for c in LADDER_COLUMNS), "strong mAP", "solved at"], rows)
+
+
+def ladder_spread() -> str:
+    """Each rung's spread over a benchmark's splits (largest minus smallest hard-negative gap),
+    and the episodes, cells and wall time of each run."""
+    rows = []
+    for label, doc in _ladder_docs().items():
+        f = doc["figures"]
+        sp = f["spread"]["hard"]
+        n = len({r["split"] for r in f["rows"]})
+        rows.append([label, f"{n}", *(f"{sp[c]:.1f}" if c in sp else "–" for c in LADDER_COLUMNS),
+                     f"{doc['episodes_per_cell']:,}", f"{f['wall_seconds']:.0f} s"])
+    return table(["benchmark", "splits", *(_rung_head(c) for c in LADDER_COLUMNS), "episodes per cell",
+                  "wall time"], rows)
+
+
+def _rho(e: dict) -> str:
+    if e.get("flat"):
+        return "flat"
+    if e["spearman"] != e["spearman"]:  # NaN
+        return "–"
+    lo, hi = e["spearman_ci"]
+    return f"{_signed(e['spearman'], 2)} [{_signed(lo, 2)}, {_signed(hi, 2)}]"
+
+
+def ladder_correlations() -> str:
+    """Spearman ρ of each rung's hard-negative gap with the mean published model's difficulty,
+    per benchmark and pooled (``ladder_pooled.json``), with 95 % intervals."""
+    doc = load("ladder_pooled")
+    per, pooled = doc["figures"]["per_benchmark"], doc["figures"]["pooled"]
+    names = list(per)
+    rows = []
+    for c in LADDER_COLUMNS:
+        if c not in pooled:
+            continue
+        p = pooled[c]
+        loo = [v for v in p["leave_one_out"].values() if v == v]
+        rows.append([_rung_head(c), *(_rho(per[b]["rungs"][c]["mean_model"]) for b in names),
+                     _rho({"spearman": p["spearman"], "spearman_ci": p["spearman_ci"]}),
+                     f"{_signed(min(loo), 2)} to {_signed(max(loo), 2)}" if loo else "–"])
+    head = [f"{doc['sources'][b]['published']} ({len(doc['sources'][b]['conditions'])})" for b in names]
+    return table(["rung", *head, "pooled (Fisher z)", "leave one out"], rows)
+
+
 
 GENERATORS = {"ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}

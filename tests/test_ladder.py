@@ -190,3 +190,32 @@ def test_cli_ladder_json(small_space_dir, capsys, tmp_path):
     assert [r["split"] for r in doc["results"]] == ["counting", "boolean"]
     assert list(doc["results"][0]["rungs"]) == FIXED
     assert (tmp_path / "figs" / "ladder_hard.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--alpha", "0"], "alpha"),
+    (["--alpha", "-1"], "alpha"),
+    (["--budget", "0"], "--budget"),
+    (["--rungs", "sampling[n=0]"], "n "),
+    (["--rungs", "learned_prior[alpha=nan]"], "alpha"),
+])
+def test_cli_refuses_bad_knobs(small_space_dir, capsys, argv, needle):
+    status, out, err = run(["ladder", small_space_dir, "--split", "counting", "--episodes", "5", *argv], capsys)
+    assert_one_line_error(status, err, needle)
+
+
+def test_cli_refuses_a_rung_that_cannot_apply(tmp_path, capsys):
+    from bayes_concepts.spaces.extension_space import ExtensionSpace
+    space = ExtensionSpace.from_extensions(np.eye(12, dtype=bool)[:, :12].repeat(1, 0), [f"c{i}" for i in range(12)])
+    space.save(tmp_path / "plain")
+    status, out, err = run(["ladder", tmp_path / "plain", "--rungs", "learned_prior", "--episodes", "5"], capsys)
+    assert_one_line_error(status, err, "learned_prior", "cannot apply")
+
+
+def test_cli_refuses_published_results_for_splits_the_space_lacks(small_space_dir, capsys, tmp_path):
+    from bayes_concepts import published
+    mine = published.load("curi").with_model("mine", {"counting": 40.0}, table="ours")
+    path = mine.write(tmp_path / "mine.toml")
+    status, out, err = run(["ladder", small_space_dir, "--split", "counting", "boolean", "--rungs", "memoriser",
+                            "strong", "--episodes", "5", "--published", path], capsys)
+    assert_one_line_error(status, err, "is not among the given conditions")
