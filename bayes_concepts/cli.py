@@ -1088,8 +1088,10 @@ def cmd_ladder(args) -> int:
     if not splits:
         raise _no_splits(args, "score", space)
     published = _published_for(args, protocol, space, splits)
-    if published is not None:
-        published.check(list(splits))
+    if published is not None:  # against every split the space offers, not only those scored
+        every = splits if names is None else (_protocol_splits(space, protocol, None, args.spec) if protocol is not None
+                                              else _splits_for(space, None, args.spec))
+        published.check(list(every))
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     _check_gap_memory(args.episodes, len(splits) * len(negatives), len(specs))
     settings, query_negatives, hard_mode = (

@@ -286,9 +286,10 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
     Returns ``{"conditions": [...], "negatives": ..., "rungs": {label: {"mean_model":
     {"spearman", "spearman_ci", "kendall", "kendall_ci", "n_conditions", "flat"}, "models":
     {model: {...}}}}}``; a rung whose gaps spread less than :data:`FLAT_SPREAD` points over the
-    conditions is ``flat`` and its correlations NaN.  A published condition the rows lack is a one-line :class:`LadderError`
-    (through ``published.check``); conditions without published numbers are left out and listed
-    (``unmatched``)."""
+    conditions is ``flat`` and its correlations NaN.  Only conditions both sides have are
+    ranked: the rows' conditions without published numbers are listed (``unmatched``), and so
+    are the published conditions the rows do not score (``unscored``).  Check a published set
+    against the space's splits first (``published.check``: the command line does)."""
     table = _cell_table(rows, negatives, metric)
     if not table:
         raise LadderError(f"no {negatives}-negative cells in the ladder's rows")
@@ -303,6 +304,7 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
         if who == "mean_model":
             out["conditions"] = conds
             out["unmatched"] = [c for c in table if c not in series.index]
+            out["unscored"] = [str(c) for c in series.index if c not in table]
         diff = np.array([series[c] for c in conds], float)
         for lb in labels:
             gaps = np.array([table[c][lb][0] for c in conds], float)
@@ -325,9 +327,9 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
 
 def _published_targets(published, conditions: list, negatives: str, measure, each_model: bool) -> dict:
     """``{"mean_model": difficulty per condition, model: ...}`` (pandas Series indexed by the
-    rows' condition names).  Conditions written ``experiment/condition`` are looked up in that
-    experiment of ``published`` (ConceptWorld: ``productivity/length_5``); a published
-    condition the rows lack is a one-line error (``published.check``)."""
+    published conditions).  Conditions written ``experiment/condition`` are looked up in that
+    experiment of ``published`` (ConceptWorld: ``productivity/length_5``); an experiment it
+    lacks is a one-line error."""
     kw = {"negatives": negatives} if _has_negatives(published, negatives) else {}
     if measure is not None:
         kw["measure"] = measure
@@ -341,8 +343,6 @@ def _published_targets(published, conditions: list, negatives: str, measure, eac
         if unknown:
             raise LadderError(f"split {unknown[0]}/…: {published.benchmark}'s published results have no experiment "
                               f"{unknown[0]!r} ({', '.join(experiments)})")
-        for e, conds in groups.items():
-            published.check(conds, experiment=e)
 
         def series(model):
             parts = []
@@ -354,8 +354,6 @@ def _published_targets(published, conditions: list, negatives: str, measure, eac
                 parts.append(pd.Series(d.to_numpy(), index=[f"{e}/{c}" for c in d.index]))
             return pd.concat(parts) if parts else pd.Series(dtype=float)
     else:
-        published.check(conditions)
-
         def series(model):
             return published.difficulty(model, **kw)
     targets = {"mean_model": series(None)}

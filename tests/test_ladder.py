@@ -146,10 +146,10 @@ def test_a_flat_rung_is_not_ranked():
     assert e["flat"] and np.isnan(e["spearman"])
 
 
-def test_correlation_refuses_published_conditions_the_splits_lack():
-    rows = _rows({"c0": {"strong": 0.0}, "c1": {"strong": 0.0}})
-    with pytest.raises(LadderError, match="'c9'"):
-        ladder_correlations(rows, FakePublished({"m": {"c0": 1, "c9": 2}}), "hard")
+def test_correlation_ranks_only_conditions_both_sides_have():
+    rows = _rows({"c0": {"strong": 0.0}, "c1": {"strong": 0.0}, "c2": {"strong": 0.0}})
+    corr = ladder_correlations(rows, FakePublished({"m": {"c0": 1, "c1": 3, "c9": 2}}), "hard", n_boot=20)
+    assert corr["conditions"] == ["c0", "c1"] and corr["unmatched"] == ["c2"] and corr["unscored"] == ["c9"]
 
 
 def test_pooling_is_fisher_z_weighted_by_conditions_minus_three():
@@ -214,8 +214,9 @@ def test_cli_refuses_a_rung_that_cannot_apply(tmp_path, capsys):
 
 def test_cli_refuses_published_results_for_splits_the_space_lacks(small_space_dir, capsys, tmp_path):
     from bayes_concepts import published
-    mine = published.load("curi").with_model("mine", {"counting": 40.0}, table="ours")
+    mine = published.load("curi").with_model("mine", {"counting": 40.0, "my_split": 3.0}, table="ours",
+                                               allow_new_conditions=True)
     path = mine.write(tmp_path / "mine.toml")
     status, out, err = run(["ladder", small_space_dir, "--split", "counting", "boolean", "--rungs", "memoriser",
                             "strong", "--episodes", "5", "--published", path], capsys)
-    assert_one_line_error(status, err, "is not among the given conditions")
+    assert_one_line_error(status, err, "'my_split'", "is not among the given conditions")
