@@ -43,7 +43,7 @@ from .rungs import LADDER_ORDER, RungError, check_rung, parse_rung_text, rung_la
 from .rungs import rungs as rung_registry
 from .rungs.oracle_rungs import space_structure
 
-__all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "FLAT_SPREAD", "parse_rungs", "ladder_profile", "ladder_summary", "format_ladder",
+__all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "FLAT_SPREAD", "parse_rungs", "published_difficulty", "ladder_profile", "ladder_summary", "format_ladder",
            "ladder_correlations", "pooled_correlations", "rung_spreads", "LadderError"]
 
 #: the default ladder: every built-in rung, knobs at their defaults
@@ -293,7 +293,7 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
     table = _cell_table(rows, negatives, metric)
     if not table:
         raise LadderError(f"no {negatives}-negative cells in the ladder's rows")
-    targets = _published_targets(published, list(table), negatives, measure, each_model)
+    targets = published_difficulty(published, list(table), negatives, measure, each_model)
     labels = list(next(iter(table.values())))
     rng = np.random.default_rng(seed)
     out = {"negatives": negatives, "metric": metric, "measure": measure or published.measure,
@@ -325,7 +325,8 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
     return out
 
 
-def _published_targets(published, conditions: list, negatives: str, measure, each_model: bool) -> dict:
+def published_difficulty(published, conditions: list, negatives: str = "hard", measure=None,
+                         each_model: bool = False) -> dict:
     """``{"mean_model": difficulty per condition, model: ...}`` (pandas Series indexed by the
     published conditions).  Conditions written ``experiment/condition`` are looked up in that
     experiment of ``published`` (ConceptWorld: ``productivity/length_5``); an experiment it

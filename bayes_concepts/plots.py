@@ -1446,7 +1446,7 @@ def plot_ladder(profile, negatives: str = "hard", correlations=None, published=N
         for color, s in zip(palette, splits):
             d = data[data.split == s].set_index("rung").reindex(rungs)
             a.plot(x, d["map"].to_numpy(), marker="o", color=color, label=split_label(s), gid=f"split:{s}")
-        a.set_xticks(x, rungs, rotation=30, ha="right")
+        a.set_xticks(x, rungs, rotation=40, ha="right", fontsize=8)
         a.set_ylim(-3, 103)
         a.set_ylabel(METRIC_LABELS["ap"])
         a.set_title(f"Ladder profiles ({negatives} negatives): memoriser to strong oracle", fontsize=10)
@@ -1461,9 +1461,8 @@ def plot_ladder(profile, negatives: str = "hard", correlations=None, published=N
                 rung = max(finite, key=finite.get) if finite else rungs[0]
             if rung not in rungs:
                 raise ValueError(f"rung {rung!r} is not on this ladder ({', '.join(rungs)})")
-            kw = {"negatives": negatives} if "negatives" in published.frame() and \
-                (published.frame()["negatives"] == negatives).any() else {}
-            diff = published.difficulty(**kw)
+            from .ladder import published_difficulty
+            diff = published_difficulty(published, splits, negatives)["mean_model"].dropna()
             d = data[(data.rung == rung) & data.split.isin(diff.index)].copy()
             d["difficulty"] = [float(diff[s]) for s in d["split"]]
             b.errorbar(d["gap"], d["difficulty"], xerr=np.vstack([d["gap"] - d["gap_lo"], d["gap_hi"] - d["gap"]]),
