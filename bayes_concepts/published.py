@@ -82,6 +82,8 @@ MEASURES: dict = {m.name: m for m in (
     Measure("zero_shot_accuracy", True, "zero-shot accuracy on the generalisation test (%)"),
     Measure("accuracy_drop", False, "baseline accuracy minus zero-shot accuracy (percentage points)",
             difference=True),
+    Measure("normalised_drop", False, "the drop against chance, (baseline - zero-shot) / (baseline - chance), "
+            "in percent of the baseline's margin above chance (100: down to chance)", difference=True),
 )}
 
 #: Columns of :meth:`PublishedResults.frame`, in order.
@@ -637,7 +639,9 @@ def _short_table(source: str) -> str:
 
 def _closure_results() -> PublishedResults:
     """CLOSURE's accuracy drop (baseline - zero-shot, percentage points) per test family and
-    model, beside the baseline and zero-shot accuracies (``hypotheses/closure/families.toml``)."""
+    model, its drop against chance (``normalised_drop``: percent of the baseline's margin above
+    the family's chance level; :func:`bayes_concepts.closure.family_drops`), beside the baseline and
+    zero-shot accuracies (``hypotheses/closure/families.toml``)."""
     reported = closure.load_reported()
     source = str(closure.default_families_path())
     zero_table = _short_table(reported.sources.get("zero_shot", "zero-shot table"))
@@ -657,7 +661,11 @@ def _closure_results() -> PublishedResults:
             row(model, family, "accuracy_drop", reported.drop(model, family), None, f"{base_table} - {zero_table}")
             row(model, family, "baseline_accuracy", base[family].mean, base[family].std, base_table)
             row(model, family, "zero_shot_accuracy", zero[family].mean, zero[family].std, zero_table)
-    names = ("accuracy_drop", "baseline_accuracy", "zero_shot_accuracy")
+            norm = reported.normalised_drop(model, family)
+            if norm == norm:  # NaN where the baseline is at chance
+                row(model, family, "normalised_drop", 100 * norm, None,
+                    f"{base_table} - {zero_table}, against chance ({reported.answer_kinds[family]})")
+    names = ("accuracy_drop", "normalised_drop", "baseline_accuracy", "zero_shot_accuracy")
     return PublishedResults(pd.DataFrame(rows, columns=list(COLUMNS)), benchmark="closure", measure="accuracy_drop",
                             measures={n: MEASURES[n] for n in names}, paper=reported.paper, sources=[source])
 

@@ -37,6 +37,11 @@ from bayes_concepts.rungs import rungs as rung_registry
 from bayes_concepts.spaces import load_space
 
 BENCHMARKS = ("curi", "closure", "conceptworld", "pairs")
+#: the measure each benchmark's correlations lead with (fixed before any run): CLOSURE's drop
+#: against chance, since its families' answers have different chance levels; the others' own
+HEADLINE = {"closure": "normalised_drop"}
+#: the other measures each benchmark's summary also correlates with
+ALSO = {"closure": ["accuracy_drop"]}
 
 
 def peak_mb() -> float:
@@ -92,10 +97,16 @@ def run(kind: str, space_dirs: list, args) -> int:
                                "protocol": proto.name if proto is not None else None}
             print(f"{key}: {len(splits)} splits x {len(args.negatives)} negatives x {len(specs)} rungs, "
                   f"{args.episodes:,} episodes per cell: {timing[key]} s", file=sys.stderr)
-    corr = ({neg: strip_draws(ladder_correlations(all_rows, published, neg, n_boot=args.n_boot, seed=args.seed))
-             for neg in args.negatives} if published is not None else {})
+    measures = args.measures or ([HEADLINE.get(published.benchmark, published.measure),
+                                  *ALSO.get(published.benchmark, [])] if published is not None else [])
+    headline = measures[0] if measures else None
+    by_measure = {m: {neg: strip_draws(ladder_correlations(all_rows, published, neg, n_boot=args.n_boot,
+                                                           seed=args.seed, measure=m))
+                      for neg in args.negatives} for m in measures} if published is not None else {}
+    corr = by_measure.get(headline, {})
     figures = {"rows": all_rows, "spread": {neg: rung_spreads(all_rows, neg) for neg in args.negatives},
-               "correlations": corr, "wall_seconds": round(time.perf_counter() - t0, 1), "ladder_seconds": timing,
+               "correlations": corr, "correlations_by_measure": by_measure, "headline_measure": headline,
+               "wall_seconds": round(time.perf_counter() - t0, 1), "ladder_seconds": timing,
                "peak_rss_mb": round(peak_mb(), 1)}
     rungs = [{"name": n, "knobs": k, "definition": rung_registry.get(n).definition} for n, k in specs]
     name = args.name or (f"ladder_{kind}" + (f"_{args.protocol}" if args.protocol else ""))
@@ -120,9 +131,9 @@ def pooled(args) -> int:
         bench = doc["published"]["benchmark"]
         published = pub.load(bench)
         corr = ladder_correlations(doc["figures"]["rows"], published, args.negatives[0], n_boot=doc["n_boot"],
-                                   seed=doc["seed"])
+                                   seed=doc["seed"], measure=doc["figures"].get("headline_measure"))
         per[path.stem] = corr
-        sources[path.stem] = {"published": bench, "conditions": corr["conditions"]}
+        sources[path.stem] = {"published": bench, "conditions": corr["conditions"], "measure": corr["measure"]}
     if not per:
         raise SystemExit("no ladder summaries under benchmarks/results/ (run a benchmark first)")
     figures = {"pooled": pooled_correlations(per), "per_benchmark": {b: strip_draws(c) for b, c in per.items()}}
@@ -145,6 +156,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rungs", nargs="+", default=None, help="rungs (default: every built-in rung)")
     ap.add_argument("--alpha", nargs="+", type=float, default=[1.0, 10.0, 100.0], help="learned priors' alphas")
     ap.add_argument("--budget", nargs="+", type=int, default=[100, 1000, 10000], help="sampling budgets n")
+    ap.add_argument("--measures", nargs="+", default=None,
+                    help="published measures to correlate with, the first the headline (default: closure "
+                         "normalised_drop then accuracy_drop; the others their primary measure)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--name", default=None, help="summary name (default ladder_<benchmark>[_<protocol>])")
