@@ -301,6 +301,8 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
     for who, series in targets.items():
         series = series.dropna()
         conds = [c for c in table if c in series.index]
+        if who != "mean_model" and not conds:  # a model with no numbers for these negatives / measure
+            continue
         if who == "mean_model":
             out["conditions"] = conds
             out["unmatched"] = [c for c in table if c not in series.index]
@@ -356,7 +358,12 @@ def published_difficulty(published, conditions: list, negatives: str = "hard", m
             return pd.concat(parts) if parts else pd.Series(dtype=float)
     else:
         def series(model):
-            return published.difficulty(model, **kw)
+            try:
+                return published.difficulty(model, **kw)
+            except BayesConceptsError:  # this model reports nothing for these negatives or measure
+                if model is None:
+                    raise
+                return pd.Series(dtype=float)
     targets = {"mean_model": series(None)}
     if each_model:
         for model in published.models():
