@@ -262,11 +262,16 @@ def _cell_table(rows, negatives, metric) -> dict:
 
 def _bootstrap_draws(gaps, ses, difficulty, n_boot: int, rng) -> tuple:
     """Replicates of (ρ, τ): conditions resampled with replacement, each condition's gap drawn
-    from N(gap, se).  gaps, ses, difficulty: float (C,).  Returns float64 (n_boot,) each."""
+    from N(gap, se).  gaps, ses, difficulty: float (C,).  Returns float64 (n_boot,) each; a
+    replicate with all gaps (or all difficulties) equal is 0."""
     c = len(gaps)
     idx = rng.integers(0, c, (n_boot, c))
     g = gaps[idx] + rng.standard_normal((n_boot, c)) * np.nan_to_num(ses[idx])
-    return _rank_correlations_rows(g, difficulty[idx])
+    rho, tau = _rank_correlations_rows(g, difficulty[idx])
+    # a replicate whose gaps (or difficulties) are all equal ranks nothing: it counts as no
+    # association, not as a missing draw (dropping it would keep only the replicates that hold
+    # the conditions a one-condition rung separates, and bias the interval away from 0)
+    return np.nan_to_num(rho), np.nan_to_num(tau)
 
 
 def _interval(draws) -> list:
