@@ -88,3 +88,19 @@ def test_cli_refuses_a_bad_objective(small_space_dir, capsys, tmp_path):
                             tmp_path / "x.toml"], capsys)
     assert_one_line_error(status, err, "unknown rung 'oracle9'")
     assert not (tmp_path / "x.toml").exists()
+
+
+def test_cli_search_writes_pair_files(tmp_path, capsys):
+    from bayes_concepts.pairs import build_pair_space
+    build_pair_space(tmp_path / "space", FIXTURE / "items.tsv", FIXTURE)
+    status, out, err = run(["splits", "search", tmp_path / "space", "--objective", "gap:atom", "--constraint",
+                            "atom-divergence<=1", "--iterations", "5", "--pool-episodes", "100", "--episodes", "20",
+                            "--test-share", "0.3", "--share-tolerance", "0.2", "--out", tmp_path / "found.toml",
+                            "--pairs-out", tmp_path / "pairs"], capsys)
+    assert status == 0, err
+    assert "pair files written" in out
+    train = (tmp_path / "pairs" / "train_pairs.txt").read_text().split("\n")
+    assert train[-1] == "" and len(train) > 1 and all(len(x.split(" ")) == 2 for x in train[:-1])
+    status, out, err = run(["splits", "search", tmp_path / "space", "--iterations", "2", "--out", tmp_path / "b.toml",
+                            "--pairs-out", tmp_path / "pairs"], capsys)
+    assert_one_line_error(status, err, "already exists")
