@@ -165,7 +165,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--name", default=None, help="summary name (default ladder_<benchmark>[_<protocol>])")
-    ap.add_argument("--skip", nargs="*", default=[], help="pooled: summaries to leave out (file stems)")
+    ap.add_argument("--skip", nargs="*", default=["ladder_closure_closure-baselines"],
+                    help="pooled: summaries to leave out (file stems; default the baseline-only CLOSURE variant, so "
+                         "each benchmark counts once)")
     args = ap.parse_args(argv)
     if args.benchmark == "pooled":
         return pooled(args)

@@ -272,6 +272,12 @@ LADDER_COLUMNS = ("memoriser", "compound", "atom", "bounded_length", "sampling[n
                   "learned_prior_parent[alpha=1]")
 
 
+def _pts(x: float) -> str:
+    """A gap in points, one decimal, without a "-0.0"."""
+    text = f"{x:.1f}"
+    return "0.0" if text == "-0.0" else text
+
+
 def _ladder_docs() -> dict:
     return {label: load(name) for label, name in LADDER_SUMMARIES.items() if (RESULTS / f"{name}.json").exists()}
 
@@ -287,11 +293,13 @@ def ladder_profiles() -> str:
     rung's mAP gap to the strong oracle, the strong oracle's mAP and where the split is solved."""
     rows = []
     for label, doc in _ladder_docs().items():
+        if label == "RLCL lists":  # 35 splits: their own table (ladder_pairs)
+            continue
         for r in doc["figures"]["rows"]:
             if r["negatives"] != "hard":
                 continue
             split = SPLIT_NAMES.get(r["split"], r["split"])
-            rows.append([label, split, *(f"{r['rungs'][c]['gap']:.1f}" if c in r["rungs"] else "–"
+            rows.append([label, split, *(_pts(r['rungs'][c]['gap']) if c in r["rungs"] else "–"
                                          for c in LADDER_COLUMNS),
                          f"{r['rungs']['strong']['map']:.1f}", _rung_head(r["solved_at"]) if r["solved_at"] else "–"])
     return table(["benchmark", "split", *(_rung_head(c) for c in LADDER_COLUMNS), "strong mAP", "solved at"], rows)
@@ -309,6 +317,28 @@ def ladder_spread() -> str:
                      f"{doc['episodes_per_cell']:,}", f"{f['wall_seconds']:.0f} s"])
     return table(["benchmark", "splits", *(_rung_head(c) for c in LADDER_COLUMNS), "episodes per cell",
                   "wall time"], rows)
+
+
+def ladder_pairs() -> str:
+    """RLCL's pair lists on the ladder (``ladder_pairs.json``): per layout, the range of the
+    hard-negative gap over its five splits for the memoriser, the atom recombiner and the
+    sampling learner (n = 100), and the strong oracle's mAP."""
+    doc = load("ladder_pairs")
+    layouts = {}
+    for r in doc["figures"]["rows"]:
+        if r["negatives"] == "hard":
+            layouts.setdefault(r["split"].split("/")[0], []).append(r)
+
+    def span(rows, rung):
+        g = [r["rungs"][rung]["gap"] for r in rows]
+        return f"{min(g):.1f}–{max(g):.1f}"
+
+    out = [[f"`{name}`", f"{len(rows)}", span(rows, "memoriser"), span(rows, "atom"), span(rows, "sampling[n=100]"),
+            f"{min(r['rungs']['strong']['map'] for r in rows):.1f}"] for name, rows in layouts.items()]
+    every = [r for rows in layouts.values() for r in rows]
+    out.append(["all", f"{len(every)}", span(every, "memoriser"), span(every, "atom"), span(every, "sampling[n=100]"),
+                f"{min(r['rungs']['strong']['map'] for r in every):.1f}"])
+    return table(["lists", "splits", "memoriser gap", "atom gap", "sampling n=100 gap", "strong mAP (lowest)"], out)
 
 
 def _rho(e: dict) -> str:
@@ -333,14 +363,16 @@ def ladder_correlations() -> str:
         p = pooled[c]
         loo = [v for v in p["leave_one_out"].values() if v == v]
         rows.append([_rung_head(c), *(_rho(per[b]["rungs"][c]["mean_model"]) for b in names),
-                     _rho({"spearman": p["spearman"], "spearman_ci": p["spearman_ci"]}),
+                     _rho({"spearman": p["spearman"], "spearman_ci": p["spearman_ci"]})
+                     + (f" ({len(p['benchmarks'])})" if p["benchmarks"] else ""),
                      f"{_signed(min(loo), 2)} to {_signed(max(loo), 2)}" if loo else "–"])
     head = [f"{doc['sources'][b]['published']} ({len(doc['sources'][b]['conditions'])})" for b in names]
-    return table(["rung", *head, "pooled (Fisher z)", "leave one out"], rows)
+    return table(["rung", *head, "pooled (Fisher z; benchmarks)", "leave one out"], rows)
 
 
 
-GENERATORS = {"ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
+GENERATORS = {"ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
+              "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
 
