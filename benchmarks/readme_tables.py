@@ -341,6 +341,18 @@ def ladder_pairs() -> str:
     return table(["lists", "splits", "memoriser gap", "atom gap", "sampling n=100 gap", "strong mAP (lowest)"], out)
 
 
+def sampling_cost() -> str:
+    """The sampling learner's cost per episode at n = 100, 1,000, 10,000 beside the strong
+    oracle's (``sampling_cost.json``: same episodes, same process)."""
+    doc = load("sampling_cost")
+    f = doc["figures"]
+    us, ratio = f["us_per_episode"], f["ratio_to_strong"]
+    hyp = {k: sum(c["learners"][k].get("mean_hypotheses", 0) for c in f["cells"]) / len(f["cells"]) for k in us}
+    rows = [[_rung_head(k), f"{us[k]:.1f} µs", f"{ratio[k]:.2f}×", f"{hyp[k]:,.0f}" if hyp[k] else "all",
+             f"{f['closure_ladder_seconds_at_5000_per_cell'][k]:.1f} s"] for k in us]
+    return table(["learner", "per episode", "× strong", "distinct hypotheses", "CLOSURE ladder share"], rows)
+
+
 def _rho(e: dict) -> str:
     if e.get("flat"):
         return "flat"
@@ -371,7 +383,7 @@ def ladder_correlations() -> str:
 
 
 
-GENERATORS = {"ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
+GENERATORS = {"sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
               "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
