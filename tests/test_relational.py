@@ -89,8 +89,23 @@ def set_expr(draw, visible, used, depth):
     if choice == "filter":
         v = draw(st.sampled_from(fresh))
         body = draw(bool_expr(visible | {v}, used | {v}, depth - 1))
-        return draw(set_expr(visible, used, 0)) + body + [f"filter:{v}"]
+        return draw(binder_set(visible, used | {v}, depth)) + body + [f"filter:{v}"]
     return draw(set_expr(visible, used, depth - 1)) + draw(set_expr(visible, used, depth - 1)) + [choice]
+
+
+@st.composite
+def binder_set(draw, visible, used, depth):
+    """The set a binder ranges over: S, a filtered set, or one empty on every scene."""
+    kind = draw(st.sampled_from(["S", "filtered", "filtered", "empty"] if depth > 0 else ["S"]))
+    if kind == "S":
+        return ["S"]
+    fresh = [v for v in ("y", "z", "w") if v not in used]
+    if not fresh:
+        return ["S"]
+    v = draw(st.sampled_from(fresh))
+    if kind == "empty":
+        return ["S", v, "color?", "red", "=", v, "color?", "blue", "=", "and", f"filter:{v}"]
+    return ["S"] + draw(bool_expr(visible | {v}, used | {v}, depth - 1)) + [f"filter:{v}"]
 
 
 @st.composite
@@ -135,7 +150,10 @@ def bool_expr(draw, visible, used, depth):
     if kind == "binder":
         v = draw(st.sampled_from(fresh))
         body = draw(bool_expr(visible | {v}, used | {v}, depth - 1))
-        return draw(set_expr(visible, used, 0)) + body + [f"{draw(st.sampled_from(['exists', 'forall']))}:{v}"]
+        # the binder's set: S, or a filtered set (often empty on these scenes), so that a unique
+        # in a body over an empty set is tested (issue 44: the interpreter once skipped it)
+        return (draw(binder_set(visible, used, depth)) + body
+                + [f"{draw(st.sampled_from(['exists', 'forall']))}:{v}"])
     t = draw(st.sampled_from(sorted(CONSTANTS)))
     op = "=" if t != "LOC" else draw(st.sampled_from(["=", ">"]))
     return draw(value_expr(t, visible, used, depth)) + draw(value_expr(t, visible, used, depth)) + [op]

@@ -5,7 +5,11 @@ against it.  Values are attribute *codes* (index in the value list, so ordered t
 by code), counts are ints, lists are Python lists, sets are sorted lists of object indices,
 objects are object indices.  Each operator's meaning is its registered ``interpret``
 (:mod:`bayes_concepts.lot.operators`); a ``unique`` that finds no object or several makes the
-whole program false on the scene.
+whole program false on the scene -- also a ``unique`` inside a binder whose set is empty, whose
+body is never evaluated (a ``unique``'s set names no bound variable, so every ``unique`` of the
+program is evaluated once on its own first).  Relations are read from the scene as the scene
+loader reads them (:func:`~bayes_concepts.scenes.io.check_relational_scene`): from its
+``relationships``, or computed from the objects' ``3d_coords`` (CLEVR's rule) where it has none.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from ..lot.grammar import Grammar
 from ..lot.operators import PresuppositionFailure, operator_of
 from ..lot.program import Node, Program
 from ..lot.relational_operators import SAME_ATTRIBUTE
+from ..scenes.io import check_relational_scene
 
 
 def _object_codes(scene: dict, grammar: Grammar) -> list:
@@ -28,7 +33,8 @@ class World:
         self.grammar = grammar
         self.objects = _object_codes(scene, grammar)
         self.n_objects = len(self.objects)
-        self.relationships = scene.get("relationships") or {}
+        self.scene = scene
+        self._relations = None
 
     def code(self, i: int, attribute: str) -> int:
         return self.objects[i][attribute]
@@ -37,14 +43,27 @@ class World:
         return SAME_ATTRIBUTE[token]
 
     def related(self, relation: str, a: int, b: int) -> bool:
-        """Object a is ``relation`` of object b (CLEVR: a in ``relationships[relation][b]``)."""
-        lists = self.relationships.get(relation)
-        if lists is None:
-            raise ValueError(f"the scene has no relationships[{relation!r}]")
-        return a != b and a in lists[b]
+        """Object a is ``relation`` of object b (CLEVR: a in ``relationships[relation][b]``, or
+        computed from the objects' ``3d_coords``, as the executor's scene bank has them)."""
+        schema = self.grammar.schema
+        if relation not in schema.relations:
+            raise ValueError(f"the scene schema has no relation {relation!r}")
+        if self._relations is None:
+            self._relations = check_relational_scene(self.scene, schema, "scene")[2]
+        return a != b and bool(self._relations[schema.relations.index(relation), a, b])
 
     def n_values(self, type_name: str) -> int:
         return len(self.grammar.value_types[type_name].values)
+
+
+def _unique_nodes(root: Node) -> list:
+    out, todo = [], [root]
+    while todo:
+        node = todo.pop()
+        if node.kind == "unique":
+            out.append(node)
+        todo.extend(node.children)
+    return out
 
 
 def evaluate(program: Program | str, scene: dict, grammar: Grammar | None = None) -> bool:
@@ -77,6 +96,11 @@ def evaluate(program: Program | str, scene: dict, grammar: Grammar | None = None
         return operator_of(op).interpret(ev, node, env, world)
 
     try:
+        # the unique-referent rule: every unique's set names no bound variable, so each is
+        # evaluated here once on its own -- a unique inside a binder over an empty set (whose
+        # body is never evaluated) makes the program false all the same
+        for node in _unique_nodes(program.root):
+            ev(node, {})
         return bool(ev(program.root, {}))
     except PresuppositionFailure:
         return False

@@ -1,0 +1,44 @@
+"""Issue 44 (the newcomer's third list): one test per item fixed."""
+import numpy as np
+
+from bayes_concepts.engine import compile_for, evaluate, run, signature_bits
+from bayes_concepts.lot.grammar import load_grammar
+from bayes_concepts.resources import data_file
+from bayes_concepts.scenes import SceneBank
+
+CLEVR = load_grammar(data_file("clevr.pcfg"))
+
+
+def _obj(color, shape, xyz):
+    return {"color": color, "shape": shape, "material": "rubber", "size": "small", "3d_coords": list(xyz)}
+
+
+def _executor_bits(programs, scenes, grammar=CLEVR):
+    bank = SceneBank.from_scenes(scenes, grammar.schema)
+    return signature_bits(run(compile_for(programs, bank, grammar), bank), len(scenes))
+
+
+# ------------------------------------------------------------------ item 2
+def test_item2_unique_inside_a_binder_over_an_empty_set_still_makes_the_concept_false():
+    # no purple object, two cubes: the binder over purple objects is empty, so its body (with
+    # a unique over the two cubes) is never evaluated -- the unique-referent rule says False
+    scene = {"objects": [_obj("red", "cube", (-2, 0, 0)), _obj("blue", "cube", (2, 0, 0)),
+                         _obj("green", "sphere", (0, 2, 0))]}
+    text = "S y color? purple = filter:y z S w shape? cube = filter:w unique left filter:z exist not"
+    assert evaluate(text, scene, CLEVR) is False
+    assert _executor_bits([text], [scene]).tolist() == [[False]]
+
+
+def test_item2_the_interpreter_computes_relations_from_3d_coords_as_the_executor_does():
+    rng = np.random.default_rng(0)
+    colors, shapes = ("red", "blue", "green"), ("cube", "sphere")
+    scenes = [{"objects": [_obj(colors[rng.integers(3)], shapes[rng.integers(2)],
+                                (float(rng.uniform(-3, 3)), float(rng.uniform(-3, 3)), 0.35))
+                           for _ in range(int(rng.integers(2, 6)))]} for _ in range(40)]
+    programs = ["S S z y left filter:z exist filter:y count 2 >",
+                "S S y color? red = filter:y unique z behind exists:z",
+                "S S y z front y z same_shape and exists:z filter:y count 1 >"]
+    bits = _executor_bits(programs, scenes)
+    got = np.array([[evaluate(p, s, CLEVR) for s in scenes] for p in programs])
+    np.testing.assert_array_equal(got, bits)
+    assert got.any() and not got.all()
