@@ -35,6 +35,7 @@ the attribute ``ap_tolerance`` is the AP tolerance the oracles were given (0: ex
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +62,9 @@ def validate(ds: xr.Dataset, where: str = "results") -> xr.Dataset:
 
 
 def save_results(ds: xr.Dataset, path) -> Path:
-    """Write ``ds`` to netCDF atomically (temp file ``<path>.partial``, then rename).
+    """Write ``ds`` to netCDF atomically (a temporary file ``.<name>.<random>.partial`` of
+    this write's own in the same folder, then rename: concurrent writes of one path each
+    leave a whole file, the last to finish wins).
 
     Missing parent folders of ``path`` are created (as ``space build`` creates the folders
     above its output).  A ``path`` that is a directory, a parent that is a file, or a folder
@@ -80,10 +83,17 @@ def save_results(ds: xr.Dataset, path) -> Path:
         raise ResultsError(f"{path}: cannot create folder {path.parent} (permission denied in {first})") from None
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise ResultsError(f"{path}: cannot write into {path.parent} (permission denied)")
-    tmp = path.with_name(path.name + ".partial")
+    # a temporary name of this write's own (two runs writing the same path at once each write
+    # a whole file of their own and the last rename wins: never a shared ``.partial``)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    os.close(fd)
+    tmp = Path(name)
     enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars}
     try:
         ds.to_netcdf(tmp, engine="netcdf4", encoding=enc)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's files are 0600; results are meant to be shared
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)  # only left over when the write failed

@@ -42,3 +42,31 @@ def test_item2_the_interpreter_computes_relations_from_3d_coords_as_the_executor
     got = np.array([[evaluate(p, s, CLEVR) for s in scenes] for p in programs])
     np.testing.assert_array_equal(got, bits)
     assert got.any() and not got.all()
+
+
+# ------------------------------------------------------------------ item 3
+def _write_many(path, which, times):
+    from bayes_concepts.results import empty_dataset, save_results
+    ds = empty_dataset(["instance_iid"], ["hard"], ["strong", "weak"], 2000 + which)
+    ds["ap"][:] = which
+    for _ in range(times):
+        save_results(ds, path)
+
+
+def test_item3_two_runs_saving_the_same_results_file_at_once_leave_one_whole_file(tmp_path):
+    import multiprocessing
+    import os
+
+    from bayes_concepts.results import load_results
+    path = tmp_path / "same.nc"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_write_many, args=(path, which, 15)) for which in (1, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]  # neither run failed
+    ds = load_results(path)  # a whole file: one run's results, not a mix
+    which = int(ds["ap"].values.flat[0])
+    assert which in (1, 2) and ds.sizes["episode"] == 2000 + which and (ds["ap"].values == which).all()
+    assert os.listdir(tmp_path) == ["same.nc"]  # no temporary file left behind
