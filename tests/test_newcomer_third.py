@@ -70,3 +70,15 @@ def test_item3_two_runs_saving_the_same_results_file_at_once_leave_one_whole_fil
     which = int(ds["ap"].values.flat[0])
     assert which in (1, 2) and ds.sizes["episode"] == 2000 + which and (ds["ap"].values == which).all()
     assert os.listdir(tmp_path) == ["same.nc"]  # no temporary file left behind
+
+
+# ------------------------------------------------------------------ item 4
+def test_item4_a_batch_above_the_block_size_is_refused_not_silently_capped():
+    import pytest
+
+    from bayes_concepts.learners.protocol import LearnerError
+    from bayes_concepts.learners.training import TrainSettings
+    assert TrainSettings(batch_episodes=4096).batch_episodes == 4096
+    with pytest.raises(LearnerError, match=r"--batch\) 100,000,000 is above the 4,096 episodes .*at most 4,096"):
+        TrainSettings(batch_episodes=100_000_000)
+    assert TrainSettings(batch_episodes=8192, chunk_episodes=8192).batch_episodes == 8192

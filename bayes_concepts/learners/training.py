@@ -84,7 +84,8 @@ class TrainSettings:
 
     negatives: ``hard`` or ``easy`` support (and query) negatives; hard_mode and
     query_negatives: as in :meth:`EpisodeSampler.sample`; batch_episodes: episodes per Adam
-    step (CURI: 64); lr: Adam's learning rate (CURI: 1e-3 for schemas); max_steps: step limit
+    step (CURI: 64; at most chunk_episodes, else an error); lr: Adam's learning rate (CURI: 1e-3 for
+    schemas); max_steps: step limit
     (None: none); budget_s: wall-clock limit in seconds (None: none; the default is 30
     minutes when neither limit is given); val_every: steps between validations;
     val_episodes: validation episodes (fixed); patience: validations without improvement
@@ -135,6 +136,12 @@ class TrainSettings:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise LearnerError(f"{name} must be a positive integer, got {v!r}")
+        if self.batch_episodes > self.chunk_episodes:
+            # a step takes its batch from one drawn block of chunk_episodes episodes: a larger
+            # batch was silently cut to the block while the card reported the batch asked for
+            raise LearnerError(f"batch_episodes (--batch) {self.batch_episodes:,} is above the {self.chunk_episodes:,} "
+                               f"episodes drawn per block (chunk_episodes), the most one step can use; "
+                               f"ask for at most {self.chunk_episodes:,}")
         if self.max_steps is not None and (not isinstance(self.max_steps, (int, np.integer)) or self.max_steps < 0):
             raise LearnerError(f"max_steps must be an integer >= 0, got {self.max_steps!r}")
         if self.budget_s is not None:
