@@ -82,3 +82,15 @@ def test_item4_a_batch_above_the_block_size_is_refused_not_silently_capped():
     with pytest.raises(LearnerError, match=r"--batch\) 100,000,000 is above the 4,096 episodes .*at most 4,096"):
         TrainSettings(batch_episodes=100_000_000)
     assert TrainSettings(batch_episodes=8192, chunk_episodes=8192).batch_episodes == 8192
+
+
+# ------------------------------------------------------------------ item 8
+def test_item8_the_clevr_grammar_declares_forall_as_the_readme_table_lists_it():
+    grammar = load_grammar(data_file("clevr.pcfg"))
+    text = "S y color? red = filter:y S y z left exists:z forall:y"  # every red object is left of something
+    scenes = [{"objects": [_obj("red", "cube", (-2, 0, 0)), _obj("blue", "cube", (2, 0, 0))]},
+              {"objects": [_obj("red", "cube", (2, 0, 0)), _obj("blue", "cube", (-2, 0, 0))]},
+              {"objects": [_obj("blue", "cube", (2, 0, 0))]}]  # no red object: true, as in logic
+    expected = [True, False, True]
+    assert [evaluate(text, s, grammar) for s in scenes] == expected
+    assert _executor_bits([text], scenes, grammar).tolist() == [expected]
