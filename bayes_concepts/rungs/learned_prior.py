@@ -137,10 +137,10 @@ def check_alpha(name, value) -> str | None:
 
 def _space_sort(space) -> str | None:
     """``"program"``, ``"pairs"``, ``"conceptworld"``, or None for a space the rungs cannot use."""
-    if getattr(space, "kind", None) == "program" and getattr(space, "has_grammar", False):
+    if space.kind == "program" and space.has_grammar:
         return "program"
-    kind = (getattr(space, "params", None) or {}).get("kind")
-    if getattr(space, "kind", None) == "extension" and kind in ("pairs", "conceptworld"):
+    kind = (space.params or {}).get("kind")
+    if space.kind == "extension" and kind in ("pairs", "conceptworld"):
         return kind
     return None
 
@@ -149,8 +149,8 @@ def applies(space) -> str | None:
     """None if a learned prior is defined on ``space``, else the reason (one line)."""
     if _space_sort(space) is not None:
         return None
-    kind = getattr(space, "kind", type(space).__name__)
-    sub = (getattr(space, "params", None) or {}).get("kind")
+    kind = space.kind or type(space).__name__
+    sub = (space.params or {}).get("kind")
     what = f"{kind} space" + (f" of kind {sub!r}" if sub and sub != kind else "")
     return (f"a learned prior needs a grammar's programs, attribute-object pairs or ConceptWorld definitions; "
             f"this is a {what} without them")
