@@ -85,11 +85,12 @@ def _learner_table(learners, split_names) -> dict:
     return table
 
 
-def _learner_info(table: dict, checks: dict | None = None) -> dict:
+def _learner_info(table: dict, checks: dict | None = None, parts: bool = False) -> dict:
     """Per learner and split: the learner's own ``info()`` and, for a trained model, where it
     was scored and how that compares with where it was trained (``scored_on``: see
-    :func:`bayes_concepts.learners.binding.check_scoring`)."""
-    info = {name: {"kind": "oracle"} for name in ALL_ORACLES}
+    :func:`bayes_concepts.learners.binding.check_scoring`).  The oracles scored: strong and
+    weak, and the atom and compound oracles only with ``parts``."""
+    info = {name: {"kind": "oracle"} for name in (ALL_ORACLES if parts else ORACLES)}
     for name, per_split in table.items():
         entries = {}
         for s, learner in per_split.items():
@@ -231,7 +232,7 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         "hard_mode": hard_mode,
         "toolkit_version": __version__,
         "metric_units": "ap, ap_bound, cba: fraction in [0, 1]; entropies: nats",
-        "learners": json.dumps(_learner_info(table, checks), sort_keys=True, default=str),
+        "learners": json.dumps(_learner_info(table, checks, nested is not None), sort_keys=True, default=str),
         "splits": json.dumps(split_records(splits), sort_keys=True, default=str),
         "episode_shape": json.dumps(shapes, sort_keys=True),
         "excluded": json.dumps(excluded, sort_keys=True),

@@ -220,3 +220,11 @@ def test_cli_refuses_published_results_for_splits_the_space_lacks(small_space_di
     status, out, err = run(["ladder", small_space_dir, "--split", "counting", "boolean", "--rungs", "memoriser",
                             "strong", "--episodes", "5", "--published", path], capsys)
     assert_one_line_error(status, err, "'my_split'", "is not among the given conditions")
+
+
+def test_results_list_only_the_oracles_that_ran(small_space, splits):
+    """Issue 42, item 1: without parts the atom and compound oracles are not listed as learners."""
+    plain = compute_gap(small_space, {"counting": splits["counting"]}, ("hard",), 10, seed=0)
+    assert set(json.loads(plain.attrs["learners"])) == {"strong", "weak"}
+    parts = compute_gap(small_space, {"counting": splits["counting"]}, ("hard",), 10, seed=0, parts=True)
+    assert set(json.loads(parts.attrs["learners"])) == {"strong", "weak", "atom", "compound"}
