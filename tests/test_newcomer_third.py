@@ -94,3 +94,12 @@ def test_item8_the_clevr_grammar_declares_forall_as_the_readme_table_lists_it():
     expected = [True, False, True]
     assert [evaluate(text, s, grammar) for s in scenes] == expected
     assert _executor_bits([text], scenes, grammar).tolist() == [expected]
+
+
+# ------------------------------------------------------------------ item 10
+def test_item10_an_order_printed_with_a_tie_is_not_said_to_reproduce_the_strict_one():
+    from bayes_concepts.cogsci import shj
+    means = [0.01, 0.1001, 0.1004, 0.2, 0.21, 0.3]  # II and III equal at the 3 decimals shown
+    assert shj.type_order(means) == "I < II = III < IV < V < VI"
+    check = shj.order_check(means)
+    assert check == {"reproduced": False, "failed": ["II < III (ties II and III)"]}
