@@ -832,7 +832,7 @@ def exclusion_lines(excluded: dict, prefix: str = "excluded: ") -> list:
     ``excluded: 1 empty pair (test_pairs.txt: broken wall): listed ..., but no item ...``."""
     words = {"empty_pairs": ("empty pair", "empty pairs"), "na_items": ("NA metadata record", "NA metadata records"),
              "val_pairs": ("val-only pair", "val-only pairs"),
-             "val_only_atoms": ("val-only attribute/object", "val-only attributes/objects"),
+             "val_only_atoms": ("attribute/object in no train or test pair", "attributes/objects in no train or test pair"),
              "too_small": ("concept too small for an episode", "concepts too small for an episode")}
     out = []
     for kind, rec in excluded.items():
@@ -886,6 +886,8 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
     space.save(out, overwrite=overwrite)
     n_pairs = sum(1 for p in space.parts if len(p) == 2)
     n_val = len(layout.val_only_pairs())
+    listed = [p for side in ("train", "val", "test") for p in layout.pairs[side]]
+    n_attr, n_obj = len({a for a, _ in listed}), len({o for _, o in listed})  # the pair files', not the items
     lines = [f"built {out} in {time.perf_counter() - t:.1f} s: {space.n_concepts:,} concepts ({n_pairs:,} pairs"
              + (f", {space.n_concepts - n_pairs:,} attributes and objects alone" if primitives else "")
              + f") over {space.n_scenes:,} items"
@@ -893,10 +895,9 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
                 if items is None else "") + f"; {space.n_synonym_classes:,} synonym classes",
              f"pair files: train {len(layout.pairs['train']):,}, val {len(layout.pairs['val']):,}, "
              f"test {len(layout.pairs['test']):,} pair{_s(len(layout.pairs['test']))}" + _seen_test_note(layout)
-             + f" ({len(set(layout.attributes)):,} attribute{_s(len(set(layout.attributes)))}, "
-               f"{len(set(layout.objects)):,} object{_s(len(set(layout.objects)))}); "
+             + f" ({n_attr:,} attribute{_s(n_attr)}, {n_obj:,} object{_s(n_obj)} in the pair files); "
              + (f"{n_val:,} val pair{_s(n_val)} in no train or test list: not concepts (in neither oracle)"
-                if n_val else "every val pair is a train or test pair")]
+                if n_val else "every val pair is a train or test pair" if layout.pairs["val"] else "the val list is empty")]
     lines += exclusion_lines(layout.exclusions())
     if not layout.unseen_pairs():
         lines.append("no unseen_pairs split: the layout has no unseen pair (every test pair is a train pair, or "

@@ -158,7 +158,7 @@ def test_cli_output_audit_and_results_count_every_exclusion(pub, tmp_path, capsy
     rc, io, out = _build(tmp_path, capsys, *czsl(pub), "--k", "1", "2", "3", "--worlds", "2")
     assert rc == 0, io.err
     for text in ("1 empty pair (test_pairs.txt: broken wall)", "2 NA metadata records", "3 val-only pairs",
-                 "2 val-only attributes/objects (attribute:narrow, object:castle)"):
+                 "2 attributes/objects in no train or test pair (attribute:narrow, object:castle)"):
         assert text in io.out
     assert "split unseen_pairs: train 20, val 0, test 6 concepts" in io.out
     results = tmp_path / "gap.nc"
