@@ -103,3 +103,19 @@ def test_item10_an_order_printed_with_a_tie_is_not_said_to_reproduce_the_strict_
     assert shj.type_order(means) == "I < II = III < IV < V < VI"
     check = shj.order_check(means)
     assert check == {"reproduced": False, "failed": ["II < III (ties II and III)"]}
+
+
+# ------------------------------------------------------------------ item 12
+def test_item12_latex_forms_escape_underscores():
+    from bayes_concepts.lot import Program
+    from bayes_concepts.lot.grammar import Grammar
+    latex = Program.parse("S S y z same_material exists:z filter:y exist", CLEVR).latex
+    assert r"\operatorname{same\_material}(y, z)" in latex and "same_material" not in latex
+    g = Grammar.from_text("""
+value COLOR   dark_red light_blue
+property main_color?  color  COLOR
+start START
+START -> x main_color? dark_red = exists=
+""", source="<underscores>")
+    latex = Program.parse("x main_color? dark_red = exists=", g).latex
+    assert r"\operatorname{main\_color}(x)" in latex and r"\text{dark\_red}" in latex

@@ -77,6 +77,15 @@ def split_binder(token: str) -> tuple:
     return token, None
 
 
+_TEX_SPECIALS = {c: "\\" + c for c in "_#%&$"}
+
+
+def latex_text(name: str) -> str:
+    """``name`` for LaTeX's text and ``\\operatorname`` arguments: ``_ # % & $`` escaped
+    (``same_material`` -> ``same\\_material``; a bare ``_`` would make a subscript)."""
+    return "".join(_TEX_SPECIALS.get(c, c) for c in name)
+
+
 def operator_of(token: str) -> Operator | None:
     """The registered operator a token names (a binder token names its binder), or None."""
     name, var = split_binder(token)
@@ -89,7 +98,7 @@ def operator_of(token: str) -> Operator | None:
 
 
 __all__ = ["Operator", "OperatorTypeError", "operators", "operator_of", "split_binder", "CURI_OPERATORS",
-           "BINDER_SEPARATOR"]
+           "BINDER_SEPARATOR", "latex_text"]
 
 
 class PresuppositionFailure(Exception):

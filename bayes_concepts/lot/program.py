@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import ProgramError
 from .grammar import IGNORED, NUM, Grammar, curi_grammar, token_arity
 from .logprob import derivation_log_prob
-from .operators import CURI_OPERATORS, OperatorTypeError, operator_of, operators, split_binder
+from .operators import CURI_OPERATORS, OperatorTypeError, latex_text, operator_of, operators, split_binder
 
 BOOL, OBJ, SET, INT = "BOOL", "OBJ", "SET", "INT"
 QUANTIFIERS = {"exists=": "exists", "for-all=": "forall"}
@@ -561,8 +561,8 @@ class _Style:
 UNICODE = _Style("∃x∈S: ", "∀x∈S: ", " ∧ ", " ∨ ", "¬", "S−x", " > ",
                  lambda w: w, lambda f: f)
 LATEX = _Style(r"\exists x \in S:\ ", r"\forall x \in S:\ ", r" \land ", r" \lor ", r"\lnot ",
-               r"S_{-x}", " > ", lambda w: w if w.isdigit() else rf"\text{{{w}}}",
-               lambda f: rf"\operatorname{{{f}}}")
+               r"S_{-x}", " > ", lambda w: w if w.isdigit() else rf"\text{{{latex_text(w)}}}",
+               lambda f: rf"\operatorname{{{latex_text(f)}}}")
 
 
 def _render(node: Node, st: _Style, top=False) -> str:

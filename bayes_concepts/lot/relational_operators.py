@@ -34,7 +34,7 @@ it: the concept presupposes its referents.
 """
 from __future__ import annotations
 
-from .operators import Operator, OperatorTypeError, PresuppositionFailure, operators
+from .operators import Operator, OperatorTypeError, PresuppositionFailure, latex_text, operators
 
 BOOL, OBJ, SET, INT, NUM = "BOOL", "OBJ", "SET", "INT", "NUM"
 SPATIAL_RELATIONS = ("left", "right", "front", "behind")
@@ -165,7 +165,7 @@ def _latex_binder(symbol):
 
 
 def _call(name, latex=False):
-    shown = rf"\operatorname{{{name}}}" if latex else name
+    shown = rf"\operatorname{{{latex_text(name)}}}" if latex else name
     return lambda args, var=None: f"{shown}({', '.join(args)})"
 
 
