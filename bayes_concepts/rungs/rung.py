@@ -43,11 +43,11 @@ class Rung:
 
 
 rungs = Registry("rung", builtins=("bayes_concepts.rungs.oracle_rungs", "bayes_concepts.rungs.learned_prior",
-                                   "bayes_concepts.rungs.sampling"))
+                                   "bayes_concepts.rungs.sampling", "bayes_concepts.rungs.mcmc"))
 
 #: where each built-in rung sits on the ladder, bottom first (others go after these, before
 #: ``strong``, in registration order)
-LADDER_ORDER = ("memoriser", "compound", "atom", "bounded_length", "sampling", "sampling_learned",
+LADDER_ORDER = ("memoriser", "compound", "atom", "bounded_length", "sampling", "sampling_learned", "mcmc",
                 "learned_prior", "learned_prior_parent", "strong")
 
 
