@@ -441,7 +441,9 @@ def plot_gap_parts(ds, negatives: str = "hard", metric: str = "ap", n_boot: int 
         ax.grid(axis="x", visible=False)
         ax.set_title("The comp gap in parts: weak oracle (bar bottom) to strong oracle (bar top)\n"
                      f"{_episodes_note(ds, negatives)}; segments in percentage points", fontsize=10)
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=min(3, 3 + len(learners)),
+        # three columns only where the figure is wide enough for them (6 splits or more); one
+        # column otherwise, so that the legend never pushes the axes out of a narrow figure
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3 if len(order) >= 6 else 1,
                   frameon=False)
     return ax, data
 

@@ -228,3 +228,19 @@ def test_results_list_only_the_oracles_that_ran(small_space, splits):
     assert set(json.loads(plain.attrs["learners"])) == {"strong", "weak"}
     parts = compute_gap(small_space, {"counting": splits["counting"]}, ("hard",), 10, seed=0, parts=True)
     assert set(json.loads(parts.attrs["learners"])) == {"strong", "weak", "atom", "compound"}
+
+
+def test_gap_parts_figure_keeps_its_legend_and_axes_with_three_splits(small_space, splits):
+    """Issue 42, item 4: with 3-4 splits the legend was wider than the figure and squeezed the axes."""
+    from matplotlib.figure import Figure
+
+    from bayes_concepts.plots import plot_gap_parts
+    three = {k: splits[k] for k in ("concept_iid", "counting", "binding_color")}
+    ds = compute_gap(small_space, three, ("hard",), 20, seed=0, parts=True)
+    fig = Figure(figsize=(max(6.0, 1.1 * 3 + 2.5), 5.2), layout="constrained")
+    ax, _ = plot_gap_parts(ds, "hard", ax=fig.add_subplot())
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box, legend = fig.bbox, ax.get_legend().get_window_extent(renderer)
+    assert box.x0 <= legend.x0 and legend.x1 <= box.x1
+    assert ax.get_window_extent(renderer).width > 0.5 * box.width
