@@ -239,8 +239,10 @@ def test_gap_parts_figure_keeps_its_legend_and_axes_with_three_splits(small_spac
     ds = compute_gap(small_space, three, ("hard",), 20, seed=0, parts=True)
     fig = Figure(figsize=(max(6.0, 1.1 * 3 + 2.5), 5.2), layout="constrained")
     ax, _ = plot_gap_parts(ds, "hard", ax=fig.add_subplot())
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
     box, legend = fig.bbox, ax.get_legend().get_window_extent(renderer)
     assert box.x0 <= legend.x0 and legend.x1 <= box.x1
     assert ax.get_window_extent(renderer).width > 0.5 * box.width
