@@ -353,6 +353,14 @@ def sampling_cost() -> str:
     return table(["learner", "per episode", "× strong", "distinct hypotheses", "CLOSURE ladder share"], rows)
 
 
+def mcmc_cost() -> str:
+    """The mcmc rung's cost per chain step and per episode (``mcmc_cost.json``)."""
+    f = load("mcmc_cost")["figures"]
+    rows = [[k, f"{v['us_per_step']:.1f} µs", f"{v['ms_per_episode']:.1f} ms", f"{v['mean_concepts_visited']:.1f}"]
+            for k, v in f.items()]
+    return table(["setting, chain steps n", "per step", "per episode (chain + Bayes)", "concepts visited"], rows)
+
+
 def _rho(e: dict) -> str:
     if e.get("flat"):
         return "flat"
@@ -383,7 +391,7 @@ def ladder_correlations() -> str:
 
 
 
-GENERATORS = {"sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
+GENERATORS = {"mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
               "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 

@@ -246,3 +246,13 @@ def test_gap_parts_figure_keeps_its_legend_and_axes_with_three_splits(small_spac
     box, legend = fig.bbox, ax.get_legend().get_window_extent(renderer)
     assert box.x0 <= legend.x0 and legend.x1 <= box.x1
     assert ax.get_window_extent(renderer).width > 0.5 * box.width
+
+
+def test_audit_ladder_adds_its_section_to_the_report(small_space_dir, capsys, tmp_path):
+    status, out, err = run(["audit", small_space_dir, "--split", "counting", "--episodes", "30", "--ladder",
+                            "--report", tmp_path / "r.md"], capsys)
+    assert status == 0, err
+    assert "the oracle ladder (hard negatives)" in out and "solved at" in out
+    text = (tmp_path / "r.md").read_text()
+    assert "## The oracle ladder" in text and "memoriser" in text
+    assert (tmp_path / "r_files" / "ladder.png").stat().st_size > 0

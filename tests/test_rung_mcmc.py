@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -113,10 +112,7 @@ def test_visit_frequencies_match_the_exact_stationary_distribution(monkeypatch):
     assert reached.sum() >= 8  # many concepts, several trees each
     start = next(t for t in every if trees.tokens(t) == ("x", "d1?", "1", "=", "exists="))
     n, thin = 150_000, 30
-    t0 = time.perf_counter()
     chain = run_chain(trees, start, n, np.random.default_rng(1), concept, log_l, CAP)
-    per_step = (time.perf_counter() - t0) / n
-    assert per_step < 2e-4
     kept = chain[thin::thin]
     assert set(np.unique(chain)) <= set(np.flatnonzero(reached))
     counts = np.bincount(kept, minlength=16)[reached]
@@ -261,17 +257,3 @@ def test_spaces_it_cannot_walk_are_one_line_errors(world):
         with pytest.raises(RungError, match="-inf") as info:
             call()
         assert "\n" not in str(info.value)
-
-
-def test_cost_per_step(world, capsys):
-    """Python steps: report µs per step and per episode at n = 100 and 1000 (the bound is loose)."""
-    eps = world.episodes(5, "easy", seed=6)
-    MCMCLearner(world.space, world.split, NOISY, n=100, seed=1).chains(eps)  # warm the caches
-    for n in (100, 1000):
-        learner = MCMCLearner(world.space, world.split, NOISY, n=n, seed=1)
-        t0 = time.perf_counter()
-        learner.chains(eps)
-        per_episode = (time.perf_counter() - t0) / len(eps)
-        with capsys.disabled():
-            print(f"\nmcmc n={n}: {per_episode * 1e3:.1f} ms per episode, {per_episode / n * 1e6:.1f} µs per step")
-        assert per_episode / n < 1e-3

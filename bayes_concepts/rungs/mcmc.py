@@ -294,9 +294,9 @@ def concept_tree(space, c: int):
 
 def applies(space) -> str | None:
     """Why the mcmc rung cannot walk ``space`` (one line), or None."""
-    if not getattr(space, "has_grammar", False) or getattr(space, "programs", None) is None:
+    if not space.has_grammar or not space.has_programs:
         return (f"it walks derivation trees of a program space's grammar, and this is a "
-                f"{getattr(space, 'kind', type(space).__name__)!s} space")
+                f"{space.kind or type(space).__name__} space")
     if not np.any(np.isfinite(np.asarray(space.log_pcfg, np.float64))):
         return "its grammar derives none of its concepts (every log_pcfg is -inf)"
     return None
