@@ -237,7 +237,7 @@ def test_explain_a_relational_program(capsys):
 
 @pytest.mark.parametrize("program, needles", [
     ("S y shape? cylinder = filter:y nand exist", ["token 6: 'nand'", "unknown token"]),
-    ("S y shape? cylinder = forall:y", ["token 5: 'forall:y'", "operator 'forall' is not declared"]),
+    ("S y shape? cylinder = y color? red = xor filter:y exist", ["token 9: 'xor'", "operator 'xor' is not declared"]),
     ("y left", ["token 1: 'left'", "stack underflow"]),
     ("S y y left filter:y exist exist", ["token 6: 'exist'", "must be a set, got a BOOL"]),
     ("S y shape? cylinder = y z left and filter:y exist", ["token 6: 'z'", "variable z is not bound here"]),
