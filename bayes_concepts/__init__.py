@@ -68,6 +68,10 @@ _EXPORTS = {
     "reference_limited_spec": ".pairs", "split_divergence": ".divergence", "divergence_table": ".divergence",
     "audit_splits": ".report", "write_report": ".report", "nested_concepts": ".divergence",
     "search_split": ".split_search",
+    # the oracle ladder: rungs between the memoriser and the strong oracle, published model results
+    "rungs": ".rungs", "rung_learner": ".rungs", "Rung": ".rungs", "ladder_profile": ".ladder",
+    "ladder_summary": ".ladder", "format_ladder": ".ladder", "ladder_correlations": ".ladder",
+    "pooled_correlations": ".ladder", "plot_ladder": ".plots",
     # synonyms: which synonym classes are provably one program
     "prove_equivalent": ".synonyms.prover", "find_counterexample": ".synonyms.counterexamples",
     "classify_synonym_classes": ".synonyms.classify",

@@ -27,11 +27,11 @@ class Rung:
 
     name: its registered name; summary: one line (help texts); definition: what the learner
     knows, fixed before any comparison with models (the README's ladder table).
-    build(space, split, settings, **knobs) -> learner with ``evaluate(episodes)`` (the dict of
+    ``build(space, split, settings, **knobs)`` -> learner with ``evaluate(episodes)`` (the dict of
     the oracles' results) and ``fit``/``predict_proba``; its ``name`` is set by
     :func:`rung_learner`.  knobs: knob name -> (default, one-line help); only these are
-    accepted.  applies(space) -> None, or the reason the rung cannot apply to that kind of
-    space (one line).  check_knob(name, value) -> None or the reason a value is refused."""
+    accepted.  ``applies(space)`` -> None, or the reason the rung cannot apply to that kind of
+    space (one line).  ``check_knob(name, value)`` -> None or the reason a value is refused."""
 
     name: str
     summary: str
