@@ -1298,8 +1298,10 @@ def cmd_train(args) -> int:
     from .learners.profiles import resolve_profile
     from .learners.training import format_duration, parse_duration
     from .scale import Interrupted
+    from .learners.features import check_learner_space
     _check_train_options(args)
     space = _load_space(args.dir)
+    check_learner_space(space)  # before the split: a ConceptWorld space has no learner to train
     split = _splits_for(space, [args.split], args.spec)[args.split]
     encoder, pooling = parse_architecture(_learner_with_modality(args.learner, args.modality))
     profiled, encoder_options, pooling_options = resolve_profile(

@@ -60,6 +60,7 @@ import seaborn as sns
 from matplotlib.figure import Figure  # built directly: no pyplot state, works under any (or no) display
 from matplotlib.lines import Line2D
 
+from .conceptworld.space import GENERATOR_LABELS
 from .engine.rendered import find_rendered_bank
 from .gap import paired_bootstrap
 from .oracles import OracleSettings, strong_and_weak
@@ -600,7 +601,7 @@ def object_encoding(schema) -> dict:
     the schema has it; the channels left free take the schema's remaining attributes in
     schema order (``size`` only an ordered one).
     """
-    names = list(schema.names)
+    names = [n for n in schema.names if n not in GENERATOR_LABELS]  # how a scene was made is not its property
     position = ("x", "y") if "x" in names and "y" in names else None
     free = [n for n in names if position is None or n not in position]
     encoding = {"position": position}
@@ -681,6 +682,8 @@ def scene_property_data(space) -> pd.DataFrame:
     present = codes[:, :, 0] >= 0
     rows = []
     for a, attr in enumerate(space.schema.attributes):
+        if attr.name in GENERATOR_LABELS:  # how a scene was generated, not a property of it
+            continue
         vals = codes[:, :, a][present].astype(np.int64)
         counts = np.bincount(vals, minlength=attr.n_values)[: attr.n_values]
         total = counts.sum()
@@ -705,7 +708,10 @@ def plot_scene_properties(space, *, axes=None):
     ``count``, ``share`` (%, the bar height), ``uniform_share`` (the dashed line), plus
     ``bar_color`` (the bar's colour)."""
     data = scene_property_data(space)
-    attrs = list(dict.fromkeys(data["attribute"]))
+    attrs = list(dict.fromkeys(data["attribute"])) if len(data) else []
+    if not attrs:
+        raise ValueError("scene properties: the space's scenes carry no property to plot (a ConceptWorld space's "
+                         "scenes are grids; their only label, 'source', is how each was generated)")
     colour_attr = object_encoding(space.schema)["color"]
     plain = matplotlib.colors.to_hex(sns.color_palette("deep")[0])
     bar_colors = {a.name: [plain] * a.n_values for a in space.schema.attributes}
@@ -1076,7 +1082,8 @@ def write_figures(results, space, out_dir, formats=("png", "pdf"), episodes=None
     ent_neg = "hard" if "hard" in negs else negs[0]
     jobs.append(("entropy", lambda: plot_entropies(results, ent_neg, n_boot, seed)))
     jobs.append(("synonym_classes", lambda: plot_synonym_classes(space)))
-    jobs.append(("scene_properties", lambda: plot_scene_properties(space)))
+    if any(n not in GENERATOR_LABELS for n in space.schema.names):  # a ConceptWorld space has none to draw
+        jobs.append(("scene_properties", lambda: plot_scene_properties(space)))
     if episodes is not None:
         strong, weak = oracles if oracles is not None else (None, None)
         jobs.append(("episode_view", lambda: plot_episode(space, episodes, episode_index, strong, weak)))

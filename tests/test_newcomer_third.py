@@ -119,3 +119,80 @@ START -> x main_color? dark_red = exists=
 """, source="<underscores>")
     latex = Program.parse("x main_color? dark_red = exists=", g).latex
     assert r"\operatorname{main\_color}(x)" in latex and r"\text{dark\_red}" in latex
+
+
+# ------------------------------------------------------------------ item 1
+def _every_space_kind(request):
+    from pathlib import Path
+
+    from bayes_concepts.conceptworld.space import conceptworld_space
+    from bayes_concepts.pairs import pair_space, read_pairs_layout
+    pairs = Path(__file__).resolve().parent / "fixtures" / "pairs"
+    return {"curi": request.getfixturevalue("small_space"), "clevr": request.getfixturevalue("clevr_space"),
+            "pairs": pair_space(read_pairs_layout(pairs / "items.tsv", pairs)),
+            "conceptworld": conceptworld_space(depth=3, per_concept=2, broken_per_concept=1, noise_scenes=4)}
+
+
+def _learner_features(space) -> list:
+    """Every feature a built-in learner of ``space`` reads (schema features and bags of values)."""
+    from bayes_concepts.learners.features import SchemaLayout, bag_of_values, check_learner_space
+    check_learner_space(space)
+    names = list(SchemaLayout.from_schema(space.schema).names)
+    width = bag_of_values(space.scene_codes[:1], space.schema).shape[1]
+    names += [f"{a.name}={v}" for a in space.schema.attributes for v in a.values][:width]
+    return names
+
+
+def test_item1_no_learner_feature_of_any_space_kind_names_how_a_scene_was_generated(request):
+    import pytest
+
+    from bayes_concepts.learners import make_learner
+    from bayes_concepts.learners.features import GENERATOR_LABELS, SchemaLayout, bag_of_values
+    from bayes_concepts.learners.protocol import LearnerError
+    assert "source" in GENERATOR_LABELS
+    for kind, space in _every_space_kind(request).items():
+        generated = [n for n in space.schema.names if n in GENERATOR_LABELS]
+        try:
+            names = _learner_features(space)
+        except LearnerError as exc:
+            assert "\n" not in str(exc)
+            assert kind == "conceptworld", f"{kind}: learners refused ({exc})"
+        else:
+            bad = [n for n in names if n.split("=")[0].split(":")[0] in GENERATOR_LABELS | {"source"}]
+            assert not bad, f"{kind}: learner features {bad} name how a scene was generated"
+        if generated:  # the feature builders themselves never expose such a label
+            with pytest.raises(LearnerError, match="names how each scene was generated"):
+                SchemaLayout.from_schema(space.schema)
+            with pytest.raises(LearnerError, match="names how each scene was generated"):
+                bag_of_values(space.scene_codes[:1], space.schema)
+    cw = _every_space_kind(request)["conceptworld"]
+    for spec in ("prototype", "random", "schema-average"):
+        with pytest.raises(LearnerError, match=r"not scored on ConceptWorld spaces yet: .*'source'"):
+            make_learner(cw, spec)
+
+
+def test_item1_gap_and_train_refuse_learners_on_a_conceptworld_space_in_one_line(tmp_path, capsys):
+    from bayes_concepts.cli import main
+    from bayes_concepts.conceptworld.space import conceptworld_space
+    conceptworld_space(depth=3, per_concept=2, broken_per_concept=1, noise_scenes=4).save(tmp_path / "cw")
+    for argv in (["gap", str(tmp_path / "cw"), "--protocol", "conceptworld-productivity", "--learner", "prototype",
+                  "--episodes", "5"],
+                 ["train", str(tmp_path / "cw"), "--learner", "schema-average", "--split", "anything",
+                  "--out", str(tmp_path / "m"),
+                  "--budget", "5s"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "ConceptWorld" in err and "'source'" in err, err
+
+
+def test_item1_figures_do_not_draw_a_scene_s_source_as_its_property():
+    import pytest
+
+    from bayes_concepts.conceptworld.space import conceptworld_space
+    from bayes_concepts.plots import object_encoding, plot_scene_properties, scene_property_data
+    cw = conceptworld_space(depth=3, per_concept=2, broken_per_concept=1, noise_scenes=4)
+    encoding = object_encoding(cw.schema)
+    assert "source" not in [encoding[c] for c in ("color", "marker", "ring", "size", "hatch")]
+    assert "source" not in set(scene_property_data(cw).get("attribute", []))
+    with pytest.raises(ValueError, match="no property to plot"):
+        plot_scene_properties(cw)

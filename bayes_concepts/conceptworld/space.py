@@ -50,8 +50,14 @@ from .definitions import EXPERIMENTS_FILE, DefinitionsError, load_definitions
 from .execute import evaluate_concepts
 from .generate import break_scene, sample_scene
 
-__all__ = ["conceptworld_space", "definition_structure", "is_conceptworld", "space_grids", "space_grid",
+__all__ = ["GENERATOR_LABELS", "conceptworld_space", "definition_structure", "is_conceptworld", "space_grids", "space_grid",
            "space_colors", "load_experiments", "experiment_splits", "condition_slug", "load_reported", "DEFAULTS"]
+
+#: scene labels that name how a scene was generated: a ConceptWorld space's items carry
+#: ``source``, the concept each grid was drawn from (the answer).  No learner reads it as a
+#: feature (:func:`bayes_concepts.learners.features.check_learner_space`) and no figure draws
+#: it as a scene's property.
+GENERATOR_LABELS = frozenset({"source"})
 
 #: the build's defaults (``space build --preset conceptworld``)
 DEFAULTS = {"depth": 7, "per_concept": 40, "broken_per_concept": 10, "noise_scenes": 200, "noise": (0, 3),

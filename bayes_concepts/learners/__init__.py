@@ -27,7 +27,7 @@ from pathlib import Path
 from .binding import check_scoring, model_label
 from .conformance import LearnerCheckError, check_learner
 from .encoders import ObjectSet, SceneEncoder, SchemaEncoder, encoders
-from .features import SchemaLayout, bag_of_values
+from .features import SchemaLayout, bag_of_values, check_learner_space
 from .poolings import poolings
 from .protocol import Learner, LearnerError, MetaLearner, is_learner
 from .protonet import ProtoNet, ProtoNetLearner, load_model, parse_architecture
@@ -43,7 +43,7 @@ __all__ = ["Learner", "MetaLearner", "LearnerError", "LearnerCheckError", "is_le
            "PrototypeLearner", "reference_learners", "ProtoNet", "ProtoNetLearner", "ObjectSet", "SceneEncoder",
            "SchemaEncoder", "SchemaLayout", "bag_of_values", "encoders", "poolings", "TrainSettings", "train",
            "parse_duration", "save_model", "load_model", "read_card", "is_model_dir", "make_learner",
-           "parse_architecture", "learners_for_gap", "TrainingProfile", "training_profiles", "resolve_profile"]
+           "parse_architecture", "learners_for_gap", "TrainingProfile", "training_profiles", "resolve_profile", "check_learner_space"]
 
 
 def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **options):
@@ -52,6 +52,7 @@ def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **
     (``schema-relnet``: a new, untrained :class:`ProtoNetLearner`; ``options`` go to it), or
     the path of a saved model directory."""
     spec = str(spec)
+    check_learner_space(space)
     if spec in reference_learners:
         learner = reference_learners.get(spec)(space, seed=seed)
         if name:
@@ -72,6 +73,8 @@ def learners_for_gap(space, splits, specs, seed: int = 0, allow_other_space: boo
     unless ``allow_other_space``: :mod:`.binding`) or a reference learner name (scored on
     every split)."""
     out = {}
+    if specs:
+        check_learner_space(space)
     for spec in specs or []:
         if is_model_dir(spec):
             card = read_card(spec)

@@ -33,11 +33,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..conceptworld.space import GENERATOR_LABELS, is_conceptworld  # GENERATOR_LABELS: never a learner's feature
 from ..scenes.schema import SceneSchema
 from ..scenes.codes import scenes_to_codes
 from .protocol import LearnerError, split_scene_input
 
 ABSENT = -1.0
+
+
+def generator_labels(schema: SceneSchema) -> list:
+    """The attributes of ``schema`` that name how a scene was generated (:data:`GENERATOR_LABELS`)."""
+    return [name for name in schema.names if name in GENERATOR_LABELS]
+
+
+def _refuse_generator_labels(schema: SceneSchema, what: str) -> None:
+    found = generator_labels(schema)
+    if found:
+        raise LearnerError(f"{what}: the scene label {found[0]!r} names how each scene was generated (the answer), "
+                           "so it is never a learner's feature")
+
+
+def check_learner_space(space) -> None:
+    """Refuse, in one line, a space no built-in learner can score fairly: a ConceptWorld (grid)
+    space, whose scenes are grids that no learner reads yet and whose only item label,
+    ``source``, is the concept each scene was generated from; or any space whose scene labels
+    include such a generator label (:data:`GENERATOR_LABELS`)."""
+    if is_conceptworld(space):
+        raise LearnerError("learners are not scored on ConceptWorld spaces yet: their scenes are grids, which no "
+                           "learner reads, and their only scene label, 'source', is the concept each scene was "
+                           "generated from (the answer); compare the oracles alone (drop --learner)")
+    _refuse_generator_labels(space.schema, "learners on this space")
 
 
 def _is_numeric(attribute) -> bool:
@@ -70,6 +95,7 @@ class SchemaLayout:
 
     @classmethod
     def from_schema(cls, schema: SceneSchema) -> "SchemaLayout":
+        _refuse_generator_labels(schema, "schema features")
         names, tables = [], []
         for attr in schema.attributes:
             n = attr.n_values
@@ -151,6 +177,7 @@ def relation_features(rows, present) -> np.ndarray:
 def bag_of_values(codes, schema: SceneSchema) -> np.ndarray:
     """How many objects of each scene take each value of each attribute (location bins
     included): float32 (n, Σ n_values) from codes int (n, S, A)."""
+    _refuse_generator_labels(schema, "bag-of-values features")
     codes = np.asarray(codes)
     blocks = []
     for a, attr in enumerate(schema.attributes):

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 from scipy.special import expit
 
-from .features import scene_codes
+from .features import check_learner_space, scene_codes
 from .protocol import LearnerError, check_labels
 from .scoring import ap_on_test_bank, query_metrics
 
@@ -126,6 +126,7 @@ class PrototypeLearner:
     """
 
     def __init__(self, space, name: str = "prototype"):
+        check_learner_space(space)
         self.space = space
         self.name = name
         self._embedding_version = 0

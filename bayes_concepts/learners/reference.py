@@ -19,7 +19,7 @@ import zlib
 import numpy as np
 
 from ..registry import Registry
-from .features import bag_of_values, scene_codes, scene_ids
+from .features import bag_of_values, check_learner_space, scene_codes, scene_ids
 from .protocol import LearnerError, check_labels, split_scene_input
 from .prototype import PrototypeLearner
 
@@ -61,6 +61,7 @@ class RandomLearner:
     """
 
     def __init__(self, space, seed: int = 0, name: str = "random"):
+        check_learner_space(space)
         self.space = space
         self.seed = int(seed)
         self.name = name
