@@ -16,6 +16,18 @@ inside a name as ``.``) or an object with ``attr``/``obj`` (or ``attribute``/``o
 keys; and ``DIR`` may itself be one JSON file holding ``{"train": [...], "val": [...],
 "test": [...]}``.  Each file must exist (an empty one lists no pair).
 
+hxm97's realistic-CZSL split of MIT-States is read as it is published: a pairs directory
+holding ``seen_pairs.txt`` (and no ``train_pairs.txt``) is its ``mitstates_pair_split/``,
+whose sides are joined here -- train = ``seen_pairs.txt``; val = ``val_unseen_comps.txt`` +
+``val_unseen_pairs.txt``; test = ``test_unseen_comps.txt`` + ``test_unseen_pairs.txt`` (the
+unseen compositions of seen attributes and objects, then the unseen pairs with a novel
+attribute or object).  Its ``seen_attrs.txt`` and ``seen_objs.txt`` are checked against the
+seen pairs, which decide: an attribute the list names but no seen pair uses is a novel atom
+of the split, an object a seen pair uses that the list omits a seen one; both are counted and
+named (``PairsLayout.notes``, the manifest's ``params["layout_notes"]``, lines starting
+``note:`` in the build's output).  Its ``mitstates_img_split/`` (``train_imgs.txt``,
+``val_imgs.txt``, ``test_imgs.txt``, or one of them) is an items source: see Items below.
+
 Without the items (the images are a large download; RLCL's lists come with its code),
 ``items_per_pair=N`` gives every listed pair N synthetic items: an audit of the lists
 alone, in which every pair has the same number of items.
@@ -110,6 +122,10 @@ Items
   records ``{"image", "attr", "obj", "set"}``): read with torch when it is installed
   (else a one-line error saying how to convert it to JSON).  Records with ``NA`` are
   dropped and counted (above).
+* **hxm97's image lists** (a file ``train_imgs.txt``, ``val_imgs.txt`` or ``test_imgs.txt``,
+  or a folder holding them, as ``mitstates_img_split/``): no header, one item per line,
+  ``path attribute object`` separated by white space (``damp_mud/SAM_2193.jpg damp mud``);
+  the set is the file's (``train``, ``val``, ``test``).
 * **An image folder** (a directory): every file under ``DIR/<attribute object>/``, as
   MIT-States ships its images; the item is ``<attribute object>/<file>``.
 
@@ -132,7 +148,7 @@ from .splits import make_split
 __all__ = ["PairsLayout", "PairsLayoutError", "read_pairs_layout", "pair_space", "unseen_pairs_spec",
            "reference_limited_spec", "seen_pairs_per_attribute", "episode_worlds", "episode_worlds_spec",
            "spec_to_toml", "build_pair_space", "exclusion_lines", "PAIR_FILES", "split_pairs", "write_pair_files",
-           "check_pair_files_target"]
+           "check_pair_files_target", "drawable_fix"]
 
 PAIR_FILES = ("train_pairs.txt", "val_pairs.txt", "test_pairs.txt")
 SIDES = ("train", "val", "test")
@@ -176,6 +192,10 @@ class PairsLayout:
         ``"FILE: attribute object"`` for each listed pair that no item carries (excluded).
     na_items : list of str
         Names of the metadata records dropped for an NA label.
+    notes : dict kind -> ``{"count", "first", "rule"}``
+        What the layout's own lists say that the pairs contradict (hxm97's ``seen_attrs.txt``
+        naming attributes no seen pair uses, ``seen_objs.txt`` omitting objects seen pairs
+        use): nothing is left out, the pairs decide; recorded so that it is not silent.
     """
 
     items: list
@@ -186,6 +206,7 @@ class PairsLayout:
     sources: dict = field(default_factory=dict)
     empty_pairs: list = field(default_factory=list)
     na_items: list = field(default_factory=list)
+    notes: dict = field(default_factory=dict)
 
     @property
     def n_items(self) -> int:
@@ -309,9 +330,43 @@ def _text_records(path: Path, text: str) -> list:
     return records
 
 
+#: hxm97's realistic-CZSL image lists (``mitstates_img_split/``): one per set, no header
+IMG_SPLIT_FILES = tuple(f"{side}_imgs.txt" for side in SIDES)
+
+
+def _img_split_files(path: Path) -> list:
+    """The image lists of hxm97's ``img_split`` layout that ``path`` is or holds (a file
+    ``<set>_imgs.txt``, or a folder holding one or more of them), else ``[]``."""
+    if path.is_file():
+        return [path] if path.name in IMG_SPLIT_FILES else []
+    if path.is_dir():
+        return [path / n for n in IMG_SPLIT_FILES if (path / n).is_file()]
+    return []
+
+
+def _img_split_records(files: list) -> list:
+    """Records of hxm97's image lists: each line ``path attribute object`` (white space
+    separated, no header); the set is the file's (``train_imgs.txt`` -> ``train``)."""
+    records = []
+    for f in files:
+        side = f.name[: -len("_imgs.txt")]
+        for n, line in enumerate(_read_text(f, "the items file ").splitlines(), 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.split()
+            if len(fields) != 3:
+                raise PairsLayoutError(f"{f} line {n}: expected 'path attribute object' (three fields, as hxm97's "
+                                       f"{f.name}), got {len(fields)}: {line.strip()[:80]!r}")
+            records.append((n, {"image": fields[0], "attr": fields[1], "obj": fields[2], "set": side},
+                            f"{f} line {n}"))
+    return records
+
+
 def _read_items(path: Path) -> tuple:
     """``(names, attributes, objects, sets or None, NA names)`` of an items file or image folder."""
-    if path.is_dir():
+    if _img_split_files(path):
+        records = _img_split_records(_img_split_files(path))
+    elif path.is_dir():
         records = _folder_records(path)
     elif path.suffix in (".t7", ".pt", ".pth"):
         if not path.is_file():
@@ -375,6 +430,13 @@ def _pair_entries(path: Path, side: str, bundle) -> tuple:
         if side not in data:
             raise PairsLayoutError(f"{label}: no {side!r} list (expected keys train, val, test)")
         return label, _json_entries(data[side], f"{label} {side}")
+    if _is_hxm97_pairs(path):  # several files per side, joined in HXM97_SIDES order
+        files = _side_files(path, side)
+        entries = []
+        for f in files:
+            entries += [(f"{f} line {n}", line) for n, line in enumerate(_read_text(f).splitlines(), 1)
+                        if line.strip() and not line.startswith("#")]
+        return " + ".join(f.name for f in files), entries
     f = _side_file(path, side)
     text = _read_text(f)
     if f.suffix == ".json":
@@ -385,6 +447,61 @@ def _pair_entries(path: Path, side: str, bundle) -> tuple:
         return f.name, _json_entries(data, str(f))
     return f.name, [(f"{f} line {n}", line) for n, line in enumerate(text.splitlines(), 1)
                     if line.strip() and not line.startswith("#")]
+
+
+#: hxm97's realistic-CZSL pair split (``mitstates_pair_split/``), read as it is: each side's
+#: pairs are these files joined (seen pairs are train; the unseen compositions of seen
+#: attributes and objects and the unseen pairs with a novel attribute or object are val or test)
+HXM97_SIDES = {"train": ("seen_pairs.txt",), "val": ("val_unseen_comps.txt", "val_unseen_pairs.txt"),
+               "test": ("test_unseen_comps.txt", "test_unseen_pairs.txt")}
+
+
+def _is_hxm97_pairs(path: Path) -> bool:
+    """A folder in hxm97's pair-split layout: ``seen_pairs.txt`` and no ``train_pairs.txt``."""
+    return path.is_dir() and (path / "seen_pairs.txt").is_file() and not (path / "train_pairs.txt").is_file()
+
+
+def _side_files(path: Path, side: str) -> list:
+    """The files of one side's pairs: one (:func:`_side_file`), or hxm97's several
+    (:data:`HXM97_SIDES`; a missing one is a :class:`PairsLayoutError`)."""
+    if not _is_hxm97_pairs(path):
+        return [_side_file(path, side)]
+    missing = [n for n in HXM97_SIDES[side] if not (path / n).is_file()]
+    if missing:
+        raise PairsLayoutError(f"{path / missing[0]}: missing (hxm97's pair split holds seen_pairs.txt, "
+                               "val_unseen_comps.txt, val_unseen_pairs.txt, test_unseen_comps.txt, "
+                               "test_unseen_pairs.txt)")
+    return [path / n for n in HXM97_SIDES[side]]
+
+
+def _listed_atom_notes(path: Path, pairs: dict) -> dict:
+    """hxm97's ``seen_attrs.txt`` / ``seen_objs.txt`` against the seen pairs: attributes
+    (objects) the list names that no seen pair uses -- the split makes them novel atoms
+    (test primitives), whatever the list says -- and those seen pairs use that the list
+    omits.  ``{kind: {"count", "first", "rule"}}``, kinds with nothing omitted."""
+    out = {}
+    if not _is_hxm97_pairs(path):
+        return out
+    seen = pairs["train"]
+    for role, fname, k in (("attribute", "seen_attrs.txt", 0), ("object", "seen_objs.txt", 1)):
+        f = path / fname
+        if not f.is_file():
+            continue
+        listed = [ln.strip() for ln in _read_text(f).splitlines() if ln.strip() and not ln.startswith("#")]
+        used = {p[k] for p in seen}
+        unused = [x for x in listed if x not in used]
+        omitted = sorted(used - set(listed))
+        if unused:
+            out[f"{fname[:-4]}_unused"] = {
+                "count": len(unused), "first": unused[:FIRST],
+                "rule": f"{role}s {fname} lists that no seen pair uses: novel atoms of the split (test "
+                        f"primitives), as the seen pairs decide"}
+        if omitted:
+            out[f"{fname[:-4]}_omitted"] = {
+                "count": len(omitted), "first": omitted[:FIRST],
+                "rule": f"{role}s a seen pair uses that {fname} does not list: seen atoms of the split (train "
+                        f"primitives), as the seen pairs decide"}
+    return out
 
 
 def _side_file(path: Path, side: str) -> Path:
@@ -522,15 +639,19 @@ def read_pairs_layout(items, pairs_dir, items_per_pair: int | None = None) -> Pa
         pairs = {side: _read_pairs(pairs_dir, side, bundle, counts, empty) for side in SIDES}
     if not pairs["train"]:
         raise PairsLayoutError(f"{pairs_dir}: no train pair that an item carries (the seen pairs are needed)")
-    files = [pairs_dir] if bundle else [_side_file(pairs_dir, side) for side in SIDES]
+    files = [pairs_dir] if bundle else [f for side in SIDES for f in _side_files(pairs_dir, side)]
+    if not bundle and _is_hxm97_pairs(pairs_dir):
+        files += [pairs_dir / n for n in ("seen_attrs.txt", "seen_objs.txt") if (pairs_dir / n).is_file()]
+    item_files = [] if items is None else _img_split_files(items) or ([items] if items.is_file() else [])
     sources = {}
-    for p in ([items] if items is not None and items.is_file() else []) + sorted(files):
+    for p in item_files + sorted(files):
         sources[p.name] = hashlib.sha256(p.read_bytes()).hexdigest()
     if items is None:
         sources["items"] = f"synthetic: {items_per_pair} per listed pair"
-    elif items.is_dir():
+    elif items.is_dir() and not item_files:
         sources[items.name + "/"] = hashlib.sha256("\n".join(names).encode()).hexdigest()
-    return PairsLayout(names, attrs, objs, sets, pairs, sources, empty, dropped)
+    notes = {} if bundle else _listed_atom_notes(pairs_dir, pairs)
+    return PairsLayout(names, attrs, objs, sets, pairs, sources, empty, dropped, notes)
 
 
 # ============================================================================ the space
@@ -575,6 +696,8 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
     excluded = layout.exclusions()
     if excluded:
         params["excluded"] = excluded
+    if layout.notes:
+        params["layout_notes"] = layout.notes
     space = ExtensionSpace.from_extensions(
         np.stack([m for _, m in concepts]) if concepts else np.zeros((0, layout.n_items), bool),
         [" ".join(token[p] for p in parts) for parts, _ in concepts], item_names=layout.items,
@@ -827,13 +950,45 @@ def _seen_test_note(layout) -> str:
             f"{example!r})")
 
 
+#: fewer usable test concepts than this, and the build's line for the split says how to get more
+FEW_DRAWABLE = 5
+
+
+def drawable_fix(space, test_ids, needed: int) -> str:
+    """How to make more of a split's test concepts (``test_ids``) drawable when episodes need
+    ``needed`` positives (support + query): with synthetic items (``--items-per-pair``), more
+    items per pair; in any case a smaller ``--episode-shape`` (its positives within the
+    largest test concept's items)."""
+    counts = np.asarray(space.counts)[np.asarray(test_ids, np.int64)] if len(test_ids) else np.zeros(0, int)
+    largest = int(counts.max()) if len(counts) else 0
+    synthetic = str(((space.params or {}).get("sources") or {}).get("items", "")).startswith("synthetic")
+    fixes = []
+    if synthetic:
+        fixes.append(f"rebuild with --items-per-pair >= {needed} (each pair has "
+                     f"{largest if largest else 'no'} synthetic items now)")
+    if largest >= 2:
+        p = largest // 2
+        fixes.append(f"give a smaller --episode-shape (support + query positives <= {largest}, the largest test "
+                     f"concept's items, e.g. --episode-shape {p},20,{largest - p},20)")
+    elif not synthetic:
+        fixes.append("no episode shape fits: the test concepts have fewer than 2 items each")
+    return "; or ".join(fixes)
+
+
 def exclusion_lines(excluded: dict, prefix: str = "excluded: ") -> list:
     """One line per kind of an exclusion record (``{kind: {"count", "first", "rule"}}``):
     ``excluded: 1 empty pair (test_pairs.txt: broken wall): listed ..., but no item ...``."""
     words = {"empty_pairs": ("empty pair", "empty pairs"), "na_items": ("NA metadata record", "NA metadata records"),
              "val_pairs": ("val-only pair", "val-only pairs"),
              "val_only_atoms": ("attribute/object in no train or test pair", "attributes/objects in no train or test pair"),
-             "too_small": ("concept too small for an episode", "concepts too small for an episode")}
+             "too_small": ("concept too small for an episode", "concepts too small for an episode"),
+             "seen_attrs_unused": ("attribute of seen_attrs.txt in no seen pair",
+                                   "attributes of seen_attrs.txt in no seen pair"),
+             "seen_objs_unused": ("object of seen_objs.txt in no seen pair", "objects of seen_objs.txt in no seen pair"),
+             "seen_attrs_omitted": ("attribute of a seen pair missing from seen_attrs.txt",
+                                    "attributes of seen pairs missing from seen_attrs.txt"),
+             "seen_objs_omitted": ("object of a seen pair missing from seen_objs.txt",
+                                   "objects of seen pairs missing from seen_objs.txt")}
     out = []
     for kind, rec in excluded.items():
         n = int(rec.get("count", 0))
@@ -899,6 +1054,7 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
              + (f"{n_val:,} val pair{_s(n_val)} in no train or test list: not concepts (in neither oracle)"
                 if n_val else "every val pair is a train or test pair" if layout.pairs["val"] else "the val list is empty")]
     lines += exclusion_lines(layout.exclusions())
+    lines += exclusion_lines(layout.notes, prefix="note: ")
     if not layout.unseen_pairs():
         lines.append("no unseen_pairs split: the layout has no unseen pair (every test pair is a train pair, or "
                      "there is none)")
@@ -913,6 +1069,11 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
                      + (f", {len(small):,} excluded ({', '.join(small[:FIRST])}"
                         + (", ..." if len(small) > FIRST else "") + f"): fewer than {pos + qpos} items ({pos} support "
                         f"+ {qpos} query positives): never an episode's concept, still a hypothesis of the oracles"
-                        if small else ""))
+                        if small else "")
+                     + (f". Split {split.name}: {'no' if not usable else f'only {usable:,}'} test concept"
+                        f"{_s(usable) if usable else ''} drawable, so "
+                        + ("its audit cannot draw an episode" if not usable else "its gap rests on few concepts")
+                        + ": " + drawable_fix(space, split.test, pos + qpos)
+                        if usable < FEW_DRAWABLE and sz["test"] else ""))
     lines.append(f"next: bayes-concepts audit {out} --report {Path(out).name}_audit.md")
     return lines

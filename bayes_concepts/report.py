@@ -35,7 +35,8 @@ import pandas as pd
 from .errors import BayesConceptsError
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import EpisodeSampler
-from .gap import audit, build_exclusion_lines, cell_seed
+from .gap import audit, build_exclusion_lines, cell_seed, episode_shapes
+from .pairs import drawable_fix
 from .oracles import OracleSettings, strong_and_weak
 from .plots import _style, plot_episode, plot_gap_parts, split_label
 
@@ -48,6 +49,21 @@ class ReportError(BayesConceptsError):
 
 
 # ==================================================================================== audit
+def check_drawable(space, splits, episode_shape=None):
+    """Refuse, in one line naming the split and the fix (:func:`~bayes_concepts.pairs.drawable_fix`),
+    a split none of whose test concepts has the items an episode needs (before anything runs)."""
+    named = splits if isinstance(splits, dict) else {s.name: s for s in splits}
+    shapes, excluded = episode_shapes(space, named, episode_shape)
+    for name, split in named.items():
+        if len(split.test) and not excluded[name]["usable"]:
+            sh = shapes[name]
+            needed = sh["positives"] + sh["query_positives"]
+            raise BayesConceptsError(
+                f"split {name}: none of its {len(split.test):,} test concepts has {needed} or more items "
+                f"({sh['positives']} support + {sh['query_positives']} query positives), so no episode can be "
+                f"drawn: {drawable_fix(space, split.test, needed)}")
+
+
 def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
                  log=None, query_negatives: str | None = None, hard_mode: str = "union", episode_shape=None) -> list:
     """:func:`~bayes_concepts.gap.audit` of every split (a dict ``{name: Split}`` or a list),
@@ -57,6 +73,7 @@ def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int
     :func:`~bayes_concepts.gap.compute_gap` does (a protocol's; default: as the support's,
     union).  Works on relational spaces alike (their atoms and compounds: see
     :mod:`bayes_concepts.divergence`)."""
+    check_drawable(space, splits, episode_shape)
     structure = concept_structure(space)
     out = []
     for split in (splits.values() if isinstance(splits, dict) else splits):
