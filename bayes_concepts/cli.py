@@ -1753,14 +1753,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--items", metavar="FILE|DIR",
                    help="items: TSV with a header (item|image, attribute|attr, object|obj[, set]), JSON Lines / "
                         "a JSON list of objects with those keys, CZSL's metadata .t7 (needs torch), or an image "
-                        "folder of 'attribute object' sub-folders; NA records are dropped and counted (this or "
-                        "--items-per-pair)")
+                        "folder of 'attribute object' sub-folders, or hxm97's image lists (train_imgs.txt, val_imgs.txt, "
+                        "test_imgs.txt: 'path attribute object', no header; the file or its folder); NA records are "
+                        "dropped and counted (this or --items-per-pair)")
     p.add_argument("--items-per-pair", type=_whole(1), default=None, metavar="N",
                    help="no items file: give every listed pair N synthetic items, to audit the pair lists alone "
                         "(e.g. RLCL's lists without its images); every pair then has N items")
     p.add_argument("--pairs-dir", required=True, metavar="DIR|FILE.json",
                    help="holds train_pairs.txt, val_pairs.txt, test_pairs.txt (or JSON lists train.json, ...), or "
-                        "one JSON file of train/val/test lists; pairs no item has are left out and counted")
+                        "one JSON file of train/val/test lists, or hxm97's pair split (seen_pairs.txt + val/test "
+                        "_unseen_comps.txt and _unseen_pairs.txt, joined per side); pairs no item has are left out "
+                        "and counted")
     p.add_argument("--no-primitives", action="store_true",
                    help="only the pairs are concepts (default: also every attribute and every object alone)")
     p.add_argument("--k", type=int, nargs="+", metavar="K",
