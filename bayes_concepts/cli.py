@@ -487,6 +487,7 @@ def cmd_space_build(args) -> int:
     for f in args.scenes_from or ():
         if not Path(f).is_file():
             raise BayesConceptsError(f"--scenes-from {f}: no such file")
+    _check_build_memory(args)
     t = time.perf_counter()
     log = None if args.quiet else _log  # --quiet: neither stage lines nor progress bars
     with _nothing_written(args.out), (contextlib.nullcontext() if args.quiet else _progress_output()):
@@ -516,6 +517,38 @@ def cmd_space_build(args) -> int:
         if key in st:
             print(f"{label:<26} {st[key]:>10,}")
     return 0
+
+
+#: Bytes a sampled program holds at least while a build runs (its tokens, parse and dedup
+#: entries), besides its signature over the scene bank (one bit per scene).
+_BUILD_PROGRAM_BYTES = 200
+
+
+def _check_build_memory(args):
+    """Refuse, before any work, a ``space build`` whose scene bank (``--scenes``) or sampled
+    programs and their signatures (``--samples``) cannot fit in the memory available: one
+    line naming the option, as ``gap --episodes`` is refused."""
+    from .scale import check_memory, scene_bank_bytes
+    from .spaces.build import PRESETS
+    preset = PRESETS.get(args.preset or "paper", {})
+    scenes = int(args.scenes or preset.get("scenes") or 0)
+    if args.grammar:
+        schema = _grammar(args).schema
+    elif preset.get("grammar_file"):
+        from .lot import load_grammar
+        from .resources import data_file
+        schema = load_grammar(data_file(preset["grammar_file"])).schema
+    else:
+        schema = _grammar(args).schema
+    bank = scene_bank_bytes(scenes, schema.max_objects, schema.n_attributes, schema.n_relations)
+    if args.scenes:
+        check_memory(bank, f"--scenes {args.scenes:,}", "give fewer scenes",
+                     f"a bank of {args.scenes:,} scenes of up to {schema.max_objects} objects")
+    samples = 0 if args.programs else int(args.samples or preset.get("samples") or 0)
+    if args.samples and not args.programs:
+        check_memory(bank + samples * (_BUILD_PROGRAM_BYTES + (scenes + 7) // 8), f"--samples {args.samples:,}",
+                     "sample fewer programs (or use fewer scenes)",
+                     f"{samples:,} programs and their signatures over {scenes:,} scenes")
 
 
 def _space_build_shj(args) -> int:
@@ -555,6 +588,15 @@ def _space_build_conceptworld(args) -> int:
     from .conceptworld.space import DEFAULTS, conceptworld_space
     t = time.perf_counter()
     per = args.scenes or DEFAULTS["per_concept"]
+    if args.scenes:  # refused before any work when the grids cannot fit (32 x 32 bytes each, and their bits)
+        from .conceptworld.definitions import load_definitions
+        from .scale import check_memory
+        defs = load_definitions(None)
+        n_concepts = len(defs.instances(args.max_depth or DEFAULTS["depth"]))
+        n_scenes = n_concepts * (per + min(DEFAULTS["broken_per_concept"], per)) + DEFAULTS["noise_scenes"]
+        check_memory(n_scenes * (2 * defs.size * defs.size + n_concepts), f"--scenes {args.scenes:,}",
+                     "give fewer scenes per concept", f"{n_scenes:,} grid scenes of {defs.size} x {defs.size} "
+                     f"points for {n_concepts} concepts")
     with _nothing_written(args.out):
         space = conceptworld_space(depth=args.max_depth or DEFAULTS["depth"], per_concept=per,
                                    broken_per_concept=min(DEFAULTS["broken_per_concept"], per),
@@ -1172,6 +1214,7 @@ def cmd_render(args) -> int:
 
     from .scenes.render import render_scene_png
     from .scenes.sound import SoundSettings, synthesize_scene, write_wav
+    _check_picture_memory(args)
     if args.bank:
         return _render_bank(args)
     if args.scene_id is None or args.out is None or args.rebuild:
@@ -1200,6 +1243,22 @@ def cmd_render(args) -> int:
                          height=args.height or 160, width=args.width or 240)
     print(f"scene {args.scene_id} written to {args.out}")
     return 0
+
+
+#: Bytes per pixel of one picture while it is rendered (2 x 2 rays a pixel, three float64
+#: channels each, and the uint8 picture).
+_RENDER_PIXEL_BYTES = 2 * 2 * 3 * 8 + 3
+
+
+def _check_picture_memory(args):
+    """Refuse, before any work, ``render --height H --width W`` whose picture cannot be drawn
+    in the memory available (one line naming both options, as ``gap --episodes`` is refused)."""
+    if args.sound or not (args.height or args.width):
+        return
+    from .scale import check_memory
+    h, w = args.height or 160, args.width or 240
+    check_memory(h * w * _RENDER_PIXEL_BYTES, f"--height {h:,} --width {w:,}", "give a smaller picture",
+                 f"one picture of {h * w:,} pixels")
 
 
 def _render_grid(args, space, j: int) -> int:
@@ -2071,6 +2130,11 @@ def _add_people_parser(sub):
     p.set_defaults(func=cmd_people_shj)
 
 
+#: Bytes per sampled SHJ trial order while its prefix counts are made: a block of 16 trials
+#: over 8 stimuli, int64 one-hot, cumulative and sorted copies.
+_SHJ_ORDER_BYTES = 4 * 16 * 8 * 8
+
+
 def cmd_people_shj(args) -> int:
     given = _given(args)
     if args.method == "nuts" and "steps" in given:
@@ -2093,6 +2157,11 @@ def cmd_people_shj(args) -> int:
         language = str(_grammar_path(language))
         if not Path(language).is_file():
             raise BayesConceptsError(f"--language {args.language}: no such grammar file")
+    if args.orders:  # the sampled orders' prefix counts are held at once: refused before any work
+        from .scale import check_memory
+        check_memory(args.orders * _SHJ_ORDER_BYTES, f"--orders {args.orders:,}",
+                     "sample fewer orders (or leave --orders out: the exact average over all orders)",
+                     f"the prefix counts of {args.orders:,} trial orders")
     space = None
     if args.space:
         from .spaces import load_space

@@ -196,3 +196,28 @@ def test_item1_figures_do_not_draw_a_scene_s_source_as_its_property():
     assert "source" not in set(scene_property_data(cw).get("attribute", []))
     with pytest.raises(ValueError, match="no property to plot"):
         plot_scene_properties(cw)
+
+
+# ------------------------------------------------------------------ item 7
+def test_item7_huge_sizes_are_refused_up_front_in_one_line(tmp_path, capsys, monkeypatch):
+    import time
+
+    import bayes_concepts.scale as scale
+    from bayes_concepts.cli import main
+    monkeypatch.setattr(scale, "available_memory", lambda: 16e9)
+    big = str(10 ** 12)
+    # the render case first: on code without the checks it fails at once (the others would start the work)
+    cases = [(["render", str(tmp_path / "no_space"), "0", "--out", str(tmp_path / "x.png"), "--height", "100000",
+               "--width", "100000"], "--height 100,000 --width 100,000"),
+             (["space", "build", str(tmp_path / "a"), "--preset", "demo", "--samples", big], "--samples 1,000,000,000,000"),
+             (["space", "build", str(tmp_path / "b"), "--preset", "demo", "--scenes", big], "--scenes 1,000,000,000,000"),
+             (["space", "build", str(tmp_path / "c"), "--preset", "conceptworld", "--scenes", big],
+              "--scenes 1,000,000,000,000"),
+             (["people", "shj", "--orders", str(10 ** 8)], "--orders 100,000,000")]
+    for argv, named in cases:
+        t = time.perf_counter()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and named in err and "memory" in err, (argv, err)
+        assert time.perf_counter() - t < 20, argv  # before any work
+    assert not list(tmp_path.iterdir())
