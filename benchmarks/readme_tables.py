@@ -263,6 +263,57 @@ def rlcl_lists() -> str:
                   "gap seen_k1 = arr. + comp. + atoms", "gap worlds_np5 hard / easy (test concepts)", "build + audit"],
                  rows)
 
+#: the real files' audits (issue 42): label -> summary name
+REAL_FILES = {"C-GQA, natural split": "real_cgqa", "MIT-States, hxm97's realistic split": "real_mitstates"}
+
+
+def _excluded_short(rec: dict) -> str:
+    """``1,252 val-only pairs (sad person, ...)`` for each kind of a summary's exclusions."""
+    words = {"empty_pairs": "empty pairs", "na_items": "NA records", "val_pairs": "val-only pairs",
+             "val_only_atoms": "val-only atoms", "seen_attrs_unused": "attributes of seen_attrs.txt in no seen pair",
+             "seen_objs_unused": "objects of seen_objs.txt in no seen pair",
+             "seen_attrs_omitted": "seen pairs' attributes missing from seen_attrs.txt",
+             "seen_objs_omitted": "seen pairs' objects missing from seen_objs.txt"}
+    return "; ".join(f"{v['count']:,} {words.get(k, k)} ({', '.join(v['first'][:2])}"
+                     f"{', …' if v['count'] > 2 else ''})" for k, v in rec.items())
+
+
+def real_files() -> str:
+    """The real benchmarks' published files audited (``real_cgqa.json``, ``real_mitstates.json``,
+    and RLCL's ``mit_states`` lists from ``rlcl_lists.json`` and ``ladder_pairs.json``): per split,
+    the test concepts (drawable), the hard mAP gap with its interval and parts, the easy gap,
+    the rung that solves it (hard negatives) and what the build left out."""
+    rows = []
+    for label, name in REAL_FILES.items():
+        f = load(name)["figures"]
+        items = (f"{f['items']['count']:,} synthetic ({f['items']['synthetic_per_pair']} per pair)"
+                 if f["items"]["synthetic_per_pair"] else f"{f['items']['count']:,} images")
+        left = _excluded_short({**f["excluded"], **f.get("layout_notes", {})}) or "nothing"
+        for k, (split, e) in enumerate(f["splits"].items()):
+            h, parts = e["hard"], e["hard"]["parts"]
+            rows.append([label if k == 0 else "", items if k == 0 else "",
+                         " / ".join(f"{f['pairs'][s]:,}" for s in ("train", "val", "test")) if k == 0 else "",
+                         f"`{split}`", f"{e['sizes']['test']:,} ({e['usable_test_concepts']:,})",
+                         f"{h['gap']:.1f} {_ci(h['gap_ci'])} = {_pts(parts['novel_arrangements'])} + "
+                         f"{_pts(parts['novel_compounds'])} + {_pts(parts['novel_atoms'])}", f"{e['easy']['gap']:.1f}",
+                         e["solved_at"].get("hard") or "–", left if k == 0 else ""])
+    rl = load("rlcl_lists")["figures"]["mit_states"]
+    lad = {r["split"]: r for r in load("ladder_pairs")["figures"]["rows"] if r["negatives"] == "hard"}
+    for k, split in enumerate(("unseen_pairs", "seen_k1")):
+        e = rl["splits"][split]
+        h, parts = e["hard"], e["hard"]["parts"]
+        rows.append(["RLCL's `mit_states` lists (`rlcl_lists`)" if k == 0 else "",
+                     f"{rl['items']:,} synthetic (20 per pair)" if k == 0 else "",
+                     " / ".join(f"{rl['pairs'][s]:,}" for s in ("train", "val", "test")) if k == 0 else "",
+                     f"`{split}`", f"{e['sizes']['test']:,} ({e['usable_test_concepts']:,})",
+                     f"{h['gap']:.1f} {_ci(h['gap_ci'])} = {_pts(parts['novel_arrangements'])} + "
+                     f"{_pts(parts['novel_compounds'])} + {_pts(parts['novel_atoms'])}", f"{e['easy']['gap']:.1f}",
+                     (lad.get(f"mit_states/{split}") or {}).get("solved_at") or "–",
+                     (_excluded_short(rl["excluded"]) or "nothing") if k == 0 else ""])
+    return table(["files", "items", "pairs train / val / test", "split", "test concepts (drawable)",
+                  "gap hard [95 %] = arr. + comp. + atoms", "gap easy", "solved at (hard)", "left out, noted"], rows)
+
+
 #: the ladder's summaries shown in the README, and the rungs of its profile table
 LADDER_SUMMARIES = {"CURI": "ladder_curi", "CLOSURE": "ladder_closure", "CLOSURE (baselines only)":
                     "ladder_closure_closure-baselines", "ConceptWorld": "ladder_conceptworld",
@@ -392,7 +443,7 @@ def ladder_correlations() -> str:
 
 
 GENERATORS = {"mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
-              "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
+              "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
 
