@@ -1078,6 +1078,11 @@ def cmd_gap(args) -> int:
     print(format_table(rows))
     for line in _exclusion_note(ds):
         print(line)
+    from .gap import zero_gap_notes
+    for line in zero_gap_notes(space, splits, settings):  # a gap of 0.0 [0.0, 0.0] by construction says why
+        print(f"note: {line}")
+    for line in _dropped_conditions_note(splits):
+        print(line)
     if protocol is not None:
         for line in (protocol.left_out_note(splits), protocol.results_note(ds)):
             if line:
@@ -1491,6 +1496,8 @@ def cmd_audit(args) -> int:
             print(line)
     if protocol is not None and protocol.left_out_note(splits):
         print(protocol.left_out_note(splits))
+    for line in _dropped_conditions_note(splits):
+        print(line)
     ladder_rows = None
     if args.ladder:
         from .ladder import format_ladder, ladder_profile, ladder_summary
@@ -1524,6 +1531,15 @@ def _episode_shape(args):
     from .episodes import EpisodeShape
     text = getattr(args, "episode_shape", None)
     return None if text is None else EpisodeShape.parse(text, "--episode-shape")
+
+
+def _dropped_conditions_note(splits) -> list:
+    """Lines on the ConceptWorld conditions a protocol could not make a split of on this space
+    (:func:`~bayes_concepts.conceptworld.space.experiment_splits`), once each."""
+    seen = {}
+    for split in splits.values():
+        seen.update(getattr(split, "dropped_conditions", None) or {})
+    return [f"note: condition {c!r} left out: {why}" for c, why in seen.items()]
 
 
 def _exclusion_note(ds) -> list:

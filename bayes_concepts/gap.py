@@ -567,6 +567,37 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
                       for w, s, n, c in worst[:n_worst]]}
 
 
+def zero_gap_notes(space, splits: dict, settings: OracleSettings | None = None) -> list:
+    """One line per split whose gap is 0 by construction, saying why (a table's ``0.0 [0.0,
+    0.0]`` is otherwise silent): every test concept is a training concept or has a synonym
+    in train (the weak oracle knows each one: ``splits`` counts these as leakage), or the
+    prior gives every test concept probability 0 (neither oracle ever proposes one)."""
+    from .oracles.priors import log_prior
+    settings = settings or OracleSettings()
+    classes = np.asarray(space.synonym_classes)
+    lines = []
+    for name, split in splits.items():
+        test = np.asarray(split.test, np.int64)
+        if not len(test):
+            continue
+        leak = int(np.isin(classes[test], classes[np.asarray(split.train, np.int64)]).sum())
+        if leak == len(test):
+            lines.append(f"{name}: every test concept ({leak:,}) is in train or has a synonym there (leakage), so the "
+                         "weak oracle knows each one as the strong oracle does: its gap is 0 by construction")
+            continue
+        strong = getattr(split, "strong_concepts", None)
+        strong = np.union1d(split.train, test) if strong is None else np.asarray(strong, np.int64)
+        try:
+            lp = log_prior(space, strong, settings)
+        except BayesConceptsError:
+            continue  # the run itself reports a prior that cannot be used
+        in_test = np.isin(strong, test)
+        if in_test.any() and np.all(np.isneginf(lp[in_test])):
+            lines.append(f"{name}: the prior {settings.prior!r} gives every test concept probability 0, so no oracle "
+                         "ever proposes one: its gap is 0 by construction")
+    return lines
+
+
 def build_exclusion_lines(space_record: dict | None) -> list:
     """One line per kind of what a space's build left out (count, first names, rule)."""
     lines = []

@@ -221,3 +221,57 @@ def test_item7_huge_sizes_are_refused_up_front_in_one_line(tmp_path, capsys, mon
         assert len(err.splitlines()) == 1 and named in err and "memory" in err, (argv, err)
         assert time.perf_counter() - t < 20, argv  # before any work
     assert not list(tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------ item 5
+def test_item5_a_family_whose_lengths_run_backwards_is_an_error_naming_the_entry(tmp_path):
+    import re
+
+    import pytest
+
+    from bayes_concepts.conceptworld.definitions import DefinitionsError, load_definitions
+    text = data_file("conceptworld", "concepts.toml").read_text(encoding="utf-8")
+    bad = tmp_path / "concepts.toml"
+    bad.write_text(re.sub(r"lengths = \[1, 7\]", "lengths = [3, 1]", text, count=1), encoding="utf-8")
+    with pytest.raises(DefinitionsError, match=r"concepts.toml \[concept\.\w+\] lengths: \[3, 1\] has lo > hi"):
+        load_definitions(bad)
+
+
+def test_item5_a_dropped_condition_and_a_gap_zero_by_construction_are_explained(tmp_path, capsys, small_space_dir):
+    from bayes_concepts.cli import main
+    from bayes_concepts.conceptworld.space import conceptworld_space
+    conceptworld_space(depth=5, per_concept=12, broken_per_concept=1, noise_scenes=4).save(tmp_path / "cw5")
+    assert main(["gap", str(tmp_path / "cw5"), "--protocol", "conceptworld-productivity", "--episodes", "5",
+                 "--negatives", "hard"]) == 0
+    out = capsys.readouterr().out
+    assert "condition 'length 7' left out: none of its concepts (red_seq 7" in out and "--max-depth 5" in out, out
+    # instance_iid: every test concept is a training concept, so its gap of 0 is by construction: say so
+    assert main(["gap", str(small_space_dir), "--split", "instance_iid", "--episodes", "5", "--negatives",
+                 "hard"]) == 0
+    out = capsys.readouterr().out
+    assert "instance_iid: every test concept" in out and "gap is 0 by construction" in out, out
+
+
+def test_item5_zero_gap_notes_name_leakage_and_a_prior_that_gives_the_test_side_zero(small_space):
+    from bayes_concepts.gap import zero_gap_notes
+    from bayes_concepts.oracles import OracleSettings
+    from bayes_concepts.oracles.priors import priors
+    from bayes_concepts.splits import Split
+    classes = np.asarray(small_space.synonym_classes)
+    sizes = np.bincount(classes)
+    big = np.flatnonzero(sizes >= 2)[:20]
+    pairs = [np.flatnonzero(classes == c)[:2] for c in big]
+    train, test = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    leaky = Split("leaky", train, np.zeros(0, np.int64), test, {}, None, "", small_space.n_concepts)
+    (line,) = zero_gap_notes(small_space, {"leaky": leaky})
+    assert line.startswith("leaky: every test concept (20) is in train or has a synonym there")
+    others = np.setdiff1d(np.arange(small_space.n_concepts), np.union1d(train, test))[:40]
+    fair = Split("fair", others[:20], np.zeros(0, np.int64), others[20:], {}, None, "", small_space.n_concepts)
+    assert zero_gap_notes(small_space, {"fair": fair}) == []
+    held = set(others[20:].tolist())
+    priors.register("_no_test", lambda space, ids, s: np.array([-np.inf if i in held else 0.0 for i in ids]))
+    try:
+        (line,) = zero_gap_notes(small_space, {"fair": fair}, OracleSettings(prior="_no_test"))
+    finally:
+        priors.unregister("_no_test")
+    assert "prior '_no_test' gives every test concept probability 0" in line

@@ -824,6 +824,10 @@ def load_definitions(path=None) -> Definitions:
         if "lengths" in e and not (isinstance(e["lengths"], list) and len(e["lengths"]) == 2
                                    and all(isinstance(v, int) and v >= 1 for v in e["lengths"])):
             raise DefinitionsError(f"{src} [concept.{k}] lengths: expected [lo, hi], whole numbers >= 1")
+        if "lengths" in e and e["lengths"][0] > e["lengths"][1]:
+            lo, hi = e["lengths"]
+            raise DefinitionsError(f"{src} [concept.{k}] lengths: [{lo}, {hi}] has lo > hi, so the family has no "
+                                   f"member; give [lo, hi] with lo <= hi (e.g. [{hi}, {lo}])")
         if forms[0] == "chain":
             for o in e.get("of", ()):
                 if o not in objects:

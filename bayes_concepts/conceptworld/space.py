@@ -200,14 +200,21 @@ def experiment_splits(space, experiment: str, names=None, path=None) -> dict:
     if not len(train):
         raise DefinitionsError(f"experiment {experiment}: none of its training concepts is in the space; build it "
                                "with space build --preset conceptworld")
-    out = {}
+    out, dropped = {}, {}
+    depth = (space.params or {}).get("depth")
     for cond, texts in e["conditions"].items():
         slug = condition_slug(cond)
         if names is not None and list(names) != ["all"] and slug not in names:
             continue
         test, missing = ids(texts)
+        if not len(test):
+            dropped[cond] = (f"none of its concepts ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}) "
+                             f"is in the space" + (f" (built with --max-depth {depth}; rebuild with a larger one)"
+                                                   if depth else ""))
+            continue
         test = np.setdiff1d(test, train)
         if not len(test):
+            dropped[cond] = "every one of its concepts in the space is a training concept"
             continue
         split = Split(slug, train, np.zeros(0, np.int64), test,
                       {"kind": "conceptworld", "experiment": experiment, "condition": cond}, None,
@@ -215,6 +222,8 @@ def experiment_splits(space, experiment: str, names=None, path=None) -> dict:
         split.strong_concepts = np.arange(space.n_concepts, dtype=np.int64)
         split.excluded = {"train": missing_train, "test": missing}
         out[slug] = split
+    for split in out.values():  # what the experiment lost on this space, for the command line's note
+        split.dropped_conditions = dict(dropped)
     if names is not None and list(names) != ["all"]:
         unknown = [n for n in names if n not in out]
         if unknown:
