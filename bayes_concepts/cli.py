@@ -1571,7 +1571,7 @@ def cmd_space_from_pairs(args) -> int:
         raise BayesConceptsError("space from-pairs: give --items FILE|DIR or --items-per-pair N"
                          + (", not both" if args.items is not None else ""))
     for line in build_pair_space(args.out, args.items, args.pairs_dir, primitives=not args.no_primitives,
-                                 items_per_pair=args.items_per_pair,
+                                 items_per_pair=args.items_per_pair, unlisted=args.unlisted,
                                  ks=args.k or (), seed=args.seed, overwrite=args.force, worlds=args.worlds or (),
                                  n_worlds=args.n_worlds,
                                  episodes=None if args.episode_shape is None else _episode_shape(args).as_dict()):
@@ -1839,6 +1839,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "one JSON file of train/val/test lists, or hxm97's pair split (seen_pairs.txt + val/test "
                         "_unseen_comps.txt and _unseen_pairs.txt, joined per side); pairs no item has are left out "
                         "and counted")
+    p.add_argument("--unlisted", choices=("keep", "drop"), default="keep",
+                   help="items whose pair no pair file names (counted and named either way): keep (default) leaves "
+                        "them in the bank, positives of their attribute and object alone where those are concepts; "
+                        "drop leaves them out (not items)")
     p.add_argument("--no-primitives", action="store_true",
                    help="only the pairs are concepts (default: also every attribute and every object alone)")
     p.add_argument("--k", type=int, nargs="+", metavar="K",

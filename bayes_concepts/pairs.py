@@ -54,6 +54,14 @@ output and in the space's manifest (``params["excluded"]``); the audit and the r
   val pairs, or in no listed pair).  They are not concepts: a split's val concepts are in
   neither oracle, so they could change nothing but the episodes' hard negatives.  Their
   items stay in the bank (negatives of every concept).
+* **unlisted pairs**: pairs that items carry but no pair file names (train, val or test).  They
+  are not concepts.  By default (``unlisted="keep"``, ``--unlisted keep``) their items stay in
+  the bank, and where the pair's attribute or object is a concept they are its positives (an
+  item labelled ``wet car`` is wet, whatever the lists say): counted and named as a note
+  (``notes["unlisted_pairs"]``: pairs, items, and how many pairs and items join an attribute
+  or object alone).  ``unlisted="drop"`` (``--unlisted drop``) leaves their items out (not
+  items; CZSL's loaders use only images of listed pairs), counted and named as an exclusion
+  (``unlisted_items``).
 * **too small for an episode**: a concept with fewer items than the positives of an
   episode (support + query: 10 by default) stays a concept (a hypothesis of the oracles)
   but is never an episode's concept; how many there are depends on the episode shape, so
@@ -207,6 +215,7 @@ class PairsLayout:
     empty_pairs: list = field(default_factory=list)
     na_items: list = field(default_factory=list)
     notes: dict = field(default_factory=dict)
+    unlisted_items: dict | None = None
 
     @property
     def n_items(self) -> int:
@@ -243,6 +252,8 @@ class PairsLayout:
                "na_items": _record(self.na_items, "na_items"),
                "val_pairs": _record([f"{a} {o}" for a, o in self.val_only_pairs()], "val_pairs"),
                "val_only_atoms": _record(self.val_only_atoms(), "val_only_atoms")}
+        if self.unlisted_items:
+            out["unlisted_items"] = self.unlisted_items
         return {k: v for k, v in out.items() if v["count"]}
 
 
@@ -590,7 +601,22 @@ def synthetic_items(pairs: list, per_pair: int) -> tuple:
     return names, attrs, objs
 
 
-def read_pairs_layout(items, pairs_dir, items_per_pair: int | None = None) -> PairsLayout:
+#: what becomes of items whose pair no list names (``unlisted=``)
+UNLISTED = ("keep", "drop")
+
+
+def _unlisted(attrs, objs, pairs: dict) -> tuple:
+    """``(pairs, items per pair)`` of the items whose pair no list (train, val, test) names,
+    in order of first item."""
+    listed = {p for side in SIDES for p in pairs[side]}
+    out = {}
+    for a, o in zip(attrs, objs):
+        if (a, o) not in listed:
+            out[(a, o)] = out.get((a, o), 0) + 1
+    return list(out), out
+
+
+def read_pairs_layout(items, pairs_dir, items_per_pair: int | None = None, unlisted: str = "keep") -> PairsLayout:
     """Read the items (a file or an image folder) and the pair lists (a directory of
     ``train_pairs.txt``, ``val_pairs.txt`` and ``test_pairs.txt`` or their JSON lists, or
     one JSON file with ``train``/``val``/``test`` lists); a malformed file is a
@@ -637,6 +663,34 @@ def read_pairs_layout(items, pairs_dir, items_per_pair: int | None = None) -> Pa
         for a, o in zip(attrs, objs):
             counts[(a, o)] = counts.get((a, o), 0) + 1
         pairs = {side: _read_pairs(pairs_dir, side, bundle, counts, empty) for side in SIDES}
+    if unlisted not in UNLISTED:
+        raise PairsLayoutError(f"unlisted must be one of {', '.join(UNLISTED)}, got {unlisted!r}")
+    loose, loose_n = _unlisted(attrs, objs, pairs)
+    unlisted_record = {}
+    if loose:
+        used_a = {a for side in ("train", "test") for a, _ in pairs[side]}
+        used_o = {o for side in ("train", "test") for _, o in pairs[side]}
+        joining = [p for p in loose if p[0] in used_a or p[1] in used_o]
+        n_items, n_join = sum(loose_n.values()), sum(loose_n[p] for p in joining)
+        first = [f"{a} {o} ({loose_n[(a, o)]:,})" for a, o in loose[:FIRST]]
+        if unlisted == "drop":
+            keep = [(a, o) not in loose_n for a, o in zip(attrs, objs)]
+            names = [x for x, k in zip(names, keep) if k]
+            attrs = [x for x, k in zip(attrs, keep) if k]
+            objs = [x for x, k in zip(objs, keep) if k]
+            sets = None if sets is None else [x for x, k in zip(sets, keep) if k]
+            unlisted_record = {"unlisted_items": {
+                "count": len(loose), "items": n_items, "first": first,
+                "rule": f"their {n_items:,} items are not items (--unlisted drop): not in the bank, nor in any "
+                        "attribute or object alone"}}
+        else:
+            unlisted_record = {"unlisted_pairs": {
+                "count": len(loose), "items": n_items, "joining": {"pairs": len(joining), "items": n_join},
+                "first": first,
+                "rule": f"pairs that no pair file names, with {n_items:,} items: not concepts; their items stay in "
+                        f"the bank, and those of {len(joining):,} pair{_s(len(joining))} ({n_join:,} items) whose attribute or object "
+                        "is a concept are positives of that attribute or object alone (they are that attribute or "
+                        "object); --unlisted drop removes them"}}
     if not pairs["train"]:
         raise PairsLayoutError(f"{pairs_dir}: no train pair that an item carries (the seen pairs are needed)")
     files = [pairs_dir] if bundle else [f for side in SIDES for f in _side_files(pairs_dir, side)]
@@ -650,8 +704,11 @@ def read_pairs_layout(items, pairs_dir, items_per_pair: int | None = None) -> Pa
         sources["items"] = f"synthetic: {items_per_pair} per listed pair"
     elif items.is_dir() and not item_files:
         sources[items.name + "/"] = hashlib.sha256("\n".join(names).encode()).hexdigest()
-    notes = {} if bundle else _listed_atom_notes(pairs_dir, pairs)
-    return PairsLayout(names, attrs, objs, sets, pairs, sources, empty, dropped, notes)
+    notes = {**({} if bundle else _listed_atom_notes(pairs_dir, pairs)),
+             **{k: v for k, v in unlisted_record.items() if k == "unlisted_pairs"}}
+    layout_ = PairsLayout(names, attrs, objs, sets, pairs, sources, empty, dropped, notes)
+    layout_.unlisted_items = unlisted_record.get("unlisted_items")
+    return layout_
 
 
 # ============================================================================ the space
@@ -988,7 +1045,10 @@ def exclusion_lines(excluded: dict, prefix: str = "excluded: ") -> list:
              "seen_attrs_omitted": ("attribute of a seen pair missing from seen_attrs.txt",
                                     "attributes of seen pairs missing from seen_attrs.txt"),
              "seen_objs_omitted": ("object of a seen pair missing from seen_objs.txt",
-                                   "objects of seen pairs missing from seen_objs.txt")}
+                                   "objects of seen pairs missing from seen_objs.txt"),
+             "unlisted_pairs": ("pair no pair file names", "pairs no pair file names"),
+             "unlisted_items": ("pair no pair file names, its items dropped",
+                                "pairs no pair file names, their items dropped")}
     out = []
     for kind, rec in excluded.items():
         n = int(rec.get("count", 0))
@@ -1003,7 +1063,7 @@ def exclusion_lines(excluded: dict, prefix: str = "excluded: ") -> list:
 
 def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed: int = 0,
                      overwrite: bool = False, worlds=(), n_worlds: int | None = None, episodes=None,
-                     items_per_pair: int | None = None) -> list:
+                     items_per_pair: int | None = None, unlisted: str = "keep") -> list:
     """``bayes-concepts space from-pairs``: read the layout, build the pair space with its
     ``unseen_pairs`` split spec (when it has unseen pairs), a ``seen_k<K>`` spec per ``ks`` and a
     ``worlds_np<N>`` spec (:func:`episode_worlds_spec`, at most ``n_worlds`` worlds) per ``worlds``,
@@ -1018,7 +1078,7 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
     if Path(out).exists() and not overwrite:
         raise FileExistsError(f"{out} already exists (pass --force to replace it)")
     t = time.perf_counter()
-    layout = read_pairs_layout(items, pairs_dir, items_per_pair=items_per_pair)
+    layout = read_pairs_layout(items, pairs_dir, items_per_pair=items_per_pair, unlisted=unlisted)
     space = pair_space(layout, primitives=primitives, seed=seed)
     if not layout.unseen_pairs() and not ks and not worlds:
         raise PairsLayoutError(f"{pairs_dir}: no unseen pair (every test pair is a train pair, or there is none), so "

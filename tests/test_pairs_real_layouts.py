@@ -118,3 +118,45 @@ def test_undrawable_split_of_real_items_names_the_episode_shape_only():
     with pytest.raises(BayesConceptsError, match=r"split unseen_pairs: .*--episode-shape") as exc:
         audit_splits(space, split_pairs_only, n_episodes=10)
     assert "--items-per-pair" not in str(exc.value)
+
+
+# ================================================ item 5: items whose pair no list names
+def _with_unlisted(tmp_path) -> Path:
+    """The fixture's image lists plus 2 items of ``wet boat`` (attribute and object both
+    concepts) and 1 of ``pink hat`` (neither), pairs that no pair file names."""
+    d = tmp_path / "img"
+    d.mkdir()
+    for f in IMGS.iterdir():
+        (d / f.name).write_text(f.read_text())
+    with open(d / "train_imgs.txt", "a") as f:
+        f.write("wet_boat/a.jpg wet boat\nwet_boat/b.jpg wet boat\npink_hat/a.jpg pink hat\n")
+    return d
+
+
+def test_unlisted_pairs_are_counted_named_and_their_share_of_primitives_stated(tmp_path, capsys):
+    layout = read_pairs_layout(_with_unlisted(tmp_path), PAIRS)
+    note = layout.notes["unlisted_pairs"]
+    assert note["count"] == 2 and note["items"] == 3 and note["first"] == ["wet boat (2)", "pink hat (1)"]
+    assert note["joining"] == {"pairs": 1, "items": 2}
+    space = pair_space(layout)
+    assert space.n_scenes == 39 and space.params["layout_notes"]["unlisted_pairs"]["items"] == 3
+    rc, io = _run(capsys, "space", "from-pairs", tmp_path / "s", "--items", tmp_path / "img", "--pairs-dir", PAIRS)
+    assert rc == 0, io.err
+    assert "note: 2 pairs no pair file names (wet boat (2), pink hat (1))" in io.out
+    assert "those of 1 pair (2 items) whose attribute or object is a concept are positives" in io.out
+
+
+def test_unlisted_drop_leaves_their_items_out_counted(tmp_path, capsys):
+    layout = read_pairs_layout(_with_unlisted(tmp_path), PAIRS, unlisted="drop")
+    assert layout.n_items == 36 and "unlisted_pairs" not in layout.notes
+    ex = layout.exclusions()["unlisted_items"]
+    assert ex["count"] == 2 and ex["items"] == 3 and ex["first"][0] == "wet boat (2)"
+    space = pair_space(layout)
+    wet = space.descriptions.index("wet")
+    assert space.counts[wet] == 3 + 3 + 1 + 2 + 1  # wet dog, wet cat, val items; no wet boat
+    rc, io = _run(capsys, "space", "from-pairs", tmp_path / "s", "--items", tmp_path / "img", "--pairs-dir", PAIRS,
+                  "--unlisted", "drop")
+    assert rc == 0, io.err
+    assert "excluded: 2 pairs no pair file names, their items dropped (wet boat (2), pink hat (1))" in io.out
+    with pytest.raises(PairsLayoutError, match="unlisted must be one of keep, drop"):
+        read_pairs_layout(IMGS, PAIRS, unlisted="maybe")
