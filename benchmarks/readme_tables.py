@@ -264,7 +264,8 @@ def rlcl_lists() -> str:
                  rows)
 
 #: the real files' audits (issue 42): label -> summary name
-REAL_FILES = {"C-GQA, natural split": "real_cgqa", "MIT-States, hxm97's realistic split": "real_mitstates"}
+REAL_FILES = {"C-GQA, natural split": "real_cgqa", "MIT-States, hxm97's realistic split": "real_mitstates",
+              "RLCL's `mit_states` lists, MIT-States' labels": "real_rlcl_mitstates"}
 
 
 def _excluded_short(rec: dict) -> str:
@@ -273,14 +274,15 @@ def _excluded_short(rec: dict) -> str:
              "val_only_atoms": "val-only atoms", "seen_attrs_unused": "attributes of seen_attrs.txt in no seen pair",
              "seen_objs_unused": "objects of seen_objs.txt in no seen pair",
              "seen_attrs_omitted": "seen pairs' attributes missing from seen_attrs.txt",
-             "seen_objs_omitted": "seen pairs' objects missing from seen_objs.txt"}
+             "seen_objs_omitted": "seen pairs' objects missing from seen_objs.txt",
+             "unlisted_pairs": "pairs no list names (items kept)", "unlisted_items": "pairs no list names (items dropped)"}
     return "; ".join(f"{v['count']:,} {words.get(k, k)} ({', '.join(v['first'][:2])}"
                      f"{', …' if v['count'] > 2 else ''})" for k, v in rec.items())
 
 
 def real_files() -> str:
     """The real benchmarks' published files audited (``real_cgqa.json``, ``real_mitstates.json``,
-    and RLCL's ``mit_states`` lists from ``rlcl_lists.json`` and ``ladder_pairs.json``): per split,
+    ``real_rlcl_mitstates.json``): per split,
     the test concepts (drawable), the hard mAP gap with its interval and parts, the easy gap,
     the rung that solves it (hard negatives) and what the build left out."""
     rows = []
@@ -297,19 +299,6 @@ def real_files() -> str:
                          f"{h['gap']:.1f} {_ci(h['gap_ci'])} = {_pts(parts['novel_arrangements'])} + "
                          f"{_pts(parts['novel_compounds'])} + {_pts(parts['novel_atoms'])}", f"{e['easy']['gap']:.1f}",
                          e["solved_at"].get("hard") or "–", left if k == 0 else ""])
-    rl = load("rlcl_lists")["figures"]["mit_states"]
-    lad = {r["split"]: r for r in load("ladder_pairs")["figures"]["rows"] if r["negatives"] == "hard"}
-    for k, split in enumerate(("unseen_pairs", "seen_k1")):
-        e = rl["splits"][split]
-        h, parts = e["hard"], e["hard"]["parts"]
-        rows.append(["RLCL's `mit_states` lists (`rlcl_lists`)" if k == 0 else "",
-                     f"{rl['items']:,} synthetic (20 per pair)" if k == 0 else "",
-                     " / ".join(f"{rl['pairs'][s]:,}" for s in ("train", "val", "test")) if k == 0 else "",
-                     f"`{split}`", f"{e['sizes']['test']:,} ({e['usable_test_concepts']:,})",
-                     f"{h['gap']:.1f} {_ci(h['gap_ci'])} = {_pts(parts['novel_arrangements'])} + "
-                     f"{_pts(parts['novel_compounds'])} + {_pts(parts['novel_atoms'])}", f"{e['easy']['gap']:.1f}",
-                     (lad.get(f"mit_states/{split}") or {}).get("solved_at") or "–",
-                     (_excluded_short(rl["excluded"]) or "nothing") if k == 0 else ""])
     return table(["files", "items", "pairs train / val / test", "split", "test concepts (drawable)",
                   "gap hard [95 %] = arr. + comp. + atoms", "gap easy", "solved at (hard)", "left out, noted"], rows)
 

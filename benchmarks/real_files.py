@@ -11,8 +11,11 @@ with hxm97's realistic-CZSL split, and RLCL's lists (``rlcl_lists.json``, refere
   (``mitstates_pair_split/``: ``seen_pairs`` + ``*_unseen_comps`` / ``*_unseen_pairs``, joined
   per side by :func:`bayes_concepts.pairs.read_pairs_layout`), as
   hxm97/A-Dynamic-Learning-Method-towards-Realistic-Compositional-Zero-Shot-Learning has them.
-* **RLCL**: its lists are audited by ``benchmarks/rlcl_lists.py`` (``rlcl_lists.json``); this
-  summary points to it and copies nothing.
+* **RLCL** (``rlcl``): its lists alone are audited by ``benchmarks/rlcl_lists.py``
+  (``rlcl_lists.json``); here its ``mit_states`` lists (``api/datasets/assets/mit_states``, as in
+  bighuang624/RL-CZSL) are read with MIT-States' real per-image labels (``--items``: hxm97's
+  ``mitstates_img_split``), with RLCL's episode worlds (``--worlds 5``) beside ``--k 1``.
+  Pairs no list names keep their items in the bank (counted and named: ``layout_notes``).
 
 Each benchmark is built as ``bayes-concepts space from-pairs ... --k 1`` builds it, audited
 (gap with hard and easy negatives, intervals, its three parts, divergences, exclusions), and
@@ -20,9 +23,12 @@ scored by the oracle ladder (:func:`bayes_concepts.ladder.ladder_profile` with t
 rungs, summarised by :func:`~bayes_concepts.ladder.ladder_summary`), with the same episodes.
 
 Usage: ``python benchmarks/real_files.py c-gqa DIR`` (``DIR`` holds
-``compositional-split-natural/``) or ``python benchmarks/real_files.py mit-states DIR`` (``DIR``
-holds ``mitstates_img_split/`` and ``mitstates_pair_split/``); ``--episodes`` (2,000), ``--k``
-(1), ``--seed``.  Writes ``benchmarks/results/real_cgqa.json`` or ``real_mitstates.json``; the
+``compositional-split-natural/``), ``python benchmarks/real_files.py mit-states DIR`` (``DIR``
+holds ``mitstates_img_split/`` and ``mitstates_pair_split/``) or ``python
+benchmarks/real_files.py rlcl ASSETS --items DIR/mitstates_img_split`` (``ASSETS``: RLCL's
+``api/datasets/assets``); ``--episodes`` (2,000), ``--k``
+(1), ``--seed``.  Writes ``benchmarks/results/real_cgqa.json``, ``real_mitstates.json`` or
+``real_rlcl_mitstates.json``; the
 files themselves are never copied, only their sha256 recorded.
 """
 from __future__ import annotations
@@ -45,8 +51,11 @@ from _summary import RESULTS, write_summary
 
 SOURCES = {"c-gqa": "github.com/minho511/Compositional-Zero-Shot-Learning-Demo dataset/cgqa/compositional-split-natural",
            "mit-states": "github.com/hxm97/A-Dynamic-Learning-Method-towards-Realistic-Compositional-Zero-Shot-Learning "
-                         "mitstates_img_split, mitstates_pair_split"}
-OUT = {"c-gqa": "real_cgqa", "mit-states": "real_mitstates"}
+                         "mitstates_img_split, mitstates_pair_split",
+           "rlcl": "github.com/bighuang624/RL-CZSL api/datasets/assets/mit_states, with the items of "
+                   "github.com/hxm97/A-Dynamic-Learning-Method-towards-Realistic-Compositional-Zero-Shot-Learning "
+                   "mitstates_img_split"}
+OUT = {"c-gqa": "real_cgqa", "mit-states": "real_mitstates", "rlcl": "real_rlcl_mitstates"}
 
 
 def peak_mb() -> float:
@@ -58,13 +67,22 @@ def _inputs(kind: str, root: Path, items_per_pair: int) -> tuple:
     if kind == "c-gqa":
         d = root / "compositional-split-natural"
         return None, d if d.is_dir() else root, items_per_pair
+    if kind == "rlcl":
+        d = root / "mit_states"
+        return None, d if d.is_dir() else root, None
     return root / "mitstates_img_split", root / "mitstates_pair_split", None
 
 
 def audit_benchmark(kind: str, root: Path, work: Path, args) -> dict:
     items, pairs_dir, ipp = _inputs(kind, root, args.items_per_pair)
+    worlds = ()
+    if kind == "rlcl":
+        if args.items is None:
+            raise SystemExit("real_files: rlcl needs --items (hxm97's mitstates_img_split: MIT-States' labels)")
+        items, worlds = Path(args.items), (5,)
     t0 = time.perf_counter()
-    lines = build_pair_space(work, items, pairs_dir, ks=tuple(args.k), seed=args.seed, items_per_pair=ipp)
+    lines = build_pair_space(work, items, pairs_dir, ks=tuple(args.k), seed=args.seed, items_per_pair=ipp,
+                             worlds=worlds)
     build_s = time.perf_counter() - t0
     for ln in lines:
         print(ln, flush=True)
@@ -109,6 +127,7 @@ def main(argv=None) -> int:
     ap.add_argument("benchmark", choices=sorted(SOURCES), help="which real benchmark")
     ap.add_argument("root", help="the folder holding its files, laid out as its repository has them")
     ap.add_argument("--items-per-pair", type=int, default=20, help="c-gqa: synthetic items per listed pair (20)")
+    ap.add_argument("--items", default=None, help="rlcl: MIT-States' per-image labels (hxm97's mitstates_img_split)")
     ap.add_argument("--k", type=int, nargs="+", default=[1], help="also the seen_kK splits (default 1)")
     ap.add_argument("--episodes", type=int, default=2000, help="episodes per split and negatives (2,000)")
     ap.add_argument("--seed", type=int, default=0)
