@@ -474,6 +474,8 @@ def cmd_space_build(args) -> int:
         return _space_build_shj(args)
     if args.preset == "conceptworld":
         return _space_build_conceptworld(args)
+    if args.definitions is not None:
+        raise BayesConceptsError("--definitions is ConceptWorld's definitions file: it goes with --preset conceptworld")
     from .scale import parse_scheduler
     parse_scheduler(args.scheduler)
     if args.programs:
@@ -557,7 +559,8 @@ def _space_build_shj(args) -> int:
     given = [opt for opt, v in (("--samples", args.samples), ("--programs", args.programs),
                                 ("--scenes", args.scenes), ("--scene-sampler", args.scene_sampler),
                                 ("--scenes-from", args.scenes_from), ("--max-depth", args.max_depth),
-                                ("--no-rejection", args.no_rejection or None), ("--scheduler", args.scheduler))
+                                ("--no-rejection", args.no_rejection or None), ("--scheduler", args.scheduler),
+                                ("--definitions", args.definitions))
              if v is not None]
     if given:
         raise BayesConceptsError(f"--preset shj enumerates every concept over the grammar's stimuli: "
@@ -585,13 +588,15 @@ def _space_build_conceptworld(args) -> int:
     if given:
         raise BayesConceptsError(f"--preset conceptworld generates its scenes from the ConceptWorld definitions: "
                                  f"{', '.join(given)} do{'es' if len(given) == 1 else ''} not apply")
+    from .conceptworld.definitions import load_definitions
     from .conceptworld.space import DEFAULTS, conceptworld_space
     t = time.perf_counter()
     per = args.scenes or DEFAULTS["per_concept"]
+    if args.definitions is not None and not Path(args.definitions).is_file():
+        raise BayesConceptsError(f"--definitions {args.definitions}: no such file")
+    defs = load_definitions(args.definitions)  # the whole file checked (names, arity, cycles) before any work
     if args.scenes:  # refused before any work when the grids cannot fit (32 x 32 bytes each, and their bits)
-        from .conceptworld.definitions import load_definitions
         from .scale import check_memory
-        defs = load_definitions(None)
         n_concepts = len(defs.instances(args.max_depth or DEFAULTS["depth"]))
         n_scenes = n_concepts * (per + min(DEFAULTS["broken_per_concept"], per)) + DEFAULTS["noise_scenes"]
         check_memory(n_scenes * (2 * defs.size * defs.size + n_concepts), f"--scenes {args.scenes:,}",
@@ -600,7 +605,7 @@ def _space_build_conceptworld(args) -> int:
     with _nothing_written(args.out):
         space = conceptworld_space(depth=args.max_depth or DEFAULTS["depth"], per_concept=per,
                                    broken_per_concept=min(DEFAULTS["broken_per_concept"], per),
-                                   seed=args.seed or 0, log=None if args.quiet else _log)
+                                   seed=args.seed or 0, definitions=args.definitions, log=None if args.quiet else _log)
     space.save(args.out, overwrite=args.force)
     print(f"built {args.out} in {time.perf_counter() - t:.1f} s: {space.n_concepts} ConceptWorld concepts up to depth "
           f"{space.params['depth']} over {space.n_scenes:,} grid scenes ({per} per concept, distractors with one point "
@@ -1792,6 +1797,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="space_command", required=True)
     p = sp.add_parser("build", help="build a hypothesis space into directory OUT")
     p.add_argument("out", metavar="OUT", help="directory to write: new, empty, or (with --force) a saved space")
+    p.add_argument("--definitions", metavar="FILE.toml", default=None,
+                   help="with --preset conceptworld: your own ConceptWorld definitions file (the packaged "
+                        "hypotheses/conceptworld/concepts.toml's format), checked whole before the build")
     p.add_argument("--preset", choices=["demo", "paper", "curi", "clevr", "shj", "conceptworld"], default=None,
                    help="demo: 200,000 samples x 100,000 scenes; paper: CURI's 2,000,000 x 990,000 as the paper "
                         "describes it (default); curi: the space of CURI's release (its grammar file, local "

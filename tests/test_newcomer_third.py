@@ -275,3 +275,83 @@ def test_item5_zero_gap_notes_name_leakage_and_a_prior_that_gives_the_test_side_
     finally:
         priors.unregister("_no_test")
     assert "prior '_no_test' gives every test concept probability 0" in line
+
+
+# ------------------------------------------------------------------ item 6
+_CW_EDITS = {  # a user's typo or slip -> what the one-line error names
+    "relation typo": (['exists = "z_pent(X) and f_pent(Y) and west(X, Y)"',
+                       'exists = "z_pent(X) and f_pent(Y) and noth1(X, Y)"'],
+                      r"\[concept\.f_pent_west_z_pent\] exists: 'noth1' is not defined"),
+    "object typo": (['exists = "red_square(X)"\n[concept.blue_square]', 'exists = "red_sqare(X)"\n[concept.blue_square]'],
+                    r"\[concept\.red_square\] exists: 'red_sqare' is not defined"),
+    "and and": (['is = "solid_square(X) and red(X)"', 'is = "solid_square(X) and and red(X)"'],
+                r"\[object\.red_square\] is: not an expression"),
+    "itself": (['is = "solid_square(X) and red(X)"', 'is = "red_square(X) and red(X)"'],
+               r"\[object\.red_square\]: 'red_square' uses itself \(red_square -> red_square\)"),
+    "each other": (['is = "solid_square(X) and blue(X)"', 'is = "red_or_blue_square(X) and blue(X)"',
+                    'is = "solid_square(X) and red_or_blue(X)"', 'is = "blue_square(X) and red_or_blue(X)"'],
+                   r"uses itself \((blue_square -> red_or_blue_square -> blue_square|"
+                   r"red_or_blue_square -> blue_square -> red_or_blue_square)\)"),
+    "unbound": (['exists = "z_pent(X) and f_pent(Y) and west(X, Y)"', 'exists = "z_pent(X) and f_pent(Y) and west(X, Z)"'],
+                r"\[concept\.f_pent_west_z_pent\] exists: 'west\(X, Z\)': variable 'Z' is given no object"),
+    "constant called": (['exists = "f_pent(X)"', "exists = \"'f_pent'(X)\""],
+                        r"\[concept\.f_pent\] exists: \"'f_pent'\" is called, but only definitions"),
+    "relation cycle": (['east = "all(east_point(x, y)', 'east = "east1(X, Y) and all(east_point(x, y)'],
+                       r"\[relation\] east: 'east' uses itself \(east -> east1 -> east\)"),
+}
+
+
+def _edited_definitions(tmp_path, name, edits):
+    text = data_file("conceptworld", "concepts.toml").read_text(encoding="utf-8")
+    for old, new in zip(edits[::2], edits[1::2]):
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path = tmp_path / f"{name.replace(' ', '_')}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_item6_a_users_definitions_file_is_checked_whole_on_load(tmp_path):
+    import pytest
+
+    from bayes_concepts.conceptworld.definitions import DefinitionsError, load_definitions
+    for name, (edits, message) in _CW_EDITS.items():
+        path = _edited_definitions(tmp_path, name, edits)
+        with pytest.raises(DefinitionsError, match=message) as err:
+            load_definitions(path)
+        assert str(err.value).startswith(str(path)) and "\n" not in str(err.value), (name, err.value)
+
+
+def test_item6_a_grid_of_another_size_is_refused_by_the_interpreter_and_the_executor_alike():
+    import pytest
+
+    from bayes_concepts.conceptworld.definitions import DefinitionsError, load_definitions
+    from bayes_concepts.conceptworld.execute import evaluate_concepts
+    from bayes_concepts.conceptworld.interpret import interpret
+    defs = load_definitions()
+    small = np.full((16, 16), -1, np.int8)
+    with pytest.raises(DefinitionsError, match=r"16 x 16 grid, but the definitions .* are for 32 x 32 grids"):
+        interpret(defs, "square", small)
+    with pytest.raises(DefinitionsError, match=r"16 x 16 grids, but the definitions .* are for 32 x 32 grids"):
+        evaluate_concepts(defs, ["square"], small[None])
+
+
+def test_item6_space_build_takes_a_definitions_file_and_refuses_a_bad_one_in_one_line(tmp_path, capsys):
+    from bayes_concepts.cli import main
+    from bayes_concepts.spaces import load_space
+    bad = _edited_definitions(tmp_path, "typo", _CW_EDITS["object typo"][0])
+    assert main(["space", "build", str(tmp_path / "bad"), "--preset", "conceptworld", "--definitions", str(bad),
+                 "--max-depth", "2", "--scenes", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'red_sqare' is not defined" in err, err
+    assert not (tmp_path / "bad").exists()
+    text = data_file("conceptworld", "concepts.toml").read_text(encoding="utf-8")
+    mine = tmp_path / "mine.toml"
+    mine.write_text(text + '\n[concept.two_red_squares]\nexists = "red_square(X) and red_square(Y) and east(X, Y)"\n',
+                    encoding="utf-8")
+    assert main(["space", "build", str(tmp_path / "cw"), "--preset", "conceptworld", "--definitions", str(mine),
+                 "--max-depth", "2", "--scenes", "2", "--quiet"]) == 0
+    space = load_space(tmp_path / "cw")
+    assert space.find("two_red_squares") is not None and space.params["definitions"]["file"] == "mine.toml"
+    assert main(["space", "build", str(tmp_path / "x"), "--preset", "demo", "--definitions", str(mine)]) == 2
+    assert "--preset conceptworld" in capsys.readouterr().err

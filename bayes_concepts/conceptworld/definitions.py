@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import BayesConceptsError
 from ..resources import data_file
 
-__all__ = ["DefinitionsError", "Definitions", "ConceptDef", "Variant", "load_definitions", "compile_expr",
+__all__ = ["DefinitionsError", "Definitions", "check_grids", "ConceptDef", "Variant", "load_definitions", "compile_expr",
            "points_of", "DEFAULT_FILE", "EXPERIMENTS_FILE"]
 
 DEFAULT_FILE = "conceptworld/concepts.toml"
@@ -846,6 +846,128 @@ def load_definitions(path=None) -> Definitions:
     for t in _TABLES:  # compile every expression now: a bad one is an error at load time
         for k in tables[t]:
             defs.fn(k)
+    _check_objects(defs)  # names, syntax and cycles, before an object is compiled
     for k in objects:
         defs.variants(k)
+    _check_concepts(defs)
     return defs
+
+
+def check_grids(defs: Definitions, grids, what: str = "grids") -> np.ndarray:
+    """``grids`` (one (N, N) grid or a stack (S, N, N)) as an integer array, checked against
+    the definitions: N is the file's ``[grid] size`` and every cell -1 (empty) or a colour
+    index of its palette.  The one rule of the executor and the interpreter: anything else
+    is a one-line :class:`DefinitionsError` naming ``what``."""
+    g = np.asarray(grids)
+    n = defs.size
+    if g.ndim not in (2, 3) or g.shape[-2:] != (n, n):
+        got = " x ".join(map(str, g.shape[-2:])) if g.ndim >= 2 else f"shape {g.shape}"
+        raise DefinitionsError(f"{what}: {got} grid{'s' if g.ndim == 3 else ''}, but the definitions "
+                               f"({Path(defs.source).name}) are for {n} x {n} grids ([grid] size = {n})")
+    if not np.issubdtype(g.dtype, np.integer):
+        raise DefinitionsError(f"{what}: expected integer colour indices, got {g.dtype}")
+    if g.size and (g.min() < -1 or g.max() >= defs.n_colors):
+        bad = int(g[(g < -1) | (g >= defs.n_colors)].flat[0])
+        raise DefinitionsError(f"{what}: cell value {bad} is neither -1 (empty) nor a colour index "
+                               f"0..{defs.n_colors - 1} of the palette")
+    return g
+
+
+def _parse(text, where: str):
+    """The expression ``text`` parsed, or a one-line :class:`DefinitionsError` naming ``where``."""
+    if not isinstance(text, str):
+        raise DefinitionsError(f"{where}: expected an expression string, got {text!r}")
+    try:
+        return ast.parse(" ".join(text.split()), mode="eval").body
+    except SyntaxError as exc:
+        raise DefinitionsError(f"{where}: not an expression ({exc.msg}): {text!r}") from None
+
+
+def _called(tree, defs: Definitions, where: str) -> list:
+    """The names ``tree`` calls, each checked to be a definition of the file (a call of
+    anything else -- a constant, an attribute, a variable -- is an error naming ``where``)."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        if not isinstance(node.func, ast.Name):
+            raise DefinitionsError(f"{where}: {ast.unparse(node.func)!r} is called, but only definitions of the file "
+                                   f"can be ({ast.unparse(node)!r})")
+        name = node.func.id
+        if name in ("all", "any"):
+            continue
+        if defs.kind_of(name) is None:
+            raise DefinitionsError(f"{where}: {name!r} is not defined ({ast.unparse(node)!r}); define it in the file "
+                                   "first")
+        out.append(name)
+    return out
+
+
+def _check_objects(defs: Definitions) -> None:
+    """Every object entry: its expressions parse and call only definitions of the file, and no
+    definition (object, relation, point or colour predicate) is defined from itself, directly
+    or through others (a cycle)."""
+    uses, label = {}, {}
+    for t in _TABLES:
+        for name, text in defs.tables[t].items():
+            where = f"{defs.source} [{t}] {name}"
+            uses[name], label[name] = _called(_parse(text, where), defs, where), f"[{t}] {name}"
+    for name, e in defs.objects.items():
+        label[name] = f"[object.{name}]"
+        deps = [t for _, t in e.get("parts", ()) if t is not None]
+        for key in ("is", "where"):
+            if key in e:
+                where = f"{defs.source} [object.{name}] {key}"
+                deps += [c for c in _called(_parse(e[key], where), defs, where) if defs.kind_of(c) == "object"]
+        uses[name] = deps
+    state = {}
+
+    def visit(name, path):
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "open":
+            cycle = path[path.index(name):] + [name]
+            raise DefinitionsError(f"{defs.source} {label[cycle[0]]}: {cycle[0]!r} uses itself "
+                                   f"({' -> '.join(cycle)}); define it from the definitions above it")
+        state[name] = "open"
+        for dep in uses[name]:
+            visit(dep, path + [name])
+        state[name] = "done"
+
+    for name in uses:
+        visit(name, [])
+    for name, e in defs.objects.items():
+        if "is" in e:
+            defs.is_alternatives(name)
+
+
+def _check_concepts(defs: Definitions) -> None:
+    """Every ``exists`` concept: an ``and`` of one object call per variable and relations
+    between those variables, each name defined, each variable bound by an object."""
+    for name, e in defs.concepts.items():
+        if "exists" not in e:
+            continue
+        where = f"{defs.source} [concept.{name}] exists"
+        tree = _parse(e["exists"], where)
+        _called(tree, defs, where)
+        terms = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
+        bound, related = {}, []
+        for t in terms:
+            if not (isinstance(t, ast.Call) and all(isinstance(a, ast.Name) for a in t.args) and not t.keywords):
+                raise DefinitionsError(f"{where}: write an 'and' of calls on variables, e.g. 'square(X) and "
+                                       f"west(X, Y)' ({ast.unparse(t)!r} is not one)")
+            kind, args = defs.kind_of(t.func.id), [a.id for a in t.args]
+            if kind == "object" and len(args) == 1 and args[0] not in bound:
+                bound[args[0]] = t.func.id
+            elif kind == "relation" and len(args) == 2:
+                related.append((t, args))
+            else:
+                raise DefinitionsError(f"{where}: {ast.unparse(t)!r}: give each variable one object and relate "
+                                       "the variables by relations (an object takes one variable, a relation two)")
+        if not bound:
+            raise DefinitionsError(f"{where}: no variable is given an object (e.g. 'square(X)')")
+        for t, args in related:
+            free = [a for a in args if a not in bound]
+            if free:
+                raise DefinitionsError(f"{where}: {ast.unparse(t)!r}: variable {free[0]!r} is given no object "
+                                       f"(add e.g. 'square({free[0]})', or use {', '.join(sorted(bound))})")

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..scenes.grid import grid_bitmaps
 from .boxworld import boxworld_lengths
-from .definitions import ConceptDef, Definitions, DefinitionsError, Variant, compile_expr
+from .definitions import ConceptDef, Definitions, DefinitionsError, Variant, check_grids, compile_expr
 
 __all__ = ["evaluate_concepts", "anchors", "offset_table", "CHUNK"]
 
@@ -314,8 +314,10 @@ def evaluate_concepts(defs: Definitions, concepts, grids: np.ndarray, chunk: int
     (S, N, N) with N = ``defs.size``.  Scenes are processed ``chunk`` at a time."""
     concepts = [defs.concept(c) if isinstance(c, str) else c for c in concepts]
     grids = np.asarray(grids)
-    if grids.ndim != 3 or grids.shape[1:] != (defs.size, defs.size):
-        raise DefinitionsError(f"grids: expected int8 (S, {defs.size}, {defs.size}), got shape {grids.shape}")
+    if grids.ndim != 3:
+        raise DefinitionsError(f"grids: expected a stack of grids (S, {defs.size}, {defs.size}), got shape "
+                               f"{grids.shape}")
+    grids = check_grids(defs, grids)  # the interpreter's rule too
     ex = _Executor(defs)
     out = np.zeros((len(concepts), len(grids)), bool)
     for lo in range(0, len(grids), chunk):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..scenes.grid import grid_points
 from .boxworld import boxworld_lengths
-from .definitions import ConceptDef, Definitions, DefinitionsError, compile_expr, points_of
+from .definitions import ConceptDef, Definitions, DefinitionsError, check_grids, compile_expr, points_of
 
 __all__ = ["interpret", "Interpreter"]
 
@@ -195,4 +195,7 @@ def interpret(defs: Definitions, concept, grid: np.ndarray) -> bool:
     """Whether scene ``grid`` (int8 (N, N)) satisfies ``concept`` (a name or a
     :class:`ConceptDef`), by the definitions read point by point."""
     c = defs.concept(concept) if isinstance(concept, str) else concept
+    grid = check_grids(defs, grid, "grid")  # the executor's rule: the definitions' size and palette
+    if grid.ndim != 2:
+        raise DefinitionsError(f"grid: expected one grid ({defs.size}, {defs.size}), got shape {grid.shape}")
     return bool(Interpreter(defs, grid).holds(c))
