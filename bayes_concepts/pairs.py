@@ -1012,10 +1012,10 @@ FEW_DRAWABLE = 5
 
 
 def drawable_fix(space, test_ids, needed: int) -> str:
-    """How to make more of a split's test concepts (``test_ids``) drawable when episodes need
-    ``needed`` positives (support + query): with synthetic items (``--items-per-pair``), more
-    items per pair; in any case a smaller ``--episode-shape`` (its positives within the
-    largest test concept's items)."""
+    """How to make a split's test concepts that are too small (``test_ids``, fewer than
+    ``needed`` items: support + query positives) drawable: with synthetic items
+    (``--items-per-pair``), more items per pair; in any case a smaller ``--episode-shape`` (its
+    positives within the largest of them)."""
     counts = np.asarray(space.counts)[np.asarray(test_ids, np.int64)] if len(test_ids) else np.zeros(0, int)
     largest = int(counts.max()) if len(counts) else 0
     synthetic = str(((space.params or {}).get("sources") or {}).get("items", "")).startswith("synthetic")
@@ -1025,8 +1025,8 @@ def drawable_fix(space, test_ids, needed: int) -> str:
                      f"{largest if largest else 'no'} synthetic items now)")
     if largest >= 2:
         p = largest // 2
-        fixes.append(f"give a smaller --episode-shape (support + query positives <= {largest}, the largest test "
-                     f"concept's items, e.g. --episode-shape {p},20,{largest - p},20)")
+        fixes.append(f"give a smaller --episode-shape (support + query positives <= {largest}, the items of the "
+                     f"largest of them, e.g. --episode-shape {p},20,{largest - p},20)")
     elif not synthetic:
         fixes.append("no episode shape fits: the test concepts have fewer than 2 items each")
     return "; or ".join(fixes)
@@ -1133,7 +1133,8 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
                      + (f". Split {split.name}: {'no' if not usable else f'only {usable:,}'} test concept"
                         f"{_s(usable) if usable else ''} drawable, so "
                         + ("its audit cannot draw an episode" if not usable else "its gap rests on few concepts")
-                        + ": " + drawable_fix(space, split.test, pos + qpos)
-                        if usable < FEW_DRAWABLE and sz["test"] else ""))
+                        + ": " + drawable_fix(space, [i for i in split.test if space.counts[i] < pos + qpos],
+                                              pos + qpos)
+                        if small and usable < FEW_DRAWABLE else ""))
     lines.append(f"next: bayes-concepts audit {out} --report {Path(out).name}_audit.md")
     return lines

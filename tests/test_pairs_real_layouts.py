@@ -160,3 +160,28 @@ def test_unlisted_drop_leaves_their_items_out_counted(tmp_path, capsys):
     assert "excluded: 2 pairs no pair file names, their items dropped (wet boat (2), pink hat (1))" in io.out
     with pytest.raises(PairsLayoutError, match="unlisted must be one of keep, drop"):
         read_pairs_layout(IMGS, PAIRS, unlisted="maybe")
+
+
+def test_few_drawable_test_concepts_are_named_only_when_too_small_ones_are_the_cause(tmp_path, capsys):
+    d = _czsl_pairs(tmp_path)
+    rc, io = _run(capsys, "space", "from-pairs", tmp_path / "s", "--pairs-dir", d, "--items-per-pair", "10")
+    line = next(ln for ln in io.out.splitlines() if ln.startswith("split unseen_pairs"))
+    assert rc == 0 and "7 test concepts can be drawn" in line and "Split unseen_pairs" not in line
+    rc, io = _run(capsys, "space", "from-pairs", tmp_path / "t", "--items", IMGS, "--pairs-dir", PAIRS,
+                  "--episode-shape", "2,5,1,5")  # 3 images per test pair: all drawable with 3 positives
+    line = next(ln for ln in io.out.splitlines() if ln.startswith("split unseen_pairs"))
+    assert rc == 0 and "Split unseen_pairs" not in line, line
+
+
+def test_few_drawable_test_concepts_name_the_split_and_the_fix(tmp_path, capsys):
+    d = tmp_path / "img"
+    d.mkdir()
+    for f in IMGS.iterdir():
+        (d / f.name).write_text(f.read_text())
+    with open(d / "test_imgs.txt", "a") as f:  # new dog: 5 images, the other test pairs 3
+        f.write("new_dog/img10.jpg new dog\nnew_dog/img11.jpg new dog\n")
+    rc, io = _run(capsys, "space", "from-pairs", tmp_path / "s", "--items", d, "--pairs-dir", PAIRS,
+                  "--episode-shape", "2,5,2,5")
+    line = next(ln for ln in io.out.splitlines() if ln.startswith("split unseen_pairs"))
+    assert rc == 0 and "Split unseen_pairs: only 2 test concepts drawable" in line, line
+    assert "support + query positives <= 3" in line and "--items-per-pair" not in line
