@@ -60,10 +60,11 @@ import seaborn as sns
 from matplotlib.figure import Figure  # built directly: no pyplot state, works under any (or no) display
 from matplotlib.lines import Line2D
 
-from .conceptworld.space import GENERATOR_LABELS
+from .conceptworld.space import GENERATOR_LABELS, is_conceptworld, space_colors, space_grid
 from .engine.rendered import find_rendered_bank
 from .gap import paired_bootstrap
 from .oracles import OracleSettings, strong_and_weak
+from .scenes.grid import render_grids
 from .scenes.render import render_scenes
 from .scenes.sound import SoundSettings, log_mel_spectrogram, synthesize_scenes
 
@@ -892,6 +893,7 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
         raise IndexError(f"episode {index} out of range (0..{len(episodes) - 1})")
     h = int(episodes.concept[e])
     hard = episodes.meta.get("negatives", "hard") == "hard"
+    grids = is_conceptworld(space)  # scenes drawn as their grids
     sets = {}
     for side in ("support", "query"):
         sets[side] = dict(scenes=np.asarray(getattr(episodes, f"{side}_scenes")[e]),
@@ -987,6 +989,13 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
                     sax.set_yticks([])
                     sax.grid(False)
                     extra = {"image_mean": float(images[side][k].mean())}
+                elif grids:  # a ConceptWorld scene is its grid (its label is how it was generated)
+                    grid = space_grid(space, sid)
+                    sax.imshow(render_grids(grid, space_colors(space))[0], interpolation="nearest", aspect="auto")
+                    sax.set_xticks([])
+                    sax.set_yticks([])
+                    sax.grid(False)
+                    extra = {"points": int((grid >= 0).sum())}
                 else:
                     _draw_scene(sax, scene["objects"], (nx, ny), schema, encoding, styles)
                 lab = int(s["labels"][k])
@@ -1000,8 +1009,8 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
                 sax.set_gid(f"{side}:{k}")
                 for o in scene["objects"]:
                     rows.append({"set": side, "position": k, "scene": sid, "label": lab,
-                                 "topup": bool(s["topup"][k]), "relabelled": bool(s["relabelled"][k]), **o,
-                                 **extra})
+                                 "topup": bool(s["topup"][k]), "relabelled": bool(s["relabelled"][k]),
+                                 **{a: v for a, v in o.items() if a not in GENERATOR_LABELS}, **extra})
         text_top = head + set_head + nrow * row_h + 0.15
         legend_w = 2.6
         text_ax = add_axes(box(margin, text_top, width - 2 * margin - legend_w, text_h - 0.15))
@@ -1013,7 +1022,12 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
         legend_ax.axis("off")
         where = f"seen from above, {nx}×{ny} bins" if encoding["position"] else "in slot order"
         undrawn = f"\nnot drawn: {', '.join(encoding['undrawn'])}" if encoding["undrawn"] else ""
-        if modality == "image":
+        if grids:
+            size = int(space.params.get("grid_size", 32))
+            legend_ax.text(0.98, 0.97, f"grids: {size}×{size} points,\none pixel a point, black empty",
+                           transform=legend_ax.transAxes, ha="right", va="top", fontsize=8.5,
+                           bbox=dict(boxstyle="round,pad=0.4", fc="white", ec="0.7"))
+        elif modality == "image":
             legend_ax.text(0.98, 0.97, f"pictures: {ih}×{iw} pixels, rendered\nfrom the scene codes "
                            "(CLEVR-like);\nmetal shiny, rubber matte;\nx bins left to right, y bins far to near",
                            transform=legend_ax.transAxes, ha="right", va="top", fontsize=8.5,
@@ -1030,6 +1044,8 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
             layout = "scene, its objects left to right in slot order"
         if modality == "image":
             layout = "scene rendered as a picture"
+        elif grids:
+            layout = "grid scene"
         title = (f"Episode {e} ({what}{episodes.meta.get('negatives', '?')} negatives); each "
                  f"{'picture' if modality == 'image' else 'square'} is one {layout}.\n"
                  "Title: label (+ / " + MINUS + "); top-up = random negative filling a hard set, relabelled = "

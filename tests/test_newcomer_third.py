@@ -198,6 +198,20 @@ def test_item1_figures_do_not_draw_a_scene_s_source_as_its_property():
         plot_scene_properties(cw)
 
 
+
+def test_item1_the_episode_view_draws_a_conceptworld_scene_as_its_grid_not_its_source():
+    from bayes_concepts.conceptworld.space import conceptworld_space, experiment_splits, space_grid
+    from bayes_concepts.episodes import sample_episodes
+    from bayes_concepts.plots import plot_episode
+    cw = conceptworld_space(depth=3, per_concept=12, broken_per_concept=1, noise_scenes=4)
+    eps = sample_episodes(cw, experiment_splits(cw, "productivity")["length_3"], n=2, seed=0)
+    ax, data = plot_episode(cw, eps, 0)
+    assert "source" not in data.columns
+    first = data[(data["set"] == "support") & (data["position"] == 0)].iloc[0]
+    assert first["points"] == int((space_grid(cw, int(first["scene"])) >= 0).sum())
+    assert any(a.get_images() for a in ax.figure.axes)  # the grids are drawn as pictures
+
+
 # ------------------------------------------------------------------ item 7
 def test_item7_huge_sizes_are_refused_up_front_in_one_line(tmp_path, capsys, monkeypatch):
     import time
