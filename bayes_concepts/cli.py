@@ -2320,6 +2320,20 @@ def _silence_stdout():
         pass
 
 
+#: the commands that run the numba kernels (the first run compiles them)
+_COMPILING_COMMANDS = ("cmd_gap", "cmd_ladder", "cmd_audit", "cmd_demo", "cmd_posterior", "cmd_space_build",
+                       "cmd_splits_search", "cmd_train", "cmd_people_shj", "cmd_episodes")
+
+
+def _kernels_cached() -> bool:
+    """Whether numba's on-disk cache already holds the oracles' kernels, compiled by an earlier
+    run: under ``NUMBA_CACHE_DIR`` when it is set (numba then caches nowhere else), else beside
+    the module (``__pycache__``)."""
+    where = os.environ.get("NUMBA_CACHE_DIR")
+    place = Path(where) if where else Path(__file__).resolve().parent / "oracles" / "__pycache__"
+    return place.is_dir() and next(place.rglob("kernels.*.nbi"), None) is not None
+
+
 def main(argv=None) -> int:
     started = time.perf_counter()  # train --budget counts from here
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -2341,6 +2355,12 @@ def main(argv=None) -> int:
     else:
         args = build_parser().parse_args(argv)
     args.started = started
+    # (not inside the test suite, whose checks of one-line errors and quiet runs hold for a
+    # fresh clone too; tests/test_ladder.py checks the line itself)
+    if (getattr(args.func, "__name__", "") in _COMPILING_COMMANDS and not os.environ.get("PYTEST_CURRENT_TEST")
+            and not _kernels_cached()):
+        print("bayes-concepts: compiling the numba kernels once (about a minute on a 2-core machine; later runs "
+              "reuse them from the cache, and progress estimates settle after the first step)", file=sys.stderr)
     from .scale import safe_interrupts
     try:
         with safe_interrupts():  # Ctrl-C never inside numba's Python code (a SystemError, a crash)

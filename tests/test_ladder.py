@@ -256,3 +256,22 @@ def test_audit_ladder_adds_its_section_to_the_report(small_space_dir, capsys, tm
     text = (tmp_path / "r.md").read_text()
     assert "## The oracle ladder" in text and "memoriser" in text
     assert (tmp_path / "r_files" / "ladder.png").stat().st_size > 0
+
+
+def test_the_first_run_announces_its_compilation(tmp_path, monkeypatch, capsys):
+    """Issues 42 (item 10) and 44 (item 14): a command that runs the kernels says, on a fresh
+    cache, that it compiles them once; with the cache filled it says nothing."""
+    from bayes_concepts.cli import _kernels_cached
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    assert not _kernels_cached()
+    status, out, err = run(["ladder", tmp_path / "no_space"], capsys)
+    assert status == 2 and "compiling the numba kernels once" in err
+    status, out, err = run(["explain", "x color? red ="], capsys)
+    assert "compiling" not in err
+    fake = tmp_path / "cache" / "somewhere" / "kernels.evaluate_episodes-1.py311.nbi"
+    fake.parent.mkdir(parents=True)
+    fake.write_bytes(b"")
+    assert _kernels_cached()
+    status, out, err = run(["ladder", tmp_path / "no_space"], capsys)
+    assert "compiling" not in err and status == 2
