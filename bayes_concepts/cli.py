@@ -1122,8 +1122,8 @@ def _published_for(args, protocol, space, splits):
 
 
 def cmd_ladder(args) -> int:
-    from .ladder import (format_ladder, ladder_correlations, ladder_profile, ladder_summary, parse_rungs,
-                         rung_spreads, strip_draws)
+    from .ladder import (FLAT_SPREAD, format_ladder, ladder_correlations, ladder_profile, ladder_summary,
+                         parse_rungs, rung_spreads, strip_draws)
     from .results import save_results
     _settings(args)
     if args.out:
@@ -1194,6 +1194,10 @@ def cmd_ladder(args) -> int:
               f"bootstrap conditions and episodes:")
         for lb, v in c["rungs"].items():
             m = v["mean_model"]
+            if m.get("flat"):
+                print(f"  {lb:24s} flat: its gaps spread less than {FLAT_SPREAD:g} mAP point over the conditions, "
+                      "so it ranks nothing")
+                continue
             print(f"  {lb:24s} Spearman {m['spearman']:+.2f} [{m['spearman_ci'][0]:+.2f}, {m['spearman_ci'][1]:+.2f}]"
                   f"  Kendall {m['kendall']:+.2f} [{m['kendall_ci'][0]:+.2f}, {m['kendall_ci'][1]:+.2f}]")
         if c.get("unmatched"):
