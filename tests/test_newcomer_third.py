@@ -369,3 +369,23 @@ def test_item6_space_build_takes_a_definitions_file_and_refuses_a_bad_one_in_one
     assert space.find("two_red_squares") is not None and space.params["definitions"]["file"] == "mine.toml"
     assert main(["space", "build", str(tmp_path / "x"), "--preset", "demo", "--definitions", str(mine)]) == 2
     assert "--preset conceptworld" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ item 11 (messages)
+def test_item11_a_space_of_a_newer_format_says_to_upgrade_the_toolkit_not_rebuild(tmp_path):
+    import json
+
+    import pytest
+
+    from bayes_concepts.engine.store import FORMAT_VERSION, SpaceError, read_manifest
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "bayes_concepts.hypothesis_space",
+                                                        "format_version": FORMAT_VERSION + 1}))
+    with pytest.raises(SpaceError) as err:
+        read_manifest(tmp_path)
+    assert "upgrade the toolkit" in str(err.value) and "rebuild" not in str(err.value)
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "bayes_concepts.hypothesis_space",
+                                                        "format_version": 0}))
+    with pytest.raises(SpaceError) as err:
+        read_manifest(tmp_path)
+    assert "rebuild" in str(err.value)

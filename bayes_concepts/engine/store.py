@@ -98,6 +98,16 @@ class SpaceError(BayesConceptsError):
     """A directory that is not a valid saved hypothesis space; names the file."""
 
 
+def version_advice(found, reads: int, what: str) -> str:
+    """What to do about a ``what`` of format version ``found`` when this toolkit reads
+    ``reads``: a newer one needs a newer toolkit (rebuilding would not help), an older or
+    unknown one is rebuilt."""
+    if isinstance(found, int) and not isinstance(found, bool) and found > reads:
+        return (f"it was written by a newer bayes-concepts: upgrade the toolkit "
+                f"(pip install --upgrade bayes-concepts) to read this {what}")
+    return f"rebuild the {what} with this toolkit"
+
+
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -459,7 +469,7 @@ def read_manifest(path, kind: str | None = "program") -> dict:
         raise SpaceError(f"{mf}: not a hypothesis-space manifest")
     if manifest.get("format_version") != FORMAT_VERSION:
         raise SpaceError(f"{mf}: format version {manifest.get('format_version')!r}, this toolkit reads version "
-                         f"{FORMAT_VERSION}; rebuild the space")
+                         f"{FORMAT_VERSION}; {version_advice(manifest.get('format_version'), FORMAT_VERSION, 'space')}")
     if manifest.get("self_sha256") != _manifest_digest(manifest):
         raise SpaceError(f"{mf}: checksum mismatch (its content does not match its self_sha256); "
                          "the manifest is damaged")

@@ -91,8 +91,9 @@ def read_card(path) -> dict:
     if not isinstance(card, dict) or card.get("format") != FORMAT:
         raise LearnerError(f"{card_path}: not a bayes_concepts model card")
     if card.get("format_version") != FORMAT_VERSION:
+        from ..engine.store import version_advice
         raise LearnerError(f"{card_path}: format version {card.get('format_version')!r}, this toolkit reads "
-                           f"{FORMAT_VERSION}")
+                           f"{FORMAT_VERSION}; {version_advice(card.get('format_version'), FORMAT_VERSION, 'model')}")
     return card
 
 
