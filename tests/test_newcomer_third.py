@@ -389,3 +389,19 @@ def test_item11_a_space_of_a_newer_format_says_to_upgrade_the_toolkit_not_rebuil
     with pytest.raises(SpaceError) as err:
         read_manifest(tmp_path)
     assert "rebuild" in str(err.value)
+
+
+# ------------------------------------------------------------------ item 13 (figures)
+def test_item13_write_grid_png_writes_the_rgb_png_its_docstring_promises(tmp_path):
+    from PIL import Image
+
+    from bayes_concepts.scenes.grid import EMPTY, render_grids, write_grid_png
+
+    grid = np.full((8, 8), EMPTY, np.int8)
+    grid[2, 3] = 0
+    grid[5, 6] = 1
+    out = write_grid_png(tmp_path / "g.png", grid, scale=2)
+    with Image.open(out) as im:
+        assert im.mode == "RGB" and im.size == (16, 16)
+        assert np.array_equal(np.asarray(im), render_grids(grid, scale=2)[0])
+    assert "RGB PNG" in write_grid_png.__doc__ and [p.name for p in tmp_path.iterdir()] == ["g.png"]

@@ -169,8 +169,19 @@ def write_grid_png(path, grid: np.ndarray, colors=GRID_COLORS, scale: int = 1) -
     if g.max(initial=EMPTY) >= len(colors) or g.min(initial=EMPTY) < EMPTY:
         raise SceneError(f"write_grid_png {path}: colour index {int(g.max())} outside the palette of "
                          f"{len(colors)} ({', '.join(colors)})")
-    from .render import save_png
-    return save_png(render_grids(g, colors, int(scale))[0], path)
+    # written by Pillow (matplotlib's dependency) in mode RGB: matplotlib's imsave always
+    # writes RGBA, which is not what this function promises
+    from PIL import Image
+
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp.png")
+    try:
+        Image.fromarray(np.ascontiguousarray(render_grids(g, colors, int(scale))[0]), "RGB").save(tmp, format="PNG")
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
 
 
 def save_grid_png(path, grids: np.ndarray, colors=GRID_COLORS, titles=None, columns: int = 6, scale: int = 4):
