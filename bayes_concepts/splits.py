@@ -839,12 +839,22 @@ def _validate_held_out(h, where) -> dict:
     return out
 
 
+def _grammar_name(grammar) -> str:
+    """How messages name ``grammar``: "the grammar clevr.pcfg" for a grammar file, "the grammar
+    of the space spaces/x" for a space's own copy (every space calls it grammar.pcfg, so its
+    file name alone says nothing)."""
+    src = Path(str(grammar.source))
+    if src.name == "grammar.pcfg" and (src.parent / "manifest.json").is_file():
+        return f"the grammar of the space {src.parent}"
+    return f"the grammar {src.name}"
+
+
 def _check_tokens(spec: dict, grammar, where: _Where):
     h = spec.get("held_out")
     if not h:
         return
     kinds = grammar.token_kinds
-    gname = Path(str(grammar.source)).name
+    gname = _grammar_name(grammar)
     hint = getattr(grammar, "token_hint", None)  # a space of descriptions (ExtensionSpace) names its own tokens
     binders = sorted(set(_binder_names(grammar).values())) if not hint else []
     if hint:
@@ -852,12 +862,12 @@ def _check_tokens(spec: dict, grammar, where: _Where):
     elif binders:
         variables = " ".join(getattr(grammar, "variables", ("x",)))
         example = "filter" if "filter" in binders else binders[0]
-        expected = (f"not a token of the grammar {gname}: expected a value such as 'red', a property such as "
+        expected = (f"not a token of {gname}: expected a value such as 'red', a property such as "
                     f"'color?', an operator or relation of its operators line, a binder alone ({' or '.join(binders)}: "
                     f"over any variable) or with its variable ({example}:y), a variable ({variables}), S or "
                     "an integer")
     else:
-        expected = (f"not a token of the grammar {gname}: expected a value such as 'red', a property such as "
+        expected = (f"not a token of {gname}: expected a value such as 'red', a property such as "
                     "'color?', an operator, x, S, non-x-S or an integer")
 
     def known(tok, key):
@@ -875,7 +885,7 @@ def _check_tokens(spec: dict, grammar, where: _Where):
                     known(tok, opt)
     if h.get("counts") and not hint and "count=" not in kinds:
         first = h["counts"][0]["value"]
-        raise where.error(f"held_out.counts holds out CURI's count= comparisons, and the grammar {gname} has no "
+        raise where.error(f"held_out.counts holds out CURI's count= comparisons, and {gname} has no "
                           "count= operator; hold out its own counting with tokens = [\"count\"] or a pair such as "
                           "pairs = [[\"count\", \"2\"]]", ("held_out", "counts"), first)
     for c in h.get("counts", ()):

@@ -405,3 +405,23 @@ def test_item13_write_grid_png_writes_the_rgb_png_its_docstring_promises(tmp_pat
         assert im.mode == "RGB" and im.size == (16, 16)
         assert np.array_equal(np.asarray(im), render_grids(grid, scale=2)[0])
     assert "RGB PNG" in write_grid_png.__doc__ and [p.name for p in tmp_path.iterdir()] == ["g.png"]
+
+
+def test_item11_a_bad_token_in_a_split_spec_names_the_space_not_grammar_grammar_pcfg(tmp_path):
+    import pytest
+
+    from bayes_concepts.errors import BayesConceptsError
+    from bayes_concepts.splits import load_spec
+
+    space = tmp_path / "myspace"
+    space.mkdir()
+    (space / "grammar.pcfg").write_text(open(data_file("clevr.pcfg")).read())
+    (space / "manifest.json").write_text("{}")
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "t"\nkind = "held_out"\n[held_out]\ntokens = ["purpel"]\n')
+    with pytest.raises(BayesConceptsError) as err:
+        load_spec(spec, load_grammar(space / "grammar.pcfg"))
+    msg = str(err.value)
+    assert "'purpel'" in msg and "grammar grammar.pcfg" not in msg and f"the space {space}" in msg
+    with pytest.raises(BayesConceptsError, match="not a token of the grammar clevr.pcfg"):
+        load_spec(spec, CLEVR)
