@@ -1581,6 +1581,7 @@ def cmd_space_from_pairs(args) -> int:
                          + (", not both" if args.items is not None else ""))
     for line in build_pair_space(args.out, args.items, args.pairs_dir, primitives=not args.no_primitives,
                                  items_per_pair=args.items_per_pair, unlisted=args.unlisted,
+                                 k_by=args.k_by, image_level=args.image_level,
                                  ks=args.k or (), seed=args.seed, overwrite=args.force, worlds=args.worlds or (),
                                  n_worlds=args.n_worlds,
                                  episodes=None if args.episode_shape is None else _episode_shape(args).as_dict()):
@@ -1858,7 +1859,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-primitives", action="store_true",
                    help="only the pairs are concepts (default: also every attribute and every object alone)")
     p.add_argument("--k", type=int, nargs="+", metavar="K",
-                   help="also save reference-limited splits seen_kK: K seen pairs per attribute (RLCL)")
+                   help="also save reference-limited splits seen_kK: K seen pairs per attribute (RLCL; per object "
+                        "with --k-by object)")
+    p.add_argument("--k-by", choices=("attribute", "object"), default="attribute",
+                   help="what --k limits: K seen pairs per attribute (default; splits seen_kK, objects may be novel) "
+                        "or per object (splits seen_kK_obj, attributes may be novel)")
+    p.add_argument("--image-level", action="store_true",
+                   help="ask for an image-level split (CZSL's generalised setting: test-set images of seen pairs); "
+                        "refused: splits hold out concepts, not items (the build counts each set's items of seen "
+                        "and unseen pairs instead)")
     p.add_argument("--worlds", type=_whole(1), nargs="+", metavar="NP",
                    help="also save RLCL's episode setting worlds_npNP: worlds of NP attributes x NP objects drawn as "
                         "RLCL's episode sampler draws one (NP seen pairs without a shared primitive, the grid's "

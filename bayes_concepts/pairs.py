@@ -156,7 +156,7 @@ from .splits import make_split
 __all__ = ["PairsLayout", "PairsLayoutError", "read_pairs_layout", "pair_space", "unseen_pairs_spec",
            "reference_limited_spec", "seen_pairs_per_attribute", "episode_worlds", "episode_worlds_spec",
            "spec_to_toml", "build_pair_space", "exclusion_lines", "PAIR_FILES", "split_pairs", "write_pair_files",
-           "check_pair_files_target", "drawable_fix"]
+           "check_pair_files_target", "drawable_fix", "set_counts", "IMAGE_LEVEL", "K_BY"]
 
 PAIR_FILES = ("train_pairs.txt", "val_pairs.txt", "test_pairs.txt")
 SIDES = ("train", "val", "test")
@@ -192,7 +192,9 @@ class PairsLayout:
     items, attributes, objects : lists of str, (N,)
         Item names and their labels, in file order (NA records dropped).
     sets : list of str or None, (N,)
-        The items file's ``set`` column when present (recorded, not used).
+        The items file's ``set`` column when present: counted per set against the seen and
+        unseen pairs (:func:`set_counts`; the build's note, the manifest's
+        ``params["item_sets"]``), not used by any split (:data:`IMAGE_LEVEL`).
     pairs : dict ``train``/``val``/``test`` -> list of (attribute, object), in file order;
         only pairs some item carries.
     sources : dict file name -> sha256.
@@ -755,6 +757,8 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
         params["excluded"] = excluded
     if layout.notes:
         params["layout_notes"] = layout.notes
+    if layout.sets is not None:
+        params["item_sets"] = set_counts(layout)
     space = ExtensionSpace.from_extensions(
         np.stack([m for _, m in concepts]) if concepts else np.zeros((0, layout.n_items), bool),
         [" ".join(token[p] for p in parts) for parts, _ in concepts], item_names=layout.items,
@@ -851,17 +855,25 @@ def write_pair_files(space, split, out_dir) -> list:
     return written
 
 
-def seen_pairs_per_attribute(space, k: int, seed: int = 0) -> list:
-    """``k`` pairs per attribute (all of them when it has at most ``k``), drawn with ``seed``
-    from the attribute's pairs in the space (in concept order): the seen pairs of an
-    RLCL-style reference-limited split."""
+#: the roles a reference-limited split may limit the seen pairs of (``by``), and its spec-name suffix
+K_BY = {"attribute": "", "object": "_obj"}
+
+
+def seen_pairs_per_attribute(space, k: int, seed: int = 0, by: str = "attribute") -> list:
+    """``k`` pairs per attribute (``by="object"``: per object; all of them when it has at most
+    ``k``), drawn with ``seed`` from its pairs in the space (in concept order): the seen pairs of
+    an RLCL-style reference-limited split.  Every attribute (object) of a pair keeps at least
+    one seen pair, so none is a novel atom; with ``by="object"`` attributes may be."""
+    if by not in K_BY:
+        raise PairsLayoutError(f"by must be one of {', '.join(K_BY)}, got {by!r}")
+    role = ROLES.index(by)
     rng = np.random.default_rng(seed)
-    by_attr = {}
-    for (a, o), i in sorted(_pair_ids(space).items(), key=lambda kv: kv[1]):
-        by_attr.setdefault(a, []).append((a, o))
+    groups = {}
+    for pair, i in sorted(_pair_ids(space).items(), key=lambda kv: kv[1]):
+        groups.setdefault(pair[role], []).append(pair)
     seen = []
-    for a in sorted(by_attr):
-        ps = by_attr[a]
+    for key in sorted(groups):
+        ps = groups[key]
         pick = rng.permutation(len(ps))[: int(k)]
         seen += [ps[j] for j in sorted(pick)]
     return seen
@@ -877,18 +889,21 @@ def _whole(v, least: int) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= least
 
 
-def reference_limited_spec(space, k: int, seed: int = 0, name: str | None = None) -> dict:
-    """An RLCL-style split spec: ``k`` seen pairs per attribute (:func:`seen_pairs_per_attribute`),
-    every other pair (and every primitive in no seen pair) held out as test, no val.  The held-out
-    concepts are listed in the spec (``held_out.programs``)."""
+def reference_limited_spec(space, k: int, seed: int = 0, name: str | None = None, by: str = "attribute") -> dict:
+    """An RLCL-style split spec: ``k`` seen pairs per attribute, or per object with
+    ``by="object"`` (:func:`seen_pairs_per_attribute`), every other pair (and every primitive in
+    no seen pair) held out as test, no val.  The held-out concepts are listed in the spec
+    (``held_out.programs``); its name is ``seen_k<K>`` (per attribute) or ``seen_k<K>_obj``."""
     _check_pair_space(space)
+    if by not in K_BY:
+        raise PairsLayoutError(f"by (what k limits the seen pairs of) must be one of {', '.join(K_BY)}, got {by!r}")
     if not _whole(k, 1):
-        raise PairsLayoutError(f"k (seen pairs per attribute) must be an integer >= 1, got {k!r}")
-    held = _held_out_given_seen(space, seen_pairs_per_attribute(space, int(k), int(seed)))
+        raise PairsLayoutError(f"k (seen pairs per {by}) must be an integer >= 1, got {k!r}")
+    held = _held_out_given_seen(space, seen_pairs_per_attribute(space, int(k), int(seed), by=by))
     if not held.any():
-        raise PairsLayoutError(f"k = {k} keeps every pair of every attribute: nothing would be held out")
-    return {"name": name or f"seen_k{k}", "kind": "held_out", "synonym_aware": False, "val_fraction": 0.0,
-            "description": f"reference-limited (RLCL): {k} seen pair(s) per attribute, drawn with seed {seed}",
+        raise PairsLayoutError(f"k = {k} keeps every pair of every {by}: nothing would be held out")
+    return {"name": name or f"seen_k{k}{K_BY[by]}", "kind": "held_out", "synonym_aware": False, "val_fraction": 0.0,
+            "description": f"reference-limited (RLCL): {k} seen pair(s) per {by}, drawn with seed {seed}",
             "held_out": {"programs": [space.descriptions[i] for i in np.flatnonzero(held)]}}
 
 
@@ -1061,9 +1076,43 @@ def exclusion_lines(excluded: dict, prefix: str = "excluded: ") -> list:
     return out
 
 
+#: why the toolkit cannot express image-level splits (the refusal and the build's note say it)
+IMAGE_LEVEL = ("image-level splits (CZSL's generalised setting: the test-set images of seen pairs as queries) are not "
+               "supported: a split holds out concepts, not items, and every item of a seen pair is a positive of a "
+               "train concept whatever its set; the items' set column is counted in the build's summary")
+
+
+def set_counts(layout) -> dict:
+    """The items' ``set`` column against the pairs: ``{set: {"seen": items of train pairs,
+    "unseen": items of test pairs that are not train pairs, "other": items of any other pair
+    (val-only or unlisted)}}`` in the order sets first occur; ``{}`` without a set column."""
+    if layout.sets is None:
+        return {}
+    seen, unseen = set(layout.pairs["train"]), set(layout.unseen_pairs())
+    out = {}
+    for a, o, side in zip(layout.attributes, layout.objects, layout.sets):
+        kind = "seen" if (a, o) in seen else "unseen" if (a, o) in unseen else "other"
+        out.setdefault(str(side), {"seen": 0, "unseen": 0, "other": 0})[kind] += 1
+    return out
+
+
+def set_count_line(counts: dict) -> str:
+    """The build's note on the items' set column (``""`` without one): per set, its items of
+    seen pairs, of unseen pairs and of other pairs, and what the splits do with it."""
+    if not counts:
+        return ""
+    order = [s for s in SIDES if s in counts] + [s for s in counts if s not in SIDES]
+    parts = [f"{s} {sum(counts[s].values()):,} (seen pairs {counts[s]['seen']:,}, unseen pairs "
+             f"{counts[s]['unseen']:,}, other pairs {counts[s]['other']:,})" for s in order]
+    return ("note: the items' set column: " + "; ".join(parts) + ". The splits use the pair files, not the sets: "
+            "every item of a seen pair is a positive of a train concept whatever its set, and image-level splits "
+            "(CZSL's generalised setting, the test-set images of seen pairs) are not supported")
+
+
 def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed: int = 0,
                      overwrite: bool = False, worlds=(), n_worlds: int | None = None, episodes=None,
-                     items_per_pair: int | None = None, unlisted: str = "keep") -> list:
+                     items_per_pair: int | None = None, unlisted: str = "keep", k_by: str = "attribute",
+                     image_level: bool = False) -> list:
     """``bayes-concepts space from-pairs``: read the layout, build the pair space with its
     ``unseen_pairs`` split spec (when it has unseen pairs), a ``seen_k<K>`` spec per ``ks`` and a
     ``worlds_np<N>`` spec (:func:`episode_worlds_spec`, at most ``n_worlds`` worlds) per ``worlds``,
@@ -1071,8 +1120,16 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
     or an episode shape as a dict of its four fields
     (:meth:`bayes_concepts.episodes.EpisodeShape.as_dict`), written into every spec as its
     ``[episodes]`` table (the spec validates it).  ``items=None`` with ``items_per_pair=N``
-    audits the pair lists alone (:func:`read_pairs_layout`).  Returns the summary lines to print."""
+    audits the pair lists alone (:func:`read_pairs_layout`).  ``k_by``: what ``ks`` limits the seen
+    pairs of, ``"attribute"`` (``seen_k<K>``) or ``"object"`` (``seen_k<K>_obj``).
+    ``image_level=True`` asks for an image-level split, which is refused (:data:`IMAGE_LEVEL`):
+    where the items have a set column, the summary counts each set's items of seen and unseen
+    pairs instead.  Returns the summary lines to print."""
     import time
+    if image_level:
+        raise PairsLayoutError(IMAGE_LEVEL)
+    if k_by not in K_BY:
+        raise PairsLayoutError(f"k_by must be one of {', '.join(K_BY)}, got {k_by!r}")
     shape = dict(episodes) if episodes is not None else {"positives": 5, "negatives": 20, "query_positives": 5,
                                                         "query_negatives": 20}
     if Path(out).exists() and not overwrite:
@@ -1082,11 +1139,11 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
     space = pair_space(layout, primitives=primitives, seed=seed)
     if not layout.unseen_pairs() and not ks and not worlds:
         raise PairsLayoutError(f"{pairs_dir}: no unseen pair (every test pair is a train pair, or there is none), so "
-                               "no split: give --k K (K seen pairs per attribute) or --worlds NP (RLCL's episode "
+                               "no split: give --k K (K seen pairs per attribute, or per object with --k-by object) or --worlds NP (RLCL's episode "
                                "worlds)")
     specs = []
     for k in ks:
-        specs.append(reference_limited_spec(space, k, seed))
+        specs.append(reference_limited_spec(space, k, seed, by=k_by))
     for n_p in worlds:
         specs.append(episode_worlds_spec(space, n_p, n_worlds, seed))
     if episodes is not None:  # the shape goes into every spec, the seen-vs-unseen one included
@@ -1115,6 +1172,8 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
                 if n_val else "every val pair is a train or test pair" if layout.pairs["val"] else "the val list is empty")]
     lines += exclusion_lines(layout.exclusions())
     lines += exclusion_lines(layout.notes, prefix="note: ")
+    if layout.sets is not None:
+        lines.append(set_count_line(set_counts(layout)))
     if not layout.unseen_pairs():
         lines.append("no unseen_pairs split: the layout has no unseen pair (every test pair is a train pair, or "
                      "there is none)")
