@@ -776,10 +776,21 @@ def _no_splits(args, what: str, space=None):
     """The one-line error for a space that offers no split to ``what``."""
     grammar = (space.params.get("grammar") if space is not None else None) or {}
     clevr = isinstance(grammar, dict) and grammar.get("file") == "clevr.pcfg" and hasattr(args, "protocol")
-    return BayesConceptsError(f"{args.dir}: no splits to {what}: the space's grammar is not CURI's and it has no "
-                              "saved split specs; give --spec FILE (a split spec, TOML)"
+    conceptworld = (space is not None and space.params.get("kind") == "conceptworld"
+                    and hasattr(args, "protocol"))
+    why = ("it is a ConceptWorld space and has no saved split specs" if conceptworld
+           else "the space's grammar is not CURI's and it has no saved split specs")
+    return BayesConceptsError(f"{args.dir}: no splits to {what}: {why}; give --spec FILE (a split spec, TOML)"
                               + (" or --protocol closure (CLOSURE's families: the space was built with clevr.pcfg)"
-                                 if clevr else ""))
+                                 if clevr else "")
+                              + (f" or --protocol {'|'.join(_conceptworld_protocols())} (ConceptWorld's experiments)"
+                                 if conceptworld else ""))
+
+
+def _conceptworld_protocols() -> list:
+    """The registered protocols of ConceptWorld's experiments (conceptworld-*)."""
+    from .protocols import protocols
+    return [n for n in protocols.names() if n.startswith("conceptworld-")]
 
 
 def cmd_splits(args) -> int:

@@ -425,3 +425,14 @@ def test_item11_a_bad_token_in_a_split_spec_names_the_space_not_grammar_grammar_
     assert "'purpel'" in msg and "grammar grammar.pcfg" not in msg and f"the space {space}" in msg
     with pytest.raises(BayesConceptsError, match="not a token of the grammar clevr.pcfg"):
         load_spec(spec, CLEVR)
+
+
+def test_item11_splits_of_a_conceptworld_space_points_to_its_protocols(tmp_path, capsys):
+    from bayes_concepts.conceptworld.space import conceptworld_space
+    from conftest import assert_one_line_error, run
+
+    conceptworld_space(depth=3, per_concept=2, broken_per_concept=1, noise_scenes=4).save(tmp_path / "cw")
+    status, _, err = run(["splits", tmp_path / "cw"], capsys)
+    assert_one_line_error(status, err, "ConceptWorld space", "--protocol conceptworld-productivity",
+                          "conceptworld-substitution")
+    assert "grammar is not CURI's" not in err
