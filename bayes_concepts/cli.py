@@ -1483,9 +1483,12 @@ def cmd_audit(args) -> int:
     options; the output says so); a space that offers no split at all is an error."""
     _check_gap_memory(args.episodes, 2)  # the least it can need (one split, hard and easy): before any import
     from .gap import format_audit
-    from .report import audit_frame, audit_splits, format_audit_table, write_report
+    from .report import audit_frame, audit_splits, format_audit_table, report_format, write_report
     from .splits import load_spec
     _settings(args)  # a bad --beta or --epsilon is an error before any work
+    if args.report:  # a report that cannot be written is an error before any work, not after it
+        report_format(args.report)
+        _check_output_file(args.report, "--report", create_parents=True)  # write_report creates its folders
     space = _load_space(args.dir)
     protocol = _protocol(args)
     overrides = _protocol_overrides(args, protocol) if protocol is not None else {}

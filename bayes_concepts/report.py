@@ -629,6 +629,16 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool, ladder=No
     return b
 
 
+def report_format(out) -> str:
+    """The format of a report written to ``out``, from its suffix: "md" or "html" (else a
+    ReportError), so a command can refuse a bad name before computing anything."""
+    out = Path(out)
+    fmt = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}.get(out.suffix.lower())
+    if fmt is None:
+        raise ReportError(f"{out}: unknown report format {out.suffix!r} (use .md or .html)")
+    return fmt
+
+
 def write_report(space, reports: list, out, *, settings=None, seed: int = 0, title: str | None = None,
                  episode_view: bool = True, dpi: int = 130, ladder=None) -> list:
     """Write the difficulty report of ``reports`` (:func:`audit_splits`; each needs its
@@ -637,9 +647,7 @@ def write_report(space, reports: list, out, *, settings=None, seed: int = 0, tit
     ``.html``.  ``ladder``: :func:`~bayes_concepts.ladder.ladder_summary` rows of the same splits,
     for a section on the oracle ladder.  Written atomically; returns the paths written."""
     out = Path(out)
-    fmt = {".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}.get(out.suffix.lower())
-    if fmt is None:
-        raise ReportError(f"{out}: unknown report format {out.suffix!r} (use .md or .html)")
+    fmt = report_format(out)
     if not reports:
         raise ReportError(f"{out}: no split to report on")
     blocks = _blocks(space, reports, settings, seed, title, episode_view, ladder)

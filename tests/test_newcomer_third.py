@@ -436,3 +436,31 @@ def test_item11_splits_of_a_conceptworld_space_points_to_its_protocols(tmp_path,
     assert_one_line_error(status, err, "ConceptWorld space", "--protocol conceptworld-productivity",
                           "conceptworld-substitution")
     assert "grammar is not CURI's" not in err
+
+
+def test_item11_audit_report_that_cannot_be_written_fails_before_computing(small_space_dir, tmp_path, capsys,
+                                                                          monkeypatch):
+    import os
+    from pathlib import Path
+
+    import bayes_concepts.report as report
+    from conftest import assert_one_line_error, run
+
+    def no_work(*a, **k):
+        raise AssertionError("audit computed before checking --report")
+
+    monkeypatch.setattr(report, "audit_splits", no_work)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access = os.access
+    # a read-only folder (the tests may run as root, for whom chmod does not deny writing)
+    monkeypatch.setattr(os, "access", lambda p, mode, *a, **k: (False if Path(p) == ro and mode & os.W_OK
+                                                                 else real_access(p, mode, *a, **k)))
+    status, _, err = run(["audit", small_space_dir, "--episodes", "20", "--report", ro / "r.md"], capsys)
+    assert_one_line_error(status, err, "--report", "permission denied")
+    (tmp_path / "file").write_text("x")
+    status, _, err = run(["audit", small_space_dir, "--episodes", "20", "--report", tmp_path / "file" / "r.md"],
+                         capsys)
+    assert_one_line_error(status, err, "--report", "not a directory")
+    status, _, err = run(["audit", small_space_dir, "--episodes", "20", "--report", tmp_path / "r.pdf"], capsys)
+    assert_one_line_error(status, err, "unknown report format")
