@@ -341,14 +341,36 @@ def plot_comp_gap(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
         axes[1].set_xlabel("split (ordered by mAP gap, largest first)" if order == split_order(ds, negatives)
                            else "split")
         handles, labels = axes[0].get_legend_handles_labels()
+        width = fig.get_figwidth()  # a narrow figure (one split): fewer legend columns, wrapped subtitle
         fig.legend(handles, labels, loc="outside lower center", fontsize=10, frameon=False,
-                   ncol=min(5, len(labels)))
-        fig.suptitle("Compositionality gap per split (" + _episodes_note(ds, negatives) + ")\n"
-                     "error bars: 95 % bootstrap CI of each mean over episodes;  boxes: comp gap in percentage "
-                     "points [paired bootstrap 95 % CI]"
-                     + ("\ntext up a learner's bar: learner " + MINUS + " weak oracle in percentage points [paired "
-                        "bootstrap 95 % CI]" if models else ""), fontsize=11.5)
+                   ncol=_legend_columns(labels, width, 10))
+        fig.suptitle(_wrap_lines("Compositionality gap per split (" + _episodes_note(ds, negatives) + ")\n"
+                                 "error bars: 95 % bootstrap CI of each mean over episodes;  boxes: comp gap in "
+                                 "percentage points [paired bootstrap 95 % CI]"
+                                 + ("\ntext up a learner's bar: learner " + MINUS + " weak oracle in percentage "
+                                    "points [paired bootstrap 95 % CI]" if models else ""), width, 11.5),
+                     fontsize=11.5)
     return axes, data
+
+
+def _line_chars(width_in: float, fontsize: float) -> int:
+    """About how many characters of ``fontsize`` points fit in ``width_in`` inches (an
+    average character is taken as 0.55 em wide, with a margin)."""
+    return max(20, int(0.92 * width_in * 72 / (0.55 * fontsize)))
+
+
+def _wrap_lines(text: str, width_in: float, fontsize: float) -> str:
+    """``text`` with each of its lines wrapped to fit a figure ``width_in`` inches wide."""
+    import textwrap
+    n = _line_chars(width_in, fontsize)
+    return "\n".join(textwrap.fill(line, n) if line else line for line in text.split("\n"))
+
+
+def _legend_columns(labels, width_in: float, fontsize: float, most: int = 5) -> int:
+    """The most legend columns (at most ``most``) whose widest label (with its handle) fits
+    ``width_in`` inches."""
+    widest = max((len(str(lb)) for lb in labels), default=1) + 6  # the handle and the gap
+    return max(1, min(most, len(labels), _line_chars(width_in, fontsize) // widest))
 
 
 def gap_parts_data(ds, negatives: str = "hard", metric: str = "ap", n_boot: int = 1000, seed: int = 0,

@@ -464,3 +464,26 @@ def test_item11_audit_report_that_cannot_be_written_fails_before_computing(small
     assert_one_line_error(status, err, "--report", "not a directory")
     status, _, err = run(["audit", small_space_dir, "--episodes", "20", "--report", tmp_path / "r.pdf"], capsys)
     assert_one_line_error(status, err, "unknown report format")
+
+
+def test_item13_comp_gap_with_one_split_keeps_its_subtitle_and_legend_inside_the_figure(small_space):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from bayes_concepts import plots
+    from bayes_concepts.gap import compute_gap
+    from bayes_concepts.learners import RandomLearner
+    from bayes_concepts.splits import curi_splits
+
+    ds = compute_gap(small_space, {"counting": curi_splits(small_space)["counting"]}, n_episodes=30,
+                     learners={"random": RandomLearner(small_space, seed=0),
+                               "another-learner": RandomLearner(small_space, seed=1)})
+    axes, _ = plots.plot_comp_gap(ds, "hard", n_boot=20)
+    fig = axes[0].figure
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box = fig.bbox
+    for artist in (fig._suptitle, fig.legends[0]):
+        ext = artist.get_window_extent(renderer)
+        assert ext.x0 >= box.x0 - 1 and ext.x1 <= box.x1 + 1 and ext.y0 >= box.y0 - 1 and ext.y1 <= box.y1 + 1, \
+            (artist, ext, box)
