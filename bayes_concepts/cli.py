@@ -691,12 +691,15 @@ def cmd_space_info(args) -> int:
 
 
 def cmd_space_show(args) -> int:
+    from .spaces.concept_space import load_space
     from .spaces.hypothesis_space import HypothesisSpace
     from .lot import Program
-    space = HypothesisSpace.load(args.dir, verify=not args.no_verify)
+    space = load_space(args.dir, verify=not args.no_verify)
     if args.no_verify:
         print(f"(file checksums of {args.dir} not verified: --no-verify)", file=sys.stderr)
     what = " ".join(args.concept)
+    if not isinstance(space, HypothesisSpace):
+        return _show_described_concept(space, what, args.max_synonyms)
     if what.lstrip("-").isdigit():
         i = int(what)
         if not 0 <= i < space.n_concepts:
@@ -770,6 +773,40 @@ def _release_protocol(space):
         from .protocols import get_protocol
         return get_protocol("curi-release")
     return None
+
+
+def _show_described_concept(space, what: str, max_synonyms: int) -> int:
+    """``space show`` for a space of concept descriptions (pairs, ConceptWorld): its concept
+    ``what``, an id or a description ("red square", "(red, square)" or a ConceptWorld name)."""
+    n = space.n_concepts
+    if what.lstrip("-").isdigit():
+        i = int(what)
+        if not 0 <= i < n:
+            raise BayesConceptsError(f"concept id {i} out of range (the space has {n:,} concepts, ids 0..{n - 1})")
+    else:
+        i = space.find(what)
+        if i is None:  # the readable form of a pair: (red, square)
+            i = space.find(" ".join(what.strip().strip("()").replace(",", " ").split()))
+        if i is None:
+            print(f"{what}: not a concept of this space (give an id 0..{n - 1} or a concept's description, "
+                  "such as 'red square' or '(red, square)')")
+            return 1
+    d = space.program(i)
+    syn = [j for j in space.synonyms(i) if j != i]
+    print(f"id          {i}")
+    print(f"concept     {d.postfix}")
+    if d.readable != d.postfix:
+        print(f"readable    {d.readable}")
+    print(f"length      {d.length}")
+    print(f"log prior   {space.log_pcfg[i]:.4f}")
+    print(f"count       {space.count(i):,} of {space.n_scenes:,} scenes ({space.count(i) / space.n_scenes:.3%})")
+    print(f"synonyms    class {space.synonym_class(i)}, {len(syn)} other member{'s' if len(syn) != 1 else ''} "
+          f"(same extension on the {space.n_scenes:,} scenes)")
+    for j in syn[:max_synonyms]:
+        print(f"  {j:>8}  {space.program(j).readable}")
+    if len(syn) > max_synonyms:
+        print(f"  ... and {len(syn) - max_synonyms} more")
+    return 0
 
 
 def _no_splits(args, what: str, space=None):

@@ -487,3 +487,25 @@ def test_item13_comp_gap_with_one_split_keeps_its_subtitle_and_legend_inside_the
         ext = artist.get_window_extent(renderer)
         assert ext.x0 >= box.x0 - 1 and ext.x1 <= box.x1 + 1 and ext.y0 >= box.y0 - 1 and ext.y1 <= box.y1 + 1, \
             (artist, ext, box)
+
+
+def test_item11_space_show_shows_a_conceptworld_concept_and_a_pair(tmp_path, capsys):
+    from bayes_concepts.conceptworld.space import conceptworld_space
+    from bayes_concepts.spaces.extension_space import ExtensionSpace
+    from conftest import run
+
+    cw = conceptworld_space(depth=3, per_concept=2, broken_per_concept=1, noise_scenes=4)
+    cw.save(tmp_path / "cw")
+    name = cw.program(1).postfix
+    for concept in ("1", name):
+        status, out, err = run(["space", "show", tmp_path / "cw", concept], capsys)
+        assert status == 0, err
+        assert "id          1" in out and name in out and "count" in out
+    ext = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [1, 0, 0, 0]], bool)
+    ExtensionSpace.from_extensions(ext, ["red", "square", "red square"]).save(tmp_path / "pairs")
+    for concept in (["2"], ["red", "square"], ["(red,", "square)"]):
+        status, out, err = run(["space", "show", tmp_path / "pairs", *concept], capsys)
+        assert status == 0, err
+        assert "id          2" in out and "red square" in out
+    status, out, _ = run(["space", "show", tmp_path / "pairs", "blue"], capsys)
+    assert status == 1 and "not a concept of this space" in out
