@@ -107,12 +107,33 @@ METRIC_LABELS = {"ap": "mAP (%)", "cba": "class-balanced accuracy (%)"}
 MINUS = "\u2212"
 
 
+#: Fonts that draw scripts DejaVu Sans lacks (CJK, Arabic, Hebrew, Indic, Thai), tried glyph by
+#: glyph after the style's own font, so a non-Latin pair name is drawn, not as boxes; only the
+#: families installed are named (matplotlib would log every missing one).
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR",
+                  "Source Han Sans", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback",
+                  "Microsoft YaHei", "SimHei", "MS Gothic", "Malgun Gothic", "AppleGothic", "Arial Unicode MS",
+                  "Noto Sans Arabic", "Noto Sans Hebrew", "Noto Sans Devanagari", "Noto Sans Thai", "Unifont")
+
+
+def fallback_fonts() -> list:
+    """The families of :data:`FALLBACK_FONTS` installed here (as matplotlib's font list has them)."""
+    from matplotlib import font_manager
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    return [name for name in FALLBACK_FONTS if name in installed]
+
+
 def _style():
-    """Seaborn's white-grid look, applied only while a figure is built (no global rcParams change)."""
+    """Seaborn's white-grid look, applied only while a figure is built (no global rcParams change),
+    with the installed :data:`FALLBACK_FONTS` after its font for glyphs that font lacks."""
     import contextlib
     stack = contextlib.ExitStack()
     stack.enter_context(sns.axes_style("whitegrid"))
     stack.enter_context(sns.plotting_context("paper", font_scale=1.15))
+    extra = fallback_fonts()
+    if extra:
+        family = list(matplotlib.rcParams["font.family"])
+        stack.enter_context(matplotlib.rc_context({"font.family": family + [f for f in extra if f not in family]}))
     return stack
 
 

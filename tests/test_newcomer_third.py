@@ -509,3 +509,24 @@ def test_item11_space_show_shows_a_conceptworld_concept_and_a_pair(tmp_path, cap
         assert "id          2" in out and "red square" in out
     status, out, _ = run(["space", "show", tmp_path / "pairs", "blue"], capsys)
     assert status == 1 and "not a concept of this space" in out
+
+
+def test_item13_figures_fall_back_to_an_installed_font_for_non_latin_names(monkeypatch):
+    import dataclasses
+
+    import matplotlib
+    from matplotlib import font_manager
+
+    from bayes_concepts import plots
+
+    dejavu = next(f for f in font_manager.fontManager.ttflist if f.name == "DejaVu Sans")
+    # as if a CJK font were installed (its file here is DejaVu's: only the names are checked)
+    monkeypatch.setattr(font_manager.fontManager, "ttflist",
+                        [*font_manager.fontManager.ttflist, dataclasses.replace(dejavu, name="Noto Sans CJK JP")])
+    assert plots.fallback_fonts() == ["Noto Sans CJK JP"]
+    with plots._style():
+        family = list(matplotlib.rcParams["font.family"])
+        assert family[-1] == "Noto Sans CJK JP" and family[0] != "Noto Sans CJK JP"
+        fonts = font_manager.fontManager._find_fonts_by_props(font_manager.FontProperties())
+        assert len(fonts) >= 2  # the style's font, then the fallback, glyph by glyph
+    assert "Noto Sans CJK JP" not in matplotlib.rcParams["font.family"]  # no global change
