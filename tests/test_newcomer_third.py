@@ -530,3 +530,28 @@ def test_item13_figures_fall_back_to_an_installed_font_for_non_latin_names(monke
         fonts = font_manager.fontManager._find_fonts_by_props(font_manager.FontProperties())
         assert len(fonts) >= 2  # the style's font, then the fallback, glyph by glyph
     assert "Noto Sans CJK JP" not in matplotlib.rcParams["font.family"]  # no global change
+
+
+def test_item11_a_model_of_another_space_is_refused_for_its_space_not_told_to_pick_its_split(small_space_dir,
+                                                                                            tmp_path):
+    import json
+
+    import pytest
+
+    from bayes_concepts.learners import learners_for_gap
+    from bayes_concepts.learners.store import CARD, FORMAT, FORMAT_VERSION
+    from bayes_concepts.errors import BayesConceptsError
+    from bayes_concepts.splits import curi_splits
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / CARD).write_text(json.dumps({
+        "format": FORMAT, "format_version": FORMAT_VERSION, "name": "m",
+        "training": {"split": "length_5", "split_sha256": "0" * 64,
+                     "space": {"manifest_sha256": "f" * 64, "path": "/elsewhere/cw"}}}))
+    from bayes_concepts import HypothesisSpace
+    space = HypothesisSpace.load(small_space_dir)
+    splits = {"counting": curi_splits(space)["counting"]}
+    with pytest.raises(BayesConceptsError) as err:
+        learners_for_gap(space, splits, [str(model)])
+    assert "trained on space /elsewhere/cw" in str(err.value) and "--split length_5" not in str(err.value)

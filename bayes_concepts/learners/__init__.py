@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .binding import check_scoring, model_label
+from .binding import check_scoring, check_space, model_label
 from .conformance import LearnerCheckError, check_learner
 from .encoders import ObjectSet, SceneEncoder, SchemaEncoder, encoders
 from .features import SchemaLayout, bag_of_values, check_learner_space
@@ -80,6 +80,9 @@ def learners_for_gap(space, splits, specs, seed: int = 0, allow_other_space: boo
             card = read_card(spec)
             trained_on = (card.get("training") or {}).get("split")
             if trained_on not in splits:
+                # another space first: its training split need not exist here, so --split would not help
+                check_space(card, space, label=model_label(card, card.get("name") or Path(spec).name, spec),
+                            allow_other_space=allow_other_space)
                 raise LearnerError(f"{spec}: the model was trained on split {trained_on!r}, which is not among the "
                                    f"splits scored ({', '.join(splits)}); pass --split {trained_on}")
             name = card.get("name") or Path(spec).name
