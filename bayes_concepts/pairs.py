@@ -141,6 +141,7 @@ Attribute and object names must be single tokens (no whitespace), as in the pair
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import tomllib
@@ -328,17 +329,25 @@ def _text_records(path: Path, text: str) -> list:
     header_at = next((k for k, ln in enumerate(lines) if ln.strip() and not ln.startswith("#")), None)
     if header_at is None:
         raise PairsLayoutError(f"{path}: no header line (expected columns item, attribute, object[, set])")
-    sep = "\t" if "\t" in lines[header_at] else None
-    header = lines[header_at].split(sep)
-    cols = _column_index(header, f"{path} line {header_at + 1}")
+    first = lines[header_at]
+    comma = "\t" not in first and "," in first and len(first.split()) == 1  # a CSV file (no tab, no space)
+    sep = "\t" if "\t" in first else "," if comma else None
+    what = "comma-separated" if comma else "tab-separated" if sep else "space-separated"
+
+    def split(line):
+        return next(csv.reader([line])) if comma else line.split(sep)
+
+    header = split(first)
+    cols = _column_index(header, f"{path} line {header_at + 1}" + (" (read as comma-separated)" if comma else ""))
     records = []
     for k in range(header_at + 1, len(lines)):
         line = lines[k]
         if not line.strip() or line.startswith("#"):
             continue
-        fields = line.split(sep)
+        fields = split(line)
         if len(fields) != len(header):
-            raise PairsLayoutError(f"{path} line {k + 1}: {len(fields)} fields, the header has {len(header)}")
+            raise PairsLayoutError(f"{path} line {k + 1}: {len(fields)} fields, the header has {len(header)} (read "
+                                   f"as {what})")
         records.append((k + 1, {key: fields[i].strip() for key, i in cols.items()}, f"{path} line {k + 1}"))
     return records
 

@@ -30,3 +30,34 @@ def test_an_empty_val_list_is_named_as_such(tmp_path):
     text = "\n".join(build_pair_space(tmp_path / "s", FIXTURE / "items.tsv", lists))
     assert "the val list is empty" in text and "every val pair is a train or test pair" not in text
     assert "val-only" not in text
+
+
+def test_a_comma_separated_items_file_is_read_and_named(tmp_path):
+    """Issue 44, item 11: a comma-separated items file was split on white space and refused as
+    having no item column; it is read as CSV, and its errors say how it was read."""
+    text = (FIXTURE / "items.tsv").read_text().replace("\t", ",")
+    (tmp_path / "items.csv").write_text(text)
+    a = read_pairs_layout(FIXTURE / "items.tsv", FIXTURE)
+    b = read_pairs_layout(tmp_path / "items.csv", FIXTURE)
+    assert (a.attributes, a.objects) == (b.attributes, b.objects)
+    (tmp_path / "bad.csv").write_text(text + "x.jpg,wet\n")
+    import pytest
+    from bayes_concepts.pairs import PairsLayoutError
+    with pytest.raises(PairsLayoutError, match="read as comma-separated"):
+        read_pairs_layout(tmp_path / "bad.csv", FIXTURE)
+
+
+def test_scene_pictures_are_written_as_rgb(tmp_path):
+    """Issue 44, item 13: render.save_png wrote RGBA (matplotlib's imsave) while it promises a
+    picture of (H, W, 3)."""
+    import numpy as np
+    from PIL import Image
+
+    from bayes_concepts.scenes.render import save_png
+    img = np.zeros((4, 5, 3), np.uint8)
+    img[1, 2] = (10, 200, 30)
+    save_png(img, tmp_path / "a.png")
+    back = Image.open(tmp_path / "a.png")
+    assert back.mode == "RGB" and np.array_equal(np.asarray(back), img)
+    save_png(img / 255.0, tmp_path / "b.png")
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "b.png")), img)

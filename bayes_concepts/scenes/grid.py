@@ -169,14 +169,25 @@ def write_grid_png(path, grid: np.ndarray, colors=GRID_COLORS, scale: int = 1) -
     if g.max(initial=EMPTY) >= len(colors) or g.min(initial=EMPTY) < EMPTY:
         raise SceneError(f"write_grid_png {path}: colour index {int(g.max())} outside the palette of "
                          f"{len(colors)} ({', '.join(colors)})")
-    # written by Pillow (matplotlib's dependency) in mode RGB: matplotlib's imsave always
-    # writes RGBA, which is not what this function promises
+    return write_rgb_png(render_grids(g, colors, int(scale))[0], path)
+
+
+def write_rgb_png(image: np.ndarray, path) -> Path:
+    """Write ``image``, uint8 (H, W, 3), or float (H, W, 3) in [0, 1], as an RGB PNG at
+    ``path``: to a temporary name next to it, then renamed, so a failure never leaves a
+    half-written file.  Returns the path."""
+    # Pillow (matplotlib's dependency) in mode RGB: matplotlib's imsave always writes RGBA
     from PIL import Image
 
+    image = np.asarray(image)
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise SceneError(f"{path}: an RGB picture is (H, W, 3), got shape {image.shape}")
+    if image.dtype != np.uint8:
+        image = np.round(np.clip(image.astype(np.float64), 0.0, 1.0) * 255).astype(np.uint8)
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp.png")
     try:
-        Image.fromarray(np.ascontiguousarray(render_grids(g, colors, int(scale))[0]), "RGB").save(tmp, format="PNG")
+        Image.fromarray(np.ascontiguousarray(image), "RGB").save(tmp, format="PNG")
         tmp.replace(path)
     finally:
         if tmp.exists():

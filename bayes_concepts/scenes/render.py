@@ -884,16 +884,8 @@ def render_scene_png(scene_codes, schema: SceneSchema, path, positions=None, **k
 
 
 def save_png(image: np.ndarray, path) -> Path:
-    """Write ``image`` (uint8 or float (H, W, 3)) as a PNG at ``path``: to a temporary name
-    next to it, then renamed, so a failure never leaves a half-written file.  Returns the path."""
-    import matplotlib.image
-
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp.png")
-    try:
-        matplotlib.image.imsave(tmp, image, format="png")
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    """Write ``image`` (uint8, or float in [0, 1], (H, W, 3)) as an RGB PNG at ``path``: to a
+    temporary name next to it, then renamed, so a failure never leaves a half-written file.
+    Returns the path (:func:`~bayes_concepts.scenes.grid.write_rgb_png`)."""
+    from .grid import write_rgb_png
+    return write_rgb_png(image, path)
