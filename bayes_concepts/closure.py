@@ -360,6 +360,37 @@ def _check_template(family: Family, fail) -> None:
         fail("baseline is for role = \"test\" entries")
 
 
+def _named_entries(path, raw: dict, key: str, parse, others=()) -> dict:
+    """The ``[[key]]`` entries of a TOML file read as ``raw``, each parsed by ``parse(entry,
+    fail)`` into an object with a unique ``name``: ``{name: object}`` in file order.  Top-level
+    keys other than ``key`` and ``others``, no entries, an entry that is not a table and a name
+    used twice are one-line :class:`ClosureFamilyError` s naming the file and the entry."""
+    allowed = (key, *others)
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise ClosureFamilyError(f"{path}: unknown top-level key(s) {', '.join(unknown)} (allowed: "
+                                 f"{', '.join(allowed)})")
+    entries = raw.get(key)
+    if not isinstance(entries, list) or not entries:
+        raise ClosureFamilyError(f"{path}: no [[{key}]] entries")
+    out = {}
+    for i, entry in enumerate(entries, start=1):
+        label = f"{key} #{i}"
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            label += f" ({entry['name']!r})"
+
+        def fail(message, label=label):
+            raise ClosureFamilyError(f"{path}: {label}: {message}")
+
+        if not isinstance(entry, dict):
+            fail("must be a table")
+        obj = parse(entry, fail)
+        if obj.name in out:
+            fail(f"name {obj.name!r} is already used")
+        out[obj.name] = obj
+    return out
+
+
 def load_families(path=None) -> dict:
     """The families of a CLOSURE family file, name -> :class:`Family`, in file order.
 
@@ -374,27 +405,7 @@ def load_families(path=None) -> dict:
         A one-line message naming the file and the entry for any problem.
     """
     path, raw = _read_toml(path)
-    unknown = sorted(set(raw) - {"family", "reported"})
-    if unknown:
-        raise ClosureFamilyError(f"{path}: unknown top-level key(s) {', '.join(unknown)} (allowed: family, reported)")
-    entries = raw.get("family")
-    if not isinstance(entries, list) or not entries:
-        raise ClosureFamilyError(f"{path}: no [[family]] entries")
-    families = {}
-    for i, entry in enumerate(entries, start=1):
-        label = f"family #{i}"
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-            label += f" ({entry['name']!r})"
-
-        def fail(message, label=label):
-            raise ClosureFamilyError(f"{path}: {label}: {message}")
-
-        if not isinstance(entry, dict):
-            fail("must be a table")
-        family = _family(entry, fail)
-        if family.name in families:
-            fail(f"name {family.name!r} is already used")
-        families[family.name] = family
+    families = _named_entries(path, raw, "family", _family, others=("reported",))
     for family in families.values():
         for key, role in (("baseline", "train"), ("baseline_of", "test")):
             other = getattr(family, key)
@@ -1003,28 +1014,7 @@ def load_clevr_templates(path=None) -> dict:
     a one-line :class:`ClosureFamilyError` naming the file and the entry."""
     path = Path(path) if path is not None else default_clevr_templates_path()
     path, raw = _read_toml(path)
-    unknown = sorted(set(raw) - {"template"})
-    if unknown:
-        raise ClosureFamilyError(f"{path}: unknown top-level key(s) {', '.join(unknown)} (allowed: template)")
-    entries = raw.get("template")
-    if not isinstance(entries, list) or not entries:
-        raise ClosureFamilyError(f"{path}: no [[template]] entries")
-    out = {}
-    for i, entry in enumerate(entries, start=1):
-        label = f"template #{i}"
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-            label += f" ({entry['name']!r})"
-
-        def fail(message, label=label):
-            raise ClosureFamilyError(f"{path}: {label}: {message}")
-
-        if not isinstance(entry, dict):
-            fail("must be a table")
-        template = _clevr_template(entry, fail)
-        if template.name in out:
-            fail(f"name {template.name!r} is already used")
-        out[template.name] = template
-    return out
+    return _named_entries(path, raw, "template", _clevr_template)
 
 
 @dataclass(frozen=True)

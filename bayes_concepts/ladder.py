@@ -341,7 +341,7 @@ def published_difficulty(published, conditions: list, negatives: str = "hard", m
     kw = {"negatives": negatives} if _has_negatives(published, negatives) else {}
     if measure is not None:
         kw["measure"] = measure
-    experiments = published.experiments() if hasattr(published, "experiments") else []
+    experiments = published.experiments()
     if experiments and all("/" in c for c in conditions):
         groups = {}
         for c in conditions:

@@ -333,8 +333,7 @@ def objective_rung(objective: str, space=None) -> tuple:
     return (name, knobs)
 
 
-def _check_search_input(objective, test_share, share_tolerance, method, iterations, budget_s):
-    objective_rung(objective)
+def _check_search_input(test_share, share_tolerance, method, iterations, budget_s):
     for name, v, lo, hi in (("test_share", test_share, 0.0, 1.0), ("share_tolerance", share_tolerance, 0.0, 0.5)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not lo < v < hi:
             raise SearchError(f"{name} must be a number in ({lo:g}, {hi:g}), got {v!r}")
@@ -431,7 +430,8 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
 
     Returns a :class:`SearchResult`; a search that never meets the constraints is a
     :class:`SearchError`."""
-    _check_search_input(objective, test_share, share_tolerance, method, iterations, budget_s)
+    rung = objective_rung(objective, space)  # (name, knobs) of the rung whose gap is searched; None: divergence
+    _check_search_input(test_share, share_tolerance, method, iterations, budget_s)
     constraints = [parse_constraint(c) for c in (constraints or ())]
     log = log or (lambda line: None)
     t0 = time.perf_counter()
@@ -448,7 +448,6 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
     size = int(masses.sizes[test].sum())
     side = masses.side(test)
     div = masses.divergences(side)
-    rung = objective_rung(objective, space)
     proxy = GapProxy(space, masses.units, masses.n_units, pool_episodes, seed, negatives, settings, hard_mode,
                      shape, rung=rung[0], rung_knobs=rung[1]) \
         if rung is not None else None

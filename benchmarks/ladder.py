@@ -33,6 +33,7 @@ from _summary import RESULTS, write_summary
 from bayes_concepts import published as pub
 from bayes_concepts.ladder import (ladder_correlations, ladder_profile, ladder_summary, parse_rungs,
                                    pooled_correlations, rung_spreads, strip_draws)
+from bayes_concepts.results import save_results
 from bayes_concepts.rungs import rungs as rung_registry
 from bayes_concepts.spaces import load_space
 
@@ -71,8 +72,8 @@ def _jobs(kind: str, space, protocol_name: str | None) -> list:
 
 def run(kind: str, space_dirs: list, args) -> int:
     t0 = time.perf_counter()
-    name = args.published or ("none" if kind == "pairs" else kind)
-    published = None if name == "none" else (pub.load(name) if name in pub.benchmarks() else pub.read(name))
+    given = args.published or ("none" if kind == "pairs" else kind)
+    published = None if given == "none" else (pub.load(given) if given in pub.benchmarks() else pub.read(given))
     all_rows, timing, cells_info = [], {}, {}
     specs = None
     for d in space_dirs:
@@ -88,7 +89,6 @@ def run(kind: str, space_dirs: list, args) -> int:
             key = f"{d}:{prefix.rstrip('/')}" if prefix else str(d)
             timing[key] = round(time.perf_counter() - t, 1)
             out_nc = Path("benchmarks/out") / f"ladder_{kind}_{Path(d).name}_{prefix.rstrip('/') or 'all'}.nc"
-            from bayes_concepts.results import save_results
             save_results(ds, out_nc)  # the per-episode results, kept out of git, for a re-summary
             rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
             for r in rows:

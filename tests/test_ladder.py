@@ -88,6 +88,9 @@ class FakePublished:
     def models(self):
         return list(self.table)
 
+    def experiments(self):
+        return []
+
     def frame(self):
         return pd.DataFrame([{"model": m, "condition": c, "value": v} for m, d in self.table.items()
                              for c, v in d.items()])

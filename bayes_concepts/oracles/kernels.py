@@ -39,6 +39,17 @@ def _term(table, h, wp, wn):
 
 
 @numba.njit(inline="always")
+def query_score(row, ids, probs, n):
+    """Σ_i probs[i]·[concept ids[i] is true on a scene] for i < n, capped at 1: the predictive
+    of a posterior (ids, probs) on the scene whose concept bitset is ``row`` (uint64 words)."""
+    s = 0.0
+    for i in range(n):
+        if has_bit(row, ids[i]):
+            s += probs[i]
+    return min(s, 1.0)
+
+
+@numba.njit(inline="always")
 def _add_bits(counter, x):
     """Add the 0/1 digits of the word ``x`` to the bit-sliced counters ``counter`` (ripple carry)."""
     j = 0
@@ -1223,12 +1234,7 @@ def evaluate_episodes(support, support_labels, query, query_labels, true_concept
                         cand[ids[i] >> 6] = 0
                 else:
                     for j in range(kq):
-                        row = scene_concepts[query[e, j]]
-                        s = 0.0
-                        for i in range(n):
-                            if has_bit(row, ids[i]):
-                                s += probs[i]
-                        qpred[j] = min(s, 1.0)
+                        qpred[j] = query_score(scene_concepts[query[e, j]], ids, probs, n)
                 # synonyms share their test-bank labels: add up each class's weight, then spread it
                 n_cls = add_class_weights(ids, probs, n, classes, class_w, class_list)
                 if wide:

@@ -96,7 +96,6 @@ attribute and ``info()["model"]``).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,7 +107,7 @@ from ..lot.logprob import derivations
 from ..lot.grammar import IGNORED
 from ..lot.program import QUANTIFIERS, Program, postorder_nodes
 from ..oracles import Oracle
-from .rung import Rung, RungError, rungs, strong_concepts
+from .rung import Rung, RungError, alpha_problem, rungs, strong_concepts
 
 __all__ = ["learned_log_weights", "learned_rule_probabilities", "learned_prior_model", "learning_set",
            "derivation_strings", "token_tree", "applies", "check_alpha", "LearnedPriorOracle", "VARIANTS", "ROOT",
@@ -126,13 +125,7 @@ _INDEX_NAME = "rungs.learned_prior"
 # ------------------------------------------------------------------------ checks
 def check_alpha(name, value) -> str | None:
     """None if ``value`` is a usable concentration (a finite number > 0), else why not."""
-    if name != "alpha":
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        return f"must be a number > 0, got {value!r}"
-    if not math.isfinite(float(value)) or float(value) <= 0:
-        return f"must be a finite number > 0, got {value!r}"
-    return None
+    return alpha_problem(value) if name == "alpha" else None
 
 
 def _space_sort(space) -> str | None:
@@ -282,11 +275,17 @@ def _program_thetas(tables: _Derivations, learn, alpha, variant) -> np.ndarray:
     s = _row_weights(tables, learn)
     if variant == "unigram":
         n = tables.uses.T @ s
-        total = np.bincount(tables.lhs_of, n, minlength=tables.lhs_of.max() + 1)[tables.lhs_of]
-        return (n + alpha * tables.theta0) / (total + alpha)
-    n = tables.ctx_uses.T @ s
-    total = np.bincount(tables.col_context, n, minlength=len(tables.contexts))[tables.col_context]
-    return (n + alpha * tables.theta0[tables.col_rule]) / (total + alpha)
+        return _dirichlet_mean(n, tables.lhs_of, tables.lhs_of.max() + 1, tables.theta0, alpha)
+    return _dirichlet_mean(tables.ctx_uses.T @ s, tables.col_context, len(tables.contexts),
+                           tables.theta0[tables.col_rule], alpha)
+
+
+def _dirichlet_mean(n, group, n_groups: int, theta0, alpha: float) -> np.ndarray:
+    """The posterior mean probabilities (n_k + alpha·theta0_k) / (N_group(k) + alpha): n, theta0
+    float (K,) counts and prior probabilities of K outcomes; group int (K,) the distribution
+    (left-hand side, class or context) each outcome belongs to, < n_groups."""
+    total = np.bincount(group, n, minlength=n_groups)[group]
+    return (n + alpha * theta0) / (total + alpha)
 
 
 def _program_log_weights(space, learn, alpha, variant) -> np.ndarray:
@@ -430,10 +429,8 @@ def _token_thetas(tables: _TokenTrees, learn, alpha, variant) -> np.ndarray:
     """Learned probabilities: float64 (T,) per token type (unigram) or (K,) per column."""
     n = _token_counts(tables, learn, variant)
     if variant == "unigram":
-        total = np.bincount(tables.class_of, n, minlength=len(tables.classes))[tables.class_of]
-        return (n + alpha * tables.theta0) / (total + alpha)
-    total = np.bincount(tables.col_context, n, minlength=len(tables.contexts))[tables.col_context]
-    return (n + alpha * tables.theta0[tables.col_type]) / (total + alpha)
+        return _dirichlet_mean(n, tables.class_of, len(tables.classes), tables.theta0, alpha)
+    return _dirichlet_mean(n, tables.col_context, len(tables.contexts), tables.theta0[tables.col_type], alpha)
 
 
 def _token_log_weights(space, learn, alpha, variant) -> np.ndarray:

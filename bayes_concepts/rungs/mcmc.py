@@ -63,7 +63,8 @@ from ..errors import BayesConceptsError
 from ..lot.logprob import derivations
 from ..oracles import Oracle
 from ..oracles.likelihoods import likelihood_tables
-from .rung import Rung, RungError, rungs, strong_concepts
+from .rung import (Rung, RungError, budget_problem, checked_knobs, first_episode_index, rungs,
+                   seed_problem, strong_concepts, whole_number)
 from .sampling import stream_key
 
 __all__ = ["MCMCLearner", "MCMC_DEFINITION", "PCFGTrees", "run_chain", "applies", "underived", "MAX_STEPS",
@@ -370,11 +371,6 @@ class MCMCLearner:
         return stream_key(self.seed, "mcmc", meta.get("split") or self.split_name, meta.get("side") or "",
                           meta.get("negatives", "hard"))
 
-    @staticmethod
-    def first_index(meta: dict) -> int:
-        part = meta.get("part")
-        return int(part[0]) if part is not None else 0
-
     # ------------------------------------------------------------- the chain
     def log_target(self, support, labels, tables) -> np.ndarray:
         """float64 (n_concepts,): log L̃ of every concept for one support set (int64 (k,) scene
@@ -428,7 +424,7 @@ class MCMCLearner:
         support = np.asarray(episodes.support_scenes, np.int64)
         labels = np.asarray(episodes.support_labels)
         tables = self._tables(meta, support.shape[1], hard_support)
-        key, first = int(self.episode_key(meta)), self.first_index(meta)
+        key, first = int(self.episode_key(meta)), first_episode_index(meta)
         out = []
         for e in range(len(episodes)):
             lt = self.log_target(support[e], labels[e], tables)
@@ -494,32 +490,18 @@ class MCMCLearner:
 
 
 # ------------------------------------------------------------------ knobs and the rung
-def _whole(v):
-    if isinstance(v, (bool, np.bool_)):
-        return None
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
-        return int(v)
-    return None
-
-
 def check_knob(name: str, value) -> str | None:
     """Why the mcmc rung refuses ``value`` for knob ``name`` (one line), or None."""
-    v = _whole(value)
-    if name == "n" and (v is None or not 1 <= v <= MAX_STEPS):
-        return f"must be a whole number of chain steps from 1 to {MAX_STEPS:.0e}, got {value!r}"
-    if name == "seed" and (v is None or not 0 <= v < 2**63):
-        return f"must be a whole number >= 0, got {value!r}"
+    if name == "n":
+        return budget_problem(value, MAX_STEPS, "chain steps")
+    if name == "seed":
+        return seed_problem(value)
     return None
 
 
 def _build(space, split, settings, n=1000, seed=0):
-    for k, v in (("n", n), ("seed", seed)):
-        why = check_knob(k, v)
-        if why:
-            raise RungError(f"rung 'mcmc': {k} {why}")
-    return MCMCLearner(space, split, settings, _whole(n), _whole(seed), name="mcmc")
+    checked_knobs("mcmc", {"n": n, "seed": seed}, check_knob)
+    return MCMCLearner(space, split, settings, whole_number(n), whole_number(seed), name="mcmc")
 
 
 rungs.register("mcmc", Rung(

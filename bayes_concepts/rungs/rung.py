@@ -10,7 +10,8 @@ from ..errors import BayesConceptsError
 from ..registry import Registry
 
 __all__ = ["Rung", "RungError", "rungs", "rung_learner", "check_rung", "rung_label", "strong_concepts",
-           "parse_rung_text", "LADDER_ORDER"]
+           "parse_rung_text", "LADDER_ORDER", "whole_number", "budget_problem", "seed_problem", "alpha_problem",
+           "checked_knobs", "first_episode_index"]
 
 
 class RungError(BayesConceptsError):
@@ -49,6 +50,61 @@ rungs = Registry("rung", builtins=("bayes_concepts.rungs.oracle_rungs", "bayes_c
 #: ``strong``, in registration order)
 LADDER_ORDER = ("memoriser", "compound", "atom", "bounded_length", "sampling", "sampling_learned", "mcmc",
                 "learned_prior", "learned_prior_parent", "strong")
+
+
+def whole_number(value) -> int | None:
+    """``value`` as an int when it is a whole number (an int, or a finite float with no
+    fraction; not a bool), else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        return int(value)
+    return None
+
+
+def budget_problem(value, maximum: int, unit: str) -> str | None:
+    """Why ``value`` is no budget (a whole number of ``unit`` from 1 to ``maximum``), or None."""
+    v = whole_number(value)
+    if v is None or not 1 <= v <= maximum:
+        return f"must be a whole number of {unit} from 1 to {maximum:.0e}, got {value!r}"
+    return None
+
+
+def seed_problem(value) -> str | None:
+    """Why ``value`` is no seed (a whole number >= 0 below 2**63), or None."""
+    v = whole_number(value)
+    if v is None or not 0 <= v < 2**63:
+        return f"must be a whole number >= 0, got {value!r}"
+    return None
+
+
+def alpha_problem(value) -> str | None:
+    """Why ``value`` is no concentration (a finite number > 0), or None."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return f"must be a number > 0, got {value!r}"
+    if not np.isfinite(float(value)) or float(value) <= 0:
+        return f"must be a finite number > 0, got {value!r}"
+    return None
+
+
+def checked_knobs(rung: str, knobs: dict, check) -> dict:
+    """``knobs`` if ``check(name, value)`` finds nothing wrong with any, else a one-line
+    :class:`RungError` naming the rung and the knob (for a rung's ``build`` called directly)."""
+    for k, v in knobs.items():
+        why = check(k, v)
+        if why:
+            raise RungError(f"rung {rung!r}: {k} {why}")
+    return knobs
+
+
+def first_episode_index(meta: dict) -> int:
+    """The global index of a batch's first episode within its cell: the start of
+    ``meta["part"]`` (a chunk of a cell), else 0; per-episode random streams key on it, so a
+    cell scored whole or in chunks draws the same."""
+    part = meta.get("part")
+    return int(part[0]) if part is not None else 0
 
 
 def strong_concepts(split) -> np.ndarray:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 
 import numpy as np
 
@@ -48,7 +47,8 @@ from ..oracles.likelihoods import likelihood_tables
 from ..oracles.oracle import EVALUATE_SLICE
 from ..oracles.priors import log_prior, normalised_log_weights
 from . import sampling_kernels as SK
-from .rung import Rung, RungError, rungs, strong_concepts
+from .rung import (Rung, RungError, alpha_problem, budget_problem, checked_knobs, first_episode_index, rungs,
+                   seed_problem, strong_concepts, whole_number)
 
 __all__ = ["SamplingLearner", "SAMPLING_DEFINITION", "SAMPLING_LEARNED_DEFINITION", "MAX_DRAWS"]
 
@@ -151,19 +151,13 @@ class SamplingLearner:
         return stream_key(self.seed, "episodes", meta.get("split") or self.split_name, meta.get("side") or "",
                           meta.get("negatives", "hard"))
 
-    @staticmethod
-    def first_index(meta: dict) -> int:
-        """The global index of a batch's first episode: the start of ``meta["part"]``, else 0."""
-        part = meta.get("part")
-        return int(part[0]) if part is not None else 0
-
     def draws(self, episodes) -> list:
         """Each episode's hypotheses: the distinct concept ids drawn (int64 (m_e,), ascending),
         exactly those :meth:`evaluate` draws."""
         e = len(episodes)
         width = min(self.n, len(self.concepts))
         ptr, ids = np.zeros(e + 1, np.int64), np.empty(max(e * width, 1), np.int64)
-        SK.episode_draws(self.episode_key(episodes.meta), self.first_index(episodes.meta), e, self.cum, self.guide,
+        SK.episode_draws(self.episode_key(episodes.meta), first_episode_index(episodes.meta), e, self.cum, self.guide,
                          self.last, self.n, self.concepts, ptr, ids)
         return [ids[ptr[i]: ptr[i + 1]].copy() for i in range(e)]
 
@@ -197,7 +191,7 @@ class SamplingLearner:
         out["n_candidates"] = np.zeros(e, np.int64)
         out["n_hypotheses"] = np.zeros(e, np.int64)
         out["query_pred"] = np.zeros(episodes.query_scenes.shape)
-        key, start = self.episode_key(meta), self.first_index(meta)
+        key, start = self.episode_key(meta), first_episode_index(meta)
         support = np.ascontiguousarray(episodes.support_scenes, np.int64)
         support_labels = np.ascontiguousarray(episodes.support_labels)
         query = np.ascontiguousarray(episodes.query_scenes, np.int64)
@@ -253,52 +247,27 @@ class SamplingLearner:
 
 
 # ------------------------------------------------------------------ knobs and rungs
-def _whole(v) -> int | None:
-    """``v`` as an int when it is a whole number (an int, or a float with no fraction), else None."""
-    if isinstance(v, (bool, np.bool_)):
-        return None
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
-        return int(v)
-    return None
-
-
 def check_knob(name: str, value) -> str | None:
     """Why a sampling rung refuses ``value`` for knob ``name`` (one line), or None."""
     if name == "n":
-        v = _whole(value)
-        if v is None or not 1 <= v <= MAX_DRAWS:
-            return f"must be a whole number of draws from 1 to {MAX_DRAWS:.0e}, got {value!r}"
-    elif name == "seed":
-        v = _whole(value)
-        if v is None or not 0 <= v < 2**63:
-            return f"must be a whole number >= 0, got {value!r}"
-    elif name == "alpha":
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(value) or value <= 0:
-            return f"must be a finite number > 0, got {value!r}"
+        return budget_problem(value, MAX_DRAWS, "draws")
+    if name == "seed":
+        return seed_problem(value)
+    if name == "alpha":
+        return alpha_problem(value)
     return None
 
 
-def _checked(knobs: dict, rung: str) -> dict:
-    for k, v in knobs.items():
-        why = check_knob(k, v)
-        if why:
-            raise RungError(f"rung {rung!r}: {k} {why}")
-    return knobs
-
-
 def _build_sampling(space, split, settings, n=1000, seed=0):
-    _checked({"n": n, "seed": seed}, "sampling")
-    return SamplingLearner(space, split, settings, _whole(n), _whole(seed), name="sampling")
+    checked_knobs("sampling", {"n": n, "seed": seed}, check_knob)
+    return SamplingLearner(space, split, settings, whole_number(n), whole_number(seed), name="sampling")
 
 
 def _build_sampling_learned(space, split, settings, n=1000, seed=0, alpha=1.0):
     from .learned_prior import learned_log_weights
-    _checked({"n": n, "seed": seed, "alpha": alpha}, "sampling_learned")
+    checked_knobs("sampling_learned", {"n": n, "seed": seed, "alpha": alpha}, check_knob)
     weights = learned_log_weights(space, split, float(alpha), variant="unigram")
-    return SamplingLearner(space, split, settings, _whole(n), _whole(seed), log_weights=weights,
+    return SamplingLearner(space, split, settings, whole_number(n), whole_number(seed), log_weights=weights,
                            name="sampling_learned")
 
 

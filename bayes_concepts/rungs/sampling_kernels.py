@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..bits import has_bit, pop_lowest_bit, popcount64
+from ..bits import pop_lowest_bit, popcount64
 from ..metrics import class_balanced_accuracy_kernel
 from ..oracles import kernels as K
 from ..rng import next_u64, next_uniform
@@ -237,12 +237,7 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
             else:
                 ent = K.normalise(logw, c, probs)
                 for j in range(kq):
-                    row = scene_concepts[query[e, j]]
-                    s = 0.0
-                    for i in range(c):
-                        if has_bit(row, ids[i]):
-                            s += probs[i]
-                    qpred[j] = min(s, 1.0)
+                    qpred[j] = K.query_score(scene_concepts[query[e, j]], ids, probs, c)
                 # synonyms share their test-bank labels: each class's weight, then its scenes
                 n_cls = K.add_class_weights(ids, probs, c, classes, class_w, class_list)
                 for q in range(n_cls):
