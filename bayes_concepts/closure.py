@@ -680,15 +680,21 @@ def _tidy(text: str) -> str:
     return re.sub(r"\s+([?;,])", r"\1", text)
 
 
+def _named(value, cls, load, what: str):
+    """``value`` itself when it is a ``cls``, else the entry of ``load()`` it names; anything else
+    (or an unknown name) is a one-line :class:`ClosureFamilyError` naming ``what`` it should be."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        entries = load()
+        if value not in entries:
+            raise ClosureFamilyError(f"unknown {what} {value!r} (known: {', '.join(entries)})")
+        return entries[value]
+    raise ClosureFamilyError(f"{what} must be a {cls.__name__} or a name, got {type(value).__name__}")
+
+
 def _family_arg(family) -> Family:
-    if isinstance(family, Family):
-        return family
-    if isinstance(family, str):
-        families = load_families()
-        if family not in families:
-            raise ClosureFamilyError(f"unknown CLOSURE family {family!r} (known: {', '.join(families)})")
-        return families[family]
-    raise ClosureFamilyError(f"family must be a Family or a family name, got {type(family).__name__}")
+    return _named(family, Family, load_families, "CLOSURE family")
 
 
 def _check_count(n, what="n") -> int:
@@ -1030,14 +1036,7 @@ class ClevrFilling:
 
 
 def _template_arg(template) -> ClevrTemplate:
-    if isinstance(template, ClevrTemplate):
-        return template
-    if isinstance(template, str):
-        templates = load_clevr_templates()
-        if template not in templates:
-            raise ClosureFamilyError(f"unknown CLEVR template {template!r} (known: {', '.join(templates)})")
-        return templates[template]
-    raise ClosureFamilyError(f"template must be a ClevrTemplate or a template name, got {type(template).__name__}")
+    return _named(template, ClevrTemplate, load_clevr_templates, "CLEVR template")
 
 
 def clevr_filling(template, values: Mapping) -> ClevrFilling:
