@@ -1,0 +1,1 @@
+"""ConceptWorld (Wu et al.): grid scenes, concept definitions, experiments as protocols, published results, figures."""
