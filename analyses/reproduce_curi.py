@@ -432,7 +432,8 @@ def release_oracle_runs(space, base, args, log) -> list:
     episodes of every cell (the same episodes as the release protocol's run; slow path)."""
     from bayes_concepts.episodes import EpisodeSampler
     from bayes_concepts.gap import cell_seed
-    from bayes_concepts.protocols import protocols, release_oracle_scores, release_pool
+    from bayes_concepts.protocols import protocols
+    from bayes_concepts.suites.curi.release import release_oracle_scores, release_pool
     rel = protocols.get("curi-release")
     splits = rel.splits(space)
     k = args.release_check_episodes

@@ -22,7 +22,7 @@ in percentage points, -100..100).  A file may be written in fractions (``unit =
 
 Where the numbers live: CURI's and RLCL's in ``hypotheses/published/curi.toml`` and
 ``rlcl.toml``; CLOSURE's in ``hypotheses/closure/families.toml`` (read through
-:func:`bayes_concepts.closure.load_reported`); ConceptWorld's in
+:func:`bayes_concepts.suites.closure.load_reported`); ConceptWorld's in
 ``hypotheses/conceptworld/reported.toml`` (Tables 4, 6, 8, 10) and
 ``hypotheses/published/conceptworld.toml`` (Table 11), both in reported.toml's layout, read
 here with their condition names mapped to the split names ConceptWorld's experiments produce.
@@ -48,8 +48,8 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-from . import closure
 from .errors import BayesConceptsError
+from .registry import Registry
 from .resources import data_file
 
 
@@ -91,7 +91,6 @@ COLUMNS = ("model", "condition", "negatives", "measure", "value", "table", "expe
 #: Units a file may be written in, and the factor that turns them into percent.
 UNITS = {"percent": 1.0, "fraction": 100.0}
 #: The benchmarks :func:`load` knows.
-BENCHMARKS = ("closure", "conceptworld", "curi", "rlcl")
 
 _KEY_COLUMNS = ["experiment", "model", "condition", "negatives", "measure"]
 _TOP_KEYS = {"benchmark", "paper", "measure", "unit", "defaults", "measures", "models", "block"}
@@ -278,7 +277,7 @@ class PublishedResults:
         if ci95 is not None:
             block["ci95"] = dict(ci95)
         rows = _block_rows(block, {"measure": info.name, "unit": "percent"}, {info.name: info},
-                           lambda key, msg: _fail(where, key, msg), where)
+                           lambda key, msg: fail_at(where, key, msg), where)
         if not allow_new_conditions:
             known = set(self._frame.condition if not experiment else
                         self._frame[self._frame.experiment == experiment].condition)
@@ -306,7 +305,7 @@ class PublishedResults:
                                      f"{str(m.higher_is_better).lower()} in {other.source}")
             measures.setdefault(name, m)
         frame = pd.concat([self._frame, other._frame], ignore_index=True)
-        _check_duplicates(frame)
+        check_duplicates(frame)
         info = {**other.model_info, **self.model_info}
         return PublishedResults(frame, benchmark=self.benchmark, measure=self.measure, measures=measures,
                                 paper=self.paper, defaults=self.defaults, model_info=info,
@@ -315,7 +314,7 @@ class PublishedResults:
     def write(self, path) -> Path:
         """Write the results as a file of :func:`read`'s format (percent; one block per
         table, experiment, negatives, measure and model).  Returns the path."""
-        q = _toml_string
+        q = toml_key
         lines = [f"benchmark = {q(self.benchmark)}"]
         if self.paper:
             lines.append(f"paper = {q(self.paper)}")
@@ -394,11 +393,11 @@ class PublishedResults:
 
 
 # ============================================================================ reading files
-def _fail(where: str, key: str, message: str):
+def fail_at(where: str, key: str, message: str):
     raise PublishedError(f"{where}: {key}: {message}")
 
 
-def _toml_string(value: str) -> str:
+def toml_key(value: str) -> str:
     """A TOML basic string (JSON's escapes are TOML's)."""
     return json.dumps(str(value), ensure_ascii=False)
 
@@ -408,10 +407,10 @@ def _toml_scalar(value) -> str:
         return str(value).lower()
     if isinstance(value, (int, float)):
         return repr(value)
-    return _toml_string(value)
+    return toml_key(value)
 
 
-def _is_number(value) -> bool:
+def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -469,14 +468,14 @@ def _block_rows(block: Mapping, file_defaults: Mapping, measures: Mapping, fail,
             fail(spread, f"expected a table {{{keyed} = number, ...}}, got {table_of!r}")
         for k, v in table_of.items():
             if k not in values:
-                fail(f"{spread}.{_toml_string(k)}", f"has no value in values (its {keyed}s: {', '.join(values)})")
-            if not _is_number(v) or v < 0:
-                fail(f"{spread}.{_toml_string(k)}", f"expected a non-negative number, got {v!r}")
+                fail(f"{spread}.{toml_key(k)}", f"has no value in values (its {keyed}s: {', '.join(values)})")
+            if not is_number(v) or v < 0:
+                fail(f"{spread}.{toml_key(k)}", f"expected a non-negative number, got {v!r}")
         spreads[spread] = table_of
     for k, v in values.items():
-        key = f"values.{_toml_string(k)}"
+        key = f"values.{toml_key(k)}"
         _name(k, key, fail)
-        if not _is_number(v):
+        if not is_number(v):
             fail(key, f"expected a number, got {v!r}")
         percent = round(float(v) * scale, 10)
         if not low <= percent <= high:
@@ -490,7 +489,7 @@ def _block_rows(block: Mapping, file_defaults: Mapping, measures: Mapping, fail,
     return rows
 
 
-def _check_duplicates(frame: pd.DataFrame) -> None:
+def check_duplicates(frame: pd.DataFrame) -> None:
     dup = frame[frame.duplicated(_KEY_COLUMNS, keep=False)]
     if len(dup):
         first = dup.iloc[0]
@@ -508,7 +507,7 @@ def _parse(text: str, where: str) -> PublishedResults:
         raise PublishedError(f"{where}: not valid TOML: {e}") from None
 
     def top_fail(key, message):
-        _fail(where, key, message)
+        fail_at(where, key, message)
 
     unknown = sorted(set(raw) - _TOP_KEYS)
     if unknown:
@@ -530,7 +529,7 @@ def _parse(text: str, where: str) -> PublishedResults:
     if not isinstance(declared, dict):
         top_fail("measures", "expected a table of [measures.<name>] tables")
     for name, spec in declared.items():
-        key = f"measures.{_toml_string(name)}"
+        key = f"measures.{toml_key(name)}"
         if not isinstance(spec, dict):
             top_fail(key, f"expected a table with higher_is_better = true/false, got {spec!r}")
         bad = sorted(set(spec) - {"higher_is_better", "description", "difference"})
@@ -558,7 +557,7 @@ def _parse(text: str, where: str) -> PublishedResults:
     if not isinstance(models, dict):
         top_fail("models", "expected a table of [models.<name>] tables")
     for name, fields in models.items():
-        key = f"models.{_toml_string(name)}"
+        key = f"models.{toml_key(name)}"
         if not isinstance(fields, dict):
             top_fail(key, f"expected a table of descriptive fields, got {fields!r}")
         for k, v in fields.items():
@@ -580,7 +579,7 @@ def _parse(text: str, where: str) -> PublishedResults:
             fail("block", "expected a table")
         rows += _block_rows(block, {"measure": primary, "unit": unit}, measures, fail, where)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    _check_duplicates(frame)
+    check_duplicates(frame)
     if not (frame.measure == primary).any():
         top_fail("measure", f"no block holds the primary measure {primary!r}")
 
@@ -611,72 +610,35 @@ def read(path) -> PublishedResults:
 
 
 # ============================================================================ benchmarks
+#: benchmark name -> a function of no arguments returning its :class:`PublishedResults`;
+#: the benchmark suites (:mod:`bayes_concepts.suites`) register theirs
+published_results = Registry("benchmark with published results", builtins=("bayes_concepts.suites",))
+
+
 def benchmarks() -> list:
-    """The benchmarks whose published results :func:`load` returns."""
-    return list(BENCHMARKS)
+    """The benchmarks whose published results :func:`load` returns, by name."""
+    return sorted(published_results.names())
 
 
 def load(benchmark: str, *, experiment: str | None = None) -> PublishedResults:
     """The published model results of ``benchmark`` (one of :func:`benchmarks`); of one of its
     experiments when ``experiment`` is given (ConceptWorld: ``"productivity"``, ``"boxworld"``,
     ``"scaling"``, ``"substitution"``; RLCL: ``"ksc5"``, ``"ksc3"``, ``"ksc1"``)."""
-    if benchmark not in BENCHMARKS:
+    if benchmark not in published_results:
         raise PublishedError(f"no published results for benchmark {benchmark!r} (there are "
-                             f"{', '.join(BENCHMARKS)}; read your own file with bayes_concepts.published.read)")
-    if benchmark == "closure":
-        results = _closure_results()
-    elif benchmark == "conceptworld":
-        results = _conceptworld_results()
-    else:
-        results = read(data_file("published", f"{benchmark}.toml"))
+                             f"{', '.join(benchmarks())}; read your own file with bayes_concepts.published.read)")
+    results = published_results.get(benchmark)()
     return results if experiment is None else results.experiment(experiment)
 
 
-def _short_table(source: str) -> str:
+def short_table(source: str) -> str:
+    """``"Table 3 (left)"`` of a source's longer text (the text itself when it names no table)."""
     match = re.match(r"Table \d+(?: \([^)]*\))?", source)
     return match.group(0) if match else source
 
 
-def _closure_results() -> PublishedResults:
-    """CLOSURE's accuracy drop (baseline - zero-shot, percentage points) per test family and
-    model, its drop against chance (``normalised_drop``: percent of the baseline's margin above
-    the family's chance level; :func:`bayes_concepts.closure.family_drops`), beside the baseline and
-    zero-shot accuracies (``hypotheses/closure/families.toml``)."""
-    reported = closure.load_reported()
-    source = str(closure.default_families_path())
-    zero_table = _short_table(reported.sources.get("zero_shot", "zero-shot table"))
-    base_table = _short_table(reported.sources.get("baseline", "baseline table"))
-    rows = []
-
-    def row(model, family, measure, value, sd, table):
-        rows.append({"model": model, "condition": family, "negatives": "", "measure": measure, "value": float(value),
-                     "table": table, "experiment": "", "sd": float("nan") if sd is None else float(sd),
-                     "ci95": float("nan"), "source": source})
-
-    for model in reported.models:
-        zero, base = reported.zero_shot.get(model, {}), reported.baseline.get(model, {})
-        for family in zero:
-            if family not in base:
-                continue
-            row(model, family, "accuracy_drop", reported.drop(model, family), None, f"{base_table} - {zero_table}")
-            row(model, family, "baseline_accuracy", base[family].mean, base[family].std, base_table)
-            row(model, family, "zero_shot_accuracy", zero[family].mean, zero[family].std, zero_table)
-            norm = reported.normalised_drop(model, family)
-            if norm == norm:  # NaN where the baseline is at chance
-                row(model, family, "normalised_drop", 100 * norm, None,
-                    f"{base_table} - {zero_table}, against chance ({reported.answer_kinds[family]})")
-    names = ("accuracy_drop", "normalised_drop", "baseline_accuracy", "zero_shot_accuracy")
-    return PublishedResults(pd.DataFrame(rows, columns=list(COLUMNS)), benchmark="closure", measure="accuracy_drop",
-                            measures={n: MEASURES[n] for n in names}, paper=reported.paper, sources=[source])
-
-
-def _condition_slug(condition: str) -> str:
-    """ConceptWorld's split name of a condition (as ``conceptworld.space.condition_slug``:
-    ``"length 3"`` -> ``"length_3"``, ``"2x2 -> 4x4"`` -> ``"2x2_to_4x4"``)."""
-    return re.sub(r"[^A-Za-z0-9]+", "_", condition.replace("->", "to")).strip("_")
-
-
-def _read_toml(path: Path) -> dict:
+def read_toml(path: Path) -> dict:
+    """A TOML file as a dict; a :class:`PublishedError` naming it when it cannot be read or parsed."""
     try:
         return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
@@ -685,81 +647,6 @@ def _read_toml(path: Path) -> dict:
         raise PublishedError(f"{path}: cannot read ({e.strerror or e})") from None
 
 
-def _conceptworld_rows(path: Path, conditions_of: Mapping) -> list:
-    """Rows of a file in reported.toml's layout: per (experiment, model, condition) the mean F1
-    (percent) over the experiment's ``test_concepts``."""
-    raw = _read_toml(path)
-    rows = []
-    for experiment, section in raw.items():
-        key = f"[{experiment}]"
-        if experiment not in conditions_of:
-            _fail(str(path), key, f"not a ConceptWorld experiment (experiments.toml has {', '.join(conditions_of)})")
-        if not isinstance(section, dict):
-            _fail(str(path), key, "expected a table with source, test_concepts and models")
-        table = section.get("source")
-        if not isinstance(table, str) or not table:
-            _fail(str(path), f"{experiment}.source", f"expected the paper table as a string, got {table!r}")
-        tests = section.get("test_concepts")
-        if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
-            _fail(str(path), f"{experiment}.test_concepts",
-                  f"expected a non-empty list of concept names, got {tests!r}")
-        models = section.get("models")
-        if not isinstance(models, dict) or not models:
-            _fail(str(path), f"{experiment}.models", "expected [experiment.models.<model>] tables")
-        conditions = conditions_of[experiment]
-        for model, concepts in models.items():
-            mkey = f"{experiment}.models.{_toml_string(model)}"
-            if not isinstance(concepts, dict):
-                _fail(str(path), mkey, "expected {concept = {condition = F1}} entries")
-            for concept, by_condition in concepts.items():
-                ckey = f"{mkey}.{_toml_string(concept)}"
-                if not isinstance(by_condition, dict):
-                    _fail(str(path), ckey, f"expected {{condition = F1}}, got {by_condition!r}")
-                for condition, f1 in by_condition.items():
-                    if condition not in conditions:
-                        _fail(str(path), f"{ckey}.{_toml_string(condition)}",
-                              f"not a condition of {experiment} (experiments.toml has {', '.join(conditions)})")
-                    if not _is_number(f1) or not 0 <= f1 <= 1:
-                        _fail(str(path), f"{ckey}.{_toml_string(condition)}", f"expected an F1 in 0..1, got {f1!r}")
-            for condition in conditions:
-                scores = []
-                for concept in tests:
-                    f1 = concepts.get(concept, {}).get(condition)
-                    if f1 is None:
-                        _fail(str(path), f"{mkey}.{_toml_string(concept)}",
-                              f"no F1 for condition {condition!r} (a test concept of {experiment})")
-                    scores.append(float(f1))
-                rows.append({"model": model, "condition": _condition_slug(condition), "negatives": "", "measure": "f1",
-                             "value": round(100.0 * sum(scores) / len(scores), 10), "table": table,
-                             "experiment": experiment, "sd": float("nan"), "ci95": float("nan"),
-                             "source": str(path)})
-    return rows
-
-
-def _conceptworld_results() -> PublishedResults:
-    """ConceptWorld's F1 (percent) per experiment, condition (as split name) and model: the
-    unweighted mean over the condition's composed test concepts (reported.toml's
-    ``test_concepts``; boxworld's 2x2 square and substitution's type 1 / type 2 primitives are
-    not among them).  Tables 4, 6, 8, 10 from ``hypotheses/conceptworld/reported.toml``, Table 11
-    (curriculum training) from ``hypotheses/published/conceptworld.toml``."""
-    experiments_path = data_file("conceptworld", "experiments.toml")
-    experiments = _read_toml(experiments_path)
-    conditions_of = {}
-    for name, spec in experiments.items():
-        if not isinstance(spec, dict) or not isinstance(spec.get("conditions"), dict):
-            _fail(str(experiments_path), f"[{name}]", "needs a conditions table")
-        conditions_of[name] = list(spec["conditions"])
-    paths = [data_file("conceptworld", "reported.toml"), data_file("published", "conceptworld.toml")]
-    rows = [row for path in paths for row in _conceptworld_rows(path, conditions_of)]
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    _check_duplicates(frame)
-    order = {name: i for i, name in enumerate(conditions_of)}
-    frame = frame.iloc[frame.experiment.map(order).argsort(kind="stable")]
-    return PublishedResults(frame, benchmark="conceptworld", measure="f1", measures={"f1": MEASURES["f1"]},
-                            paper="Klinger et al., A Study of Compositional Generalization in Neural Models "
-                                  "(ConceptWorld), appendix Tables 4, 6, 8, 10, 11",
-                            sources=[str(p) for p in paths])
-
-
-__all__ = ["BENCHMARKS", "COLUMNS", "MEASURES", "Measure", "PublishedError", "PublishedResults", "UNITS",
-           "benchmarks", "load", "read"]
+__all__ = ["COLUMNS", "MEASURES", "Measure", "PublishedError", "PublishedResults", "UNITS",
+           "benchmarks", "load", "read", "published_results", "read_toml", "short_table",
+           "fail_at", "toml_key", "is_number", "check_duplicates"]

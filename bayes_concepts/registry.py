@@ -30,8 +30,8 @@ class Registry:
     modules in ``builtins`` and of registration within a module, then the others in
     registration order -- the same whichever module was imported first.
 
-    ``builtins`` names the modules (dotted paths) whose import registers the built-in
-    entries.  They are imported on the registry's first use, so every built-in name
+    ``builtins`` names the modules or packages (dotted paths) whose import registers the
+    built-in entries (an entry registered by a module inside a built-in package is built in).  They are imported on the registry's first use, so every built-in name
     resolves in a fresh process whichever modules happen to have been imported, and the
     module holding the registry never imports the modules that fill it (no import cycle).
     """
@@ -84,8 +84,11 @@ class Registry:
             raise ValueError(f"unknown {self.what} {name!r} (expected one of {', '.join(self.names())})") from None
 
     def names(self) -> tuple:
-        rank = {m: i for i, m in enumerate(self._builtins)}
-        return tuple(sorted(self._entries, key=lambda n: rank.get(self._origin.get(n), len(rank))))  # stable
+        def rank(name):  # a built-in module, or a module inside a built-in package
+            origin = self._origin.get(name) or ""
+            return next((i for i, m in enumerate(self._builtins) if origin == m or origin.startswith(m + ".")),
+                        len(self._builtins))
+        return tuple(sorted(self._entries, key=rank))  # stable: registration order within a rank
 
     def __contains__(self, name) -> bool:
         return name in self._entries

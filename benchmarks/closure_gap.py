@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from bayes_concepts.closure import family_drops, load_reported
+from bayes_concepts.suites.closure import family_drops, load_reported
 from bayes_concepts.gap import summarise
 from bayes_concepts.protocols import protocols
 from bayes_concepts.spaces import load_space

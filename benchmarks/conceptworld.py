@@ -27,11 +27,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
 
-from bayes_concepts.conceptworld.definitions import load_definitions  # noqa: E402
-from bayes_concepts.conceptworld.execute import evaluate_concepts  # noqa: E402
-from bayes_concepts.conceptworld.generate import break_scene, sample_scenes  # noqa: E402
-from bayes_concepts.conceptworld.interpret import interpret  # noqa: E402
-from bayes_concepts.conceptworld.space import DEFAULTS, conceptworld_space, condition_slug, load_reported  # noqa: E402
+from bayes_concepts.suites.conceptworld.definitions import load_definitions  # noqa: E402
+from bayes_concepts.suites.conceptworld.execute import evaluate_concepts  # noqa: E402
+from bayes_concepts.suites.conceptworld.generate import break_scene, sample_scenes  # noqa: E402
+from bayes_concepts.suites.conceptworld.interpret import interpret  # noqa: E402
+from bayes_concepts.suites.conceptworld.space import DEFAULTS, conceptworld_space, condition_slug, load_reported  # noqa: E402
 from bayes_concepts.gap import summarise  # noqa: E402
 from bayes_concepts.protocols import get_protocol  # noqa: E402
 

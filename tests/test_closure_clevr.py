@@ -1,7 +1,7 @@
 """CLEVR's question templates as concepts (``hypotheses/closure/clevr_templates.toml``), and
 CLOSURE's families against their functional programs.
 
-The concepts :mod:`bayes_concepts.closure` writes are checked against a CLEVR executor written
+The concepts :mod:`bayes_concepts.suites.closure` writes are checked against a CLEVR executor written
 here from the meaning of CLEVR's functions (scene, filter, relate, same_<attr>, union,
 intersect, count, exist, query_<attr>, equal_<attr>, equal_integer, less_than, greater_than).
 It runs a question's node list on a scene: the question is valid when every ``unique`` finds
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayes_concepts.closure import (CLEVR_DEPTH_VARIABLES, CLEVR_TEMPLATE_FILES, CLEVR_VALUES, COUNT_ANSWERS,
+from bayes_concepts.suites.closure import (CLEVR_DEPTH_VARIABLES, CLEVR_TEMPLATE_FILES, CLEVR_VALUES, COUNT_ANSWERS,
                                     ClevrTemplate, ClosureFamilyError, Filling, Instance, answer_chance,
                                     clevr_concepts, clevr_fill_instances, clevr_filling, clevr_instances,
                                     clevr_rejection, default_clevr_templates_path, family_rejection,
@@ -405,7 +405,7 @@ def test_three_hop_needs_four_variables(templates):
 
 
 def clevr_template_instances_of(t):
-    from bayes_concepts.closure import clevr_template_instances
+    from bayes_concepts.suites.closure import clevr_template_instances
     return clevr_template_instances(t, rng=0, n=5)
 
 
@@ -633,7 +633,8 @@ def _readme_rows(section_start, section_end):
 
 
 def test_the_readme_s_clevr_table_matches_the_templates(templates):
-    from bayes_concepts.spaces.build import CLEVR_PER_TEMPLATE, PRESETS
+    from bayes_concepts.spaces.build import PRESETS
+    from bayes_concepts.suites.closure.presets import CLEVR_PER_TEMPLATE
     assert PRESETS["clevr"]["clevr_per_template"] == CLEVR_PER_TEMPLATE == 50
     rows = {r[0]: r for r in _readme_rows("## CLEVR's question templates", "## Reported accuracies")
             if r[0] in CLEVR_TEMPLATE_FILES}
@@ -648,7 +649,7 @@ def test_the_readme_s_clevr_table_matches_the_templates(templates):
 
 def test_the_readme_s_measured_table_matches_the_committed_results():
     import json
-    from bayes_concepts.closure import family_drops
+    from bayes_concepts.suites.closure import family_drops
     results = ROOT / "benchmarks" / "results"
     clevr = json.loads((results / "closure_gap.json").read_text())
     base = json.loads((results / "closure_gap_baselines.json").read_text())

@@ -1,4 +1,4 @@
-"""CLOSURE's families (``hypotheses/closure/families.toml``, ``bayes_concepts.closure``).
+"""CLOSURE's families (``hypotheses/closure/families.toml``, ``bayes_concepts.suites.closure``).
 
 The programs the module writes are checked by a typed stack machine written here from
 ``notes/relational_spec.md`` alone (token arities and types, variable binding, closed
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayes_concepts.closure import (CLEVR_VALUES, COUNT_ANSWERS, ClosureFamilyError, Family, FamilyDrop,
+from bayes_concepts.suites.closure import (CLEVR_VALUES, COUNT_ANSWERS, ClosureFamilyError, Family, FamilyDrop,
                                     answer_chance, default_families_path, family_concepts, family_drops,
                                     family_instances, fill_instances, fill_programs, instantiate, load_families,
                                     load_reported, render_question, sample_filling)

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bayes_concepts.conceptworld.definitions import DefinitionsError, load_definitions
-from bayes_concepts.conceptworld.execute import evaluate_concepts
-from bayes_concepts.conceptworld.generate import break_scene, sample_scene, sample_scenes
-from bayes_concepts.conceptworld.interpret import Interpreter, interpret
-from bayes_concepts.conceptworld.space import conceptworld_space, experiment_splits, space_grids
+from bayes_concepts.suites.conceptworld.definitions import DefinitionsError, load_definitions
+from bayes_concepts.suites.conceptworld.execute import evaluate_concepts
+from bayes_concepts.suites.conceptworld.generate import break_scene, sample_scene, sample_scenes
+from bayes_concepts.suites.conceptworld.interpret import Interpreter, interpret
+from bayes_concepts.suites.conceptworld.space import conceptworld_space, experiment_splits, space_grids
 from bayes_concepts.errors import SceneError
 from bayes_concepts.scenes.grid import (EMPTY, decode_grid, encode_grid, read_grids_jsonl, render_grids,
                                         write_grids_jsonl)
@@ -340,7 +340,7 @@ class _Knows:
 
 
 def test_multiclass_accuracy_of_known_learners(small_space):
-    from bayes_concepts.conceptworld.multiclass import _credit, multiclass_accuracy
+    from bayes_concepts.suites.conceptworld.multiclass import _credit, multiclass_accuracy
     from bayes_concepts.protocols import get_protocol
     split = get_protocol("conceptworld-scaling").splits(small_space)["2x2_to_4x4"]
     assert _credit(np.zeros((2, 4)), np.array([0, 3])).tolist() == [0.25, 0.25]
@@ -362,7 +362,7 @@ def test_multiclass_accuracy_of_known_learners(small_space):
 
 
 def test_the_protocols_report_multiclass_accuracy_beside_the_gap(small_space):
-    from bayes_concepts.conceptworld.multiclass import format_multiclass
+    from bayes_concepts.suites.conceptworld.multiclass import format_multiclass
     from bayes_concepts.protocols import get_protocol
     for experiment in ("productivity", "substitution"):
         proto = get_protocol(f"conceptworld-{experiment}")

@@ -19,7 +19,8 @@ from bayes_concepts.lot.local_retries import RELEASE_RETRIES, sample_local_slow
 from bayes_concepts.lot.program import Program
 from bayes_concepts.lot.rejection import rejection_reason, rejection_rules
 from bayes_concepts.lot.sampler import sample_programs
-from bayes_concepts.protocols import get_protocol, mixed_values, protocols, release_string, release_token_counts
+from bayes_concepts.protocols import get_protocol, mixed_values, protocols
+from bayes_concepts.suites.curi.release import release_string, release_token_counts
 from bayes_concepts.resources import data_file
 from bayes_concepts.scenes.camera import pixels_to_bins
 from bayes_concepts.scenes.samplers import sample_scenes
@@ -359,7 +360,7 @@ def test_release_oracle_scores_exact_path_is_our_oracles(small_space):
     posteriors; the pool draws 3 scenes per concept with replacement."""
     from bayes_concepts.episodes import sample_episodes
     from bayes_concepts.oracles import strong_and_weak
-    from bayes_concepts.protocols import release_oracle_scores, release_pool
+    from bayes_concepts.suites.curi.release import release_oracle_scores, release_pool
     rel = protocols.get("curi-release")
     for name in ("binding_color", "counting"):
         split = rel.splits(small_space, [name])[name]

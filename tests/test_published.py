@@ -14,8 +14,8 @@ import pytest
 
 import bayes_concepts as bc
 from bayes_concepts import published
-from bayes_concepts.closure import load_reported as closure_reported
-from bayes_concepts.conceptworld.space import condition_slug, load_experiments, load_reported as cw_reported
+from bayes_concepts.suites.closure import load_reported as closure_reported
+from bayes_concepts.suites.conceptworld.space import condition_slug, load_experiments, load_reported as cw_reported
 from bayes_concepts.published import PublishedError, load, read
 from bayes_concepts.resources import curi_splits_dir, data_file
 

@@ -215,11 +215,11 @@ def test_release_prior_and_likelihood_need_no_protocols_import():
         print("bayes_concepts.protocols" in sys.modules)
     """))
     assert out.strip().splitlines()[-1] == "False"
-    from bayes_concepts import protocols
     from bayes_concepts.oracles.likelihoods import size_release_likelihood
     from bayes_concepts.oracles.priors import pcfg_release_prior
-    assert protocols.pcfg_release_prior is pcfg_release_prior is bc.priors.get("pcfg_release")
-    assert protocols.size_release_likelihood is size_release_likelihood
+    from bayes_concepts.suites.curi import release
+    assert release.pcfg_release_prior is pcfg_release_prior is bc.priors.get("pcfg_release")
+    assert release.size_release_likelihood is size_release_likelihood
 
 
 def test_modules_and_registries_reachable_from_the_package():
@@ -238,6 +238,20 @@ def test_listing_order_does_not_depend_on_which_module_was_imported_first():
         assert out.returncode == 0, out.stderr[-1000:]
         seen.add(out.stdout.strip())
     assert seen == {"image sound"}
+
+
+def test_protocols_listed_in_one_order_whichever_suite_was_imported_first():
+    import subprocess
+    import sys
+    seen = set()
+    for first in ("bayes_concepts.suites.conceptworld.protocols", "bayes_concepts.suites.closure", "bayes_concepts.protocols"):
+        code = (f"import {first}\n"
+                "from bayes_concepts.protocols import protocols\nprint(' '.join(protocols.names()))\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-1000:]
+        seen.add(out.stdout.strip())
+    assert len(seen) == 1
+    assert seen.pop().split()[:4] == ["paper", "curi-release", "closure", "closure-baselines"]
 
 
 def test_user_entries_come_after_the_built_ins():

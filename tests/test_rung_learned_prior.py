@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy.special import logsumexp
 
-from bayes_concepts.conceptworld.space import conceptworld_space
+from bayes_concepts.suites.conceptworld.space import conceptworld_space
 from bayes_concepts.episodes import sampler_for
 from bayes_concepts.lot.logprob import derivation_log_prob, derivations
 from bayes_concepts.divergence import program_atoms_and_compounds

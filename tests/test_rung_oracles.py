@@ -35,8 +35,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 from sklearn.metrics import average_precision_score
 
-from bayes_concepts.conceptworld.definitions import load_definitions
-from bayes_concepts.conceptworld.space import conceptworld_space, experiment_splits
+from bayes_concepts.suites.conceptworld.definitions import load_definitions
+from bayes_concepts.suites.conceptworld.space import conceptworld_space, experiment_splits
 from bayes_concepts.divergence import concept_structure, nested_concepts
 from bayes_concepts.episodes import sampler_for
 from bayes_concepts.lot import Program
@@ -324,7 +324,7 @@ def test_fixed_set_rungs_equal_their_twins(worlds, kind, mode):
 def test_the_conceptworld_experiments_split_as_the_experiments_do(worlds):
     """The same checks on the experiments' own splits (every concept in the strong oracle)."""
     space, types, dense = worlds("conceptworld")
-    from bayes_concepts.conceptworld.space import load_experiments
+    from bayes_concepts.suites.conceptworld.space import load_experiments
     for experiment in load_experiments():
         for split in experiment_splits(space, experiment).values():
             want = twin_sets(space, types, split)
@@ -470,7 +470,7 @@ def test_a_definition_that_uses_itself_is_a_one_line_error(tmp_path):
                  '[object.dot2]\nparts = ["p1", "p2"]\nwhere = "e1(p1, p2)"\n'
                  '[relation]\nr = "any(loop(x, y) for x in X for y in Y)"\n'
                  '[concept.pair]\nexists = "dot2(X) and dot2(Y) and r(X, Y)"\n')
-    from bayes_concepts.conceptworld.definitions import DefinitionsError
+    from bayes_concepts.suites.conceptworld.definitions import DefinitionsError
     with pytest.raises(DefinitionsError, match="'loop' uses itself") as err:
         load_definitions(p).graph("pair")
     assert len(str(err.value).splitlines()) == 1

@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from functools import lru_cache
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from ..lot.grammar import Grammar, curi_grammar, load_grammar
 from ..lot.program import Program
 from ..lot.rejection import rejection_reason
 from ..lot.sampler import sample_programs
+from ..registry import Registry
 from ..resources import data_file
 from ..scenes import (SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_clevr_scenes, sample_scenes,
                       scenes_to_arrays, scenes_to_codes)
@@ -35,30 +37,6 @@ from ..scale import Scheduler
 from ..engine.chunked import count_programs, signatures_stage
 from ..engine.executor import bank_block, compile_for
 from ..engine.test_bank import draw_test_bank
-
-#: Concepts of each of CLEVR's question templates in the ``clevr`` preset (one question each,
-#: or one per answer of a query or count question).
-CLEVR_PER_TEMPLATE = 50
-
-#: Named build settings.  ``demo`` builds in seconds here and is what ``make demo`` and the
-#: tests use; ``paper`` is CURI's scale (2,000,000 samples, 990,000 scenes) read from the
-#: paper's text; ``curi`` reproduces the space of CURI's public release:
-#: its grammar file (location values 0..8, a fourth rejection rule), its sampler (local
-#: retries, release depth 5, i.e. no nonterminal deeper than 4), location bins 0..7 and the
-#: open filter boundaries (> 10 scenes, < 10 %).
-PRESETS = {
-    "demo": dict(samples=200_000, scenes=100_000, scene_sampler="clevr"),
-    "paper": dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr"),
-    "curi": dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr", grammar_file="curi_release.pcfg",
-                 retries="local", max_depth=5, location_bins=(0, 7), filter_bounds="open"),
-    # CLEVR's relational language (hypotheses/clevr.pcfg): 3-10 objects with 3-D positions and
-    # CLEVR's four spatial relations; the programs sampled from the grammar plus the concepts of
-    # CLOSURE's seven families and their CLEVR baselines (closure_per_family of each) and of
-    # CLEVR's 90 question templates (clevr_per_template of each), which protocols closure and
-    # closure-baselines split on
-    "clevr": dict(samples=20_000, scenes=20_000, scene_sampler="clevr", grammar_file="clevr.pcfg",
-                  closure_per_family=100, clevr_per_template=CLEVR_PER_TEMPLATE),
-}
 
 #: Build options beside the sizes and seeds:
 #:
@@ -71,26 +49,83 @@ PRESETS = {
 #:   values include 0);
 #: * ``filter_bounds``: ``"closed"`` keeps concepts true on >= ``min_count`` scenes and
 #:   <= ``max_rate`` of them; ``"open"`` (the release's) on > ``min_count`` and < ``max_rate``;
-#: * ``grammar_file``: a grammar of ``hypotheses/`` used when no grammar is given;
-#: * ``closure_per_family``: None, or how many concepts of each of CLOSURE's families
-#:   (:mod:`bayes_concepts.closure`, seed 0) join the sampled programs;
-#: * ``clevr_per_template``: None, or how many questions of each of CLEVR's 90 question
-#:   templates (:func:`bayes_concepts.closure.clevr_concepts`, seed 0) join them too.
+#: * ``grammar_file``: a grammar of ``hypotheses/`` used when no grammar is given.
+#:
+#: A :class:`ProgramSource` adds options of its own (default None: off).
 DEFAULTS = dict(samples=2_000_000, scenes=990_000, scene_sampler="clevr", max_depth=None, seed=0,
                 min_count=10, max_rate=0.10, test_positives=3, retries="whole", location_bins=None,
-                filter_bounds="closed", grammar_file=None, closure_per_family=None, clevr_per_template=None)
+                filter_bounds="closed", grammar_file=None)
 #: Options recorded in a space's manifest only when they differ from DEFAULTS (so spaces built
-#: before they existed keep their manifests).
-_OPTIONAL_PARAMS = ("retries", "location_bins", "filter_bounds", "closure_per_family", "clevr_per_template")
+#: before they existed keep their manifests); every program source's options are too.
+_OPTIONAL_PARAMS = ("retries", "location_bins", "filter_bounds")
 FILTER_BOUNDS = ("closed", "open")
+
+
+# ------------------------------------------------------------------ presets and program sources
+@dataclass(frozen=True)
+class Preset:
+    """A named set of build parameters: ``space build OUT --preset NAME``.
+
+    summary: one line for help texts.  params: the build parameters of a space of sampled
+    programs (:meth:`HypothesisSpace.build <bayes_concepts.spaces.hypothesis_space.HypothesisSpace.build>`),
+    over :data:`DEFAULTS`.  (A benchmark whose space is not sampled programs registers its
+    build with the command line instead: :data:`bayes_concepts.options.preset_builds`.)
+    """
+
+    summary: str
+    params: Mapping = field(default_factory=dict)
+
+
+#: Named build settings, registered by the benchmark suites (:mod:`bayes_concepts.suites`):
+#: ``demo`` builds in seconds and is what ``make demo`` and the tests use; ``paper`` is CURI's
+#: scale; ``PRESETS["paper"]`` is a preset's parameters.
+class PresetRegistry(Registry):
+    """The registry of presets; ``PRESETS[name]`` is the parameters of a sampled-program preset."""
+
+    def __getitem__(self, name: str) -> dict:
+        return dict(self.get(name).params)
+
+
+PRESETS = PresetRegistry("preset", builtins=("bayes_concepts.suites",))
+
+
+def preset_params(name: str | None) -> dict:
+    """The build parameters of preset ``name`` (``{}`` for None)."""
+    return {} if name is None else dict(PRESETS.get(name).params)
+
+
+@dataclass(frozen=True)
+class ProgramSource:
+    """Programs a benchmark adds to a build whose parameters ask for them.
+
+    params: the build options it reads, with their defaults (None: off); they are recorded
+    in a space's manifest only when set.  programs: ``programs(grammar, p)`` -> a tuple of
+    ``(Program, log-prob)`` for resolved parameters ``p`` (empty when its options are off).
+    stage: the build's stage count of the programs it added.  describe: ``describe(p, added)``
+    -> the build's log line.
+    """
+
+    params: Mapping
+    programs: Callable
+    stage: str
+    describe: Callable
+
+
+#: name -> :class:`ProgramSource`; the benchmark suites register theirs
+program_sources = Registry("source of build programs", builtins=("bayes_concepts.suites",))
+
+
+def _source_defaults() -> dict:
+    return {k: v for _, source in program_sources.items() for k, v in source.params.items()}
 
 
 def resolve_params(preset=None, **given) -> dict:
     """Build parameters: ``given`` values that are not None, else the preset's, else DEFAULTS."""
     if preset is not None and preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r} (expected one of {', '.join(PRESETS)})")
+        raise ValueError(f"unknown preset {preset!r} (expected one of {', '.join(PRESETS.names())})")
     p = dict(DEFAULTS)
-    p.update(PRESETS.get(preset, {}))
+    p.update(_source_defaults())
+    p.update(preset_params(preset))
     p.update({k: v for k, v in given.items() if v is not None})
     return p
 
@@ -122,40 +157,6 @@ def sample_stage(grammar, n, seed, max_depth, bar, log, stages, retries="whole")
             logp.append(sample.log_prob[i])
     stages["after_rejection"] = len(programs)
     log(f"rejection rules: {len(programs):,} kept")
-    return programs, logp
-
-
-@lru_cache(maxsize=8)
-def _closure_family_programs(grammar, per_family: int, per_template: int | None = None) -> tuple:
-    """``((program, log-prob), ...)`` of CLOSURE's families, then of CLEVR's question templates
-    (``per_template`` of each; none for None), under ``grammar``, each once (parsed and scored
-    once per process: the inside algorithm on ~20,000 long programs takes seconds)."""
-    from ..closure import clevr_concepts, family_concepts
-    texts = [t for ts in family_concepts(None, per_family, 0).values() for t in ts]
-    if per_template:
-        texts += [t for ts in clevr_concepts(None, per_template, 0).values() for t in ts]
-    out = []
-    for text in dict.fromkeys(texts):
-        prog = Program.parse(text, grammar)
-        out.append((prog, prog.log_prob(grammar)))
-    return tuple(out)
-
-
-def _with_closure_families(programs, logp, grammar, per_family, log, stages, per_template=None) -> tuple:
-    """The programs plus the concepts of CLOSURE's families and of CLEVR's templates (those not
-    among them yet)."""
-    seen = {prog.postfix for prog in programs}
-    added = 0
-    for prog, lp in _closure_family_programs(grammar, per_family, per_template):
-        if prog.postfix not in seen:
-            seen.add(prog.postfix)
-            programs.append(prog)
-            logp.append(lp)
-            added += 1
-    stages["closure_families_added"] = added
-    log(f"CLOSURE's families" + (" and CLEVR's templates" if per_template else "")
-        + f": {added:,} concepts added ({per_family} per family"
-        + (f", {per_template} per template" if per_template else "") + ")")
     return programs, logp
 
 
@@ -271,6 +272,24 @@ def collapse_and_dedupe(programs, logp, counts, keep) -> tuple:
             np.array([collapsed[s][2] for s in order], np.int64))
 
 
+def _with_source(source: ProgramSource, programs, logp, grammar, p, log, stages) -> tuple:
+    """The programs plus those of ``source`` not among them yet (nothing when its options are off)."""
+    extra = source.programs(grammar, p)
+    if not extra:
+        return programs, logp
+    seen = {prog.postfix for prog in programs}
+    added = 0
+    for prog, lp in extra:
+        if prog.postfix not in seen:
+            seen.add(prog.postfix)
+            programs.append(prog)
+            logp.append(lp)
+            added += 1
+    stages[source.stage] = added
+    log(source.describe(p, added))
+    return programs, logp
+
+
 def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_source=None, reject=True,
                  progress=False, log=None, scheduler=None, spill=None) -> dict:
     """Run the build; returns the keyword arguments of ``HypothesisSpace``.
@@ -303,10 +322,8 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
         texts = list(programs)
         programs, logp = given_programs_stage(texts, grammar, reject, programs_source or "<programs>", bar, log,
                                               stages)
-    if p.get("closure_per_family"):
-        per_template = int(p["clevr_per_template"]) if p.get("clevr_per_template") else None
-        programs, logp = _with_closure_families(programs, logp, grammar, int(p["closure_per_family"]), log, stages,
-                                                per_template)
+    for _, source in program_sources.items():
+        programs, logp = _with_source(source, programs, logp, grammar, p, log, stages)
     times["programs"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -347,8 +364,9 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
 
     params = {k: p[k] for k in ("samples", "scenes", "scene_sampler", "max_depth", "seed", "min_count",
                                 "max_rate", "test_positives")}
-    for k in _OPTIONAL_PARAMS:
-        if p.get(k, DEFAULTS[k]) != DEFAULTS[k]:
+    defaults = {**DEFAULTS, **_source_defaults()}
+    for k in (*_OPTIONAL_PARAMS, *_source_defaults()):
+        if p.get(k, defaults[k]) != defaults[k]:
             params[k] = list(p[k]) if k == "location_bins" else p[k]
     if sources is not None:
         params["scene_sampler"] = None

@@ -35,7 +35,8 @@ What every space has
 Capabilities are declared by each kind as class attributes, never guessed:
 ``has_programs`` (concepts are programs: ``program(i)`` parses, the synonym prover
 applies), ``has_grammar`` (``grammar`` is a grammar file's :class:`Grammar`), and
-``has_pictures`` (scenes can be rendered as pictures and sounds: ``rendered_bank``).
+``has_pictures`` (scenes can be rendered as pictures and sounds: ``rendered_bank``); a
+space of items declares ``has_grids`` when its items are grids of coloured points.
 What a space's scenes carry besides their codes is asked, never probed: ``positions()``
 and ``relations()`` give the objects' 3-D centres and the relations between them, or None
 (the default: a program space whose scenes carry relations has both, saved as optional
@@ -91,6 +92,12 @@ class ConceptSpace:
     has_pictures: ClassVar[bool] = False
     #: what a scene of the bank is called in messages ("scene", "item")
     scene_noun: ClassVar[str] = "scene"
+
+    @property
+    def has_grids(self) -> bool:
+        """Whether the bank's scenes are grids of coloured points (read with ``grid(j)``), which
+        no attribute code describes; False for every kind but spaces of grid items."""
+        return False
 
     # ------------------------------------------------------------------ sizes
     @property

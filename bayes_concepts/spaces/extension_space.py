@@ -61,11 +61,12 @@ import numpy as np
 from ..bits import pack_bits, unpack_bits
 from ..errors import BayesConceptsError
 from ..scenes.codes import codes_to_scene
+from ..scenes.grid import GRID_COLORS, decode_grid
 from ..scenes.schema import Attribute, SceneSchema
 from ..engine import store as _store
 from ..engine.test_bank import draw_test_bank
 from .build import synonym_classes as _synonym_classes
-from .concept_space import ConceptSpace, space_kinds
+from .concept_space import ConceptSpace, SpaceCapabilityError, space_kinds
 
 __all__ = ["ExtensionSpace", "Description", "Vocabulary", "ExtensionSpaceError", "KIND"]
 
@@ -338,7 +339,7 @@ class ExtensionSpace(ConceptSpace):
         recorded = (self.params or {}).get("structure")
         if recorded is not None:
             return _recorded_structure(recorded, self.descriptions[i])
-        if (self.params or {}).get("kind") == "conceptworld":
+        if self.has_grids:
             raise ExtensionSpaceError("this ConceptWorld space was built before its definition graphs were recorded "
                                       "(params has no 'structure'), so it has no atoms or compounds; rebuild it with "
                                       "space build OUT --preset conceptworld")
@@ -346,6 +347,27 @@ class ExtensionSpace(ConceptSpace):
         parts = toks if len(toks) == len(self.parts[i]) else [f"{r}={v}" for r, v in self.parts[i]]
         comps = [f"{parts[a]} {parts[b]}" for a in range(len(parts)) for b in range(a + 1, len(parts))]
         return parts, comps
+
+    # ------------------------------------------------------------------ grid items
+    @property
+    def has_grids(self) -> bool:
+        """Whether the items are grid scenes: the space's builder recorded ``params["grid_size"]``
+        and each item's name is ``"j:<encoded grid>"`` (:func:`bayes_concepts.scenes.grid.encode_grid`)."""
+        return "grid_size" in (self.params or {})
+
+    def grid_colors(self) -> tuple:
+        """The palette of the grids (colour names, by index)."""
+        return tuple((self.params or {}).get("colors") or GRID_COLORS)
+
+    def grid(self, j: int) -> np.ndarray:
+        """int8 (size, size): grid scene ``j``, decoded from its item name."""
+        if not self.has_grids:
+            raise SpaceCapabilityError("this space's items are not grids (no grid_size among its params)")
+        return decode_grid(self.item_names[int(j)].split(":", 1)[1], int(self.params["grid_size"]))
+
+    def grids(self) -> np.ndarray:
+        """int8 (N_items, size, size): every grid scene, decoded from the item names."""
+        return np.stack([self.grid(j) for j in range(len(self.item_names))])
 
     def with_spec_files(self, spec_files: dict) -> "ExtensionSpace":
         """A copy (sharing the arrays, unsaved) that carries ``spec_files`` (file name -> TOML

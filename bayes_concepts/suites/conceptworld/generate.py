@@ -25,8 +25,8 @@ import ast
 
 import numpy as np
 
-from ..errors import BayesConceptsError
-from ..scenes.grid import EMPTY, add_noise_points
+from ...errors import BayesConceptsError
+from ...scenes.grid import EMPTY, add_noise_points
 from .definitions import ConceptDef, Definitions, Variant, compile_expr
 from .execute import offset_table
 

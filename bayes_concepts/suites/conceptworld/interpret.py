@@ -17,7 +17,7 @@ from itertools import product
 
 import numpy as np
 
-from ..scenes.grid import grid_points
+from ...scenes.grid import grid_points
 from .boxworld import boxworld_lengths
 from .definitions import ConceptDef, Definitions, DefinitionsError, check_grids, compile_expr, points_of
 

@@ -42,10 +42,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..resources import data_file
-from ..scenes.grid import GRID_COLORS, decode_grid, encode_grid
-from ..spaces.extension_space import ExtensionSpace
-from ..splits import Split
+from ...resources import data_file
+from ...scenes.grid import GRID_COLORS, decode_grid, encode_grid
+from ...scenes.schema import GENERATOR_LABELS  # a ConceptWorld item's 'source' label
+from ...spaces.extension_space import ExtensionSpace
+from ...splits import Split
 from .definitions import EXPERIMENTS_FILE, DefinitionsError, load_definitions
 from .execute import evaluate_concepts
 from .generate import break_scene, sample_scene
@@ -53,11 +54,6 @@ from .generate import break_scene, sample_scene
 __all__ = ["GENERATOR_LABELS", "conceptworld_space", "definition_structure", "is_conceptworld", "space_grids", "space_grid",
            "space_colors", "load_experiments", "experiment_splits", "condition_slug", "load_reported", "DEFAULTS"]
 
-#: scene labels that name how a scene was generated: a ConceptWorld space's items carry
-#: ``source``, the concept each grid was drawn from (the answer).  No learner reads it as a
-#: feature (:func:`bayes_concepts.learners.features.check_learner_space`) and no figure draws
-#: it as a scene's property.
-GENERATOR_LABELS = frozenset({"source"})
 
 #: the build's defaults (``space build --preset conceptworld``)
 DEFAULTS = {"depth": 7, "per_concept": 40, "broken_per_concept": 10, "noise_scenes": 200, "noise": (0, 3),
@@ -144,24 +140,22 @@ def _counts(items) -> dict:
 
 def is_conceptworld(space) -> bool:
     """Whether ``space`` was built by :func:`conceptworld_space` (its items are grid scenes)."""
-    return (space.params or {}).get("kind") == "conceptworld"  # every ConceptSpace records its params
+    return space.has_grids
 
 
 def space_colors(space) -> tuple:
     """The palette of a ConceptWorld space's grids (colour names, by index)."""
-    return tuple(space.params.get("colors") or GRID_COLORS)
+    return space.grid_colors()
 
 
 def space_grid(space, j: int) -> np.ndarray:
     """int8 (size, size): grid scene ``j`` of a ConceptWorld space, from its item name."""
-    size = int(space.params.get("grid_size", 32))
-    return decode_grid(space.item_names[int(j)].split(":", 1)[1], size)
+    return space.grid(j)
 
 
 def space_grids(space) -> np.ndarray:
     """int8 (N_items, size, size): the grid scenes of a ConceptWorld space, from its item names."""
-    size = int(space.params.get("grid_size", 32))
-    return np.stack([decode_grid(name.split(":", 1)[1], size) for name in space.item_names])
+    return space.grids()
 
 
 # ========================================================================== experiments

@@ -32,7 +32,7 @@ import ast
 
 import numpy as np
 
-from ..scenes.grid import grid_bitmaps
+from ...scenes.grid import grid_bitmaps
 from .boxworld import boxworld_lengths
 from .definitions import ConceptDef, Definitions, DefinitionsError, Variant, check_grids, compile_expr
 

@@ -1,1 +1,0 @@
-"""ConceptWorld: hierarchical relational concepts on grids of coloured points."""

@@ -1,0 +1,60 @@
+"""The ``clevr`` preset: CLEVR's relational language with CLOSURE's families and CLEVR's templates.
+
+``hypotheses/clevr.pcfg``: 3-10 objects with 3-D positions and CLEVR's four spatial
+relations; the programs sampled from the grammar plus, through the program source
+``closure`` (build options ``closure_per_family`` and ``clevr_per_template``, seed 0), the
+concepts of CLOSURE's seven families and their CLEVR baselines and of CLEVR's 90 question
+templates, which protocols ``closure`` and ``closure-baselines`` split on.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ...lot.program import Program
+from ...spaces.build import PRESETS, Preset, ProgramSource, program_sources
+from .clevr_templates import clevr_concepts
+from .families import family_concepts
+
+#: Concepts of each of CLEVR's question templates in the ``clevr`` preset (one question each,
+#: or one per answer of a query or count question).
+CLEVR_PER_TEMPLATE = 50
+
+
+@lru_cache(maxsize=8)
+def _closure_family_programs(grammar, per_family: int, per_template: int | None = None) -> tuple:
+    """``((program, log-prob), ...)`` of CLOSURE's families, then of CLEVR's question templates
+    (``per_template`` of each; none for None), under ``grammar``, each once (parsed and scored
+    once per process: the inside algorithm on ~20,000 long programs takes seconds)."""
+    texts = [t for ts in family_concepts(None, per_family, 0).values() for t in ts]
+    if per_template:
+        texts += [t for ts in clevr_concepts(None, per_template, 0).values() for t in ts]
+    out = []
+    for text in dict.fromkeys(texts):
+        prog = Program.parse(text, grammar)
+        out.append((prog, prog.log_prob(grammar)))
+    return tuple(out)
+
+
+def _programs(grammar, p) -> tuple:
+    """The families' (and templates') programs a build with parameters ``p`` adds; () when off."""
+    if not p.get("closure_per_family"):
+        return ()
+    per_template = int(p["clevr_per_template"]) if p.get("clevr_per_template") else None
+    return _closure_family_programs(grammar, int(p["closure_per_family"]), per_template)
+
+
+def _describe(p, added: int) -> str:
+    per_template = p.get("clevr_per_template")
+    return (f"CLOSURE's families" + (" and CLEVR's templates" if per_template else "")
+            + f": {added:,} concepts added ({p['closure_per_family']} per family"
+            + (f", {per_template} per template" if per_template else "") + ")")
+
+
+program_sources.register("closure", ProgramSource(
+    params=dict(closure_per_family=None, clevr_per_template=None), programs=_programs,
+    stage="closure_families_added", describe=_describe))
+
+PRESETS.register("clevr", Preset(
+    "CLEVR's relational language with CLOSURE's families and CLEVR's templates (20,000 samples, 20,000 scenes)",
+    dict(samples=20_000, scenes=20_000, scene_sampler="clevr", grammar_file="clevr.pcfg",
+         closure_per_family=100, clevr_per_template=CLEVR_PER_TEMPLATE)))
