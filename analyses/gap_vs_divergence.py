@@ -76,7 +76,7 @@ def _rows(space, splits, benchmark, args, extra=None) -> pd.DataFrame:
 
 def pair_splits(space, ks, seed: int = 0) -> tuple:
     """The pair benchmark's splits: Instance IID, Concept IID, unseen pairs and ``seen_k<k>``."""
-    from bayes_concepts.pairs import PairsLayoutError, reference_limited_spec
+    from bayes_concepts.suites.pairs import PairsLayoutError, reference_limited_spec
     from bayes_concepts.splits import make_split
     splits = {"instance_iid": make_split(space, {"name": "instance_iid", "kind": "all"}),
               "concept_iid": make_split(space, {"name": "concept_iid", "kind": "random", "seed": seed,
@@ -184,7 +184,7 @@ def main(argv=None) -> pd.DataFrame:
     p.add_argument("--ks", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="seen pairs per attribute")
     p.add_argument("--figures", type=Path, default=C.ROOT / "paper_figs", help="where the figure goes")
     args = C.parse(p, argv, NAME)
-    from bayes_concepts.pairs import pair_space, read_pairs_layout
+    from bayes_concepts.suites.pairs import pair_space, read_pairs_layout
     from bayes_concepts.splits import curi_splits
     elapsed = C.timer()
     space = C.load_space(args, p)

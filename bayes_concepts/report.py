@@ -36,9 +36,9 @@ from .errors import BayesConceptsError
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import EpisodeSampler
 from .gap import audit, build_exclusion_lines, cell_seed, episode_shapes
-from .pairs import drawable_fix
 from .oracles import OracleSettings, strong_and_weak
-from .plots import _style, plot_episode, plot_gap_parts, split_label
+from .plots import plot_episode, plot_gap_parts
+from .plots.style import figure_style, split_label
 
 __all__ = ["audit_splits", "audit_frame", "format_audit_table", "rank_disagreements", "plot_gap_vs_divergence",
            "plot_gap_intervals", "plot_side_distributions", "hardest_episode", "write_report", "ReportError"]
@@ -49,8 +49,34 @@ class ReportError(BayesConceptsError):
 
 
 # ==================================================================================== audit
+
+#: fewer usable test concepts than this, and the build's line for the split says how to get more
+FEW_DRAWABLE = 5
+
+
+def drawable_fix(space, test_ids, needed: int) -> str:
+    """How to make a split's test concepts that are too small (``test_ids``, fewer than
+    ``needed`` items: support + query positives) drawable: with synthetic items
+    (``--items-per-pair``), more items per pair; in any case a smaller ``--episode-shape`` (its
+    positives within the largest of them)."""
+    counts = np.asarray(space.counts)[np.asarray(test_ids, np.int64)] if len(test_ids) else np.zeros(0, int)
+    largest = int(counts.max()) if len(counts) else 0
+    synthetic = str(((space.params or {}).get("sources") or {}).get("items", "")).startswith("synthetic")
+    fixes = []
+    if synthetic:
+        fixes.append(f"rebuild with --items-per-pair >= {needed} (each pair has "
+                     f"{largest if largest else 'no'} synthetic items now)")
+    if largest >= 2:
+        p = largest // 2
+        fixes.append(f"give a smaller --episode-shape (support + query positives <= {largest}, the items of the "
+                     f"largest of them, e.g. --episode-shape {p},20,{largest - p},20)")
+    elif not synthetic:
+        fixes.append("no episode shape fits: the test concepts have fewer than 2 items each")
+    return "; or ".join(fixes)
+
+
 def check_drawable(space, splits, episode_shape=None):
-    """Refuse, in one line naming the split and the fix (:func:`~bayes_concepts.pairs.drawable_fix`),
+    """Refuse, in one line naming the split and the fix (:func:`drawable_fix`),
     a split none of whose test concepts has the items an episode needs (before anything runs)."""
     named = splits if isinstance(splits, dict) else {s.name: s for s in splits}
     shapes, excluded = episode_shapes(space, named, episode_shape)
@@ -285,7 +311,7 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
     data["label"] = [split_label(s) for s in data["split"]]
     groups = list(dict.fromkeys(data[hue])) if hue else [None]
     palette = dict(zip(groups, sns.color_palette("deep", max(3, len(groups)))))
-    with _style():
+    with figure_style():
         fig, ax = _axes(ax)
         for g in groups:
             d = data if g is None else data[data[hue] == g]
@@ -368,7 +394,7 @@ def plot_gap_intervals(df: pd.DataFrame, ax=None, metric: str = "map") -> tuple:
                 rows.append({"split": r["split"], "label": split_label(r["split"]), "negatives": neg,
                              "gap": r[k], "lo": r[f"{k}_lo"], "hi": r[f"{k}_hi"]})
     data = pd.DataFrame(rows)
-    with _style():
+    with figure_style():
         fig, ax = _axes(ax, (5.5, 0.45 * len(df) + 1.2))
         labels = list(dict.fromkeys(data["label"]))
         colours = dict(zip(("hard", "easy"), sns.color_palette("deep", 2)))
@@ -412,7 +438,7 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
     order = np.argsort(-np.abs(dist["test"] - dist["train"]), kind="stable")[:top]
     data = pd.DataFrame({"type": [names[j] for j in order], "p_train": dist["train"][order],
                          "p_test": dist["test"][order]})
-    with _style():
+    with figure_style():
         fig, ax = _axes(ax, (5.5, 0.32 * len(data) + 1.3))
         y = np.arange(len(data))
         colours = sns.color_palette("deep", 2)

@@ -70,7 +70,7 @@ def main():
     from bayes_concepts.divergence import split_divergence
     from bayes_concepts.spaces import load_space
     from bayes_concepts.gap import compute_gap, summarise
-    from bayes_concepts.pairs import pair_space, read_pairs_layout
+    from bayes_concepts.suites.pairs import pair_space, read_pairs_layout
     from bayes_concepts.splits import make_split
     times = {}
     with tempfile.TemporaryDirectory() as tmp:

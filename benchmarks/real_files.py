@@ -9,7 +9,7 @@ with hxm97's realistic-CZSL split, and RLCL's lists (``rlcl_lists.json``, refere
 * **MIT-States** (``mit-states``): hxm97's per-image labels (``mitstates_img_split/``: 53,753
   images, ``path attribute object``, no header) and its realistic pair split
   (``mitstates_pair_split/``: ``seen_pairs`` + ``*_unseen_comps`` / ``*_unseen_pairs``, joined
-  per side by :func:`bayes_concepts.pairs.read_pairs_layout`), as
+  per side by :func:`bayes_concepts.suites.pairs.read_pairs_layout`), as
   hxm97/A-Dynamic-Learning-Method-towards-Realistic-Compositional-Zero-Shot-Learning has them.
 * **RLCL** (``rlcl``): its lists alone are audited by ``benchmarks/rlcl_lists.py``
   (``rlcl_lists.json``); here its ``mit_states`` lists (``api/datasets/assets/mit_states``, as in
@@ -42,7 +42,7 @@ from pathlib import Path
 
 from bayes_concepts.gap import GAP_PARTS
 from bayes_concepts.ladder import ladder_profile, ladder_summary
-from bayes_concepts.pairs import build_pair_space
+from bayes_concepts.suites.pairs import build_pair_space
 from bayes_concepts.report import audit_splits
 from bayes_concepts.spaces import load_space
 from bayes_concepts.splits import make_split

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.gap import GAP_PARTS
-from bayes_concepts.pairs import build_pair_space
+from bayes_concepts.suites.pairs import build_pair_space
 from bayes_concepts.report import audit_splits
 from bayes_concepts.spaces import load_space
 from bayes_concepts.splits import make_split

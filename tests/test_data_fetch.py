@@ -14,7 +14,7 @@ import pytest
 
 from bayes_concepts import data
 from bayes_concepts.cli import main
-from bayes_concepts.pairs import read_pairs_layout
+from bayes_concepts.suites.pairs import read_pairs_layout
 
 HX = Path(__file__).resolve().parent / "fixtures" / "pairs_hxm97"
 

@@ -18,7 +18,7 @@ from bayes_concepts.divergence import (chernoff_coefficient, concept_structure, 
 from bayes_concepts.spaces.extension_space import ExtensionSpace
 from bayes_concepts.gap import audit, format_audit
 from bayes_concepts.lot import Program
-from bayes_concepts.pairs import pair_space, read_pairs_layout, reference_limited_spec
+from bayes_concepts.suites.pairs import pair_space, read_pairs_layout, reference_limited_spec
 from bayes_concepts.report import (audit_frame, audit_splits, format_audit_table, plot_gap_vs_divergence,
                                    rank_disagreements, write_report)
 from bayes_concepts.splits import Split, curi_splits, make_split

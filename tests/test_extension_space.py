@@ -25,7 +25,7 @@ from bayes_concepts.episodes import sample_episodes
 from bayes_concepts.gap import compute_gap, summarise
 from bayes_concepts.learners.features import SchemaLayout
 from bayes_concepts.oracles import OracleSettings, strong_and_weak
-from bayes_concepts.pairs import (PairsLayoutError, pair_space, read_pairs_layout, reference_limited_spec,
+from bayes_concepts.suites.pairs import (PairsLayoutError, pair_space, read_pairs_layout, reference_limited_spec,
                                   seen_pairs_per_attribute, spec_to_toml)
 from bayes_concepts.splits import SplitSpecError, make_split
 

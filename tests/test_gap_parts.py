@@ -20,7 +20,7 @@ from bayes_concepts.gap import GAP_PARTS, audit, compute_gap, format_audit, form
 from bayes_concepts.learners import RandomLearner
 from bayes_concepts.learners.protocol import LearnerError
 from bayes_concepts.lot import Program
-from bayes_concepts.pairs import pair_space, read_pairs_layout, unseen_pairs_spec
+from bayes_concepts.suites.pairs import pair_space, read_pairs_layout, unseen_pairs_spec
 from bayes_concepts.plots import plot_gap_parts
 from bayes_concepts.spaces.extension_space import ExtensionSpace
 from bayes_concepts.splits import Split, curi_splits, make_split

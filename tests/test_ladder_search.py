@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayes_concepts.pairs import (PairsLayoutError, pair_space, read_pairs_layout, split_pairs, unseen_pairs_spec,
+from bayes_concepts.suites.pairs import (PairsLayoutError, pair_space, read_pairs_layout, split_pairs, unseen_pairs_spec,
                                   write_pair_files)
 from bayes_concepts.split_search import GapProxy, SearchError, SideMasses, objective_rung, search_split
 from bayes_concepts.splits import make_split
@@ -91,7 +91,7 @@ def test_cli_refuses_a_bad_objective(small_space_dir, capsys, tmp_path):
 
 
 def test_cli_search_writes_pair_files(tmp_path, capsys):
-    from bayes_concepts.pairs import build_pair_space
+    from bayes_concepts.suites.pairs import build_pair_space
     build_pair_space(tmp_path / "space", FIXTURE / "items.tsv", FIXTURE)
     status, out, err = run(["splits", "search", tmp_path / "space", "--objective", "gap:atom", "--constraint",
                             "atom-divergence<=1", "--iterations", "5", "--pool-episodes", "100", "--episodes", "20",

@@ -2,7 +2,7 @@
 says so when the val list is empty."""
 from pathlib import Path
 
-from bayes_concepts.pairs import build_pair_space, read_pairs_layout
+from bayes_concepts.suites.pairs import build_pair_space, read_pairs_layout
 
 FIXTURE = Path(__file__).parent / "fixtures" / "pairs"
 
@@ -42,7 +42,7 @@ def test_a_comma_separated_items_file_is_read_and_named(tmp_path):
     assert (a.attributes, a.objects) == (b.attributes, b.objects)
     (tmp_path / "bad.csv").write_text(text + "x.jpg,wet\n")
     import pytest
-    from bayes_concepts.pairs import PairsLayoutError
+    from bayes_concepts.suites.pairs import PairsLayoutError
     with pytest.raises(PairsLayoutError, match="read as comma-separated"):
         read_pairs_layout(tmp_path / "bad.csv", FIXTURE)
 

@@ -18,7 +18,7 @@ import pytest
 
 from bayes_concepts.cli import main
 from bayes_concepts.episodes import EpisodeError, EpisodeShape, episode_exclusions, sample_episodes
-from bayes_concepts.pairs import (PairsLayoutError, episode_worlds, episode_worlds_spec, pair_space,
+from bayes_concepts.suites.pairs import (PairsLayoutError, episode_worlds, episode_worlds_spec, pair_space,
                                   read_pairs_layout)
 from bayes_concepts.report import constant_note, rank_disagreements
 from bayes_concepts.splits import SplitSpecError, make_split

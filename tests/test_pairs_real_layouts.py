@@ -14,7 +14,7 @@ import pytest
 
 from bayes_concepts.cli import main
 from bayes_concepts.errors import BayesConceptsError
-from bayes_concepts.pairs import PairsLayoutError, pair_space, read_pairs_layout
+from bayes_concepts.suites.pairs import PairsLayoutError, pair_space, read_pairs_layout
 from bayes_concepts.report import audit_splits
 from bayes_concepts.splits import make_split
 

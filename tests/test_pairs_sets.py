@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bayes_concepts.cli import main
-from bayes_concepts.pairs import (PairsLayoutError, build_pair_space, pair_space, read_pairs_layout,
+from bayes_concepts.suites.pairs import (PairsLayoutError, build_pair_space, pair_space, read_pairs_layout,
                                   reference_limited_spec)
 from bayes_concepts.splits import make_split
 

@@ -23,7 +23,7 @@ from bayes_concepts.lot.logprob import derivation_log_prob, derivations
 from bayes_concepts.divergence import program_atoms_and_compounds
 from bayes_concepts.lot.grammar import load_grammar
 from bayes_concepts.lot.program import QUANTIFIERS, Program
-from bayes_concepts.pairs import PairsLayout, pair_space, unseen_pairs_spec
+from bayes_concepts.suites.pairs import PairsLayout, pair_space, unseen_pairs_spec
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.protocols import protocols
 from bayes_concepts.resources import data_file

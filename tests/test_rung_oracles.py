@@ -41,7 +41,7 @@ from bayes_concepts.divergence import concept_structure, nested_concepts
 from bayes_concepts.episodes import sampler_for
 from bayes_concepts.lot import Program
 from bayes_concepts.oracles import OracleSettings
-from bayes_concepts.pairs import pair_space, read_pairs_layout
+from bayes_concepts.suites.pairs import pair_space, read_pairs_layout
 from bayes_concepts.rungs import Rung, RungError, check_rung, rung_learner, rungs
 from bayes_concepts.spaces.concept_space import load_space
 from bayes_concepts.spaces.extension_space import ExtensionSpaceError

@@ -42,7 +42,7 @@ not, is weighted by the *token-tree* prior below instead, so that no concept get
   comparison's operand type is not scored, so p is a weight (unnormalised), as any prior
   here, which the oracle normalises over its concepts.  As α → ∞ the prior is the *uniform
   token-tree prior*, log p(h) = −Σ_v log |class(v)|.
-  **Pair spaces** (attribute-object pairs, :mod:`bayes_concepts.pairs`): per role,
+  **Pair spaces** (attribute-object pairs, :mod:`bayes_concepts.suites.pairs`): per role,
 
       θ_a = (n_a + α/|A|) / (N + α),   θ_o = (n_o + α/|O|) / (N + α),
 

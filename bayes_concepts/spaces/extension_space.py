@@ -31,7 +31,7 @@ item ids; a scene dict cannot be evaluated, since an extension says nothing abou
 outside the bank.
 
 Build one with :meth:`ExtensionSpace.from_extensions` (any sets of items) or
-:func:`bayes_concepts.pairs.pair_space` (an attribute-object benchmark); save and load
+:func:`bayes_concepts.suites.pairs.pair_space` (an attribute-object benchmark); save and load
 it like a HypothesisSpace; :func:`bayes_concepts.spaces.load_space` reads either.
 
 On disk (``manifest.json`` has ``"kind": "extension"``), besides the files of every
