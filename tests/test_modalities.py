@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from bayes_concepts.cli import _learner_with_modality, main
+from bayes_concepts.cli import main
+from bayes_concepts.commands.train import learner_with_modality
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.learners import ProtoNetLearner, encoders, load_model
@@ -201,11 +202,11 @@ def test_a_saved_image_model_reloads_to_identical_predictions(small_space, episo
 
 
 def test_modality_option_combines_with_the_learner_name():
-    assert _learner_with_modality("relnet", "image") == "image-relnet"
-    assert _learner_with_modality("sound-average", "sound") == "sound-average"
-    assert _learner_with_modality("schema-relnet", None) == "schema-relnet"
+    assert learner_with_modality("relnet", "image") == "image-relnet"
+    assert learner_with_modality("sound-average", "sound") == "sound-average"
+    assert learner_with_modality("schema-relnet", None) == "schema-relnet"
     with pytest.raises(BayesConceptsError, match="disagree"):
-        _learner_with_modality("schema-relnet", "image")
+        learner_with_modality("schema-relnet", "image")
 
 
 def test_train_modality_disagreement_exits_2(small_space_dir, tmp_path, capsys):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import bayes_concepts as bc
-from bayes_concepts import cli
+from bayes_concepts import cli, options
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.protocols import Protocol, get_protocol
@@ -61,9 +61,9 @@ def test_every_oracle_setting_is_an_option_that_overrides_a_protocol():
     gap = cli.build_parser()._subparsers._group_actions[0].choices["gap"]
     actions = {a.dest: a for a in gap._actions}
     fixed = {f.name for f in dataclasses.fields(OracleSettings)} | {"query_negatives", "hard_mode"}
-    assert set(cli._PROTOCOL_FIXES) == fixed
+    assert set(options.PROTOCOL_FIXES) == fixed
     for dest in fixed:
-        assert isinstance(actions[dest], cli._Given), dest
+        assert isinstance(actions[dest], options.Given), dest
         assert "replaces the protocol's value" in actions[dest].help, dest
     assert "replaces the protocol's value" in actions["protocol"].help
 
@@ -79,8 +79,8 @@ def test_every_oracle_setting_is_an_option_that_overrides_a_protocol():
 ])
 def test_protocol_options_given_explicitly_are_overrides(option, value, key, field):
     args = cli.build_parser().parse_args(["gap", "SPACE", "--protocol", "curi-release", option, value])
-    protocol = cli._protocol(args)
-    overrides = cli._protocol_overrides(args, protocol)
+    protocol = options.protocol_of(args)
+    overrides = options.protocol_overrides(args, protocol)
     assert set(overrides) == {key}
     if field:
         assert str(getattr(overrides["settings"], field)) == value
@@ -88,12 +88,12 @@ def test_protocol_options_given_explicitly_are_overrides(option, value, key, fie
         assert all(getattr(overrides["settings"], f) == getattr(protocol.settings, f) for f in others)
     else:
         assert overrides[key] == value
-    assert cli._override_text(args) == f"{option} {value}"
+    assert options.override_text(args) == f"{option} {value}"
 
 
 def test_protocol_without_options_has_no_overrides():
     args = cli.build_parser().parse_args(["gap", "SPACE", "--protocol", "curi-release"])
-    assert cli._protocol_overrides(args, cli._protocol(args)) == {}
+    assert options.protocol_overrides(args, options.protocol_of(args)) == {}
 
 
 def test_gap_protocol_prior_is_applied_and_recorded(release_dir, workdir, capsys):

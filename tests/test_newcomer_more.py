@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 import bayes_concepts as bc
-from bayes_concepts import cli
+from bayes_concepts import cli, options
+from bayes_concepts.commands import figures
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.gap import format_models, format_table, paired_bootstrap, recorded_splits, summarise
 from bayes_concepts.results import empty_dataset, load_results
@@ -81,10 +82,10 @@ def test_episode_split_by_name_is_made_from_the_recorded_spec(ngs_results, small
     recorded (it was "unknown split" before); a split of the space still resolves by name."""
     _, out = ngs_results
     ds = load_results(out)
-    split = cli._results_split(ds, small_space, "no_green_spheres")
+    split = figures.results_split(ds, small_space, "no_green_spheres")
     assert split.concepts_sha256() == bc.make_split(small_space, tomllib.loads(NGS)).concepts_sha256()
-    assert cli._results_split(ds, small_space, "concept_iid").name == "concept_iid"
-    assert cli._default_episode_split(ds) == "no_green_spheres"
+    assert figures.results_split(ds, small_space, "concept_iid").name == "concept_iid"
+    assert figures.default_episode_split(ds) == "no_green_spheres"
 
 
 def test_episode_split_with_other_concepts_than_the_results_is_refused(ngs_results, small_space_dir, workdir,
@@ -102,11 +103,11 @@ def test_episode_split_of_a_predicate_split_and_a_contradicting_protocol(small_s
     split = bc.split_from_predicate(saved, "short", lambda p: p.length <= 5)
     ds = bc.compute_gap(saved, {"short": split}, "hard", n_episodes=3)
     with pytest.raises(BayesConceptsError, match="Python predicate"):
-        cli._results_split(ds, saved, "short")
+        figures.results_split(ds, saved, "short")
     ds.attrs["protocol"] = "paper"
     from bayes_concepts.protocols import get_protocol
     with pytest.raises(BayesConceptsError, match="computed with protocol paper"):
-        cli._results_split(ds, saved, "short", protocol=get_protocol("curi-release"))
+        figures.results_split(ds, saved, "short", protocol=get_protocol("curi-release"))
 
 
 # ------------------------------------------------ item 9: the training budget and its lines
@@ -199,7 +200,7 @@ def test_budget_help_states_the_rule():
                                                (2_000, "step", "2,000 steps"), (1, "class", "1 class"),
                                                (3, "class", "3 classes")])
 def test_counted(n, word, expected):
-    assert cli._counted(n, word, "classes" if word == "class" else None) == expected
+    assert options.counted(n, word, "classes" if word == "class" else None) == expected
 
 
 def test_train_of_one_step_says_one_step(small_space_dir, workdir, capsys):
@@ -369,9 +370,9 @@ def test_scheduler_and_grammar_help():
 def test_grammar_names_a_packaged_grammar_from_anywhere(given, workdir):
     """A wheel install has no hypotheses/ folder beside the user: --grammar hypotheses/clevr.pcfg
     (what the error hints say) names the packaged file."""
-    path = Path(cli._grammar_path(given))
+    path = Path(options.grammar_path(given))
     assert path.is_file() and path.name == "clevr.pcfg"
-    assert cli._grammar_path("mine.pcfg") == "mine.pcfg"  # not shipped: left for the loader to name
+    assert options.grammar_path("mine.pcfg") == "mine.pcfg"  # not shipped: left for the loader to name
 
 
 # -------------------------------------------------- beyond: the Python API refuses as the CLI

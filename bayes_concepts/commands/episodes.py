@@ -1,0 +1,120 @@
+"""``episodes DIR``: sample episodes of a split into a file; ``episodes show FILE INDEX``: one of them."""
+from __future__ import annotations
+
+from ..errors import BayesConceptsError
+from ..options import (check_output_file, command, counted, episode_shape, episode_shape_option, hard_mode_option,
+                       open_space, splits_for, whole)
+
+
+def _episodes_arguments(p):
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    p.add_argument("--split", required=True, help="the split whose concepts the episodes are drawn for")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
+    p.add_argument("--negatives", choices=["hard", "easy"], required=True,
+                   help="negatives of the support set: hard (true under a consistent alternative) or easy (random)")
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
+                   help="negatives of the query set (default: as --negatives; random: CURI's released code)")
+    hard_mode_option(p)
+    p.add_argument("--n", type=whole(1), required=True, help="episodes to draw")
+    episode_shape_option(p)
+    p.add_argument("--side", choices=["train", "val", "test"], default="test",
+                   help="which concepts of the split (default test)")
+    p.add_argument("--seed", type=whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
+    p.add_argument("--out", required=True, metavar="FILE.npz", help="the episodes file to write")
+
+
+@command("episodes", order=60, arguments=_episodes_arguments, compiles=True,
+         help="sample episodes (or: episodes show FILE INDEX)")
+def cmd_episodes(args) -> int:
+    from ..episodes import sample_episodes
+    from ..scale import check_memory, episodes_bytes
+    check_output_file(args.out, "--out")
+    check_memory(episodes_bytes(args.n), f"--n {args.n}", "draw fewer episodes")
+    space = open_space(args.dir)
+    split = splits_for(space, [args.split], args.spec)[args.split]
+    from ..episodes import EpisodeShape
+    shape = episode_shape(args) or EpisodeShape.parse(split.spec.get("episodes"), f"split {args.split}: [episodes]")
+    eps = sample_episodes(space, split, side=args.side, negatives=args.negatives, n=args.n, seed=args.seed,
+                          query_negatives=args.query_negatives, hard_mode=args.hard_mode,
+                          n_positive=shape.positives, n_negative=shape.negatives,
+                          n_query_positive=shape.query_positives, n_query_negative=shape.query_negatives)
+    eps.save(args.out)
+    topup = eps.meta["support_topup"] + eps.meta["query_topup"]
+    print(f"wrote {counted(len(eps), args.negatives + '-negative episode')} of {args.split}/{args.side} to "
+          f"{args.out} ({counted(len(set(eps.concept.tolist())), 'distinct concept')}; "
+          f"{counted(topup, 'random top-up negative')})")
+    return 0
+
+
+def _describe_scene(scene: dict) -> str:
+    """Objects as 'large red metal cube @(3,5)': every attribute but the location, then x, y; an
+    object with a 3-D position (a scene with relations) as 'red metal cube @(-1.33,0.87)', its
+    ground-plane coordinates."""
+    def one(o):
+        words = " ".join(str(v) for k, v in o.items() if k not in ("x", "y", "3d_coords"))
+        if "x" in o and "y" in o:
+            return words + f" @({o['x']},{o['y']})"
+        xyz = o.get("3d_coords")
+        return words + (f" @({xyz[0]:.2f},{xyz[1]:.2f})" if xyz else "")
+    return "; ".join(one(o) for o in scene["objects"])
+
+
+def _check_episodes_file(path):
+    """An episodes file is an ``.npz`` (a zip archive): anything else -- a scene file, a
+    ``.npy`` array, text -- is one line saying what the file is instead."""
+    from ..episodes import EpisodeError
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except FileNotFoundError:
+        raise EpisodeError(f"{path}: no such episodes file") from None
+    except IsADirectoryError:
+        raise EpisodeError(f"{path}: is a directory, not an episodes file") from None
+    if head.startswith(b"PK\x03\x04"):
+        return
+    kind = ("an empty file" if not head else "a NumPy .npy array" if head.startswith(b"\x93NUMPY")
+            else "JSON text (a scene file?)" if head.lstrip()[:1] in (b"{", b"[") else "not a zip archive")
+    raise EpisodeError(f"{path}: not an episodes file (expected the .npz that 'bayes-concepts episodes --out' "
+                       f"writes; this is {kind})")
+
+
+def _show_arguments(p):
+    p.add_argument("file", metavar="FILE.npz", help="an episodes file written by 'bayes-concepts episodes'")
+    p.add_argument("index", type=whole(0), help="the episode's index (0-based)")
+    p.add_argument("--space", metavar="DIR", help="the space the episodes came from (default: from --space)")
+
+
+@command("episodes show", order=10, arguments=_show_arguments, own_parser=True, help=None,
+         description="one episode of an episodes file")
+def cmd_episodes_show(args) -> int:
+    from ..episodes import Episodes
+    _check_episodes_file(args.file)
+    eps = Episodes.load(args.file)
+    if not 0 <= args.index < len(eps):
+        raise BayesConceptsError(f"episode index {args.index} out of range ({counted(len(eps), 'episode')} in "
+                                 f"{args.file})")
+    space = open_space(args.space) if args.space else None
+    if space is not None:
+        eps.check_space(space, args.file)
+    e, c = args.index, int(eps.concept[args.index])
+    meta = eps.meta
+    print(f"episode {e} of {args.file}: split {meta.get('split')}/{meta.get('side')}, {meta.get('negatives')} "
+          f"negatives (query: {meta.get('query_negatives')}), seed {meta.get('seed')}")
+    print(f"concept #{c}" + (f": {space.program(c).readable}   ({space.programs[c]})" if space else
+                              "  (pass --space DIR for programs and scenes)"))
+    for side in ("support", "query"):
+        print(f"\n{side}:")
+        for k in range(getattr(eps, f"{side}_scenes").shape[1]):
+            sid = int(getattr(eps, f"{side}_scenes")[e, k])
+            lab = int(getattr(eps, f"{side}_labels")[e, k])
+            flags = []
+            if getattr(eps, f"{side}_topup")[e, k]:
+                flags.append("random top-up")
+            if getattr(eps, f"{side}_relabelled")[e, k]:
+                flags.append("random, relabelled positive")
+            src = int(getattr(eps, f"{side}_source")[e, k])
+            if src >= 0:
+                flags.append(f"hard negative via #{src}" + (f" {space.program(src).readable}" if space else ""))
+            scene = _describe_scene(space.scene(sid)) if space else ""
+            print(f"  {'+' if lab else '-'} scene {sid:>7}  {scene}" + (f"   [{', '.join(flags)}]" if flags else ""))
+    return 0

@@ -1,0 +1,166 @@
+"""``figures RESULTS.nc``: the figures of a results file; ``demo``: the main job on the demo space."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..errors import BayesConceptsError
+from ..options import (check_gap_memory, check_output_dir, check_output_file, command, log_line, open_space,
+                       progress_output, protocol_of, protocol_option, splits_for, whole)
+
+
+def _figures_arguments(p):
+    p.add_argument("results", metavar="RESULTS.nc", help="a results file written by gap --out or demo")
+    p.add_argument("--space", required=True, metavar="DIR", help="the space the results were computed on")
+    p.add_argument("--out", default="figs", metavar="DIR",
+                   help="directory for the figures (default figs; the committed paper_figs/ are redrawn by make "
+                        "figures, never by default)")
+    p.add_argument("--episode-split", default=None, metavar="NAME",
+                   help="split of the episode view: one the results were computed on (made again from the spec "
+                        "they record), a split of the space, or one defined by a --spec file (default: concept_iid "
+                        "when the results hold it, else their first split)")
+    p.add_argument("--spec", nargs="+", metavar="FILE",
+                   help="split spec files (TOML) defining the episode view's split; a split the results hold must "
+                        "have the concepts they were computed with")
+    protocol_option(p, "the protocol whose splits the episode view's split is taken from, for results that do "
+                        "not record one (results of gap --protocol record theirs, and another is refused)")
+    p.add_argument("--seed", type=whole(0), default=0,
+                   help="seed of the episode view and bootstrap (a whole number >= 0; default 0)")
+
+
+@command("figures", order=130, arguments=_figures_arguments, help="write the figures of a results file (PNG and PDF)")
+def cmd_figures(args) -> int:
+    from ..results import load_results
+    check_output_dir(args.out, "--out")
+    ds = load_results(args.results)
+    space = open_space(args.space)
+    sha = ds.attrs.get("space_manifest_sha256")
+    if sha not in (None, "unsaved") and sha != space.manifest_sha256():
+        raise BayesConceptsError(f"{args.results} was computed on another space than {args.space} "
+                                 "(space manifest hashes differ)")
+    name = args.episode_split or default_episode_split(ds)
+    split = results_split(ds, space, name, args.spec, protocol_of(args), args.results)
+    paths = _write_figures(ds, space, args.out, split, args.seed)
+    print(f"wrote {len(paths)} files to {args.out}:")
+    for p in paths:
+        print(f"  {p}")
+    return 0
+
+
+def _write_figures(ds, space, out, episode_split, seed: int = 0):
+    """All figures of ``ds``, with an episode view of the most uncertain of 200 hard test
+    episodes of ``episode_split`` (a :class:`~bayes_concepts.splits.Split`, or the name of one
+    of the space's splits; highest posterior entropy of the strong oracle), drawn as the
+    results' episodes were (their query negatives and hard-negative mode)."""
+    import numpy as np
+    from ..episodes import sample_episodes
+    from ..plots import oracles_for, write_figures
+    split = episode_split if not isinstance(episode_split, str) else \
+        splits_for(space, [episode_split])[episode_split]
+    query_negatives = ds.attrs.get("query_negatives")
+    eps = sample_episodes(space, split, "test", "hard", 200, seed=seed,
+                          query_negatives=None if query_negatives in (None, "same as support") else query_negatives,
+                          hard_mode=ds.attrs.get("hard_mode", "union"))
+    strong, weak = oracles_for(space, split, ds)
+    entropy = strong.evaluate(eps)["posterior_entropy"]
+    return write_figures(ds, space, out, episodes=eps, episode_index=int(np.nanargmax(entropy)),
+                         oracles=(strong, weak), seed=seed)
+
+
+def results_split(ds, space, name, specs=None, protocol=None, results: str = "the results"):
+    """Split ``name`` made again on ``space`` as results ``ds`` were computed with it, for the
+    episode view: from the ``--spec`` files ``specs`` when one defines it, else from the spec
+    the results recorded (:func:`bayes_concepts.gap.recorded_splits`), else a split of the
+    results' protocol (or of ``protocol``) or of the space; treated by the protocol the results
+    were computed with.  A split made again whose concepts differ from the recorded ones, a
+    ``protocol`` other than the results', and a split made from a Python predicate (no spec to
+    make it from) are one-line errors."""
+    from ..gap import recorded_splits
+    from ..protocols import get_protocol
+    from ..splits import make_split, make_splits
+    recorded = ds.attrs.get("protocol")
+    if protocol is not None and recorded and recorded != protocol.name:
+        raise BayesConceptsError(f"--protocol {protocol.name}: {results} were computed with protocol {recorded}")
+    proto = get_protocol(recorded) if recorded else protocol
+    record = recorded_splits(ds).get(name) or {}
+    spec = record.get("spec") if isinstance(record.get("spec"), dict) else None
+    own = make_splits(space, specs or ())
+    if name in own:
+        split = proto.adapt(space, own[name]) if proto is not None else own[name]
+    elif spec is not None and spec.get("kind") in ("all", "random", "held_out"):
+        split = make_split(space, spec)
+        treated_by = record.get("protocol")
+        if treated_by:
+            split = get_protocol(treated_by).adapt(space, split)
+    elif spec is not None and spec.get("kind") == "predicate":
+        raise BayesConceptsError(f"--episode-split {name}: the split of {results} was made from a Python predicate "
+                                 "(split_from_predicate), which a command cannot make again; draw its episode view "
+                                 "in Python (plot_episode), or give a spec file defining it with --spec")
+    elif proto is not None:
+        split = proto.splits(space, [name])[name]
+    else:
+        split = splits_for(space, [name])[name]
+    want = record.get("concepts_sha256")
+    if want and split.concepts_sha256() != want:
+        raise BayesConceptsError(f"--episode-split {name}: the split made here has other concepts than the one "
+                                 f"{results} were computed with; give the spec file it was made from with --spec")
+    return split
+
+
+def default_episode_split(ds) -> str:
+    """The split of the episode view when none is named: Concept IID when the results hold it,
+    else their first split."""
+    names = [str(s) for s in ds["split"].values.tolist()]
+    return "concept_iid" if "concept_iid" in names or not names else names[0]
+
+
+def _demo_arguments(p):
+    p.add_argument("--space", default="spaces/demo", metavar="DIR",
+                   help="the demo space; built here if it has no manifest.json and is missing or empty "
+                        "(default spaces/demo)")
+    p.add_argument("--episodes", type=whole(1), default=2000,
+                   help="test episodes per split and negatives (default 2000)")
+    p.add_argument("--seed", type=whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
+    p.add_argument("--out", default="results.nc", metavar="FILE.nc", help="results file to write (default results.nc)")
+    p.add_argument("--figures", default="demo_figs", metavar="DIR",
+                   help="directory for the figures (default demo_figs; '' to skip figures; "
+                        "'make figures' writes the committed paper_figs)")
+
+
+@command("demo", order=140, arguments=_demo_arguments, compiles=True,
+         help="build the demo space if missing, print the comp-gap table, write results")
+def cmd_demo(args) -> int:
+    """The main job on the built-in default: build the demo space if missing, print the
+    comp-gap table of all CURI splits (hard and easy negatives), write results and figures."""
+    check_gap_memory(args.episodes, 9 * 2)  # CURI's nine splits, hard and easy negatives: before any import
+    from ..spaces.hypothesis_space import HypothesisSpace
+    from ..engine.store import check_save_target
+    from ..gap import compute_gap, format_table, summarise
+    from ..oracles import OracleSettings
+    from ..results import save_results
+    from ..splits import curi_splits
+    t0 = time.perf_counter()
+    space_dir = Path(args.space)
+    build = not (space_dir / "manifest.json").exists()
+    if build:  # an empty or missing directory, or an unfinished build of ours; never anything else
+        check_save_target(space_dir)
+    check_output_file(args.out, "--out", create_parents=True)  # save_results creates missing folders
+    if args.figures:
+        check_output_dir(args.figures, "--figures")
+    if build:
+        print(f"building the demo space in {space_dir} (200,000 programs x 100,000 clevr scenes) ...", flush=True)
+        with progress_output():
+            HypothesisSpace.build("demo", progress=True, log=log_line).save(space_dir)
+    space = HypothesisSpace.load(space_dir)
+    print(f"{space}\n", flush=True)
+    with progress_output():
+        ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, OracleSettings(), args.seed,
+                         progress=True)
+    print(format_table(summarise(ds, seed=args.seed)))
+    save_results(ds, args.out)
+    print(f"\nresults: {args.out}")
+    if args.figures:
+        paths = _write_figures(ds, space, args.figures, "concept_iid", args.seed)
+        print(f"figures: {len(paths)} files in {args.figures}")
+    print(f"done in {time.perf_counter() - t0:.0f} s")
+    return 0

@@ -1,0 +1,139 @@
+"""``gap DIR``: the compositionality gap of splits, strong vs weak oracle."""
+from __future__ import annotations
+
+import json
+import time
+
+from ..errors import BayesConceptsError
+from ..options import (OVERRIDE_NOTE, Given, ap_tolerance_option, check_gap_memory, check_output_file, command,
+                       counted, dropped_conditions_note, episode_shape, episode_shape_option, hard_mode_option,
+                       no_splits_error, open_space, oracle_options, oracle_settings, override_text, print_json,
+                       progress_output, protocol_of, protocol_option, protocol_overrides, protocol_splits,
+                       release_protocol, run_info, scheduler_option, splits_for, whole)
+
+
+def _gap_arguments(p):
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    p.add_argument("--split", default="all", help="one split, or 'all' (default)")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
+    p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both",
+                   help="support negatives: hard, easy or both (default)")
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None, action=Given,
+                   help="negatives of the query set (default: as --negatives; random: CURI's released code)"
+                        + OVERRIDE_NOTE)
+    hard_mode_option(p, protocol=True)
+    p.add_argument("--episodes", type=whole(1), default=20_000,
+                   help="test episodes per split and negatives (default 20,000)")
+    episode_shape_option(p)
+    protocol_option(p)
+    p.add_argument("--learner", action="append", metavar="MODEL_DIR|NAME",
+                   help="also score a trained model (scored on its training split) or a reference learner "
+                        "(random, prototype) on the same episodes; repeatable.  A model is scored only on the "
+                        "space it was trained on (the manifest sha256 its card records) and on a split with its "
+                        "training split's concepts; anything else is an error")
+    p.add_argument("--allow-other-space", action="store_true",
+                   help="score a model on a space or split other than the one it was trained on (its training "
+                        "concepts may then be test concepts); the results record the override")
+    oracle_options(p, protocol=True)
+    ap_tolerance_option(p)
+    p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
+    p.add_argument("--parts", action="store_true",
+                   help="also score the atom and the compound oracle (concepts whose atoms / atoms and compounds "
+                        "all occur in train concepts) on the same episodes and split each gap into novel atoms, novel "
+                        "compounds and novel arrangements (about twice the oracles' work)")
+    p.add_argument("--json", action="store_true", help="print the table, the settings and the seed as JSON")
+    scheduler_option(p, "the oracles' episode chunks", reads_space=True)
+
+
+@command("gap", order=70, arguments=_gap_arguments, compiles=True,
+         help="the compositionality gap of splits: strong vs weak oracle")
+def cmd_gap(args) -> int:
+    n_learners = (4 if args.parts else 2) + len(args.learner or ())
+    n_negatives = 2 if args.negatives == "both" else 1
+    check_gap_memory(args.episodes, n_negatives, n_learners)  # the least it can need (one split): before any import
+    from ..gap import compute_gap, format_table, summarise
+    from ..results import save_results
+    oracle_settings(args)  # a bad --beta or --epsilon is an error before any work
+    from ..scale import parse_scheduler
+    parse_scheduler(args.scheduler)
+    if args.out:
+        check_output_file(args.out, "--out", create_parents=True)  # save_results creates missing folders
+    space = open_space(args.dir)
+    protocol = protocol_of(args)
+    overrides = protocol_overrides(args, protocol) if protocol is not None else {}
+    if protocol is None and not args.spec and release_protocol(space):
+        raise BayesConceptsError(f"{args.dir} was built with CURI's release grammar (curi_release.pcfg): its splits "
+                                 "are those of protocol curi-release; give --protocol curi-release (or --spec FILE)")
+    names = [args.split] if args.split != "all" else None
+    splits = (protocol_splits(space, protocol, names, args.spec) if protocol is not None
+              else splits_for(space, names, args.spec))
+    if not splits:
+        raise no_splits_error(args, "score", space)
+    negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
+    check_gap_memory(args.episodes, len(splits) * len(negatives), n_learners)
+    t = time.perf_counter()
+    from ..learners import learners_for_gap
+    learners = learners_for_gap(space, splits, args.learner, args.seed, allow_other_space=args.allow_other_space)
+    settings, query_negatives, hard_mode = (
+        (oracle_settings(args), args.query_negatives, args.hard_mode) if protocol is None
+        else (overrides.get("settings", protocol.settings), overrides.get("query_negatives", protocol.query_negatives),
+              overrides.get("hard_mode", protocol.hard_mode)))
+    with progress_output():
+        ds = compute_gap(space, splits, negatives, args.episodes, settings, args.seed,
+                         query_negatives=query_negatives, hard_mode=hard_mode,
+                         progress=not args.json, learners=learners, scheduler=args.scheduler,
+                         allow_other_space=args.allow_other_space, parts=args.parts,
+                         episode_shape=episode_shape(args))
+    if protocol is not None:
+        protocol.record(ds, overrides)
+        protocol.annotate(space, splits, ds, settings, args.seed, args.episodes)  # e.g. ConceptWorld's multi-class form
+    rows = summarise(ds, seed=args.seed)
+    if args.out:
+        save_results(ds, args.out)
+    if args.json:
+        keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
+                "posterior_entropy", "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom",
+                "compound", "parts")
+        print_json({**run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
+        return 0
+    print(format_table(rows))
+    for line in _exclusion_note(ds):
+        print(line)
+    from ..gap import zero_gap_notes
+    for line in zero_gap_notes(space, splits, settings):  # a gap of 0.0 [0.0, 0.0] by construction says why
+        print(f"note: {line}")
+    for line in dropped_conditions_note(splits):
+        print(line)
+    if protocol is not None:
+        for line in (protocol.left_out_note(splits), protocol.results_note(ds)):
+            if line:
+                print(line)
+    print(f"\n{counted(args.episodes, 'test episode')} per cell; "
+          + (f"protocol {protocol.name}" + (f" overridden by {override_text(args)}" if overrides else "") + "; "
+             if protocol is not None else "")
+          + f"oracle settings {ds.attrs['oracle_settings']}; "
+          f"{time.perf_counter() - t:.1f} s" + (f"; results written to {args.out}" if args.out else ""))
+    return 0
+
+
+def _exclusion_note(ds) -> list:
+    """Lines on a gap run's episodes: each split's shape and the test concepts too small for it
+    (count, first names, rule), and what the space's build left out (results' attributes)."""
+    try:
+        shapes = json.loads(ds.attrs.get("episode_shape", "{}"))
+        excluded = json.loads(ds.attrs.get("excluded", "{}"))
+    except ValueError:
+        return []
+    lines = []
+    for name, sh in shapes.items():
+        ex = excluded.get(name, {}).get("too_small", {"count": 0, "first": []})
+        lines.append(f"{name}: episodes {sh['positives']}+{sh['negatives']} support, {sh['query_positives']}+"
+                     f"{sh['query_negatives']} query; {excluded.get(name, {}).get('usable', 0):,} usable test "
+                     f"concepts, {ex['count']:,} excluded" + (f" ({', '.join(ex['first'])}"
+                                                             + (", ..." if ex["count"] > len(ex["first"]) else "")
+                                                             + f"): {ex['rule']}" if ex["count"] else ""))
+    for kind, rec in excluded.get("space", {}).items():
+        lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
+                     f"({', '.join(rec['first'])}{', ...' if rec['count'] > len(rec['first']) else ''}): "
+                     f"{rec['rule']}")
+    return lines

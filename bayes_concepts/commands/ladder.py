@@ -1,0 +1,162 @@
+"""``ladder DIR``: the oracle ladder, every rung's mAP on the same episodes, and rank correlations
+with published models."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..options import (OVERRIDE_NOTE, Given, LazyHelp, check_gap_memory, check_output_dir, check_output_file,
+                       command, counted, describe_choices, episode_shape, episode_shape_option, finite,
+                       hard_mode_option, lazy_registry, no_splits_error, open_space, oracle_options, oracle_settings,
+                       print_json, progress_output, protocol_of, protocol_option, protocol_overrides, protocol_splits,
+                       run_info, scheduler_option, splits_for, whole)
+
+
+def _ladder_arguments(p):
+    p.add_argument("dir", metavar="DIR", help="a saved concept space")
+    p.add_argument("--split", nargs="+", metavar="NAME", default=None,
+                   help="splits to score (default: all of the protocol's or the space's)")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
+    protocol_option(p)
+    p.add_argument("--rungs", nargs="+", metavar="RUNG", default=None,
+                   help=LazyHelp(lambda: "rungs to score, each NAME or NAME[knob=value,...] (e.g. sampling[n=100]; "
+                                          "default: " + " ".join(lazy_registry("ladder", "DEFAULT_RUNGS")()) + "); "
+                                          "registered: " + describe_choices(lazy_registry("rungs", "rungs")())))
+    p.add_argument("--alpha", nargs="+", type=finite, metavar="A", default=None,
+                   help="a curve of the learned priors' concentration alpha (> 0): every rung that takes alpha is "
+                        "scored once per value (default: each rung's own, 1)")
+    p.add_argument("--budget", nargs="+", type=whole(1), metavar="N", default=None,
+                   help="a curve of the sampling learners' budget n (hypotheses drawn per episode, >= 1): every rung "
+                        "that takes n is scored once per value (default: each rung's own, 1,000)")
+    p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both",
+                   help="support negatives: hard, easy or both (default)")
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None, action=Given,
+                   help="negatives of the query set (default: as --negatives)" + OVERRIDE_NOTE)
+    hard_mode_option(p, protocol=True)
+    p.add_argument("--episodes", type=whole(1), default=5_000,
+                   help="test episodes per split and negatives (default 5,000)")
+    episode_shape_option(p)
+    oracle_options(p, protocol=True)
+    p.add_argument("--published", metavar="NAME|FILE", default=None,
+                   help="published model results to correlate with: a benchmark (curi, closure, conceptworld, rlcl), "
+                        "a TOML file in the same format, or none (default: the protocol's benchmark, or curi for "
+                        "CURI's splits)")
+    p.add_argument("--n-boot", type=whole(10), default=1000,
+                   help="bootstrap resamples for intervals (default 1,000)")
+    p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
+    p.add_argument("--figures", metavar="DIR", help="write ladder_<negatives>.png/.pdf/.csv (plot_ladder) into DIR")
+    p.add_argument("--json", action="store_true", help="print the profiles, spreads and correlations as JSON")
+    scheduler_option(p, "the oracles' episode chunks", reads_space=True)
+
+
+@command("ladder", order=80, arguments=_ladder_arguments, compiles=True,
+         help="the oracle ladder: every rung's mAP on the same episodes, from the memoriser to the strong oracle, "
+              "and rank correlations with published models")
+def cmd_ladder(args) -> int:
+    from ..ladder import (FLAT_SPREAD, format_ladder, ladder_correlations, ladder_profile, ladder_summary,
+                         parse_rungs, rung_spreads, strip_draws)
+    from ..results import save_results
+    oracle_settings(args)
+    if args.out:
+        check_output_file(args.out, "--out", create_parents=True)
+    if args.figures:
+        check_output_dir(args.figures, "--figures")
+    space = open_space(args.dir)
+    specs = parse_rungs(args.rungs, args.alpha, args.budget, space)  # bad rungs and knobs before any work
+    protocol = protocol_of(args)
+    overrides = protocol_overrides(args, protocol) if protocol is not None else {}
+    names = None if not args.split or args.split == ["all"] else list(args.split)
+    splits = (protocol_splits(space, protocol, names, args.spec) if protocol is not None
+              else splits_for(space, names, args.spec))
+    if not splits:
+        raise no_splits_error(args, "score", space)
+    published = _published_for(args, protocol, space, splits)
+    if published is not None:  # against every split the space offers, not only those scored
+        every = splits if names is None else (protocol_splits(space, protocol, None, args.spec) if protocol is not None
+                                              else splits_for(space, None, args.spec))
+        published.check(list(every))
+    negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
+    check_gap_memory(args.episodes, len(splits) * len(negatives), len(specs))
+    settings, query_negatives, hard_mode = (
+        (oracle_settings(args), args.query_negatives, args.hard_mode) if protocol is None
+        else (overrides.get("settings", protocol.settings), overrides.get("query_negatives", protocol.query_negatives),
+              overrides.get("hard_mode", protocol.hard_mode)))
+    t = time.perf_counter()
+    with progress_output():
+        ds = ladder_profile(space, splits, specs, negatives, args.episodes, settings, args.seed,
+                            query_negatives=query_negatives, hard_mode=hard_mode, progress=not args.json,
+                            episode_shape=episode_shape(args), scheduler=args.scheduler)
+    if protocol is not None:
+        protocol.record(ds, overrides)
+    rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
+    corr = {neg: ladder_correlations(rows, published, neg, n_boot=args.n_boot, seed=args.seed)
+            for neg in negatives} if published is not None else {}
+    if args.out:
+        save_results(ds, args.out)
+    figures = []
+    if args.figures:
+        from ..plots import figure_of, plot_ladder
+        out = Path(args.figures)
+        out.mkdir(parents=True, exist_ok=True)
+        for neg in negatives:
+            drawn, data = plot_ladder(rows, neg, corr.get(neg), published)
+            fig = figure_of(drawn)
+            for fmt in ("png", "pdf"):
+                path = out / f"ladder_{neg}.{fmt}"
+                fig.savefig(path, dpi=150 if fmt == "png" else None, format=fmt,
+                            metadata={"CreationDate": None} if fmt == "pdf" else {"Software": None})
+                figures.append(str(path))
+            data.to_csv(out / f"ladder_{neg}.csv", index=False)
+    if args.json:
+        print_json({**run_info(ds), "results": rows,
+                     "spread": {neg: rung_spreads(rows, neg) for neg in negatives},
+                     "published": None if published is None else {"benchmark": published.benchmark,
+                                                                  "measure": published.measure},
+                     "correlations": {neg: strip_draws(c) for neg, c in corr.items()}, "figures": figures})
+        return 0
+    print(format_ladder(rows))
+    for neg in negatives:
+        spread = rung_spreads(rows, neg)
+        print(f"\nspread over splits ({neg}, max − min gap, mAP points): "
+              + ", ".join(f"{lb} {v:.1f}" for lb, v in spread.items()))
+    for neg, c in corr.items():
+        print(f"\nrank correlation of each rung's gap with {published.benchmark}'s models ({published.measure}, "
+              f"mean model; higher = harder), {neg} negatives, {len(c['conditions'])} conditions; 95 % intervals "
+              f"bootstrap conditions and episodes:")
+        for lb, v in c["rungs"].items():
+            m = v["mean_model"]
+            if m.get("flat"):
+                print(f"  {lb:24s} flat: its gaps spread less than {FLAT_SPREAD:g} mAP point over the conditions, "
+                      "so it ranks nothing")
+                continue
+            print(f"  {lb:24s} Spearman {m['spearman']:+.2f} [{m['spearman_ci'][0]:+.2f}, {m['spearman_ci'][1]:+.2f}]"
+                  f"  Kendall {m['kendall']:+.2f} [{m['kendall_ci'][0]:+.2f}, {m['kendall_ci'][1]:+.2f}]")
+        if c.get("unmatched"):
+            print(f"  (no published numbers for {', '.join(c['unmatched'])}: left out)")
+    print(f"\n{counted(args.episodes, 'test episode')} per cell; "
+          + (f"protocol {protocol.name}; " if protocol is not None else "")
+          + f"oracle settings {ds.attrs['oracle_settings']}; {time.perf_counter() - t:.1f} s"
+          + (f"; results written to {args.out}" if args.out else "")
+          + (f"; figures in {args.figures}" if figures else ""))
+    return 0
+
+
+def _published_for(args, protocol, space, splits):
+    """The published results a ladder is compared with: --published NAME|FILE, or by default the
+    protocol's benchmark (closure, conceptworld-*) or CURI's for CURI's split names; None for
+    ``--published none`` or when no default fits."""
+    from .. import published as pub
+    given = args.published
+    if given == "none":
+        return None
+    if given is not None:
+        return pub.load(given) if given in pub.benchmarks() else pub.read(given)
+    name = protocol.name if protocol is not None else ""
+    if name.startswith("closure"):
+        return pub.load("closure")
+    if name.startswith("conceptworld-"):
+        return pub.load("conceptworld", experiment=name.removeprefix("conceptworld-"))
+    curi = set(pub.load("curi").conditions())
+    if splits and set(splits) <= curi:
+        return pub.load("curi")
+    return None

@@ -1,0 +1,66 @@
+"""``space from-pairs``: the pair space of an attribute-object benchmark (CZSL layout)."""
+from __future__ import annotations
+
+from ..errors import BayesConceptsError
+from ..options import command, episode_shape, episode_shape_option, whole
+
+
+def _from_pairs_arguments(p):
+    p.add_argument("out", metavar="OUT", help="directory to write the pair space to")
+    p.add_argument("--items", metavar="FILE|DIR",
+                   help="items: TSV with a header (item|image, attribute|attr, object|obj[, set]), JSON Lines / "
+                        "a JSON list of objects with those keys, CZSL's metadata .t7 (needs torch), or an image "
+                        "folder of 'attribute object' sub-folders, or hxm97's image lists (train_imgs.txt, val_imgs.txt, "
+                        "test_imgs.txt: 'path attribute object', no header; the file or its folder); NA records are "
+                        "dropped and counted (this or --items-per-pair)")
+    p.add_argument("--items-per-pair", type=whole(1), default=None, metavar="N",
+                   help="no items file: give every listed pair N synthetic items, to audit the pair lists alone "
+                        "(e.g. RLCL's lists without its images); every pair then has N items")
+    p.add_argument("--pairs-dir", required=True, metavar="DIR|FILE.json",
+                   help="holds train_pairs.txt, val_pairs.txt, test_pairs.txt (or JSON lists train.json, ...), or "
+                        "one JSON file of train/val/test lists, or hxm97's pair split (seen_pairs.txt + val/test "
+                        "_unseen_comps.txt and _unseen_pairs.txt, joined per side); pairs no item has are left out "
+                        "and counted")
+    p.add_argument("--unlisted", choices=("keep", "drop"), default="keep",
+                   help="items whose pair no pair file names (counted and named either way): keep (default) leaves "
+                        "them in the bank, positives of their attribute and object alone where those are concepts; "
+                        "drop leaves them out (not items)")
+    p.add_argument("--no-primitives", action="store_true",
+                   help="only the pairs are concepts (default: also every attribute and every object alone)")
+    p.add_argument("--k", type=int, nargs="+", metavar="K",
+                   help="also save reference-limited splits seen_kK: K seen pairs per attribute (RLCL; per object "
+                        "with --k-by object)")
+    p.add_argument("--k-by", choices=("attribute", "object"), default="attribute",
+                   help="what --k limits: K seen pairs per attribute (default; splits seen_kK, objects may be novel) "
+                        "or per object (splits seen_kK_obj, attributes may be novel)")
+    p.add_argument("--image-level", action="store_true",
+                   help="ask for an image-level split (CZSL's generalised setting: test-set images of seen pairs); "
+                        "refused: splits hold out concepts, not items (the build counts each set's items of seen "
+                        "and unseen pairs instead)")
+    p.add_argument("--worlds", type=whole(1), nargs="+", metavar="NP",
+                   help="also save RLCL's episode setting worlds_npNP: worlds of NP attributes x NP objects drawn as "
+                        "RLCL's episode sampler draws one (NP seen pairs without a shared primitive, the grid's "
+                        "other pairs split into seen and unseen); seen pairs train, unseen test, the rest val")
+    p.add_argument("--n-worlds", type=whole(1), default=None, metavar="N",
+                   help="at most N worlds per --worlds split (default: as many as the space allows)")
+    episode_shape_option(p, "written into every split spec it saves")
+    p.add_argument("--seed", type=whole(0), default=0,
+                   help="seed of the test bank and the seen_kK splits (a whole number >= 0; default 0)")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+
+
+@command("space from-pairs", order=20, arguments=_from_pairs_arguments,
+         help="the pair space of an attribute-object benchmark (CZSL layout) into OUT")
+def cmd_space_from_pairs(args) -> int:
+    from ..suites.pairs import build_pair_space
+    if (args.items is None) == (args.items_per_pair is None):
+        raise BayesConceptsError("space from-pairs: give --items FILE|DIR or --items-per-pair N"
+                         + (", not both" if args.items is not None else ""))
+    for line in build_pair_space(args.out, args.items, args.pairs_dir, primitives=not args.no_primitives,
+                                 items_per_pair=args.items_per_pair, unlisted=args.unlisted,
+                                 k_by=args.k_by, image_level=args.image_level,
+                                 ks=args.k or (), seed=args.seed, overwrite=args.force, worlds=args.worlds or (),
+                                 n_worlds=args.n_worlds,
+                                 episodes=None if args.episode_shape is None else episode_shape(args).as_dict()):
+        print(line)
+    return 0

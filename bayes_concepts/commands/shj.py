@@ -1,0 +1,162 @@
+"""Shepard, Hovland & Jenkins' category structures: ``space build --preset shj`` (every concept
+over their 8 stimuli) and ``people shj`` (the ideal observer fitted to people's errors)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from ..errors import BayesConceptsError
+from ..options import (Given, PresetBuild, check_output_dir, command, command_group, given_options, grammar_path,
+                       preset_builds, whole)
+
+
+def _space_build_shj(args) -> int:
+    """``space build OUT --preset shj``: every concept over the 8 stimuli of a boolean grammar
+    (``--grammar``, default hypotheses/shj.pcfg), enumerated, not sampled."""
+    given = [opt for opt, v in (("--samples", args.samples), ("--programs", args.programs),
+                                ("--scenes", args.scenes), ("--scene-sampler", args.scene_sampler),
+                                ("--scenes-from", args.scenes_from), ("--max-depth", args.max_depth),
+                                ("--no-rejection", args.no_rejection or None), ("--scheduler", args.scheduler),
+                                *((option, getattr(args, dest)) for name, other in preset_builds.items()
+                                  if name != "shj" for option, dest, _ in other.options))
+             if v is not None]
+    if given:
+        raise BayesConceptsError(f"--preset shj enumerates every concept over the grammar's stimuli: "
+                                 f"{', '.join(given)} do{'es' if len(given) == 1 else ''} not apply")
+    from ..cogsci.boolean import boolean_space
+    t = time.perf_counter()
+    space = boolean_space(grammar_path(args.grammar) if args.grammar else "and_or_not", seed=args.seed or 0)
+    space.save(args.out, overwrite=args.force)
+    info = space.params["enumerated"]
+    print(f"built {args.out} in {time.perf_counter() - t:.1f} s: {space.n_concepts} concepts (every non-trivial "
+          f"concept over {space.n_scenes} stimuli of {info['language']}), description lengths "
+          f"{int(space.lengths.min())}..{int(space.lengths.max())} tokens")
+    return 0
+
+
+preset_builds.register("shj", PresetBuild(
+    summary="every concept over the 8 stimuli of Shepard, Hovland & Jenkins' experiments (three binary "
+            "dimensions), enumerated from a boolean grammar (the global --grammar, default hypotheses/shj.pcfg; "
+            "also shj_and_not.pcfg, shj_xor_iff.pcfg) with its shortest description length and summed PCFG "
+            "probability",
+    build=_space_build_shj))
+
+command_group("people", help="ideal observers against people's category learning", order=150)
+
+
+def _shj_arguments(p):
+    p.add_argument("--language", default="and_or_not", metavar="NAME|FILE", action=Given,
+                   help="the observer's language: and_or_not (hypotheses/shj.pcfg, the default), and_not or xor_iff, "
+                        "or a boolean grammar file")
+    p.add_argument("--space", metavar="DIR",
+                   help="a saved space built with 'space build OUT --preset shj' (instead of --language)")
+    p.add_argument("--prior", choices=["length", "pcfg"], default="length",
+                   help="the prior over concepts: length (exp(-beta * shortest description length), the default) or "
+                        "pcfg (the grammar's probability to the power beta)")
+    p.add_argument("--method", choices=["svi", "nuts"], default="svi",
+                   help="svi (a multivariate normal guide, about two minutes here; the default) or nuts (exact "
+                        "MCMC; far slower: each step evaluates the model many times)")
+    p.add_argument("--steps", type=whole(1), action=Given, default=300,
+                   help="optimisation steps of svi (default 300); refused with --method nuts")
+    p.add_argument("--samples", type=whole(1), default=1000, help="posterior draws kept (default 1000)")
+    p.add_argument("--warmup", type=whole(0), action=Given, default=300,
+                   help="warm-up steps of nuts (default 300); refused with --method svi")
+    p.add_argument("--orders", type=whole(1), default=None,
+                   help="average the block errors over this many sampled random trial orders (seeded by --seed) "
+                        "instead of exactly over all orders (the default; sampling is faster, with Monte Carlo "
+                        "error)")
+    p.add_argument("--draws", type=whole(1), default=100,
+                   help="posterior draws whose curves the figure and the predictive check use (default 100)")
+    p.add_argument("--compare", action="store_true",
+                   help="also compare every language with both priors by the marginal likelihood (grid quadrature) "
+                        "and held-out blocks (about five minutes); without it the fit is checked against its own "
+                        "grid posterior")
+    p.add_argument("--human", metavar="FILE.csv",
+                   help="another error table (type,block,p_error); default Nosofsky et al. (1994)")
+    p.add_argument("--structures", metavar="FILE.csv",
+                   help="other category structures (type,d1,d2,d3,category); default Shepard et al. (1961)")
+    p.add_argument("--seed", type=whole(0), default=0,
+                   help="seed of the fit, the posterior draws and any sampled orders (a whole number >= 0; default 0)")
+    p.add_argument("--out", metavar="DIR",
+                   help="write shj_people.png/.pdf (the figure), shj_people.csv and shj_people_order.csv (its "
+                        "numbers) and shj_people.json (the summary) into DIR")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+
+#: Bytes per sampled SHJ trial order while its prefix counts are made: a block of 16 trials
+#: over 8 stimuli, int64 one-hot, cumulative and sorted copies.
+_SHJ_ORDER_BYTES = 4 * 16 * 8 * 8
+
+
+@command("people shj", order=10, arguments=_shj_arguments, compiles=True,
+         help="fit the sequential ideal observer's beta, epsilon and lapse rate to the six structures of Shepard, "
+              "Hovland & Jenkins (Nosofsky et al. 1994's 6 x 16 error table) and write the figure, its numbers "
+              "and a summary")
+def cmd_people_shj(args) -> int:
+    given = given_options(args)
+    if args.method == "nuts" and "steps" in given:
+        raise BayesConceptsError("--steps sets the svi optimisation: it does not apply with --method nuts")
+    if args.method == "svi" and "warmup" in given:
+        raise BayesConceptsError("--warmup sets the nuts warm-up: it does not apply with --method svi")
+    if args.space and "language" in given:
+        raise BayesConceptsError("give --space or --language, not both (a saved space has its own language)")
+    for option, path in (("--human", args.human), ("--structures", args.structures)):
+        if path and not Path(path).is_file():
+            raise BayesConceptsError(f"{option} {path}: no such file")
+    if args.out:
+        check_output_dir(args.out, "--out")
+    from ..cogsci.boolean import SHJ_LANGUAGES
+    language = args.language
+    if not args.space and language not in SHJ_LANGUAGES:
+        if not Path(language).is_file() and not language.endswith(".pcfg"):
+            raise BayesConceptsError(f"--language {language}: expected one of {', '.join(SHJ_LANGUAGES)} or a grammar "
+                                     "file")
+        language = str(grammar_path(language))
+        if not Path(language).is_file():
+            raise BayesConceptsError(f"--language {args.language}: no such grammar file")
+    if args.orders:  # the sampled orders' prefix counts are held at once: refused before any work
+        from ..scale import check_memory
+        check_memory(args.orders * _SHJ_ORDER_BYTES, f"--orders {args.orders:,}",
+                     "sample fewer orders (or leave --orders out: the exact average over all orders)",
+                     f"the prefix counts of {args.orders:,} trial orders")
+    space = None
+    if args.space:
+        from ..spaces import load_space
+        space = load_space(args.space)
+    from ..cogsci.shj_plots import shj_analysis
+    run = shj_analysis(language, args.prior, space=space, method=args.method, steps=args.steps,
+                       num_samples=args.samples, warmup_steps=args.warmup,
+                       states="sampled" if args.orders else "exact", n_orders=args.orders or 32, seed=args.seed,
+                       draws=args.draws, compare=args.compare, human=args.human, structures=args.structures,
+                       out=args.out, progress=not args.json)
+    s = run["summary"]
+    if args.json:
+        from ..cogsci.shj_plots import _json_default
+        print(json.dumps(s, default=_json_default))
+        return 0
+    par = s["parameters"]
+    print(f"{s['language']}, {s['prior']} prior, {s['method']} ({s['times']['fit_seconds']:.0f} s):")
+    for name in ("beta", "epsilon", "lapse"):
+        v = par[name]
+        print(f"  {name:8s} {v['mean']:.4f}   {v['prob']:.0%} interval [{v['low']:.4f}, {v['high']:.4f}]")
+    print(f"  block errors, model vs people ({s['cells']} cells): r = {s['correlation']:.3f}, "
+          f"RMSE = {s['rmse']:.3f}; {s['ppc']['cells_inside']}/{s['ppc']['cells']} cells inside the "
+          f"{s['ppc']['prob']:.0%} predictive interval")
+    print("  mean error per type   " + "  ".join(f"{t}: {v['people']:.3f}/{v['model']:.3f}"
+                                               for t, v in s["mean_error_per_type"].items()) + "  (people/model)")
+    print(f"  order, people: {s['order_people']}")
+    print(f"  order, model:  {s['order_model']}  ({'reproduces' if s['order_check']['reproduced'] else 'misses'} "
+          f"{s['human_order']}" + (f"; fails {', '.join(s['order_check']['failed'])}" if s['order_check']['failed']
+                                   else "") + ")")
+    if "comparison" in s:
+        c = s["comparison"]
+        print("  language/prior          log evidence   held-out log density   order")
+        for key, v in c.items():
+            if isinstance(v, dict):
+                print(f"  {key:22s} {v['log_evidence']:12.1f}   {v['held_out']['log_predictive']:20.1f}   "
+                      f"{v['order_model']}")
+        print(f"  best by evidence: {c['best_by_evidence']}; best on held-out blocks: {c['best_by_held_out']}")
+    for path in run["paths"]:
+        print(f"wrote {path}")
+    return 0
