@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 
-from bayes_concepts.cogsci.boolean import SHJ_LANGUAGES, enumerate_concepts, truth_table
+from bayes_concepts.suites.shj.boolean import SHJ_LANGUAGES, enumerate_concepts, truth_table
 from bayes_concepts.cogsci.sequential import PRIOR_KINDS
-from bayes_concepts.cogsci.shj import TYPES, compare_languages, shj_structures
-from bayes_concepts.cogsci.shj_plots import _json_default, shj_analysis
+from bayes_concepts.suites.shj.fit import TYPES, compare_languages, shj_structures
+from bayes_concepts.suites.shj.plots import _json_default, shj_analysis
 
 
 def enumeration() -> dict:

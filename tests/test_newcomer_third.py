@@ -98,7 +98,7 @@ def test_item8_the_clevr_grammar_declares_forall_as_the_readme_table_lists_it():
 
 # ------------------------------------------------------------------ item 10
 def test_item10_an_order_printed_with_a_tie_is_not_said_to_reproduce_the_strict_one():
-    from bayes_concepts.cogsci import shj
+    from bayes_concepts.suites.shj import fit as shj
     means = [0.01, 0.1001, 0.1004, 0.2, 0.21, 0.3]  # II and III equal at the 3 decimals shown
     assert shj.type_order(means) == "I < II = III < IV < V < VI"
     check = shj.order_check(means)
@@ -125,8 +125,8 @@ START -> x main_color? dark_red = exists=
 def _every_space_kind(request):
     from pathlib import Path
 
-    from bayes_concepts.conceptworld.space import conceptworld_space
-    from bayes_concepts.pairs import pair_space, read_pairs_layout
+    from bayes_concepts.suites.conceptworld.space import conceptworld_space
+    from bayes_concepts.suites.pairs import pair_space, read_pairs_layout
     pairs = Path(__file__).resolve().parent / "fixtures" / "pairs"
     return {"curi": request.getfixturevalue("small_space"), "clevr": request.getfixturevalue("clevr_space"),
             "pairs": pair_space(read_pairs_layout(pairs / "items.tsv", pairs)),
@@ -173,7 +173,7 @@ def test_item1_no_learner_feature_of_any_space_kind_names_how_a_scene_was_genera
 
 def test_item1_gap_and_train_refuse_learners_on_a_conceptworld_space_in_one_line(tmp_path, capsys):
     from bayes_concepts.cli import main
-    from bayes_concepts.conceptworld.space import conceptworld_space
+    from bayes_concepts.suites.conceptworld.space import conceptworld_space
     conceptworld_space(depth=3, per_concept=2, broken_per_concept=1, noise_scenes=4).save(tmp_path / "cw")
     for argv in (["gap", str(tmp_path / "cw"), "--protocol", "conceptworld-productivity", "--learner", "prototype",
                   "--episodes", "5"],
@@ -188,7 +188,7 @@ def test_item1_gap_and_train_refuse_learners_on_a_conceptworld_space_in_one_line
 def test_item1_figures_do_not_draw_a_scene_s_source_as_its_property():
     import pytest
 
-    from bayes_concepts.conceptworld.space import conceptworld_space
+    from bayes_concepts.suites.conceptworld.space import conceptworld_space
     from bayes_concepts.plots import object_encoding, plot_scene_properties, scene_property_data
     cw = conceptworld_space(depth=3, per_concept=2, broken_per_concept=1, noise_scenes=4)
     encoding = object_encoding(cw.schema)
@@ -200,7 +200,7 @@ def test_item1_figures_do_not_draw_a_scene_s_source_as_its_property():
 
 
 def test_item1_the_episode_view_draws_a_conceptworld_scene_as_its_grid_not_its_source():
-    from bayes_concepts.conceptworld.space import conceptworld_space, experiment_splits, space_grid
+    from bayes_concepts.suites.conceptworld.space import conceptworld_space, experiment_splits, space_grid
     from bayes_concepts.episodes import sample_episodes
     from bayes_concepts.plots import plot_episode
     cw = conceptworld_space(depth=3, per_concept=12, broken_per_concept=1, noise_scenes=4)
@@ -243,7 +243,7 @@ def test_item5_a_family_whose_lengths_run_backwards_is_an_error_naming_the_entry
 
     import pytest
 
-    from bayes_concepts.conceptworld.definitions import DefinitionsError, load_definitions
+    from bayes_concepts.suites.conceptworld.definitions import DefinitionsError, load_definitions
     text = data_file("conceptworld", "concepts.toml").read_text(encoding="utf-8")
     bad = tmp_path / "concepts.toml"
     bad.write_text(re.sub(r"lengths = \[1, 7\]", "lengths = [3, 1]", text, count=1), encoding="utf-8")
@@ -253,7 +253,7 @@ def test_item5_a_family_whose_lengths_run_backwards_is_an_error_naming_the_entry
 
 def test_item5_a_dropped_condition_and_a_gap_zero_by_construction_are_explained(tmp_path, capsys, small_space_dir):
     from bayes_concepts.cli import main
-    from bayes_concepts.conceptworld.space import conceptworld_space
+    from bayes_concepts.suites.conceptworld.space import conceptworld_space
     conceptworld_space(depth=5, per_concept=12, broken_per_concept=1, noise_scenes=4).save(tmp_path / "cw5")
     assert main(["gap", str(tmp_path / "cw5"), "--protocol", "conceptworld-productivity", "--episodes", "5",
                  "--negatives", "hard"]) == 0
@@ -328,7 +328,7 @@ def _edited_definitions(tmp_path, name, edits):
 def test_item6_a_users_definitions_file_is_checked_whole_on_load(tmp_path):
     import pytest
 
-    from bayes_concepts.conceptworld.definitions import DefinitionsError, load_definitions
+    from bayes_concepts.suites.conceptworld.definitions import DefinitionsError, load_definitions
     for name, (edits, message) in _CW_EDITS.items():
         path = _edited_definitions(tmp_path, name, edits)
         with pytest.raises(DefinitionsError, match=message) as err:
@@ -339,9 +339,9 @@ def test_item6_a_users_definitions_file_is_checked_whole_on_load(tmp_path):
 def test_item6_a_grid_of_another_size_is_refused_by_the_interpreter_and_the_executor_alike():
     import pytest
 
-    from bayes_concepts.conceptworld.definitions import DefinitionsError, load_definitions
-    from bayes_concepts.conceptworld.execute import evaluate_concepts
-    from bayes_concepts.conceptworld.interpret import interpret
+    from bayes_concepts.suites.conceptworld.definitions import DefinitionsError, load_definitions
+    from bayes_concepts.suites.conceptworld.execute import evaluate_concepts
+    from bayes_concepts.suites.conceptworld.interpret import interpret
     defs = load_definitions()
     small = np.full((16, 16), -1, np.int8)
     with pytest.raises(DefinitionsError, match=r"16 x 16 grid, but the definitions .* are for 32 x 32 grids"):
@@ -428,7 +428,7 @@ def test_item11_a_bad_token_in_a_split_spec_names_the_space_not_grammar_grammar_
 
 
 def test_item11_splits_of_a_conceptworld_space_points_to_its_protocols(tmp_path, capsys):
-    from bayes_concepts.conceptworld.space import conceptworld_space
+    from bayes_concepts.suites.conceptworld.space import conceptworld_space
     from conftest import assert_one_line_error, run
 
     conceptworld_space(depth=3, per_concept=2, broken_per_concept=1, noise_scenes=4).save(tmp_path / "cw")
@@ -490,7 +490,7 @@ def test_item13_comp_gap_with_one_split_keeps_its_subtitle_and_legend_inside_the
 
 
 def test_item11_space_show_shows_a_conceptworld_concept_and_a_pair(tmp_path, capsys):
-    from bayes_concepts.conceptworld.space import conceptworld_space
+    from bayes_concepts.suites.conceptworld.space import conceptworld_space
     from bayes_concepts.spaces.extension_space import ExtensionSpace
     from conftest import run
 

@@ -17,33 +17,18 @@ Modules: :mod:`.data` (per-episode sufficient statistics, the predictive, prunin
 :mod:`.model` (pyro model, NUTS fit, summaries, simulation), :mod:`.ppc` (posterior
 predictive check: its table and its figure).
 
-People on Shepard, Hovland & Jenkins' six category structures (three binary dimensions)::
-
-    from bayes_concepts.cogsci import enumerate_concepts, shj_analysis
-    concepts = enumerate_concepts("and_or_not")     # every concept over 8 stimuli: l_min, programs, P
-    run = shj_analysis("and_or_not", "length", out="shj_out")   # SVI fit to Nosofsky et al. (1994)
-    run["summary"]["parameters"], run["summary"]["order_model"], run["summary"]["correlation"]
-
-Modules: :mod:`.boolean` (the enumerated boolean concepts and their space), :mod:`.sequential`
-(trial-by-trial learning, block errors averaged over random orders), :mod:`.shj` (human data,
-pyro fit, predictions, grid evidence, language comparison), :mod:`.shj_plots` (the figure,
-the files, the whole run).
+:mod:`.sequential`: trial-by-trial learning, block errors averaged over random orders (the
+people suite, :mod:`bayes_concepts.suites.shj`, fits it to Shepard, Hovland and Jenkins's six
+category structures).
 """
 from .data import ObserverData, concept_bits, log_posterior_cells, oracle_predictive, prepare_observer_data
 from .model import (CensoredBeta, Priors, concepts_from_attrs, fit_ideal_observer, log_beta_cdf_small,
                     observer_model, posterior_summary, response_probability, simulate_learner)
 from .ppc import plot_posterior_predictive_check, posterior_predictive_check, response_probabilities
-from .boolean import SHJ_LANGUAGES, BooleanConcepts, boolean_space, enumerate_concepts
 from .sequential import Design, block_errors, prefix_states, trial_predictive
-from .shj import (compare_languages, fit_shj, grid_posterior, human_errors, shj_data, shj_predictions,
-                  shj_structures, shj_summary)
-from .shj_plots import plot_shj_fit, shj_analysis, write_shj_outputs
 
 __all__ = ["ObserverData", "prepare_observer_data", "concept_bits", "log_posterior_cells", "oracle_predictive",
            "Priors", "observer_model", "CensoredBeta", "log_beta_cdf_small", "response_probability",
            "fit_ideal_observer", "posterior_summary", "concepts_from_attrs", "simulate_learner",
            "posterior_predictive_check", "plot_posterior_predictive_check", "response_probabilities",
-           "SHJ_LANGUAGES", "BooleanConcepts", "boolean_space", "enumerate_concepts", "Design", "block_errors",
-           "prefix_states", "trial_predictive", "compare_languages", "fit_shj", "grid_posterior", "human_errors",
-           "shj_data", "shj_predictions", "shj_structures", "shj_summary", "plot_shj_fit", "shj_analysis",
-           "write_shj_outputs"]
+           "Design", "block_errors", "prefix_states", "trial_predictive"]

@@ -19,7 +19,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .shj import TYPES
+from .fit import TYPES
 
 #: gids of the plotted artists (tests find them by these)
 GID_HUMAN, GID_MODEL, GID_MODEL_BAND, GID_PPC_BAND = "human", "model_mean", "model_interval", "ppc_interval"
@@ -52,7 +52,7 @@ def shj_tables(predictions) -> dict:
 
 
 def plot_shj_fit(predictions, *, axes=None, title: str | None = None, figsize=(13.0, 6.0)):
-    """Draw :func:`~bayes_concepts.cogsci.shj.shj_predictions` (see the module docstring).
+    """Draw :func:`~bayes_concepts.suites.shj.fit.shj_predictions` (see the module docstring).
 
     axes: seven Axes (six types, then the ordering panel) or None (a new figure of
     ``figsize`` inches).  Returns ``(axes, tables)``: the seven Axes and the numbers drawn,
@@ -129,17 +129,17 @@ def shj_analysis(language="and_or_not", prior: str = "length", *, space=None, me
                  seed: int = 0, draws: int = 100, prob: float = 0.9, compare: bool = False, compare_grid: int = 12,
                  human=None, structures=None, out=None, progress: bool = False) -> dict:
     """The whole comparison in one call: data, fit, predictions, summary, (language comparison),
-    files.  Arguments as :func:`~bayes_concepts.cogsci.shj.shj_data`,
-    :func:`~bayes_concepts.cogsci.shj.fit_shj` (``method``, ``steps``, ``num_samples``,
-    ``warmup_steps``, ``seed``) and :func:`~bayes_concepts.cogsci.shj.shj_predictions`
+    files.  Arguments as :func:`~bayes_concepts.suites.shj.fit.shj_data`,
+    :func:`~bayes_concepts.suites.shj.fit.fit_shj` (``method``, ``steps``, ``num_samples``,
+    ``warmup_steps``, ``seed``) and :func:`~bayes_concepts.suites.shj.fit.shj_predictions`
     (``draws`` posterior draws, ``prob``); ``compare``: also
-    :func:`~bayes_concepts.cogsci.shj.compare_languages` (every language × both priors, exact
+    :func:`~bayes_concepts.suites.shj.fit.compare_languages` (every language × both priors, exact
     prefix states, ``compare_grid`` nodes per parameter); out: a folder for
     :func:`write_shj_outputs` (None: nothing written).  Returns a dict with ``data``,
     ``posterior``, ``predictions``, ``summary`` (JSON-ready: the fit's summary, the settings, the
     run times and, with ``compare``, the comparison) and ``paths``."""
     import time
-    from .shj import compare_languages, fit_shj, grid_posterior, shj_data, shj_predictions, shj_summary
+    from .fit import compare_languages, fit_shj, grid_posterior, shj_data, shj_predictions, shj_summary
 
     times = {}
     t = time.perf_counter()

@@ -47,12 +47,12 @@ import xarray as xr
 from scipy.special import gammaln, logsumexp
 from scipy.stats import beta as beta_dist, halfnorm
 
-from ..errors import BayesConceptsError
-from ..resources import data_file
+from ...errors import BayesConceptsError
+from ...resources import data_file
+from ...cogsci.model import Priors, posterior_summary
+from ...cogsci.sequential import (DTYPE, MIN_EPSILON, PRIOR_KINDS, Design, PrefixStates, StructureData,
+                                  block_errors_torch, prefix_states, structure_data, with_lapse)
 from .boolean import SHJ_LANGUAGES, boolean_space, language_name, space_truth_tables
-from .model import Priors, posterior_summary
-from .sequential import (DTYPE, MIN_EPSILON, PRIOR_KINDS, Design, PrefixStates, StructureData, block_errors_torch,
-                         prefix_states, structure_data, with_lapse)
 
 #: Learners per type in Nosofsky et al. (1994), and trials per block.
 LEARNERS_PER_TYPE = 40
@@ -145,7 +145,7 @@ def shj_structures(path=None, stimuli=None) -> np.ndarray:
     """bool (6, N): the category of every stimulus under each type I..VI.
 
     path: a CSV ``type,d1,d2,d3,category`` (default ``hypotheses/human/shj_structures.csv``);
-    stimuli: the stimuli as scene dicts (:func:`~bayes_concepts.cogsci.boolean.stimulus_scenes`),
+    stimuli: the stimuli as scene dicts (:func:`~bayes_concepts.suites.shj.boolean.stimulus_scenes`),
     whose attribute names must be the file's dimension columns (default: d1 d2 d3 coded 0/1,
     stimulus j = 4·d1 + 2·d2 + d3)."""
     path = Path(path) if path is not None else data_file("human", "shj_structures.csv")
@@ -226,9 +226,9 @@ def shj_data(language="and_or_not", prior: str = "length", *, space=None, method
              seed: int = 0, human=None, structures=None) -> SHJData:
     """Everything a fit needs (see :class:`SHJData`).
 
-    language: a name of :data:`~bayes_concepts.cogsci.boolean.SHJ_LANGUAGES` or a grammar file
+    language: a name of :data:`~bayes_concepts.suites.shj.boolean.SHJ_LANGUAGES` or a grammar file
     (its space is enumerated, once per process), ignored when ``space`` (a saved or built
-    boolean space, :func:`~bayes_concepts.cogsci.boolean.boolean_space`) is given; prior:
+    boolean space, :func:`~bayes_concepts.suites.shj.boolean.boolean_space`) is given; prior:
     ``length`` or ``pcfg``; method ``exact`` (every prefix state: the exact average over random
     orders) or ``sampled`` (the states of ``n_orders`` random orders drawn with ``seed``; faster,
     with Monte Carlo error), see :func:`~bayes_concepts.cogsci.sequential.prefix_states`;

@@ -55,12 +55,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import BayesConceptsError
-from ..lot.grammar import Grammar, load_grammar
-from ..lot.operators import operator_of
-from ..lot.program import Program
-from ..engine.interpreter import evaluate
-from ..resources import data_file
+from ...errors import BayesConceptsError
+from ...lot.grammar import Grammar, load_grammar
+from ...lot.operators import operator_of
+from ...lot.program import Program
+from ...engine.interpreter import evaluate
+from ...resources import data_file
 
 #: The languages compared on Shepard, Hovland & Jenkins' structures: name -> grammar file of
 #: ``hypotheses/``.  Same literals, same weights; they differ in their connectives.
@@ -590,8 +590,8 @@ def boolean_space(language="and_or_not", max_length: int | None = None, *, seed:
     length, and the log-probability of its most probable program.  Saved and loaded like any
     space.
     """
-    from ..spaces import build as _build
-    from ..spaces.hypothesis_space import HypothesisSpace
+    from ...spaces import build as _build
+    from ...spaces.hypothesis_space import HypothesisSpace
 
     concepts = enumerate_concepts(language, max_length)
     grammar = concepts.grammar
@@ -618,7 +618,7 @@ def boolean_space(language="and_or_not", max_length: int | None = None, *, seed:
 
 def space_truth_tables(space) -> np.ndarray:
     """int64 (n_concepts,): each concept's truth table over the space's scene bank (its N stimuli)."""
-    from ..bits import unpack_bits
+    from ...bits import unpack_bits
     bits = unpack_bits(np.asarray(space.signatures), space.n_scenes)
     return (bits.astype(np.int64) << np.arange(space.n_scenes, dtype=np.int64)[None, :]).sum(axis=1)
 
