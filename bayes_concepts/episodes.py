@@ -38,7 +38,7 @@ import numba
 import numpy as np
 
 from .bits import block_counts, block_of_rank, has_bit, pop_lowest_bit, popcount64, select_in_block, unpack_bits
-from .engine.rows import check_reads, row_at, row_source, rows_for_random_reads, word_at, words_at
+from .engine.rows import RowFile, check_reads, row_at, row_source, rows_for_random_reads, word_at, words_at
 from .engine.index import signature_block_counts
 from .errors import BayesConceptsError
 from .registry import Registry
@@ -577,6 +577,13 @@ class EpisodeSampler:
         self.signatures = rows_for_random_reads(space.signatures)
         self.cum = signature_block_counts(space) if BLOCK == 64 else block_counts(np.asarray(space.signatures), BLOCK)
         self.scene_concepts = rows_for_random_reads(space.scene_concepts())
+
+    def release_pages(self):
+        """Drop the pages of the row files this sampler read through their mappings from the
+        process's resident set (:meth:`~bayes_concepts.engine.rows.RowFile.release`)."""
+        for rows in (self.signatures, self.scene_concepts):
+            if isinstance(rows, RowFile):
+                rows.release()
 
     def sample(self, concept_ids, n: int, negatives: str = "hard", *, query_negatives: str | None = None,
                seed: int = 0, n_positive: int = 5, n_negative: int = 20, beta: float = 0.2,

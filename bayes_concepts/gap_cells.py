@@ -113,6 +113,7 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
         results = score_learners(space, eps, oracles)
     finally:
         release_pages(space.signatures)
+        sampler.release_pages()  # the row files read through their mappings
     return eps.concept, results, (eps if keep_episodes else None)
 
 

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from ..bits import pack_bits, pop_lowest_bit
+from ..engine import rows as rows_module
 from ..engine.rows import RowFile
 from . import kernels as K
 from .empty_policies import empty_policies
@@ -230,18 +231,22 @@ class Oracle:
         test_index = (np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
                       np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(),
                       space.class_representatives(), *scene_classes)
-        # an index on disk: the rows of each slice's support and query scenes are read into
-        # memory (scenes renumbered into them), a slice at a time
+        # an index on disk is read through its mapping (engine.rows.READ_ROWS "map"), or the rows
+        # of each slice's support and query scenes are read into memory (scenes renumbered into
+        # them), a slice at a time
         # deferred episodes keep their class weights (a row of C floats each) until their slice
         # is scored, so deferring also goes a slice at a time
         defer = bool(wide and defer)
-        step = EVALUATE_SLICE if isinstance(scene_concepts, RowFile) or defer else max(e, 1)
+        read_slices = isinstance(scene_concepts, RowFile) and rows_module.READ_ROWS != "map"
+        if isinstance(scene_concepts, RowFile) and not read_slices:
+            scene_concepts = scene_concepts.mapped()
+        step = EVALUATE_SLICE if read_slices or defer else max(e, 1)
         n_classes = len(test_index[3]) - 1
         speculative = K.DEFERRED_SPECULATIVE_SHARE if defer else K.SPECULATIVE_SHARE
         for lo in range(0, e, step):
             sl = slice(lo, min(lo + step, e))
             rows, sup, qry = scene_concepts, support[sl], query[sl]
-            if isinstance(scene_concepts, RowFile):
+            if read_slices:
                 scenes = np.unique(np.concatenate([sup.ravel(), qry.ravel()]))
                 rows = scene_concepts[scenes]
                 sup, qry = np.searchsorted(scenes, sup), np.searchsorted(scenes, qry)
