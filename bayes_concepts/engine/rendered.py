@@ -65,7 +65,8 @@ import numpy as np
 from ..modalities import Modality, ModalityError, modalities
 from .store import SpaceError, _fsync_dir, _fsync_write, _sha256_file, derived_folders, read_array
 
-__all__ = ["RENDERED_DIR", "rendered_bank", "find_rendered_bank", "rendered_banks", "bank_settings", "own_files"]
+__all__ = ["RENDERED_DIR", "rendered_bank", "find_rendered_bank", "rendered_banks", "bank_settings", "own_files",
+           "takes_positions", "cannot_express"]
 
 #: Folder of a saved space that holds its rendered banks.
 RENDERED_DIR = "rendered"
@@ -106,9 +107,29 @@ def bank_settings(modality: str, **options) -> dict:
     return _settings(_modality(modality), options)
 
 
-def _check_space(space):
+def takes_positions(modality: Modality) -> bool:
+    """Whether ``modality``'s renderer places objects at given 3-D positions (its ``render``
+    takes ``positions``: ``image`` does, ``sound`` does not)."""
+    return "positions" in inspect.signature(modality.render).parameters
+
+
+def cannot_express(space, modality: Modality) -> str | None:
+    """Why ``modality`` cannot express the scenes of ``space`` (one clause), or None when it
+    can: scenes of a schema with relations are placed by their objects' 3-D positions (their
+    relations follow from them), which a renderer that takes no positions cannot show."""
+    if not space.schema.relations or takes_positions(modality):
+        return None
+    return (f"the {modality.name} modality cannot express this space's relations "
+            f"({', '.join(space.schema.relations)}): its scenes are placed by 3-D positions, and the {modality.name} "
+            "renderer takes no positions (it places objects by x/y location bins, which these scenes do not have)")
+
+
+def _check_space(space, modality: Modality):
     if not space.has_pictures:
         raise SpaceError(f"rendered bank: a {space.kind} space has no scenes to render (its items are given)")
+    why = cannot_express(space, modality)
+    if why:
+        raise SpaceError(f"rendered bank: {why}")
 
 
 def _rendered(space, modality: Modality, settings: dict, codes: np.ndarray, lo: int = 0) -> np.ndarray:
@@ -117,7 +138,7 @@ def _rendered(space, modality: Modality, settings: dict, codes: np.ndarray, lo: 
     gives them to a modality whose ``render`` takes ``positions``."""
     positions = space.positions(slice(lo, lo + len(codes)))
     extra = {}
-    if positions is not None and "positions" in inspect.signature(modality.render).parameters:
+    if positions is not None and takes_positions(modality):
         extra["positions"] = np.asarray(positions)
     part = modality.render(codes, space.schema, settings, **extra)
     expected = modality.shape(len(codes), settings)
@@ -325,7 +346,7 @@ def rendered_bank(space, modality: str = "image", *, verify: bool = True, rebuil
     settings = _settings(kind, options)
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise SpaceError(f"rendered bank: chunk must be a positive integer, got {chunk!r}")
-    _check_space(space)
+    _check_space(space, kind)
     folder = _folder_of(space)
     if folder is None:
         return _render_all(space, kind, settings, chunk)

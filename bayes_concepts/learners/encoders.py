@@ -6,11 +6,15 @@ The interface every encoder keeps (an encoder is registered in :data:`encoders` 
 modality's name and is used by the same poolings; the built-in ``schema``, ``image`` and
 ``sound`` encoders are registered by :mod:`.modalities`):
 
-``from_codes(codes) -> torch.Tensor``
-    the raw model input of scenes given as attribute codes int8 (n, S, A) (see
-    :mod:`bayes_concepts.scenes.codes`): here the codes themselves, padded to the
-    encoder's slots; an image encoder renders pixels, a sound encoder synthesises
-    clips; on the CPU.  ``inputs(space, scenes)`` does the same for bank ids or dicts;
+``from_scenes(scenes) -> torch.Tensor``
+    the raw model input of a batch of scenes given as
+    :class:`~bayes_concepts.learners.features.SceneArrays` (codes, and where the space has
+    them, each scene's own positions, relations and bank ids): for the schema encoder the
+    codes padded to its slots (with each object's relation row appended when the scenes
+    carry relations); an image encoder renders pixels (at the objects' 3-D positions where
+    the scenes have them), a sound encoder synthesises clips; on the CPU.
+    ``inputs(space, scenes)`` does the same for bank ids or scene dicts, and
+    ``from_codes(codes)`` for attribute codes alone (scenes without positions or relations);
 ``forward(inputs) -> ObjectSet``
     ``features`` float (B, O, K) and ``mask`` bool (B, O): which of the O slots hold
     an object; present slots come first in each row (a prefix), so a pooling may group
@@ -30,7 +34,7 @@ import torch
 from torch import nn
 
 from ..registry import Registry
-from .features import ABSENT, SchemaLayout, relation_rows, scene_codes
+from .features import ABSENT, SceneArrays, SchemaLayout, relation_rows, scene_arrays
 from .protocol import LearnerError
 
 #: Scene encoders by modality name: classes with ``from_space(space, **options)`` and
@@ -55,12 +59,17 @@ class SceneEncoder(nn.Module):
     out_dim: int
     n_objects: int
 
+    def from_scenes(self, scenes: SceneArrays) -> torch.Tensor:
+        """Raw model input of a batch of scenes (default: of their codes alone)."""
+        return self.from_codes(scenes.codes)
+
     def from_codes(self, codes: np.ndarray) -> torch.Tensor:
+        """Raw model input of scenes given as attribute codes int (n, S, A) alone."""
         raise NotImplementedError
 
     def inputs(self, space, scenes) -> torch.Tensor:
         """Raw model input of scenes given as bank ids of ``space`` or scene dicts."""
-        return self.from_codes(scene_codes(space, scenes))
+        return self.from_scenes(scene_arrays(space, scenes))
 
     def config(self) -> dict:
         raise NotImplementedError
@@ -97,16 +106,17 @@ class SchemaEncoder(SceneEncoder):
         behind; empty: none).  Each object then also gets the relation features of
         :mod:`~bayes_concepts.learners.features` (its slot, and its relation bits to every
         slot); the model input of a scene is its codes with the relation rows appended
-        (int8 (n, S, A + R·S)), the relations read from the space's scene bank by the
-        scene's codes (:meth:`from_space`).  A scene whose objects are those of two bank
-        scenes with different relations has unknown relation bits (0.5; counted in
-        ``ambiguous_scenes``); a scene not in the bank is an error.
+        (int8 (n, S, A + R·S)), the relations being the scene's own
+        (:class:`~bayes_concepts.learners.features.SceneArrays`: ``space.relations(ids)`` for
+        bank ids, a scene dict's ``relationships``), so two scenes with the same objects in
+        other places get other features.
 
     Notes
     -----
     The relations of a relational space come from ``space.relations(ids)`` (the space keeps
     them: ``scene_relations.npy``); a space whose scenes should carry relations but that holds
-    none is refused with a one-line :class:`LearnerError`.
+    none is refused with a one-line :class:`LearnerError`, and so are scenes given by their
+    codes alone (:meth:`from_codes`), which do not say where the objects stand.
     """
 
     modality = "schema"
@@ -120,8 +130,6 @@ class SchemaEncoder(SceneEncoder):
         self.out_dim = int(object_dim)
         self.hidden_ratio = int(hidden_ratio)
         self.relations = [str(r) for r in relations]
-        self.ambiguous_scenes = 0
-        self._lookup = None
         n_features = sum(w for _, w in self.table_shapes)
         if self.relations:
             n_features += self.n_objects * (1 + len(self.relations))
@@ -136,15 +144,13 @@ class SchemaEncoder(SceneEncoder):
     @classmethod
     def from_space(cls, space, object_dim: int = 96, hidden_ratio: int = 3) -> "SchemaEncoder":
         layout = SchemaLayout.from_schema(space.schema)
-        lookup = _RelationLookup(space) if layout.relations else None
+        if layout.relations:
+            _stored_relations(space)
         enc = cls(layout.names, [t.shape for t in layout.tables], layout.n_slots, object_dim, hidden_ratio,
                   relations=layout.relations)
         with torch.no_grad():
             for a, t in enumerate(layout.tables):
                 getattr(enc, f"table_{a}").copy_(torch.from_numpy(t))
-        if lookup is not None:
-            enc._lookup = lookup
-            enc.ambiguous_scenes = lookup.ambiguous_scenes
         return enc
 
     def config(self) -> dict:
@@ -166,19 +172,42 @@ class SchemaEncoder(SceneEncoder):
                                f"for {self.n_objects}")
 
     def from_codes(self, codes: np.ndarray) -> torch.Tensor:
+        """Codes int (n, S, A) padded with -1 to (n, n_slots, A), as an int8 tensor (scenes
+        without relations; with relations, see :meth:`from_scenes`)."""
+        if self.relations:
+            raise LearnerError("this schema encoder reads each scene's relations (" + ", ".join(self.relations) +
+                               "), which attribute codes alone do not give: give the scenes as bank ids or "
+                               "scene dicts with their relationships")
+        return self.from_scenes(SceneArrays(np.asarray(codes)))
+
+    def from_scenes(self, scenes: SceneArrays) -> torch.Tensor:
         """Codes int (n, S, A) padded with -1 to (n, n_slots, A), as an int8 tensor; with
-        relations, each object's relation row appended: int8 (n, n_slots, A + R·n_slots)."""
-        codes = np.asarray(codes)
+        relations, each object's row of the scene's own relations appended: int8
+        (n, n_slots, A + R·n_slots)."""
+        codes = np.asarray(scenes.codes)
         if codes.ndim != 3 or codes.shape[2] != len(self.table_shapes):
             raise LearnerError(f"scene codes: expected shape (n, slots, {len(self.table_shapes)}), got {codes.shape}")
-        if self.relations:
-            if self._lookup is None:
-                raise LearnerError("this schema encoder sees relations (" + ", ".join(self.relations) + "), which it "
-                                   "reads from its space's scene bank: build it with from_space(space)")
-            rows = self._lookup.rows(codes)
-            codes = np.concatenate([self._pad(codes), rows.astype(np.int8)], axis=2)
-            return torch.from_numpy(np.ascontiguousarray(codes, np.int8))
-        return torch.from_numpy(np.ascontiguousarray(self._pad(codes), np.int8))
+        padded = self._pad(codes)
+        if not self.relations:
+            return torch.from_numpy(np.ascontiguousarray(padded, np.int8))
+        if scenes.relations is None:
+            raise LearnerError("this schema encoder reads each scene's relations (" + ", ".join(self.relations) +
+                               "), and these scenes carry none")
+        rows = relation_rows(self._pad_relations(scenes.relations, codes.shape[1]), len(self.relations),
+                             self.n_objects)
+        return torch.from_numpy(np.ascontiguousarray(np.concatenate([padded, rows], axis=2), np.int8))
+
+    def _pad_relations(self, relations, n_given: int) -> np.ndarray:
+        """Relations bool (n, R, s, s) of scenes with ``n_given`` slots -> (n, R, n_slots, n_slots):
+        empty slots added hold no relation (cut slots are empty, as :meth:`_pad` checks)."""
+        rel = np.asarray(relations)
+        n, r = len(rel), len(self.relations)
+        if rel.shape != (n, r, n_given, n_given):
+            raise LearnerError(f"relations: expected shape ({n}, {r}, {n_given}, {n_given}), got {rel.shape}")
+        k = min(n_given, self.n_objects)
+        out = np.zeros((n, r, self.n_objects, self.n_objects), np.int8)
+        out[:, :, :k, :k] = rel[:, :, :k, :k]
+        return out
 
     def _pad(self, codes: np.ndarray) -> np.ndarray:
         """Codes int (n, S, A) padded with -1 (or cut) to (n, n_slots, A)."""
@@ -221,43 +250,3 @@ def _stored_relations(space):
                            "a space saved before relations were kept); the schema encoder needs them for its relation "
                            "features: rebuild the space")
     return space.relations
-
-
-class _RelationLookup:
-    """The relation rows (:func:`~bayes_concepts.learners.features.relation_rows`) of the scenes
-    of a space's bank, found by their codes.  Codes that two bank scenes with different
-    relations share give unknown rows (-1; ``ambiguous_scenes`` counts those scenes); codes
-    not in the bank are a :class:`LearnerError`."""
-
-    def __init__(self, space):
-        self.relations = _stored_relations(space)
-        codes = np.ascontiguousarray(np.asarray(space.scene_codes), dtype=np.int8)
-        self.slots, self.n_relations = codes.shape[1], len(space.schema.relations)
-        index, dupes = {}, {}
-        for j, row in enumerate(codes):
-            key = row.tobytes()
-            first = index.setdefault(key, j)
-            if first != j:
-                dupes.setdefault(key, [first]).append(j)
-        self.ambiguous_scenes = 0
-        for key, rows in dupes.items():
-            rel = self.relations(np.asarray(rows, np.int64))
-            if not (rel == rel[:1]).all():
-                index[key] = -1
-                self.ambiguous_scenes += len(rows)
-        self.index = index
-
-    def rows(self, codes: np.ndarray) -> np.ndarray:
-        """int8 (n, S, R·S) relation rows of scenes given by their codes (n, S, A)."""
-        if codes.shape[1] != self.slots:
-            raise LearnerError(f"scene codes with {codes.shape[1]} slots; the space's scenes have {self.slots}")
-        keys = np.ascontiguousarray(codes, dtype=np.int8)
-        found = np.array([self.index.get(row.tobytes(), -2) for row in keys], np.int64)
-        if (found == -2).any():
-            raise LearnerError("a scene that is not in the space's scene bank: the schema encoder of a space with "
-                               "relations reads each scene's relations from the bank (give bank scene ids)")
-        out = np.full((len(codes), self.slots, self.n_relations * self.slots), -1, np.int8)
-        known = found >= 0
-        if known.any():
-            out[known] = relation_rows(self.relations(found[known]), self.n_relations, self.slots)
-        return out

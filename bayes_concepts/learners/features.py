@@ -20,6 +20,13 @@ reads the pair (a, b)'s bit from a's row and b's slot.  ``features(codes, relati
 takes the relations as bool (n, R, S, S) (``space.relations(ids)``; the bit ``rel[i, r, a, b]``
 of :mod:`bayes_concepts.scenes.relations`); an unknown bit (-1) is 0.5.
 
+A learner reads each scene's own relations and positions, never looks them up by its attribute
+codes (two scenes with the same objects may stand in different places): :class:`SceneArrays`
+holds a batch of scenes as arrays -- codes, and where the space has them, the objects' 3-D
+positions, the relations and the scenes' bank ids -- and :func:`scene_arrays` makes it from
+bank ids of a space (its stored arrays) or from scene dicts (their ``3d_coords`` and
+``relationships``).
+
 >>> layout = SchemaLayout.from_schema(space.schema)      # doctest: +SKIP
 >>> layout.features(space.scene_codes[:4]).shape          # doctest: +SKIP
 (4, 5, 17)
@@ -33,9 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..conceptworld.space import GENERATOR_LABELS, is_conceptworld  # GENERATOR_LABELS: never a learner's feature
-from ..scenes.schema import SceneSchema
+from ..scenes.schema import GENERATOR_LABELS, SceneSchema  # GENERATOR_LABELS: never a learner's feature
 from ..scenes.codes import scenes_to_codes
+from ..scenes.io import scenes_to_arrays
 from .protocol import LearnerError, split_scene_input
 
 ABSENT = -1.0
@@ -58,7 +65,7 @@ def check_learner_space(space) -> None:
     space, whose scenes are grids that no learner reads yet and whose only item label,
     ``source``, is the concept each scene was generated from; or any space whose scene labels
     include such a generator label (:data:`GENERATOR_LABELS`)."""
-    if is_conceptworld(space):
+    if space.has_grids:
         raise LearnerError("learners are not scored on ConceptWorld spaces yet: their scenes are grids, which no "
                            "learner reads, and their only scene label, 'source', is the concept each scene was "
                            "generated from (the answer); compare the oracles alone (drop --learner)")
@@ -185,6 +192,58 @@ def bag_of_values(codes, schema: SceneSchema) -> np.ndarray:
         onehot = col[..., None] == np.arange(attr.n_values)
         blocks.append(onehot.sum(axis=1, dtype=np.float32))
     return np.concatenate(blocks, axis=-1)
+
+
+@dataclass(frozen=True)
+class SceneArrays:
+    """A batch of n scenes as arrays (what an encoder turns into its model input).
+
+    Attributes
+    ----------
+    codes : int8 array (n, S, A)
+        Attribute codes, -1 in empty slots (:mod:`bayes_concepts.scenes.codes`).
+    positions : float32 array (n, S, 3) or None
+        The objects' 3-D centres in CLEVR's world units (NaN in empty slots); None when the
+        scenes are placed by location bins (no positions).
+    relations : bool array (n, R, S, S) or None
+        ``[i, r, a, b]``: in scene ``i`` object ``a`` is relation ``r`` of object ``b``; None
+        when the scenes carry no relations.
+    ids : int64 array (n,) or None
+        The scenes' ids in the bank of the space they came from (None: scene dicts), so a
+        cached rendering of that space is read by id.
+    """
+
+    codes: np.ndarray
+    positions: np.ndarray | None = None
+    relations: np.ndarray | None = None
+    ids: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def rows(self, index) -> "SceneArrays":
+        """The scenes at ``index`` (a slice or int array of positions in this batch)."""
+        def take(a):
+            return None if a is None else a[index]
+        return SceneArrays(self.codes[index], take(self.positions), take(self.relations), take(self.ids))
+
+
+def scene_arrays(space, scenes, schema: SceneSchema | None = None) -> SceneArrays:
+    """:class:`SceneArrays` of a learner's scene input: scene-bank ids of ``space`` (its codes,
+    positions and relations, as stored) or scene dicts validated against ``schema`` (default the
+    space's; with relations, each dict's ``3d_coords`` and ``relationships``, as
+    :func:`~bayes_concepts.scenes.io.scenes_to_arrays` reads them)."""
+    kind, items = split_scene_input(scenes)
+    if kind == "ids":
+        ids = scene_ids(space, items)
+        return SceneArrays(np.asarray(space.scene_codes[ids]), _or_none(space.positions(ids)),
+                           _or_none(space.relations(ids)), ids)
+    codes, positions, relations = scenes_to_arrays(items, schema or space.schema)
+    return SceneArrays(codes, positions, relations)
+
+
+def _or_none(array):
+    return None if array is None else np.asarray(array)
 
 
 def scene_codes(space, scenes, schema: SceneSchema | None = None) -> np.ndarray:

@@ -7,9 +7,11 @@ All keep the encoder interface of :mod:`.encoders` and feed the same four poolin
 ``schema``
     :class:`~bayes_concepts.learners.encoders.SchemaEncoder`: the scenes' attribute codes.
 ``image``
-    ``from_codes`` renders the scenes in the ``image`` modality
+    ``from_scenes`` renders the scenes in the ``image`` modality
     (:data:`~bayes_concepts.modalities.modalities`; default 80 × 120 pixels, its
-    ``encoder_defaults``) as uint8 (n, 3, H, W); ``forward`` runs a CNN and returns
+    ``encoder_defaults``) as uint8 (n, 3, H, W) -- scenes with 3-D positions (CLEVR's, whose
+    schema has relations) at their objects' positions, as ``render`` draws them; ``forward``
+    runs a CNN and returns
     every cell of its last feature map as one slot (all present): features
     (B, h·w, object_dim), each cell's channels plus its normalised (row, column)
     through a linear layer.  Backbones: ``small`` (``len(channels)`` 3×3 convolutions of
@@ -18,7 +20,7 @@ All keep the encoder interface of :mod:`.encoders` and feed the same four poolin
     trained with the rest; written here in torch, so torchvision is not needed;
     160 × 240 -> 10 × 15 cells).
 ``sound``
-    ``from_codes`` synthesises the clips in the ``sound`` modality and takes their log-mel
+    ``from_scenes`` synthesises the clips in the ``sound`` modality and takes their log-mel
     spectrograms (:func:`~bayes_concepts.scenes.sound.log_mel_spectrogram`, float32
     (n, 1, n_mels, T)); ``forward`` runs a 2-d CNN of 3×3 convolutions of stride 2 and
     returns every remaining time step as one slot (all present): the channels × mel rows
@@ -31,9 +33,13 @@ the options of :meth:`RenderedEncoder.bank_options`.  Inputs are made per batch;
 without gradients.  When the space was saved with a rendered bank of the encoder's
 options (:meth:`~bayes_concepts.spaces.hypothesis_space.HypothesisSpace.rendered_bank`,
 ``bayes-concepts render SPACE --bank``), ``from_space`` reads it (checksum verified) and
-the bank's scenes are looked up there instead of rendered or synthesised again: the same
-pixels and samples, faster.  Scenes that are not in the bank are rendered as usual.
-The scene schema is part of ``config()``, so a saved model is rebuilt exactly and
+the bank's scenes are read there -- by their bank ids, or, in a space whose scenes have no
+positions, by their codes -- instead of rendered or synthesised again: the same pixels and
+samples, faster.  Other scenes are rendered as usual.  A modality that cannot express a
+space's scenes is refused by ``from_space`` in one line saying why (``sound`` on a space with
+relations: its clips place objects by x/y location bins, and these scenes are placed by 3-D
+positions; :func:`~bayes_concepts.engine.rendered.cannot_express`).  The scene schema
+(relations included) is part of ``config()``, so a saved model is rebuilt exactly and
 refuses a space whose scenes are described differently.
 """
 from __future__ import annotations
@@ -44,12 +50,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..engine.rendered import find_rendered_bank
+from ..engine.rendered import cannot_express, find_rendered_bank, takes_positions
 from ..modalities import Modality
 from ..modalities import modalities as scene_modalities
 from ..scenes.schema import Attribute, SceneSchema
 from ..scenes.sound import SoundSettings, log_mel_spectrogram, n_frames_for
 from .encoders import ObjectSet, SceneEncoder, SchemaEncoder, encoders
+from .features import SceneArrays
 from .protocol import LearnerError
 
 # registered here, before the image and sound encoders, so the registry lists schema, image, sound
@@ -60,11 +67,15 @@ IMAGE_BACKBONES = ("small", "resnet18")
 
 # ---------------------------------------------------------------- schema <-> JSON
 def schema_to_dict(schema: SceneSchema) -> dict:
-    """A JSON-able description of a scene schema (inverse: :func:`schema_from_dict`)."""
-    return {"attributes": [{"name": a.name, "values": list(a.values), "ordered": bool(a.ordered)}
-                           for a in schema.attributes],
-            "max_objects": int(schema.max_objects), "min_objects": int(schema.min_objects),
-            "sample_min_objects": int(schema.sample_min_objects)}
+    """A JSON-able description of a scene schema (inverse: :func:`schema_from_dict`); its
+    relations only when it has some (so the configs of models of other spaces are unchanged)."""
+    out = {"attributes": [{"name": a.name, "values": list(a.values), "ordered": bool(a.ordered)}
+                          for a in schema.attributes],
+           "max_objects": int(schema.max_objects), "min_objects": int(schema.min_objects),
+           "sample_min_objects": int(schema.sample_min_objects)}
+    if schema.relations:
+        out["relations"] = list(schema.relations)
+    return out
 
 
 def schema_from_dict(data: dict) -> SceneSchema:
@@ -72,7 +83,8 @@ def schema_from_dict(data: dict) -> SceneSchema:
         attrs = tuple(Attribute(str(a["name"]), tuple(a["values"]), bool(a.get("ordered", False)))
                       for a in data["attributes"])
         return SceneSchema(attrs, max_objects=int(data["max_objects"]), min_objects=int(data["min_objects"]),
-                           sample_min_objects=int(data["sample_min_objects"]))
+                           sample_min_objects=int(data["sample_min_objects"]),
+                           relations=tuple(data.get("relations", ())))
     except (KeyError, TypeError, ValueError) as exc:
         raise LearnerError(f"encoder config: not a scene schema ({exc})") from None
 
@@ -95,13 +107,16 @@ def _positive_ints(values, what: str) -> list:
 
 
 class _BankLookup:
-    """Rows of a space's rendered bank by scene codes: ``rows(codes)`` is the bank row of
-    every scene (int64 (n,)), or None when one of them is not in the bank."""
+    """Rows of a space's rendered bank, by scene-bank id (:meth:`take_ids`) or, in a space
+    whose scenes have no positions (so a scene's codes decide its rendering), by scene codes:
+    ``rows(codes)`` is the bank row of every scene (int64 (n,)), or None when one of them is
+    not in the bank (or the scenes have positions)."""
 
     def __init__(self, space, bank: np.ndarray):
         codes = np.ascontiguousarray(np.asarray(space.scene_codes), dtype=np.int8)
         self.bank, self.slots = bank, codes.shape[1]
-        self.index = {row.tobytes(): j for j, row in enumerate(codes)}
+        placed = space.positions(slice(0, 1)) is not None
+        self.index = {} if placed else {row.tobytes(): j for j, row in enumerate(codes)}
 
     def rows(self, codes: np.ndarray):
         if codes.shape[1] != self.slots or not len(codes):
@@ -110,10 +125,15 @@ class _BankLookup:
         found = [self.index.get(row.tobytes()) for row in keys]
         return None if any(j is None for j in found) else np.asarray(found, np.int64)
 
+    def take_ids(self, ids) -> np.ndarray:
+        """The bank's renderings of scene-bank ids int (n,)."""
+        return self._read(np.asarray(ids, np.int64))
+
     def take(self, codes: np.ndarray):
         rows = self.rows(codes)
-        if rows is None:
-            return None
+        return None if rows is None else self._read(rows)
+
+    def _read(self, rows: np.ndarray) -> np.ndarray:
         order = np.argsort(rows, kind="stable")         # read the memory-mapped file in order
         out = np.empty((len(rows),) + self.bank.shape[1:], self.bank.dtype)
         out[order] = self.bank[rows[order]]
@@ -189,6 +209,9 @@ class RenderedEncoder(SceneEncoder):
 
     @classmethod
     def from_space(cls, space, **options) -> "RenderedEncoder":
+        why = cannot_express(space, scene_modalities.get(cls.modality))
+        if why:
+            raise LearnerError(f"the {cls.modality} encoder: {why}; train the schema or image encoder")
         enc = cls(schema_to_dict(space.schema), **options)
         if space.path is not None and space.has_pictures:
             bank = find_rendered_bank(space, enc.modality, **enc.bank_options())
@@ -199,18 +222,33 @@ class RenderedEncoder(SceneEncoder):
     def check_space(self, space) -> None:
         _check_schema(self, space)
 
-    def rendered(self, codes: np.ndarray) -> np.ndarray:
-        """Scene codes int (n, S, A) -> the modality's rendering (n,) + per-scene shape."""
-        codes = np.asarray(codes)
+    def from_codes(self, codes: np.ndarray) -> torch.Tensor:
+        """Raw model input of scenes given by their codes alone (scenes without positions)."""
+        return self.from_scenes(SceneArrays(np.asarray(codes)))
+
+    def rendered(self, scenes: SceneArrays) -> np.ndarray:
+        """A batch of scenes -> the modality's rendering (n,) + per-scene shape: read from the
+        space's cached bank by id (``scenes.ids``, ids of the space the encoder was built from)
+        or by codes where it can be, else rendered, at the objects' positions when the scenes
+        have them."""
+        codes = np.asarray(scenes.codes)
         if codes.ndim != 3 or codes.shape[2] != self.schema.n_attributes:
             raise LearnerError(f"scene codes: expected shape (n, slots, {self.schema.n_attributes}), "
                                f"got {codes.shape}")
         bank = getattr(self, "_bank", None)
-        out = bank.take(codes) if bank is not None else None
-        if out is None:
-            modality = self.renderer
-            out = modality.render(codes, self.schema, modality.settings(**self.bank_options()))
-        return out
+        if bank is not None and len(codes):
+            out = bank.take_ids(scenes.ids) if scenes.ids is not None else bank.take(codes)
+            if out is not None:
+                return out
+        modality = self.renderer
+        extra = {}
+        if scenes.positions is not None and takes_positions(modality):
+            extra["positions"] = np.asarray(scenes.positions)
+        elif self.schema.relations:
+            raise LearnerError(f"the {self.modality} encoder draws scenes with relations at their objects' 3-D "
+                               "positions, and these scenes come without them: give bank ids, or scene dicts "
+                               "with each object's 3d_coords")
+        return modality.render(codes, self.schema, modality.settings(**self.bank_options()), **extra)
 
 
 @encoders.register("image")
@@ -291,9 +329,9 @@ class ImageEncoder(RenderedEncoder):
                 "supersample": self.supersample, "backbone": self.backbone_kind, "channels": list(self.channels),
                 "object_dim": self.out_dim, "embed_batch": self.embed_batch}
 
-    def from_codes(self, codes: np.ndarray) -> torch.Tensor:
-        """Scene codes int (n, S, A) -> the rendered pictures, uint8 tensor (n, 3, H, W)."""
-        images = self.rendered(codes)
+    def from_scenes(self, scenes: SceneArrays) -> torch.Tensor:
+        """A batch of scenes -> the rendered pictures, uint8 tensor (n, 3, H, W)."""
+        images = self.rendered(scenes)
         return torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
 
     def forward(self, images: torch.Tensor) -> ObjectSet:
@@ -365,9 +403,9 @@ class SoundEncoder(RenderedEncoder):
                 "n_fft": self.n_fft, "hop": self.hop, "channels": list(self.channels), "object_dim": self.out_dim,
                 "embed_batch": self.embed_batch}
 
-    def from_codes(self, codes: np.ndarray) -> torch.Tensor:
-        """Scene codes int (n, S, A) -> log-mel spectrograms float32 tensor (n, 1, n_mels, T)."""
-        clips = self.rendered(codes)
+    def from_scenes(self, scenes: SceneArrays) -> torch.Tensor:
+        """A batch of scenes -> log-mel spectrograms float32 tensor (n, 1, n_mels, T)."""
+        clips = self.rendered(scenes)
         spec = log_mel_spectrogram(clips, self.settings.rate, n_fft=self.n_fft, hop=self.hop, n_mels=self.n_mels)
         return torch.from_numpy(spec[:, None])
 

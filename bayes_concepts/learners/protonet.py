@@ -28,6 +28,7 @@ from torch import nn
 
 from .binding import check_space, model_label, space_record
 from .encoders import encoders
+from .features import SceneArrays, scene_arrays
 from .poolings import poolings
 from .protocol import LearnerError
 from .prototype import PrototypeLearner
@@ -283,20 +284,36 @@ class ProtoNetLearner(PrototypeLearner):
             return torch.autocast(self.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def inputs(self, codes: np.ndarray) -> torch.Tensor:
-        return self.model.encoder.from_codes(codes)
+    def inputs(self, scenes) -> torch.Tensor:
+        """The encoder's model input of a batch of scenes: :class:`SceneArrays`, or attribute
+        codes int (n, S, A) of scenes without positions or relations."""
+        if isinstance(scenes, SceneArrays):
+            return self.model.encoder.from_scenes(scenes)
+        return self.model.encoder.from_codes(np.asarray(scenes))
 
     def embed_codes(self, codes: np.ndarray) -> np.ndarray:
         """Embeddings (eval mode, no gradients) of scenes given as codes: float32 (n, N)."""
-        codes = np.asarray(codes)
-        out = np.empty((len(codes), self.embedding_dim), np.float32)
+        return self.embed_scenes(SceneArrays(np.asarray(codes)))
+
+    def embed_ids(self, ids) -> np.ndarray:
+        """Embeddings of scene-bank ids int (n,) of the learner's space, each scene with its own
+        relations and positions: float32 (n, N)."""
+        return self.embed_scenes(scene_arrays(self.space, np.asarray(ids, np.int64)))
+
+    def embed(self, scenes) -> np.ndarray:
+        """Embeddings of scenes given as bank ids or scene dicts: float32 (n, N)."""
+        return self.embed_scenes(scene_arrays(self.space, scenes))
+
+    def embed_scenes(self, scenes: SceneArrays) -> np.ndarray:
+        """Embeddings (eval mode, no gradients) of a batch of scenes: float32 (n, N)."""
+        out = np.empty((len(scenes), self.embedding_dim), np.float32)
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.no_grad(), self.autocast():
                 step = int(getattr(self.model.encoder, "embed_batch", EMBED_BATCH))
-                for lo in range(0, len(codes), step):
-                    x = self.inputs(codes[lo: lo + step]).to(self.device)
+                for lo in range(0, len(scenes), step):
+                    x = self.inputs(scenes.rows(slice(lo, lo + step))).to(self.device)
                     out[lo: lo + len(x)] = self.model.embed(x).float().cpu().numpy()
         finally:
             self.model.train(was_training)
@@ -308,19 +325,25 @@ class ProtoNetLearner(PrototypeLearner):
             self._tokens = torch.from_numpy(program_tokens(self.space, self.vocabulary))
         return self._tokens
 
-    def episode_loss(self, support_codes: np.ndarray, support_labels: np.ndarray, query_codes: np.ndarray,
+    def episode_loss(self, support_scenes: np.ndarray, support_labels: np.ndarray, query_scenes: np.ndarray,
                      query_labels: np.ndarray, concepts: np.ndarray | None = None):
         """Training loss of a batch of episodes (train mode, with gradients).
 
-        support_codes, query_codes: int8 (E, K, S, A); labels 0/1 (E, K); concepts int (E,)
-        (needed when alpha > 0).  Returns (total, query loss, concept loss or None): the
-        mean binary cross-entropy of the query labels (nats) + alpha × the decoder's mean
-        token cross-entropy."""
+        support_scenes, query_scenes: scene-bank ids int (E, K) of the learner's space (what
+        training passes: each scene with its own relations and positions), or attribute codes
+        int8 (E, K, S, A) of scenes without positions or relations; labels 0/1 (E, K);
+        concepts int (E,) (needed when alpha > 0).  Returns (total, query loss, concept loss or
+        None): the mean binary cross-entropy of the query labels (nats) + alpha × the
+        decoder's mean token cross-entropy."""
         e, k = support_labels.shape
         kq = query_labels.shape[1]
-        codes = np.concatenate([support_codes.reshape(e * k, *support_codes.shape[2:]),
-                                query_codes.reshape(e * kq, *query_codes.shape[2:])])
-        x = self.inputs(codes).to(self.device)
+        support_scenes, query_scenes = np.asarray(support_scenes), np.asarray(query_scenes)
+        if support_scenes.ndim == 2 and query_scenes.ndim == 2:
+            scenes = scene_arrays(self.space, np.concatenate([support_scenes.reshape(-1), query_scenes.reshape(-1)]))
+        else:
+            scenes = np.concatenate([support_scenes.reshape(e * k, *support_scenes.shape[2:]),
+                                     query_scenes.reshape(e * kq, *query_scenes.shape[2:])])
+        x = self.inputs(scenes).to(self.device)
         with self.autocast():
             emb = self.model.embed(x).float()
         support, query = emb[: e * k].reshape(e, k, -1), emb[e * k:].reshape(e, kq, -1)

@@ -11,7 +11,9 @@ scene u scores (CURI eq. 1, Snell et al. 2017)
 for any fixed embedding: ``evaluate(episodes)`` embeds each distinct support/query
 scene once and each test-bank scene once per embedding (kept until the weights
 change), then every episode is one matrix product against the test bank's
-embeddings.  Subclasses define :meth:`PrototypeLearner.embed_codes`.
+embeddings.  Subclasses define :meth:`PrototypeLearner.embed_codes`; one whose embedding
+reads more of a scene than its codes (its relations, its positions) also overrides
+:meth:`PrototypeLearner.embed_ids` and :meth:`PrototypeLearner.embed`.
 """
 from __future__ import annotations
 
@@ -142,6 +144,10 @@ class PrototypeLearner:
         """Embeddings of scenes (bank ids or dicts): float32 (n, D)."""
         return self.embed_codes(scene_codes(self.space, scenes))
 
+    def embed_ids(self, ids) -> np.ndarray:
+        """Embeddings of scene-bank ids int (n,) of the learner's space: float32 (n, D)."""
+        return self.embed_codes(np.asarray(self.space.scene_codes[np.asarray(ids, np.int64)]))
+
     def weights_changed(self):
         """Forget cached embeddings (call after changing the embedding's parameters)."""
         self._embedding_version += 1
@@ -151,7 +157,7 @@ class PrototypeLearner:
         """Embeddings of the test bank, float32 (T, D), computed once per embedding version."""
         if self._bank is None or self._bank[0] != self._embedding_version:
             ids = np.asarray(self.space.test_bank.scene_ids, np.int64)
-            self._bank = (self._embedding_version, np.ascontiguousarray(self.embed_codes(self.space.scene_codes[ids])))
+            self._bank = (self._embedding_version, np.ascontiguousarray(self.embed_ids(ids)))
         return self._bank[1]
 
     # ------------------------------------------------------ learner protocol
@@ -200,7 +206,7 @@ class PrototypeLearner:
             hi = min(lo + EPISODE_CHUNK, e_count)
             ids = np.concatenate([episodes.support_scenes[lo:hi].ravel(), episodes.query_scenes[lo:hi].ravel()])
             unique, inverse = np.unique(ids, return_inverse=True)
-            emb = self.embed_codes(np.asarray(self.space.scene_codes[unique]))
+            emb = self.embed_ids(unique)
             support = emb[inverse[: (hi - lo) * k]].reshape(hi - lo, k, -1)
             query = emb[inverse[(hi - lo) * k:]].reshape(hi - lo, kq, -1)
             w, b, scale = self.weights(support, episodes.support_labels[lo:hi])

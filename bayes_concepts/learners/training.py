@@ -352,15 +352,22 @@ def _next_cost(cost: dict, draws: bool) -> float:
     return cost["step"] + (cost["draw"] if draws else 0.0) + cost["validate"] + cost["save"]
 
 
-def train(learner, split, *, settings: TrainSettings | None = None, out=None, resume: bool = False,
+def train(learner, split, *, protocol=None, settings: TrainSettings | None = None, out=None, resume: bool = False,
           progress="auto", log=None, started: float | None = None, **options) -> dict:
     """Meta-train ``learner`` (a :class:`~bayes_concepts.learners.protonet.ProtoNetLearner`)
     on ``split`` of its space.
 
     Parameters
     ----------
-    split : Split
+    split : Split or str
         Episodes from ``split.train``; validation on ``split.val`` (``split.train`` when empty).
+        A name is one of ``protocol``'s splits.
+    protocol : Protocol, optional
+        A comp-gap protocol (:data:`bayes_concepts.protocols.protocols`, e.g.
+        ``protocols.get("closure-baselines")``) whose split ``split`` names (a CLOSURE family,
+        a ConceptWorld condition) and whose episodes are drawn as its comp gap draws them:
+        its ``query_negatives`` and ``hard_mode``, unless given in ``options``.  The history
+        records the protocol's name.
     settings : TrainSettings, optional
         Overridden by keyword ``options`` (any field of :class:`TrainSettings`; ``budget``
         is accepted for ``budget_s`` and may be text like ``"30m"``).
@@ -390,6 +397,7 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
         entered = min(entered, float(started))
     if "budget" in options:
         options["budget_s"] = options.pop("budget")
+    split, options = _protocol_split(learner.space, split, protocol, options)
     try:
         settings = replace(settings or TrainSettings(), **options)
     except TypeError as exc:
@@ -459,6 +467,7 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
 
     def history() -> dict:
         return {"split": split.name, "split_sha256": split_hash, "split_sizes": split.sizes(),
+                "protocol": getattr(split, "protocol", None),
                 "space": space_record(space), "validation_side": val_side,
                 "settings": settings.as_dict(), "seed": learner.seed, "steps": state.step,
                 "episodes": state.step * batch, "wall_s": round(state.wall_s, 3), "train_s": round(state.train_s, 3),
@@ -495,9 +504,9 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
                               len(block.concept))
             for group in opt.param_groups:
                 group["lr"] = settings.learning_rate(state.step, state.wall_s)
-            total, _, _ = learner.episode_loss(
-                np.asarray(space.scene_codes[block.support_scenes[rows]]), block.support_labels[rows],
-                np.asarray(space.scene_codes[block.query_scenes[rows]]), block.query_labels[rows], block.concept[rows])
+            # scene ids, not codes: the learner reads each scene's own relations and positions
+            total, _, _ = learner.episode_loss(block.support_scenes[rows], block.support_labels[rows],
+                                               block.query_scenes[rows], block.query_labels[rows], block.concept[rows])
             opt.zero_grad(set_to_none=True)
             total.backward()
             opt.step()
@@ -540,6 +549,19 @@ def train(learner, split, *, settings: TrainSettings | None = None, out=None, re
                    f"{rate():.0f} episodes/s); "
                    f"best val mAP {100 * state.best_map:.1f} at step {state.best_step:,}")
     return hist
+
+
+def _protocol_split(space, split, protocol, options: dict) -> tuple:
+    """(the split to train on, the options with ``protocol``'s episode settings filled in)."""
+    if protocol is None:
+        if isinstance(split, str):
+            raise LearnerError(f"train: split {split!r} is given by name; give the protocol whose split it is "
+                               "(protocol=protocols.get(NAME)) or a Split")
+        return split, options
+    if isinstance(split, str):
+        split = protocol.splits(space, [split])[split]
+    options = {"query_negatives": protocol.query_negatives, "hard_mode": protocol.hard_mode, **options}
+    return split, options
 
 
 def _write_checkpoint_state_only(out: Path, state: _State, identity: dict):
