@@ -49,8 +49,9 @@ from typing import Iterable, Mapping
 import pandas as pd
 
 from .errors import BayesConceptsError
+from . import text_files
 from .registry import Registry
-from .resources import data_file
+from .text_files import read_text
 
 
 class PublishedError(BayesConceptsError):
@@ -602,11 +603,7 @@ def read(path) -> PublishedResults:
     model's numbers, or a benchmark's).  Raises :class:`PublishedError` naming the file, the
     line of the offending block and the key."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise PublishedError(f"{path}: cannot read the results file ({e.strerror or e})") from None
-    return _parse(text, str(path))
+    return _parse(read_text(path, PublishedError, "the results file"), str(path))
 
 
 # ============================================================================ benchmarks
@@ -639,12 +636,7 @@ def short_table(source: str) -> str:
 
 def read_toml(path: Path) -> dict:
     """A TOML file as a dict; a :class:`PublishedError` naming it when it cannot be read or parsed."""
-    try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise PublishedError(f"{path}: not valid TOML: {e}") from None
-    except OSError as e:
-        raise PublishedError(f"{path}: cannot read ({e.strerror or e})") from None
+    return text_files.read_toml(path, PublishedError)
 
 
 __all__ = ["COLUMNS", "MEASURES", "Measure", "PublishedError", "PublishedResults", "UNITS",

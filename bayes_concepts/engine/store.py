@@ -49,6 +49,7 @@ import numpy as np
 from ..errors import BayesConceptsError
 from ..registry import Registry
 from ..scale import Interrupted, held_interrupts, release_pages
+from .. import text_files
 
 #: Version of the on-disk layout; a space of another version must be rebuilt.
 FORMAT_VERSION = 2
@@ -560,12 +561,7 @@ def read_array(file: Path, dtypes, ndim: int, mmap: bool = False) -> np.ndarray:
 
 
 def _read_text(file: Path) -> str:
-    try:
-        return file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpaceError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise SpaceError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+    return text_files.read_text(file, SpaceError)
 
 
 def _check_field(row: dict, key: str, types, lo=None, hi=None):

@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import GrammarError
 from ..resources import DataFileError, default_grammar_path as packaged_grammar_path
 from ..scenes.schema import Attribute, SceneSchema
+from ..text_files import read_text
 from .operators import BINDER_SEPARATOR, CURI_OPERATORS, operator_of, operators as registered_operators
 from .rule_registry import rejection_rules as registered_rules
 
@@ -113,10 +114,7 @@ class Grammar:
     @classmethod
     def from_file(cls, path) -> "Grammar":
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise GrammarError(f"{path}: cannot read grammar file ({exc.strerror})") from None
+        text = read_text(path, GrammarError, "grammar file")
         return cls.from_text(text, source=str(path))
 
     @classmethod

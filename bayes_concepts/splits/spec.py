@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import ProgramError
 from ..registry import Registry, describe
 from ..resources import DataFileError, curi_splits_dir
+from ..text_files import read_text
 
 from .split import (KINDS, SplitSpecError, _COUNT_KEYS, _EPISODE_KEYS, _FRACTION_KEYS, _INT_TOKEN, _KIND_KEYS,
                     _NAME, _TOP_KEYS)
@@ -177,12 +178,7 @@ def default_splits_dir() -> Path:
 
 def _read(path) -> tuple:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SplitSpecError(f"{path}: cannot read split spec ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise SplitSpecError(f"{path}: split spec is not UTF-8 text ({exc.reason})") from None
+    text = read_text(path, SplitSpecError, "split spec")
     where = _Where(path, text)
     try:
         raw = tomllib.loads(text)

@@ -60,7 +60,6 @@ relations, so one concept has one program string.
 from __future__ import annotations
 
 import re
-import tomllib
 import zlib
 from dataclasses import dataclass
 from functools import cached_property
@@ -71,6 +70,7 @@ import numpy as np
 
 from ...errors import BayesConceptsError
 from ...resources import data_file
+from ...text_files import read_toml
 
 #: CLEVR's attribute values (``question_generation/metadata.json`` of clevr-dataset-gen),
 #: its four spatial relations, and the attribute names that fill ``<A>`` / ``<Q>``.
@@ -244,16 +244,7 @@ def default_families_path() -> Path:
 
 def _read_toml(path) -> tuple:
     path = Path(path) if path is not None else default_families_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ClosureFamilyError(f"{path}: cannot read the CLOSURE family file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise ClosureFamilyError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    try:
-        return path, tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ClosureFamilyError(f"{path}: invalid TOML: {exc}") from None
+    return path, read_toml(path, ClosureFamilyError, "the CLOSURE family file")
 
 
 def _known_token(token: str) -> bool:

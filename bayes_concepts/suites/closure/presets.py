@@ -45,7 +45,7 @@ def _programs(grammar, p) -> tuple:
 
 def _describe(p, added: int) -> str:
     per_template = p.get("clevr_per_template")
-    return (f"CLOSURE's families" + (" and CLEVR's templates" if per_template else "")
+    return ("CLOSURE's families" + (" and CLEVR's templates" if per_template else "")
             + f": {added:,} concepts added ({p['closure_per_family']} per family"
             + (f", {per_template} per template" if per_template else "") + ")")
 

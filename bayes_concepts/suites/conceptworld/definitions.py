@@ -32,7 +32,6 @@ divergence measures and the compound and atom oracles read.
 from __future__ import annotations
 
 import ast
-import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -40,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from ...resources import data_file
-from .expressions import _PARAMS, DefinitionsError, _is_point, compile_expr, points_of
+from ...text_files import read_toml
+from .expressions import DefinitionsError, _is_point, compile_expr, points_of
 
 __all__ = ["DefinitionsError", "Definitions", "check_grids", "ConceptDef", "Variant", "load_definitions", "compile_expr",
            "points_of", "DEFAULT_FILE", "EXPERIMENTS_FILE"]
@@ -592,12 +592,7 @@ def load_definitions(path=None) -> Definitions:
     """Read a definitions file (default ``hypotheses/conceptworld/concepts.toml``); a bad
     entry is a :class:`DefinitionsError` naming the file and the entry."""
     path = Path(path) if path is not None else data_file(*DEFAULT_FILE.split("/"))
-    try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DefinitionsError(f"{path}: cannot read ({exc.strerror})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise DefinitionsError(f"{path}: not valid TOML ({exc})") from None
+    raw = read_toml(path, DefinitionsError, "the definitions file")
     src = str(path)
     grid = raw.get("grid", {})
     colors = tuple(grid.get("colors", ("blue", "red", "green", "yellow", "white")))

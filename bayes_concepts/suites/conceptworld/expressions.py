@@ -35,7 +35,7 @@ _CMP = {ast.Eq: np.equal, ast.NotEq: np.not_equal, ast.Lt: np.less, ast.Gt: np.g
 _ATTR = {"x": 0, "y": 1, "color": 2}
 
 
-def compile_expr(text: str, defs: "Definitions", where: str, parts: dict | None = None):
+def compile_expr(text: str, defs, where: str, parts: dict | None = None):
     """A closure ``f(env) -> bool or bool array`` of the expression ``text`` (Python syntax).
 
     ``env`` maps variable names to points / objects.  ``parts``: ``{name: object name}`` of a

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ...resources import data_file
-from ...scenes.grid import GRID_COLORS, decode_grid, encode_grid
+from ...scenes.grid import encode_grid
 from ...scenes.schema import GENERATOR_LABELS  # a ConceptWorld item's 'source' label
 from ...spaces.extension_space import ExtensionSpace
 from ...splits import Split

@@ -7,7 +7,8 @@ from pathlib import Path
 from ...splits import make_split
 from ...report import FEW_DRAWABLE, drawable_fix
 from .layout import FIRST, PairsLayoutError, read_pairs_layout
-from .space import (IMAGE_LEVEL, K_BY, _s, _seen_test_note, episode_worlds_spec, exclusion_lines, pair_space,
+from .layout import _s
+from .space import (IMAGE_LEVEL, K_BY, _seen_test_note, episode_worlds_spec, exclusion_lines, pair_space,
                     reference_limited_spec, set_count_line, set_counts, spec_to_toml, unseen_pairs_spec)
 
 

@@ -148,6 +148,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import BayesConceptsError
+from ...text_files import read_text
 
 PAIR_FILES = ("train_pairs.txt", "val_pairs.txt", "test_pairs.txt")
 SIDES = ("train", "val", "test")
@@ -254,12 +255,7 @@ class PairsLayout:
 def _read_text(path: Path, what: str = "") -> str:
     """The UTF-8 text of ``path``; a :class:`PairsLayoutError` naming it (and ``what`` it is,
     e.g. ``"the items file "``) when it cannot be read or is not UTF-8."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PairsLayoutError(f"{path}: cannot read {what}({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise PairsLayoutError(f"{path}: {what + 'is ' if what else ''}not UTF-8 text ({exc.reason})") from None
+    return read_text(path, PairsLayoutError, what.strip())
 
 
 def _token(value, where: str, what: str) -> str:

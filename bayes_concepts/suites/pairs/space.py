@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ...spaces.extension_space import ExtensionSpace, description_log_prob
-from .layout import ROLES, SIDES, PairsLayout, PairsLayoutError, _s
+from .layout import ROLES, SIDES, PairsLayout, PairsLayoutError
 
 
 def _tokens_of(attributes, objects) -> dict:

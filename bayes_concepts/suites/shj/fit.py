@@ -49,6 +49,7 @@ from scipy.stats import beta as beta_dist, halfnorm
 
 from ...errors import BayesConceptsError
 from ...resources import data_file
+from ...text_files import read_text
 from ...cogsci.model import Priors, posterior_summary
 from ...cogsci.sequential import (DTYPE, MIN_EPSILON, PRIOR_KINDS, Design, PrefixStates, StructureData,
                                   block_errors_torch, prefix_states, structure_data, with_lapse)
@@ -83,10 +84,7 @@ def torch_threads(n: int | None = 1):
 
 # ============================================================================ the human data
 def _rows(path: Path, columns: tuple) -> list:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HumanDataError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    text = read_text(path, HumanDataError, "the human data")
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
     if header is None or tuple(h.strip() for h in header) != columns:
