@@ -55,7 +55,7 @@ _EXPORTS = {
     "save_results": ".results", "load_results": ".results",
     "write_figures": ".plots", "plot_comp_gap": ".plots", "plot_entropies": ".plots",
     "plot_synonym_classes": ".plots", "plot_scene_properties": ".plots", "plot_episode": ".plots",
-    "plot_modalities": ".plots", "plot_gap_parts": ".plots",
+    "plot_modalities": ".plots", "plot_gap_parts": ".plots", "plot_closure_families": ".suites.closure.plots",
     # learners scored beside the oracles
     "make_learner": ".learners", "check_learner": ".learners", "score_learners": ".learners",
     "RandomLearner": ".learners", "NearestPrototype": ".learners", "ProtoNetLearner": ".learners",

@@ -524,7 +524,7 @@ def test_item13_figures_fall_back_to_an_installed_font_for_non_latin_names(monke
     monkeypatch.setattr(font_manager.fontManager, "ttflist",
                         [*font_manager.fontManager.ttflist, dataclasses.replace(dejavu, name="Noto Sans CJK JP")])
     assert plots.fallback_fonts() == ["Noto Sans CJK JP"]
-    with plots._style():
+    with plots.figure_style():
         family = list(matplotlib.rcParams["font.family"])
         assert family[-1] == "Noto Sans CJK JP" and family[0] != "Noto Sans CJK JP"
         fonts = font_manager.fontManager._find_fonts_by_props(font_manager.FontProperties())

@@ -16,6 +16,7 @@ from bayes_concepts import plots, report
 from bayes_concepts.episodes import sample_episodes
 from bayes_concepts.gap import compute_gap
 from bayes_concepts.splits import curi_splits
+from bayes_concepts.suites.closure import plots as closure_plots
 
 
 @pytest.fixture(scope="module")
@@ -424,8 +425,8 @@ CASES = {
     "plot_modalities": (plots, lambda f: f.subplots(3, 3),
                         lambda a, x: plots.plot_modalities(x["space"], x["episodes"], 2, axes=a, n_scenes=3,
                                                            height=24, width=36), check_modalities),
-    "plot_closure_families": (plots, lambda f: f.add_subplot(),
-                              lambda a, x: plots.plot_closure_families(x["closure_ds"], ax=a, n_boot=50),
+    "plot_closure_families": (closure_plots, lambda f: f.add_subplot(),
+                              lambda a, x: closure_plots.plot_closure_families(x["closure_ds"], ax=a, n_boot=50),
                               lambda ax, data, ds: check_closure_families(ax, data)),
     "plot_gap_vs_divergence": (report, lambda f: f.add_subplot(),
                                lambda a, x: report.plot_gap_vs_divergence(x["audit"], ax=a), check_gap_vs_divergence),
@@ -439,7 +440,7 @@ CASES = {
 
 
 def test_every_public_plot_function_is_covered_and_old_names_are_gone():
-    for module in (plots, report):
+    for module in (plots, report, closure_plots):
         public = {n for n in module.__all__ if inspect.isfunction(getattr(module, n))}
         drawing = {n for n in public if n.startswith("plot_")}
         assert drawing == {n for n, case in CASES.items() if case[0] is module}
@@ -544,10 +545,10 @@ def check_closure_families(ax, data):
 def test_closure_families_data_equals_the_dataset_and_the_reported_drops(closure_ds):
     from scipy.stats import spearmanr
 
-    from bayes_concepts.closure import load_reported
+    from bayes_concepts.suites.closure import load_reported
     from bayes_concepts.gap import paired_bootstrap
     rep = load_reported()
-    ax, data = plots.plot_closure_families(closure_ds, negatives="easy", n_boot=200, seed=3)
+    ax, data = closure_plots.plot_closure_families(closure_ds, negatives="easy", n_boot=200, seed=3)
     assert data["family"].tolist() == CLOSURE_FAMILIES  # the split that is no family is left out
     assert (data["negatives"] == "easy").all() and (data["episodes"] == 60).all()
     for _, r in data.iterrows():
@@ -573,7 +574,7 @@ def test_closure_families_data_equals_the_dataset_and_the_reported_drops(closure
 
 
 def test_closure_families_axes_say_what_and_in_which_units(closure_ds):
-    ax, data = plots.plot_closure_families(closure_ds, n_boot=50)
+    ax, data = closure_plots.plot_closure_families(closure_ds, n_boot=50)
     assert "comp gap" in ax.get_xlabel() and "percentage points" in ax.get_xlabel()
     assert "drop" in ax.get_ylabel() and "percentage points" in ax.get_ylabel()
     rho = data.attrs["spearman"]["rho"]
@@ -585,13 +586,13 @@ def test_closure_families_axes_say_what_and_in_which_units(closure_ds):
 
 def test_closure_families_takes_summarised_rows_the_gap_json_and_own_drops(closure_ds):
     from bayes_concepts.gap import summarise
-    _, from_ds = plots.plot_closure_families(closure_ds, n_boot=100)
+    _, from_ds = closure_plots.plot_closure_families(closure_ds, n_boot=100)
     rows = summarise(closure_ds, n_boot=100)
     for given in (rows, {"results": rows}):
-        _, from_rows = plots.plot_closure_families(given, n_boot=100)
+        _, from_rows = closure_plots.plot_closure_families(given, n_boot=100)
         pd.testing.assert_frame_equal(from_rows, from_ds)
     own = {"my_model": {"or_mat": 30.0, "and_mat_spa": 10.0, "embed_spa_mat": 20.0}}
-    ax, data = plots.plot_closure_families(closure_ds, reported=own, n_boot=50)
+    ax, data = closure_plots.plot_closure_families(closure_ds, reported=own, n_boot=50)
     assert data["family"].tolist() == ["embed_spa_mat", "and_mat_spa", "or_mat"]  # families with a drop
     assert data["mean_drop"].tolist() == [20.0, 10.0, 30.0]
     check_closure_families(ax, data)
@@ -602,7 +603,7 @@ def test_closure_families_of_the_committed_full_size_results():
     from pathlib import Path
     path = Path(__file__).parents[1] / "benchmarks" / "results" / "closure_gap.json"
     results = json.loads(path.read_text())
-    ax, data = plots.plot_closure_families(results)
+    ax, data = closure_plots.plot_closure_families(results)
     rows = {r["split"]: r for r in results["results"] if r["negatives"] == "hard"}
     assert data["family"].tolist() == CLOSURE_FAMILIES and (data["episodes"] == 5000).all()
     for _, r in data.iterrows():
@@ -618,7 +619,7 @@ def test_closure_families_on_a_tiny_clevr_space_agrees_with_the_gap_table(clevr_
     from bayes_concepts.gap import summarise
     from bayes_concepts.protocols import protocols
     ds = protocols.get("closure").compute_gap(clevr_space, negatives="hard", n_episodes=30)
-    ax, data = plots.plot_closure_families(ds)
+    ax, data = closure_plots.plot_closure_families(ds)
     table = {r["split"]: r["gap"] for r in summarise(ds)}
     assert data["family"].tolist() == CLOSURE_FAMILIES
     for _, r in data.iterrows():
@@ -629,13 +630,13 @@ def test_closure_families_on_a_tiny_clevr_space_agrees_with_the_gap_table(clevr_
 
 def test_closure_families_errors(ds, closure_ds):
     with pytest.raises(ValueError, match="no split of the results is a CLOSURE family"):
-        plots.plot_closure_families(ds, n_boot=10)  # CURI's splits
+        closure_plots.plot_closure_families(ds, n_boot=10)  # CURI's splits
     with pytest.raises(ValueError, match="no 'easy' negatives"):
-        plots.plot_closure_families(closure_ds.sel(negatives=["hard"]), negatives="easy", n_boot=10)
+        closure_plots.plot_closure_families(closure_ds.sel(negatives=["hard"]), negatives="easy", n_boot=10)
     with pytest.raises(ValueError, match="no 'easy' negatives"):
         from bayes_concepts.gap import summarise
-        plots.plot_closure_families(summarise(closure_ds.sel(negatives=["hard"]), n_boot=10), negatives="easy")
+        closure_plots.plot_closure_families(summarise(closure_ds.sel(negatives=["hard"]), n_boot=10), negatives="easy")
     with pytest.raises(ValueError, match="reported must be"):
-        plots.plot_closure_families(closure_ds, reported=[1, 2], n_boot=10)
+        closure_plots.plot_closure_families(closure_ds, reported=[1, 2], n_boot=10)
     with pytest.raises(ValueError, match="results must be"):
-        plots.plot_closure_families("closure_gap.json")
+        closure_plots.plot_closure_families("closure_gap.json")

@@ -116,5 +116,40 @@ class Modality:
             h.update(Path(m.__file__).read_bytes())
         return h.hexdigest()
 
+    # ------------------------------------------------------------ how figures draw it
+    #: Whether the episode view may draw an item of this modality in its scene's place.
+    in_episode_view: bool = False
+    #: What one drawn item is called in a figure's title (``"picture"``).
+    item_noun: str = "rendering"
+
+    @property
+    def draws(self) -> bool:
+        """Whether this modality draws its items (its class defines :meth:`draw_items`); the
+        figures show only the modalities that do."""
+        return type(self).draw_items is not Modality.draw_items
+
+    def draw_items(self, axes, items, settings: dict, *, fill: bool = False) -> list:
+        """Draw ``items[k]`` into ``axes[k]`` (matplotlib Axes), all on one scale.
+
+        ``items``: renderings of this modality with ``settings``, ``(n,) + item_shape``;
+        ``fill``: stretch each item to its Axes' box instead of keeping its proportions.
+        Returns one dict per item: the numbers drawn that a figure reports in its data
+        (column -> value).  A modality that draws nothing raises :class:`ModalityError`."""
+        raise ModalityError(f"the {self.name} modality does not draw its items (it defines no draw_items)")
+
+    def drawn_size(self, settings: dict) -> tuple:
+        """``(height, width)`` of one drawn item, in any unit: the episode view shapes its cells
+        by it.  Default: the first two axes of :meth:`item_shape` (square when it has fewer)."""
+        shape = self.item_shape(settings)
+        return (int(shape[0]), int(shape[1])) if len(shape) >= 2 else (1, 1)
+
+    def row_label(self, settings: dict) -> str:
+        """The label of a figure's row of this modality's items (default: its name)."""
+        return self.name
+
+    def legend_note(self, settings: dict) -> str:
+        """A few lines on how the drawn items were made, for a figure's legend."""
+        return f"{self.name}: {self.summary}"
+
     def __repr__(self):
         return f"{type(self).__name__}({self.name!r})"

@@ -22,6 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+#: scene labels that name how a scene was generated, not what it shows: a ConceptWorld space's
+#: items carry ``source``, the concept each grid was drawn from (the answer).  No learner reads
+#: it as a feature and no figure draws it as a scene's property.
+GENERATOR_LABELS = frozenset({"source"})
+
 
 @dataclass(frozen=True)
 class Attribute:

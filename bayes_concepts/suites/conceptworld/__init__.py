@@ -1,3 +1,2 @@
 """ConceptWorld (Klinger et al.): grid scenes, concept definitions, experiments as protocols, published results, figures."""
 from . import protocols, published  # noqa: F401  (register conceptworld-*; the seed's F1 tables)
-from . import plots  # noqa: F401  (registers the episode view of grid scenes)
