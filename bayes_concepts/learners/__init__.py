@@ -11,6 +11,9 @@
   :func:`load_model`, a saved model rebuilt);
 * :mod:`.modalities`: the built-in encoders (schema, image, sound), registered in
   :data:`encoders` on the registry's first use;
+* :mod:`.grid_nets`: ConceptWorld's five baseline image classifiers (mlp, cnn, resnet18,
+  wren, predinet) in :data:`grid_nets`, trained per experiment by
+  :mod:`bayes_concepts.suites.conceptworld.baselines`;
 * :mod:`.training`: meta-training with validation, early stopping, budgets, resuming;
 * :mod:`.store`: models on disk (safetensors weights and a JSON card), files only;
 * :mod:`.binding`: a trained model is scored on its own space and split only (the card
@@ -27,6 +30,7 @@ from pathlib import Path
 from .binding import check_scoring, check_space, model_label
 from .conformance import LearnerCheckError, check_learner
 from .encoders import ObjectSet, SceneEncoder, SchemaEncoder, encoders
+from .grid_nets import GridNetError, grid_nets, make_grid_net
 from .features import SchemaLayout, bag_of_values, check_learner_space
 from .poolings import poolings
 from .protocol import Learner, LearnerError, MetaLearner, is_learner
@@ -43,7 +47,8 @@ __all__ = ["Learner", "MetaLearner", "LearnerError", "LearnerCheckError", "is_le
            "PrototypeLearner", "reference_learners", "ProtoNet", "ProtoNetLearner", "ObjectSet", "SceneEncoder",
            "SchemaEncoder", "SchemaLayout", "bag_of_values", "encoders", "poolings", "TrainSettings", "train",
            "parse_duration", "save_model", "load_model", "read_card", "is_model_dir", "make_learner",
-           "parse_architecture", "learners_for_gap", "TrainingProfile", "training_profiles", "resolve_profile", "check_learner_space"]
+           "parse_architecture", "learners_for_gap", "TrainingProfile", "training_profiles", "resolve_profile", "check_learner_space",
+           "grid_nets", "make_grid_net", "GridNetError"]
 
 
 def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **options):
