@@ -13,7 +13,13 @@ everything that is particular to it:
   and the renderer's :meth:`~Modality.fingerprint` (a changed renderer makes cached banks
   stale);
 * its **encoder defaults** (:attr:`Modality.encoder_defaults`): the options the learners'
-  encoder of that modality renders with unless told otherwise.
+  encoder of that modality renders with unless told otherwise;
+* its **drawing**: :meth:`Modality.draw_items` draws rendered items into matplotlib Axes
+  (with :meth:`Modality.row_label`, :meth:`Modality.legend_note`, :meth:`Modality.drawn_size`
+  and :attr:`Modality.in_episode_view`), so the figures
+  (:func:`~bayes_concepts.plots.plot_modalities`, :func:`~bayes_concepts.plots.plot_episode`)
+  show every modality that draws without naming any.  The drawing code calls methods of the
+  Axes it is given and imports nothing above this package.
 
 Built in: ``image`` (:mod:`.image`: uint8 (H, W, 3) pictures) and ``sound`` (:mod:`.sound`:
 float32 (n_samples,) clips).  The cache of rendered banks in a saved space's ``rendered/``

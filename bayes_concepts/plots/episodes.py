@@ -205,7 +205,7 @@ def _episode_view_of(space, modality: str, image_size):
     (:func:`scene_view`), else a modality whose items stand in a scene's place."""
     if modality == "schema":
         return scene_view(space)
-    placed = [name for name, kind in modalities.items() if kind.in_episode_view]
+    placed = [name for name, kind in modalities.items() if kind.draws and kind.in_episode_view]
     if modality not in placed:
         raise ValueError(f"episode view: modality must be 'schema' or {' or '.join(map(repr, placed))}, "
                          f"got {modality!r}")
