@@ -53,8 +53,20 @@ import scipy.sparse as sp
 from .lot.operators import operators, split_binder
 from .lot.program import postorder_nodes
 
+
+def nested_sizes(splits: dict, nested: dict) -> dict:
+    """Per split, how many concepts each of the four oracles knows: ``{name: {"strong": n,
+    "atom": n, "compound": n, "weak": n}}`` (what the results' ``gap_parts`` attribute records)."""
+    out = {}
+    for name, split in splits.items():
+        strong = getattr(split, "strong_concepts", None)
+        strong = np.union1d(split.train, split.test) if strong is None else np.unique(strong)
+        out[name] = {"strong": int(len(strong)), "atom": int(len(nested[name]["atom"])),
+                     "compound": int(len(nested[name]["compound"])), "weak": int(len(split.train))}
+    return out
+
 __all__ = ["ConceptStructure", "concept_structure", "program_atoms_and_compounds", "episode_weights",
-           "side_distribution", "chernoff_coefficient", "split_divergence", "divergence_table", "nested_concepts",
+           "side_distribution", "chernoff_coefficient", "split_divergence", "divergence_table", "nested_concepts", "nested_sizes",
            "ATOM_ALPHA", "COMPOUND_ALPHA", "VARIABLE_ATOM"]
 
 #: Chernoff α of the atom and the compound divergence (Keysers et al. 2020)

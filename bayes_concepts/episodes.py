@@ -728,3 +728,30 @@ def sample_episodes(space, split, side: str = "test", negatives: str = "hard", n
     sampler = sampler or EpisodeSampler(space)
     meta = {"split": getattr(split, "name", None), "side": side}
     return sampler.sample(ids, n, negatives, query_negatives=query_negatives, seed=seed, meta=meta, **kw)
+
+
+def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
+    """``(shapes, excluded)`` of a gap run: split name -> its episode shape (a dict of
+    :class:`~bayes_concepts.episodes.EpisodeShape` fields: ``episode_shape`` when given, else
+    the split spec's ``[episodes]`` table, else 5+20 each), and an exclusion record
+    ``{"space": {kind: {...}}, "<split>": {"too_small": {...}}}``: what the space's build left
+    out (a pair space's ``params["excluded"]``) and each split's test concepts too small for its
+    shape.  Query sets of different sizes across splits are a one-line error."""
+    given = None if episode_shape is None else EpisodeShape.parse(episode_shape)
+    shapes, excluded = {}, {}
+    built = (space.params or {}).get("excluded")
+    if built:
+        excluded["space"] = built
+    for name, split in splits.items():
+        spec = getattr(split, "spec", None) or {}
+        shape = given or EpisodeShape.parse(spec.get("episodes"), f"split {name}: [episodes]")
+        shapes[name] = shape.as_dict()
+        ex = episode_exclusions(space, split.test, shape)
+        excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
+    sizes = {s["query_positives"] + s["query_negatives"] for s in shapes.values()}
+    if len(sizes) > 1:
+        raise BayesConceptsError("the splits' episode shapes give query sets of different sizes ("
+                                 + ", ".join(f"{n}: {s['query_positives'] + s['query_negatives']}"
+                                             for n, s in shapes.items())
+                                 + "): score them in separate runs, or give one --episode-shape")
+    return shapes, excluded

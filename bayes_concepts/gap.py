@@ -24,7 +24,8 @@ import numpy as np
 import xarray as xr
 
 from . import __version__
-from .divergence import concept_structure, nested_concepts, split_divergence
+from .divergence import concept_structure, nested_concepts, nested_sizes, split_divergence
+from .episodes import episode_shapes
 from .errors import BayesConceptsError
 from .gap_cells import NESTED_ORACLES, gap_cells
 from .oracles import OracleSettings
@@ -185,10 +186,10 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     if not isinstance(parts, (bool, np.bool_)):
         raise BayesConceptsError(f"parts must be True or False, got {parts!r}")
     names = list(splits)
-    shapes, excluded = episode_shapes(space, splits, episode_shape)
     table = _learner_table(learners, names)
     from .learners.binding import check_learners
     checks = check_learners(space, splits, table, allow_other_space)
+    shapes, excluded = episode_shapes(space, splits, episode_shape)
     all_learners = (*ORACLES, *(NESTED_ORACLES if parts else ()), *table)
     cells = [(s, neg) for s in names for neg in negatives]
     # as the command line does: refuse up front a request whose results cannot fit in memory
@@ -199,6 +200,7 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     if parts:
         structure = structure if structure is not None else concept_structure(space)
         nested = {name: nested_concepts(space, split, structure=structure) for name, split in splits.items()}
+        sizes = nested_sizes(splits, nested)
     ds = None
     with scheduler_scope(scheduler) as sched:
         oracle_cells = gap_cells(space, splits, cells, n_episodes, settings,
@@ -238,48 +240,8 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         "excluded": json.dumps(excluded, sort_keys=True),
     })
     if nested is not None:
-        ds.attrs["gap_parts"] = json.dumps(nested_sizes(splits, nested), sort_keys=True)
+        ds.attrs["gap_parts"] = json.dumps(sizes, sort_keys=True)
     return ds
-
-
-def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
-    """``(shapes, excluded)`` of a gap run: split name -> its episode shape (a dict of
-    :class:`~bayes_concepts.episodes.EpisodeShape` fields: ``episode_shape`` when given, else
-    the split spec's ``[episodes]`` table, else 5+20 each), and an exclusion record
-    ``{"space": {kind: {...}}, "<split>": {"too_small": {...}}}``: what the space's build left
-    out (a pair space's ``params["excluded"]``) and each split's test concepts too small for its
-    shape.  Query sets of different sizes across splits are a one-line error."""
-    from .episodes import EpisodeShape, episode_exclusions
-    given = None if episode_shape is None else EpisodeShape.parse(episode_shape)
-    shapes, excluded = {}, {}
-    built = (space.params or {}).get("excluded")
-    if built:
-        excluded["space"] = built
-    for name, split in splits.items():
-        spec = getattr(split, "spec", None) or {}
-        shape = given or EpisodeShape.parse(spec.get("episodes"), f"split {name}: [episodes]")
-        shapes[name] = shape.as_dict()
-        ex = episode_exclusions(space, split.test, shape)
-        excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
-    sizes = {s["query_positives"] + s["query_negatives"] for s in shapes.values()}
-    if len(sizes) > 1:
-        raise BayesConceptsError("the splits' episode shapes give query sets of different sizes ("
-                                 + ", ".join(f"{n}: {s['query_positives'] + s['query_negatives']}"
-                                             for n, s in shapes.items())
-                                 + "): score them in separate runs, or give one --episode-shape")
-    return shapes, excluded
-
-
-def nested_sizes(splits: dict, nested: dict) -> dict:
-    """Per split, how many concepts each of the four oracles knows: ``{name: {"strong": n,
-    "atom": n, "compound": n, "weak": n}}`` (what the results' ``gap_parts`` attribute records)."""
-    out = {}
-    for name, split in splits.items():
-        strong = getattr(split, "strong_concepts", None)
-        strong = np.union1d(split.train, split.test) if strong is None else np.unique(strong)
-        out[name] = {"strong": int(len(strong)), "atom": int(len(nested[name]["atom"])),
-                     "compound": int(len(nested[name]["compound"])), "weak": int(len(split.train))}
-    return out
 
 
 def split_records(splits: dict) -> dict:

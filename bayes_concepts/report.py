@@ -35,7 +35,8 @@ import pandas as pd
 from .errors import BayesConceptsError
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import EpisodeSampler
-from .gap import audit, build_exclusion_lines, cell_seed, episode_shapes
+from .episodes import episode_shapes
+from .gap import audit, build_exclusion_lines, cell_seed
 from .oracles import OracleSettings, strong_and_weak
 from .plots import plot_episode, plot_gap_parts
 from .plots.style import figure_style, split_label

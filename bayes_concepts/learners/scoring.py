@@ -168,6 +168,13 @@ def evaluate_by_protocol(learner, space, episodes, name: str = "learner", progre
     """Score ``learner`` with ``fit``/``predict_proba`` (and ``decision_function`` for the
     ranking, when it has one) episode by episode; the slow, obvious path every learner
     supports.  Returns the dict of :data:`RESULT_KEYS`."""
+    return _complete(_protocol_predictions(learner, space, episodes, name, progress), episodes, name,
+                     queries_scored=False)
+
+
+def _protocol_predictions(learner, space, episodes, name: str, progress: bool) -> dict:
+    """AP on the test bank, query predictions, (no) posterior entropy and (never) empty of
+    ``learner`` episode by episode; CBA and predictive entropy are left to :func:`_complete`."""
     from tqdm.auto import tqdm
     e_count, k = episodes.query_scenes.shape
     bank_ids = np.asarray(space.test_bank.scene_ids, np.int64)
@@ -190,11 +197,8 @@ def evaluate_by_protocol(learner, space, episodes, name: str = "learner", progre
         if e % block == block - 1 or e == e_count - 1:
             lo = e - e % block
             ap[lo: e + 1] = ap_on_test_bank(space, scores[: e + 1 - lo], concepts[lo: e + 1])
-    out = {"ap": ap, "query_pred": query_pred, "posterior_entropy": np.full(e_count, np.nan),
-           "empty": np.zeros(e_count, bool)}
-    out["cba"], out["predictive_entropy"] = np.empty(e_count), np.empty(e_count)
-    query_metrics(query_pred, np.ascontiguousarray(episodes.query_labels), out["cba"], out["predictive_entropy"])
-    return out
+    return {"ap": ap, "query_pred": query_pred, "posterior_entropy": np.full(e_count, np.nan),
+            "empty": np.zeros(e_count, bool)}
 
 
 def same_space(a, b) -> bool:
@@ -205,12 +209,14 @@ def same_space(a, b) -> bool:
     return ha is not None and ha == hb
 
 
-def _complete(result: dict, episodes, name: str) -> dict:
-    """A batch method's output checked and completed to :data:`RESULT_KEYS`."""
+def _complete(result: dict, episodes, name: str, queries_scored: bool = True) -> dict:
+    """A batch method's output checked and completed to :data:`RESULT_KEYS`; with
+    ``queries_scored`` False (the protocol's path: query predictions only), its CBA and
+    predictive entropy computed from ``result["query_pred"]``."""
     e_count, k = episodes.query_scenes.shape
     if not isinstance(result, Mapping):
         raise LearnerError(f"learner {name!r}: evaluate(episodes) must return a dict, got {type(result).__name__}")
-    missing = [key for key in ("ap", "cba") if key not in result]
+    missing = [key for key in (("ap", "cba") if queries_scored else ("ap",)) if key not in result]
     if missing:
         raise LearnerError(f"learner {name!r}: evaluate(episodes) returned no {', '.join(missing)}")
     out = {}
@@ -235,12 +241,13 @@ def _complete(result: dict, episodes, name: str) -> dict:
             raise LearnerError(f"learner {name!r}: evaluate(episodes)['ap_bound'] has shape {bound.shape}, "
                                f"expected ({e_count},)")
         out["ap_bound"] = bound
-    if "predictive_entropy" not in result and "query_pred" in result:
-        cba, ent = np.empty(e_count), np.empty(e_count)
-        query_metrics(out["query_pred"], np.ascontiguousarray(episodes.query_labels), cba, ent)
-        out["predictive_entropy"] = ent
+    if not queries_scored or ("predictive_entropy" not in result and "query_pred" in result):
+        cba, entropy = np.empty(e_count), np.empty(e_count)
+        query_metrics(out["query_pred"], np.ascontiguousarray(episodes.query_labels), cba, entropy)
+        out["predictive_entropy"] = entropy
+        if not queries_scored:
+            out["cba"] = cba
     return out
-
 
 def score_learner(learner, space, episodes, name: str | None = None, progress: bool = False) -> dict:
     """Score one learner on ``episodes`` of ``space``: its batch ``evaluate`` when it has one
@@ -254,8 +261,10 @@ def score_learner(learner, space, episodes, name: str | None = None, progress: b
         bound = getattr(learner, "space", None)
         if bound is not None and not same_space(bound, space):
             raise LearnerError(f"learner {name!r} is bound to another space than the one it is scored on")
-        return _complete(batch(episodes), episodes, name)
-    return evaluate_by_protocol(learner, space, episodes, name, progress)
+        result, queries_scored = batch(episodes), True
+    else:
+        result, queries_scored = _protocol_predictions(learner, space, episodes, name, progress), False
+    return _complete(result, episodes, name, queries_scored)
 
 
 def score_learners(space, episodes, learners: Mapping, progress: bool = False) -> dict:
