@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bayes_concepts import data
+from bayes_concepts.suites.pairs import fetch as data
 from bayes_concepts.cli import main
 from bayes_concepts.suites.pairs import read_pairs_layout
 

@@ -32,7 +32,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BayesConceptsError
+from ...errors import BayesConceptsError
 
 __all__ = ["DataError", "Published", "PUBLISHED", "fetch", "DEFAULT_DIR"]
 
