@@ -5,6 +5,14 @@ exactly, ties included: items with equal scores form one threshold, and
 AP = Σ_k (R_k − R_{k−1}) · P_k over the distinct score values in decreasing
 order (the tests check it against scikit-learn, which is not a dependency).
 
+It is computed without sorting the scores: the positives' distinct scores are the only
+thresholds that add to AP (the *levels*), so AP needs, per level, how many items score at
+or above it.  The positives' scores are put in order by a radix sort of their bits
+(:func:`descending_levels`), and each item finds its level in a table indexed by the top bits
+of its score's key (:func:`level_table`, :func:`level_of`): O(n + P) for n items and P
+positives, against O(n log n) for a sort (:func:`average_precision_sorted`, the slow twin the
+tests compare it with, keeps the sort).
+
 ``average_precision_interval`` bounds that AP when each score is only known to lie in an
 interval: the certificate behind the oracles' AP tolerance
 (:attr:`bayes_concepts.oracles.OracleSettings.ap_tolerance`).
@@ -16,8 +24,10 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def average_precision_dense(scores, labels):
-    """AP of ``scores`` (float (n,)) against binary ``labels`` (n,); NaN if no positive."""
+def average_precision_sorted(scores, labels):
+    """AP of ``scores`` (float (n,)) against binary ``labels`` (n,) by a stable sort of the
+    scores, tie group by tie group; NaN if no positive.  The slow twin of
+    :func:`average_precision_dense` (the same float: the same terms, summed in the same order)."""
     n = scores.shape[0]
     n_pos = 0
     for i in range(n):
@@ -45,12 +55,75 @@ def average_precision_dense(scores, labels):
     return ap
 
 
+#: below this many values :func:`descending_levels` sorts by insertion (a radix sort's
+#: passes cost more than a few dozen comparisons)
+RADIX_MIN = 48
+_SIGN = np.uint64(1) << np.uint64(63)
+
+
+@numba.njit(inline="always")
+def order_key(bits):
+    """A uint64 that never decreases as the float64 whose bits are ``bits`` grows (IEEE 754:
+    a positive float's bits grow with it, a negative's shrink; -0.0 gets 0.0's key: equal
+    floats, equal keys)."""
+    if bits == _SIGN:
+        return _SIGN
+    if bits & _SIGN:
+        return ~bits
+    return bits | _SIGN
+
+
+@numba.njit(cache=True)
+def radix_sort_descending(values):
+    """``values`` (float64 (k,), no NaN) sorted in descending order, without comparisons:
+    a least-significant-digit radix sort of their :func:`order_key` in 8-bit digits, skipping
+    the digits every key shares (scores in [0, 1] share most of the top ones).  Fewer than
+    :data:`RADIX_MIN` values are sorted by insertion."""
+    k = values.shape[0]
+    out = values.copy()
+    if k < RADIX_MIN:
+        for i in range(1, k):
+            x = out[i]
+            j = i - 1
+            while j >= 0 and out[j] < x:
+                out[j + 1] = out[j]
+                j -= 1
+            out[j + 1] = x
+        return out
+    bits = values.view(np.uint64)
+    keys = np.empty(k, np.uint64)
+    for i in range(k):
+        keys[i] = ~order_key(bits[i])  # ascending in ~key is descending in value
+    tmp = np.empty(k, np.uint64)
+    count = np.empty(257, np.int64)
+    for p in range(8):
+        shift = np.uint64(8 * p)
+        count[:] = 0
+        for i in range(k):
+            count[((keys[i] >> shift) & np.uint64(255)) + np.uint64(1)] += 1
+        if count[((keys[0] >> shift) & np.uint64(255)) + np.uint64(1)] == k:
+            continue  # every key has this digit
+        for d in range(256):
+            count[d + 1] += count[d]
+        for i in range(k):
+            d = (keys[i] >> shift) & np.uint64(255)
+            tmp[count[d]] = keys[i]
+            count[d] += 1
+        keys, tmp = tmp, keys
+    sorted_bits = np.empty(k, np.uint64)
+    for i in range(k):
+        key = ~keys[i]
+        sorted_bits[i] = key & ~_SIGN if key & _SIGN else ~key
+    return sorted_bits.view(np.float64)
+
+
 @numba.njit(cache=True)
 def descending_levels(values):
     """``(u, cnt, nu)``: the distinct values of ``values`` (float64 (k,)) in descending order,
     ``u[:nu]``, and how many times each occurs, ``cnt[:nu]`` (int64) -- the levels at which
-    an AP has a threshold when ``values`` are the positives' scores."""
-    pv = -np.sort(-values)
+    an AP has a threshold when ``values`` are the positives' scores.  Put in order by
+    :func:`radix_sort_descending` (no comparison sort)."""
+    pv = radix_sort_descending(values)
     k = pv.shape[0]
     u = np.empty(k)
     cnt = np.zeros(k, np.int64)
@@ -83,14 +156,91 @@ def ap_from_levels(hist, cnt, nu, n_pos, n_items):
 
 
 @numba.njit(cache=True)
+def level_table(u, nu):
+    """``(first, lo_key, shift)``: a table that finds an item's level in O(1) on average.
+
+    ``u[:nu]`` are the levels, descending.  An item's key (:func:`order_key` of its bits)
+    shifted right by ``shift`` indexes ``first``, of about 4·nu + 16 entries: ``first[q]`` is
+    the first level whose key, so shifted, is <= q.  :func:`level_of` scans from there."""
+    ub = u[:nu].copy().view(np.uint64)
+    lo_key = order_key(ub[nu - 1])
+    span = order_key(ub[0]) - lo_key
+    shift = np.uint64(0)
+    while (span >> shift) > np.uint64(4 * nu + 16):
+        shift += np.uint64(1)
+    n_keys = int(span >> shift) + 1
+    first = np.empty(n_keys, np.int64)
+    j = 0
+    for q in range(n_keys - 1, -1, -1):
+        while j < nu and int((order_key(ub[j]) - lo_key) >> shift) > q:
+            j += 1
+        first[q] = j
+    return first, lo_key, shift
+
+
+@numba.njit(inline="always")
+def level_of(u, nu, first, lo_key, shift, x, scratch, scratch_bits):
+    """The first level j (``u`` descending) with u[j] <= x, ``nu`` if x is below every level;
+    ``first``/``lo_key``/``shift``: :func:`level_table`; ``scratch`` float64 (1,) and
+    ``scratch_bits`` its uint64 view (where x's bits are read).
+    Levels before ``first[q]`` have a higher key (so are > x), levels from ``first[q - 1]`` on
+    a lower one (so are < x): the answer is in [first[q], first[q - 1]], scanned, or searched
+    when more than 8 levels share the key."""
+    if x >= u[0]:
+        return 0
+    if x < u[nu - 1]:
+        return nu
+    scratch[0] = x
+    q = int((order_key(scratch_bits[0]) - lo_key) >> shift)
+    lo = first[q]
+    hi = first[q - 1] if q > 0 else nu
+    if hi - lo > 8:
+        return lo + first_at_most(u[lo:hi], hi - lo, x)
+    j = lo
+    while j < hi and u[j] > x:
+        j += 1
+    return j
+
+
+@numba.njit(cache=True)
+def average_precision_dense(scores, labels):
+    """AP of ``scores`` (float64 (n,), C-contiguous, no NaN) against binary ``labels`` (n,);
+    NaN if no positive.  No sort of the scores: the positives' distinct scores are the levels
+    (:func:`descending_levels`), every item is counted at its level (:func:`level_table`), and
+    :func:`ap_from_levels` sums the precisions -- the float :func:`average_precision_sorted`
+    returns (the same terms in the same order)."""
+    n = scores.shape[0]
+    n_pos = 0
+    for i in range(n):
+        if labels[i]:
+            n_pos += 1
+    if n_pos == 0:
+        return np.nan
+    pv = np.empty(n_pos)
+    k = 0
+    for i in range(n):
+        if labels[i]:
+            pv[k] = scores[i]
+            k += 1
+    u, cnt, nu = descending_levels(pv)
+    first, lo_key, shift = level_table(u, nu)
+    scratch = np.empty(1)
+    scratch_bits = scratch.view(np.uint64)
+    hist = np.zeros(nu + 1, np.int64)
+    for i in range(n):
+        hist[level_of(u, nu, first, lo_key, shift, scores[i], scratch, scratch_bits)] += 1
+    return ap_from_levels(hist, cnt, nu, n_pos, n)
+
+
+@numba.njit(cache=True)
 def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
     """AP when only the items ``touched`` (int (m,)) have non-zero ``scores`` (indexed by item)
     and all other items of the ``n_items`` score 0.  ``labels_row`` is the packed uint64
     label bitset of the items; ``n_pos`` its popcount.
 
     Only thresholds at which a positive sits add to AP, so it suffices to count, for each
-    distinct positive score u, the items scoring >= u: one binary search per item among
-    the k distinct positive scores, O(m log k), with no sort of all m scores.
+    distinct positive score u, the items scoring >= u: each item's level found in a table
+    (:func:`level_table`), O(m + k), with no sort of the m scores.
     """
     if n_pos == 0:
         return np.nan
@@ -104,24 +254,12 @@ def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
             k += 1
     if k:
         u, cnt, nu = descending_levels(pv[:k])
-        hist = np.zeros(nu, np.int64)
-        top = u[0]
+        first, lo_key, shift = level_table(u, nu)
+        scratch = np.empty(1)
+        scratch_bits = scratch.view(np.uint64)
+        hist = np.zeros(nu + 1, np.int64)  # hist[nu]: below every positive, at no threshold
         for i in range(m):
-            x = scores[touched[i]]
-            if x < u[nu - 1]:  # below every positive: counts at no threshold
-                continue
-            if x >= top:
-                hist[0] += 1
-                continue
-            # first j with u[j] <= x (u is descending; u[0] > x >= u[nu - 1]): a search whose
-            # steps do not branch on the data, so mispredictions do not pile up over m items
-            base = 0
-            n = nu
-            while n > 1:
-                half = n >> 1
-                base = base + half if u[base + half - 1] > x else base
-                n -= half
-            hist[base] += 1
+            hist[level_of(u, nu, first, lo_key, shift, scores[touched[i]], scratch, scratch_bits)] += 1
         return ap_from_levels(hist, cnt, nu, n_pos, n_items)
     return ap_from_levels(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, n_pos, n_items)
 
@@ -151,8 +289,13 @@ def class_balanced_accuracy_kernel(probs, labels):
 
 def average_precision(scores, labels) -> float:
     """Average precision of ``scores`` for binary ``labels`` (sklearn's definition, ties as one
-    threshold).  Returns NaN when there is no positive label."""
-    return float(average_precision_dense(np.asarray(scores, np.float64), np.asarray(labels, np.bool_)))
+    threshold), without sorting the scores (:func:`average_precision_dense`).  Returns NaN when
+    there is no positive label (scikit-learn warns and returns 0 there); a NaN score is a
+    ValueError."""
+    scores = np.ascontiguousarray(scores, np.float64)
+    if np.isnan(scores).any():
+        raise ValueError("average_precision: a score is NaN")
+    return float(average_precision_dense(scores, np.asarray(labels, np.bool_)))
 
 
 def class_balanced_accuracy(probs, labels) -> float:

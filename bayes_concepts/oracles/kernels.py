@@ -25,7 +25,7 @@ import numpy as np
 from ..bits import has_bit, pop_lowest_bit, popcount64
 from ..engine.test_bank import N_LANES
 from ..metrics import (ap_from_levels, average_precision_sparse, class_balanced_accuracy_kernel,
-                       descending_levels, first_at_most)
+                       descending_levels, first_at_most, level_of, level_table)
 
 #: noisy posteriors drop concepts whose weight is below exp(-PRUNE) times the largest:
 #: their total share is < n_concepts * e^-50 (< 1e-17 for 10^5 concepts).
@@ -391,11 +391,10 @@ def score_rows8(lane_ptr, lane_cls, n_test, weights, out):
 @numba.njit(cache=True)
 def average_precision_every_score(scores, truth):
     """:func:`~bayes_concepts.metrics.average_precision_sparse` of every item of ``scores``
-    (float64 (n,), C-contiguous; the items scoring 0 being the ones it is not given) against
-    the packed labels ``truth`` (uint64 words), the same float: the same levels, counts and sums.  Only the search for an item's level differs: a
-    positive double's bits, read as an integer, grow with its value, so their top bits index a
-    table of levels (about four keys per level), and a short scan finds the first level at or
-    below the item -- the cost that matters once every test scene has a score."""
+    (float64 (n,); the items scoring 0 being the ones it is not given) against the packed
+    labels ``truth`` (uint64 words), the same float: the same levels, counts and sums, each
+    item's level found in the table of :func:`~bayes_concepts.metrics.level_table` -- no sort
+    of the scores, the cost that matters once every test scene has a score."""
     n = scores.shape[0]
     n_pos = 0
     for w in range(truth.shape[0]):
@@ -414,42 +413,12 @@ def average_precision_every_score(scores, truth):
                 k += 1
     if k:
         u, cnt, nu = descending_levels(pv[:k])
-        bits = scores.view(np.uint64)
-        ubits = u[:nu].copy().view(np.uint64)
-        lo_bits = ubits[nu - 1]
-        span = ubits[0] - lo_bits
-        shift = np.uint64(0)
-        while (span >> shift) > np.uint64(4 * nu + 16):
-            shift += np.uint64(1)
-        n_keys = int(span >> shift) + 1
-        first = np.empty(n_keys, np.int64)  # first[q]: the first level whose key is <= q
-        j = 0
-        for q in range(n_keys - 1, -1, -1):
-            while j < nu and int((ubits[j] - lo_bits) >> shift) > q:
-                j += 1
-            first[q] = j
-        hist = np.zeros(nu + 1, np.int64)
-        top = u[0]
-        bottom = u[nu - 1]
+        first, lo_key, shift = level_table(u, nu)
+        scratch = np.empty(1)
+        scratch_bits = scratch.view(np.uint64)
+        hist = np.zeros(nu + 1, np.int64)  # hist[nu]: below every positive (0 included)
         for t in range(n):
-            x = scores[t]
-            if x < bottom:  # below every positive (0 included): counts at no threshold
-                continue
-            if x >= top:
-                hist[0] += 1
-                continue
-            # levels before first[q] have a higher key (so are > x), levels from first[q - 1]
-            # on a lower one (so are < x): the first level <= x is in [first[q], first[q - 1]]
-            q = int((bits[t] - lo_bits) >> shift)
-            lo = first[q]
-            hi = first[q - 1] if q > 0 else nu
-            if hi - lo > 8:
-                j = lo + first_at_most(u[lo:hi], hi - lo, x)
-            else:
-                j = lo
-                while j < hi and u[j] > x:
-                    j += 1
-            hist[j] += 1
+            hist[level_of(u, nu, first, lo_key, shift, scores[t], scratch, scratch_bits)] += 1
         return ap_from_levels(hist, cnt, nu, n_pos, n)
     return ap_from_levels(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, n_pos, n)
 
