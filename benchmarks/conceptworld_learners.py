@@ -13,12 +13,16 @@ One torch thread per training; ``--jobs N`` runs trainings in N processes (spawn
 thread each).  Imports are light: numpy, scipy, numba (the ConceptWorld generator), torch and
 pandas; the suites' and learners' package registrations are skipped (:func:`_bare_packages`),
 so it runs from the repository root with ``PYTHONPATH=.`` on a machine without the package
-installed.
+installed.  ``--episodes N`` (optional) also scores every trained net few-shot on N episodes
+per protocol split of a built ConceptWorld space (``--space``, default ``spaces/cw``),
+beside the strong and weak oracles (mAP, CBA); that stage uses the comp gap, which needs the
+package's full dependencies (xarray, dask).
 
 Usage::
 
     python benchmarks/conceptworld_learners.py --quick            # seconds; benchmarks/out/
     python benchmarks/conceptworld_learners.py --jobs 4           # full: benchmarks/results/conceptworld_learners.json
+    python benchmarks/conceptworld_learners.py --jobs 4 --episodes 2000   # and the episode form on spaces/cw
 """
 from __future__ import annotations
 
@@ -62,7 +66,7 @@ _bare_packages("bayes_concepts.suites", "bayes_concepts.suites.conceptworld", "b
 from bayes_concepts.errors import BayesConceptsError  # noqa: E402
 from bayes_concepts.resources import data_file  # noqa: E402
 from bayes_concepts.suites.conceptworld.baselines import (FULL_SETTINGS, QUICK_SETTINGS, SEED_EXPERIMENTS,  # noqa: E402
-                                                          SEED_MODEL_NAMES, run_baselines)
+                                                          SEED_MODEL_NAMES, episode_form, run_baselines)
 
 LEARNERS = ("mlp", "cnn", "resnet18", "wren", "predinet")
 #: F1 differences smaller than this are "level" when orderings are compared
@@ -199,6 +203,40 @@ def summarise(results, reported: dict, learners: list, experiments: list) -> tup
     return figures, notes
 
 
+def episode_table(space, experiment: str, nets: dict, n_episodes: int) -> list:
+    """Per split and negatives: the oracles' mAP and CBA and each learner's mean over seeds
+    (with the per-seed values), every net on the same episodes (:func:`episode_form`)."""
+    named = {f"{m} seed {sd}": net for (m, e, sd), net in nets.items() if e == experiment}
+    rows = episode_form(space, experiment, named, n_episodes=n_episodes, seed=0)
+    out = {}
+    for r in rows:
+        key = (r["split"], r["negatives"])
+        cell = out.setdefault(key, {"split": r["split"], "condition": r["condition"], "negatives": r["negatives"],
+                                    "episodes": r["episodes"], "learners": {}})
+        name = r["learner"].split(" seed ")[0]
+        entry = cell["learners"].setdefault(name, {"map_per_seed": [], "cba_per_seed": []})
+        entry["map_per_seed"].append(round(float(r["map"]), 2))
+        entry["cba_per_seed"].append(round(float(r["cba"]), 2))
+    for cell in out.values():
+        for entry in cell["learners"].values():
+            entry["map"] = float(np.mean(entry["map_per_seed"]))
+            entry["cba"] = float(np.mean(entry["cba_per_seed"]))
+    return list(out.values())
+
+
+def print_episode_tables(figures: dict) -> None:
+    for e, fig in figures.items():
+        cells = fig.get("episode_form") or []
+        if not cells:
+            continue
+        names = list(cells[0]["learners"])
+        print(f"\n{e}, episode form (mAP / CBA, %, mean over seeds):")
+        print(f"  {'split':<18}{'negatives':<10}" + "".join(f"{n:>14}" for n in names))
+        for c in cells:
+            print(f"  {c['split']:<18}{c['negatives']:<10}" + "".join(
+                f"{c['learners'][n]['map']:>7.1f}/{c['learners'][n]['cba']:<6.1f}" for n in names))
+
+
 def print_tables(figures: dict) -> None:
     for e, fig in figures.items():
         conds = fig["conditions"]
@@ -222,6 +260,12 @@ def main(argv=None) -> int:
     ap.add_argument("--learners", default=",".join(LEARNERS), help="comma-separated (default all five)")
     ap.add_argument("--experiments", default=",".join(SEED_EXPERIMENTS), help="comma-separated (default all four)")
     ap.add_argument("--jobs", type=int, default=1, help="trainings in this many processes, one thread each")
+    ap.add_argument("--episodes", type=int, default=0,
+                    help="also score each trained net few-shot (prototypes of its features) on this many episodes per "
+                    "protocol split and negatives of --space, beside the strong and weak oracles (mAP, CBA; default 0: "
+                    "skip)")
+    ap.add_argument("--space", default="spaces/cw", help="the ConceptWorld space of --episodes (build it with "
+                    "'bayes-concepts space build spaces/cw --preset conceptworld')")
     ap.add_argument("--out", default=None, help="summary JSON (default benchmarks/results/conceptworld_learners.json; "
                     "with --quick benchmarks/out/conceptworld_learners_quick.json)")
     args = ap.parse_args(argv)
@@ -232,19 +276,29 @@ def main(argv=None) -> int:
     experiments = [x for x in args.experiments.split(",") if x]
     out = Path(args.out) if args.out else (Path(__file__).resolve().parent / "out" / "conceptworld_learners_quick.json"
                                            if args.quick else RESULTS / "conceptworld_learners.json")
-    if n_seeds < 1 or args.jobs < 1:
-        print("error: --seeds and --jobs must be >= 1", file=sys.stderr)
+    if n_seeds < 1 or args.jobs < 1 or args.episodes < 0:
+        print("error: --seeds and --jobs must be >= 1, --episodes >= 0", file=sys.stderr)
         return 2
+    space = None
     t0 = time.perf_counter()
     try:
+        if args.episodes:
+            from bayes_concepts.spaces.concept_space import load_space
+            space = load_space(args.space)
         results = run_baselines(learners, experiments, seeds=range(n_seeds), settings=settings, jobs=args.jobs,
-                                log=lambda line: print(line, flush=True))
+                                log=lambda line: print(line, flush=True), keep_nets=bool(args.episodes))
     except BayesConceptsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     wall = time.perf_counter() - t0
     reported = tomllib.loads(Path(data_file("conceptworld", "reported.toml")).read_text(encoding="utf-8"))
     figures, notes = summarise(results, reported, learners, experiments)
+    if args.episodes:
+        t1 = time.perf_counter()
+        for e in experiments:
+            figures[e]["episode_form"] = episode_table(space, e, results.nets, args.episodes)
+        print_episode_tables(figures)
+        print(f"episode form: {time.perf_counter() - t1:.0f} s wall")
     print_tables(figures)
     print("\nordering (F1 differences under %.2f count as level):" % LEVEL)
     for line in notes:
@@ -265,7 +319,11 @@ def main(argv=None) -> int:
                               "at most 30 epochs or 180 CPU seconds per training, early stopping with patience 5 on "
                               "a 10 % validation hold-out (the seed: 100 epochs, early stopping)",
                               "3 seeds (the seed: 10)"],
-                  ordering_note=notes, level=LEVEL)
+                  ordering_note=notes, level=LEVEL,
+                  episode_form=({"space": args.space, "episodes": args.episodes, "how": "each trained net's last hidden "
+                                 "layer embeds a scene's picture; an episode's support gives the positive and negative "
+                                 "prototypes (logit = squared distance to the negative minus to the positive); the "
+                                 "strong and weak oracles on the same episodes"} if args.episodes else None))
     print(f"\nwrote {out} ({wall:.0f} s wall)")
     return 0
 

@@ -14,7 +14,7 @@ from bayes_concepts.learners.grid_nets import GridNetError, grid_nets, make_grid
 from bayes_concepts.scenes.grid import EMPTY, GRID_COLORS
 from bayes_concepts.spaces.extension_space import ExtensionSpace
 from bayes_concepts.suites.conceptworld.baselines import (SEED_EXPERIMENTS, BaselineError, BaselineSettings,
-                                                          ExperimentData, experiment_data, f1_per_class, grid_images,
+                                                          ExperimentData, GridNetLearner, experiment_data, f1_per_class, grid_images,
                                                           predict_classes, run_baselines, space_images,
                                                           train_grid_net)
 from bayes_concepts.suites.conceptworld.space import conceptworld_space, space_grids
@@ -50,7 +50,7 @@ def test_the_seeds_sizes_where_kept():
     # ResNet-18 cut after layer 2 (the seed's), the MLP's 128 hidden units, PrediNet's sizes
     assert parameter_count(make_grid_net("mlp", 3)) == 3 * 32 * 32 * 128 + 128 + 128 * 3 + 3
     resnet = make_grid_net("resnet18", 3)
-    assert resnet.fc.in_features == 128 and len(resnet.layer1) == 2 and len(resnet.layer2) == 2
+    assert resnet.head.in_features == 128 == resnet.feature_size and len(resnet.layer1) == 2 and len(resnet.layer2) == 2
     predinet = make_grid_net("predinet", 3)
     assert (predinet.heads, predinet.relations, predinet.key_size) == (2, 2, 16)
 
@@ -124,6 +124,28 @@ def test_no_scene_label_reaches_a_net():
         assert torch.equal(net(a), net(b))
 
 
+def test_a_net_as_a_few_shot_learner_scores_by_prototype_distances():
+    """The episode form: prototypes of the net's features; the logit is the squared distance
+    to the negative prototype minus that to the positive one (written out here), and a
+    shuffled ``source`` label changes nothing."""
+    data = _separable(12, 5)
+    sources = [f"concept_{j % 3}" for j in range(12)]
+    torch.manual_seed(0)
+    net = make_grid_net("cnn", 2, channels=4).eval()
+    a = GridNetLearner(_space_with_sources(sources, data.train_grids), net, "cnn")
+    b = GridNetLearner(_space_with_sources(sources[::-1], data.train_grids), net, "cnn")
+    support, labels, query = [0, 1, 2, 3], [1, 0, 1, 0], [4, 5, 6, 7, 8]
+    got = a.fit(support, labels).decision_function(query)
+    with torch.no_grad():
+        f = net.features(grid_images(data.train_grids, GRID_COLORS)).double().numpy()
+    c_p, c_n = f[[0, 2]].mean(axis=0), f[[1, 3]].mean(axis=0)
+    want = ((f[query] - c_n) ** 2).sum(axis=1) - ((f[query] - c_p) ** 2).sum(axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(b.fit(support, labels).decision_function(query), got)
+    p = a.predict_proba(query)
+    assert p.shape == (5,) and ((p >= 0) & (p <= 1)).all()
+
+
 def test_space_images_are_the_spaces_grids():
     space = conceptworld_space(depth=2, per_concept=1, broken_per_concept=0, noise_scenes=1)
     img = space_images(space, [0, 3])
@@ -161,6 +183,11 @@ def test_run_baselines_returns_a_tidy_f1_table():
     assert list(r.trainings.learner) == ["mlp", "cnn"] and (r.trainings.train_cpu_seconds > 0).all()
 
 
+def _learner():
+    data = _separable(4, 6)
+    return GridNetLearner(_space_with_sources(["a"] * 4, data.train_grids), make_grid_net("cnn", 2, channels=4), "cnn")
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda: make_grid_net("vgg", 3), r"unknown grid net 'vgg' \(expected one of mlp, cnn"),
     (lambda: make_grid_net("cnn", 1), r"GridCNN: n_classes must be a whole number >= 2, got 1"),
@@ -178,6 +205,12 @@ def test_run_baselines_returns_a_tidy_f1_table():
     (lambda: run_baselines(["alexnet"], ["scaling"]), r"no grid net 'alexnet'"),
     (lambda: run_baselines(["mlp"], ["scaling"], jobs=0), r"jobs must be a whole number >= 1, got 0"),
     (lambda: space_images(ExtensionSpace.from_extensions(np.ones((1, 2), bool), ["x"])), r"not a ConceptWorld space"),
+    (lambda: GridNetLearner(ExtensionSpace.from_extensions(np.ones((1, 2), bool), ["x"]), None, "n"),
+     r"GridNetLearner: not a ConceptWorld space"),
+    (lambda: _learner().fit([0, 1], [1, 1]), r"cnn: labels must be 0/1, one per support scene, with both classes"),
+    (lambda: _learner().fit([0, 99], [1, 0]), r"cnn: scene ids must be in 0..3"),
+    (lambda: _learner().fit([0.5, 1.5], [1, 0]), r"cnn: scenes must be scene ids of the space \(ints\)"),
+    (lambda: _learner().predict_proba([0]), r"cnn: call fit\(\) before predicting"),
 ])
 def test_bad_input_is_one_line(call, match):
     with pytest.raises((GridNetError, BaselineError)) as info:

@@ -24,7 +24,9 @@ sizes would not train on a CPU within minutes (the defaults below say where they
               ``relations`` learned scalar comparisons of the pair plus both positions,
               heads concatenated, then an output MLP.
 
-The registry :data:`grid_nets` holds them by name; :func:`make_grid_net` builds one and
+Each net is ``head(features(x))``: ``features`` float32 (B, ``feature_size``), its last
+hidden layer (what a few-shot prototype learner embeds scenes with), ``head`` one linear
+layer to the K logits.  The registry :data:`grid_nets` holds them by name; :func:`make_grid_net` builds one and
 turns bad sizes into one-line :class:`GridNetError`.  Architectures only: training and
 scoring live with the ConceptWorld suite.
 """
@@ -63,6 +65,10 @@ class _GridNet(nn.Module):
         self.image_size = _whole("image_size", image_size, least_size, where)
         self.in_channels = _whole("in_channels", in_channels, 1, where)
 
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """float32 (B, K): class logits of pictures x (B, C_in, S, S)."""
+        return self.head(self.features(x))
+
     def check_input(self, x) -> torch.Tensor:
         want = (self.in_channels, self.image_size, self.image_size)
         if not isinstance(x, torch.Tensor) or x.ndim != 4 or tuple(x.shape[1:]) != want or not x.is_floating_point():
@@ -79,11 +85,13 @@ class GridMLP(_GridNet):
     def __init__(self, n_classes: int, image_size: int = 32, in_channels: int = 3, hidden: int = 128):
         super().__init__(n_classes, image_size, in_channels, 1)
         hidden = _whole("hidden", hidden, 1, "GridMLP")
-        self.net = nn.Sequential(nn.Flatten(), nn.Linear(in_channels * image_size ** 2, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, n_classes))
+        self.body = nn.Sequential(nn.Flatten(), nn.Linear(in_channels * image_size ** 2, hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, n_classes)
+        self.feature_size = hidden
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(self.check_input(x))
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """float32 (B, hidden): the hidden layer."""
+        return self.body(self.check_input(x))
 
 
 @grid_nets.register("cnn")
@@ -98,12 +106,15 @@ class GridCNN(_GridNet):
         channels = _whole("channels", channels, 1, "GridCNN")
         hidden = _whole("hidden", hidden, 1, "GridCNN")
         side = ((image_size - 4) // 2 - 4) // 2
-        self.net = nn.Sequential(nn.Conv2d(in_channels, channels, 5), nn.ReLU(), nn.MaxPool2d(2),
-                                 nn.Conv2d(channels, channels, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                                 nn.Linear(channels * side * side, hidden), nn.ReLU(), nn.Linear(hidden, n_classes))
+        self.body = nn.Sequential(nn.Conv2d(in_channels, channels, 5), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Conv2d(channels, channels, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                                  nn.Linear(channels * side * side, hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, n_classes)
+        self.feature_size = hidden
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(self.check_input(x))
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """float32 (B, hidden): the hidden layer after the convolutions."""
+        return self.body(self.check_input(x))
 
 
 class _BasicBlock(nn.Module):
@@ -139,11 +150,12 @@ class GridResNet18(_GridNet):
                                   nn.MaxPool2d(3, 2, 1))
         self.layer1 = nn.Sequential(_BasicBlock(w, w, 1), _BasicBlock(w, w, 1))
         self.layer2 = nn.Sequential(_BasicBlock(w, 2 * w, 2), _BasicBlock(2 * w, 2 * w, 1))
-        self.fc = nn.Linear(2 * w, n_classes)
+        self.head = nn.Linear(2 * w, n_classes)
+        self.feature_size = 2 * w
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.layer2(self.layer1(self.stem(self.check_input(x))))
-        return self.fc(y.mean(dim=(2, 3)))
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """float32 (B, 2·width): layer 2's output, averaged over the picture."""
+        return self.layer2(self.layer1(self.stem(self.check_input(x)))).mean(dim=(2, 3))
 
 
 def _cell_objects(fmap: torch.Tensor) -> torch.Tensor:
@@ -184,9 +196,12 @@ class GridWReN(_GridNet):
         d = channels + 2
         self.g_first, self.g_second = nn.Linear(d, g_hidden), nn.Linear(d, g_hidden, bias=False)
         self.g_rest = nn.Sequential(nn.ReLU(), nn.Linear(g_hidden, g_hidden), nn.ReLU())
-        self.f = nn.Sequential(nn.Linear(g_hidden, f_hidden), nn.ReLU(), nn.Linear(f_hidden, n_classes))
+        self.f = nn.Sequential(nn.Linear(g_hidden, f_hidden), nn.ReLU())
+        self.head = nn.Linear(f_hidden, n_classes)
+        self.feature_size = f_hidden
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """float32 (B, f_hidden): f's hidden layer."""
         o = _cell_objects(self.conv(self.check_input(x)))                 # (B, n, D + 2)
         pairs = self.g_first(o)[:, :, None, :] + self.g_second(o)[:, None, :, :]  # (B, n, n, g_hidden)
         return self.f(self.g_rest(pairs).sum(dim=(1, 2)))
@@ -222,10 +237,12 @@ class GridPrediNet(_GridNet):
         self.keys = nn.Linear(d, self.key_size, bias=False)
         self.queries = nn.Linear(n * d, 2 * self.heads * self.key_size, bias=False)
         self.embed = nn.Linear(channels, self.relations, bias=False)
-        self.out = nn.Sequential(nn.Linear(self.heads * (self.relations + 4), hidden), nn.ReLU(),
-                                 nn.Linear(hidden, n_classes))
+        self.out = nn.Sequential(nn.Linear(self.heads * (self.relations + 4), hidden), nn.ReLU())
+        self.head = nn.Linear(hidden, n_classes)
+        self.feature_size = hidden
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """float32 (B, hidden): the output MLP's hidden layer."""
         L = _cell_objects(self.conv(self.check_input(x)))                  # (B, n, d)
         B, n, d = L.shape
         K = self.keys(L)                                                   # (B, n, key)

@@ -23,6 +23,11 @@ from scratch (no ImageNet weights can be downloaded); the CNN has 32 channels (t
 seeds); every net uses learning rate 1e-3 (the seed tuned WReN and PrediNet to 1e-5 over
 100 epochs, too slow to move in a CPU budget).
 
+The episode form (:func:`episode_form`): a trained net's last hidden layer embeds a
+ConceptWorld space's scenes and an episode's support gives two prototypes
+(:class:`GridNetLearner`), so the nets are scored (mAP, CBA) on the same episodes of the
+experiment's protocol splits as the strong and weak oracles.
+
 >>> results = run_baselines(["cnn"], ["productivity"], seeds=[0], settings=QUICK_SETTINGS)  # doctest: +SKIP
 >>> results.f1.groupby(["learner", "condition", "concept"]).f1.mean()                  # doctest: +SKIP
 """
@@ -47,7 +52,8 @@ from ...scenes.grid import EMPTY, render_grids
 
 __all__ = ["BaselineError", "SEED_EXPERIMENTS", "SEED_MODEL_NAMES", "BaselineSettings", "QUICK_SETTINGS",
            "FULL_SETTINGS", "ExperimentData", "BaselineResults", "experiment_data", "grid_images", "space_images",
-           "f1_per_class", "train_grid_net", "predict_classes", "train_and_score", "run_baselines"]
+           "f1_per_class", "train_grid_net", "predict_classes", "train_and_score", "run_baselines", "GridNetLearner",
+           "episode_form"]
 
 
 class BaselineError(BayesConceptsError):
@@ -352,7 +358,7 @@ def train_grid_net(learner: str, data: ExperimentData, seed: int = 0, settings: 
 
 def train_and_score(learner: str, experiment: str, seed: int = 0, settings: BaselineSettings | None = None,
                     log=None) -> tuple:
-    """(F1 rows, training row) of one training: ``learner`` trained on ``experiment``'s
+    """(F1 rows, training row, trained net) of one training: ``learner`` trained on ``experiment``'s
     training scenes for ``seed`` and scored on each of its test conditions.  F1 rows: one
     dict per condition and class (``learner``, ``experiment``, ``condition``, ``seed``,
     ``concept``, ``f1``, ``support``), plus ``concept`` = ``"macro"`` (the classes' mean) and
@@ -378,18 +384,20 @@ def train_and_score(learner: str, experiment: str, seed: int = 0, settings: Base
     if log:
         macro = ", ".join(f"{r['condition']} {r['f1']:.2f}" for r in rows if r["concept"] == "macro")
         log(f"[{learner} {experiment} seed {seed}] done in {record['train_cpu_seconds']:.1f} CPU s; macro F1: {macro}")
-    return rows, training
+    return rows, training, net
 
 
 @dataclass
 class BaselineResults:
     """``f1``: tidy table (pandas DataFrame), one row per learner, experiment, condition, seed
     and class (and ``"macro"``); ``trainings``: one row per training (epochs, CPU seconds,
-    parameters, sizes); ``settings``: the knobs used (a dict)."""
+    parameters, sizes); ``settings``: the knobs used (a dict); ``nets``: with ``keep_nets``,
+    ``{(learner, experiment, seed): trained net}``, else empty."""
 
     f1: object
     trainings: object
     settings: dict
+    nets: dict = field(default_factory=dict)
 
 
 def _one_thread():
@@ -397,8 +405,9 @@ def _one_thread():
 
 
 def _task(args):
-    learner, experiment, seed, settings = args
-    return train_and_score(learner, experiment, seed, settings, log=_print_log)
+    learner, experiment, seed, settings, keep = args
+    rows, training, net = train_and_score(learner, experiment, seed, settings, log=_print_log)
+    return rows, training, (net.state_dict() if keep else None)
 
 
 def _print_log(line: str) -> None:
@@ -406,12 +415,13 @@ def _print_log(line: str) -> None:
 
 
 def run_baselines(learners=("mlp", "cnn", "resnet18", "wren", "predinet"), experiments=tuple(SEED_EXPERIMENTS),
-                  seeds=(0,), settings: BaselineSettings | None = None, jobs: int = 1, log=None) -> BaselineResults:
+                  seeds=(0,), settings: BaselineSettings | None = None, jobs: int = 1, log=None,
+                  keep_nets: bool = False) -> BaselineResults:
     """Train every learner on every experiment for every seed and score it (:func:`train_and_score`).
 
     jobs: trainings run in this many processes, one torch thread each (``jobs`` = 1: in this
     process, with its thread setting); log: called with progress lines (in the processes,
-    lines are printed)."""
+    lines are printed); keep_nets: keep the trained nets (for :func:`episode_form`)."""
     import pandas as pd
     s = (settings or BaselineSettings()).check()
     learners, experiments, seeds = list(learners), list(experiments), [int(x) for x in seeds]
@@ -422,15 +432,117 @@ def run_baselines(learners=("mlp", "cnn", "resnet18", "wren", "predinet"), exper
         _experiment(e)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise BaselineError(f"run_baselines: jobs must be a whole number >= 1, got {jobs!r}")
-    tasks = [(m, e, sd, s) for e in experiments for sd in seeds for m in learners]
+    tasks = [(m, e, sd) for e in experiments for sd in seeds for m in learners]
+    nets = {}
     if jobs == 1:
-        done = [train_and_score(m, e, sd, s, log) for m, e, sd, s in tasks]
+        done = []
+        for m, e, sd in tasks:
+            rows, training, net = train_and_score(m, e, sd, s, log)
+            done.append((rows, training))
+            if keep_nets:
+                nets[(m, e, sd)] = net
     else:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=_one_thread) as pool:
-            done = list(pool.map(_task, tasks))
+            out = list(pool.map(_task, [(m, e, sd, s, bool(keep_nets)) for m, e, sd in tasks]))
+        done = [(rows, training) for rows, training, _ in out]
+        if keep_nets:
+            for (m, e, sd), (_, _, state) in zip(tasks, out):
+                net = make_grid_net(m, len(SEED_EXPERIMENTS[e]["classes"]), **s.net_options.get(m, {}))
+                net.load_state_dict(state)
+                nets[(m, e, sd)] = net.eval()
     rows = [r for rs, _ in done for r in rs]
     trainings = [t for _, t in done]
-    return BaselineResults(pd.DataFrame(rows), pd.DataFrame(trainings), _settings_record(s))
+    return BaselineResults(pd.DataFrame(rows), pd.DataFrame(trainings), _settings_record(s), nets)
+
+
+# ======================================================================= episode form
+class GridNetLearner:
+    """A trained grid net as a few-shot learner of a ConceptWorld space's episodes, so that it
+    is scored (mAP, CBA) on the oracles' episodes (the learner protocol of
+    :mod:`bayes_concepts.learners.protocol`: ``fit``, ``predict_proba``,
+    ``decision_function``).
+
+    A scene's embedding f is the net's ``features`` (its last hidden layer) of the scene's
+    picture, drawn from its grid cells (:func:`space_images`; no scene label is read); a
+    support set gives the prototypes c_p and c_n, the means of its positives' and negatives'
+    embeddings, and a scene u scores logit(u) = ||f(u) − c_n||² − ||f(u) − c_p||² (the
+    toolkit's prototype learners' rule, Snell et al. 2017).  The net is not trained on the
+    episodes: it was trained on the experiment's classification task."""
+
+    def __init__(self, space, net: nn.Module, name: str):
+        from .space import is_conceptworld
+        if not is_conceptworld(space):
+            raise BaselineError("GridNetLearner: not a ConceptWorld space (its items are not grid scenes)")
+        self.space, self.net, self.name = space, net, str(name)
+        self._embedding = None
+        self._w = self._b = None
+
+    def embeddings(self) -> np.ndarray:
+        """float64 (N_items, D): every scene of the space embedded once."""
+        if self._embedding is None:
+            images = space_images(self.space)
+            self.net.eval()
+            with torch.no_grad():
+                parts = [self.net.features(images[i:i + 512]) for i in range(0, len(images), 512)]
+            self._embedding = torch.cat(parts).double().numpy()
+        return self._embedding
+
+    def _rows(self, scenes) -> np.ndarray:
+        ids = np.asarray(scenes)
+        if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+            raise BaselineError(f"{self.name}: scenes must be scene ids of the space (ints), got {ids.dtype} "
+                                f"{ids.shape}")
+        if ids.size and (ids.min() < 0 or ids.max() >= len(self.space.item_names)):
+            raise BaselineError(f"{self.name}: scene ids must be in 0..{len(self.space.item_names) - 1}")
+        return self.embeddings()[ids.astype(np.int64)]
+
+    def fit(self, scenes, labels) -> "GridNetLearner":
+        emb = self._rows(scenes)
+        y = np.asarray(labels)
+        if y.shape != (len(emb),) or not np.isin(y, (0, 1)).all() or y.min() == y.max():
+            raise BaselineError(f"{self.name}: labels must be 0/1, one per support scene, with both classes")
+        c_p, c_n = emb[y == 1].mean(axis=0), emb[y == 0].mean(axis=0)
+        self._w, self._b = 2.0 * (c_p - c_n), float(c_n @ c_n - c_p @ c_p)
+        return self
+
+    def decision_function(self, scenes) -> np.ndarray:
+        """float64 (n,): ||f(u) − c_n||² − ||f(u) − c_p||² per scene."""
+        if self._w is None:
+            raise BaselineError(f"{self.name}: call fit() before predicting")
+        return self._rows(scenes) @ self._w + self._b
+
+    def predict_proba(self, scenes) -> np.ndarray:
+        """float64 (n,): sigmoid of :meth:`decision_function`."""
+        return 1.0 / (1.0 + np.exp(-np.clip(self.decision_function(scenes), -500, 500)))
+
+
+def episode_form(space, experiment: str, nets: dict, n_episodes: int = 1000, seed: int = 0,
+                 negatives=("easy", "hard")) -> list:
+    """mAP and CBA (percent) of trained grid nets beside the strong and weak oracles on the
+    same episodes of ``experiment``'s protocol splits of ``space`` (a ConceptWorld space;
+    :func:`bayes_concepts.gap.compute_gap`).  nets: ``{name: trained net}``, each scored as a
+    :class:`GridNetLearner`.  Returns one dict per split, negatives and learner (``strong``,
+    ``weak`` and each net): ``experiment``, ``split``, ``condition``, ``negatives``,
+    ``learner``, ``map``, ``cba`` and, for the nets, ``map_ci`` and ``cba_ci`` (95 %
+    bootstrap intervals over episodes)."""
+    from ...gap import compute_gap, summarise
+    from .space import experiment_splits
+    _experiment(experiment)
+    splits = experiment_splits(space, experiment)
+    learners = {name: GridNetLearner(space, net, name) for name, net in nets.items()}
+    ds = compute_gap(space, splits, negatives=tuple(negatives), n_episodes=int(n_episodes), seed=int(seed),
+                     learners=learners)
+    out = []
+    for row in summarise(ds):
+        base = {"experiment": experiment, "split": row["split"],
+                "condition": splits[row["split"]].spec.get("condition", row["split"]),
+                "negatives": row["negatives"], "episodes": row["episodes"]}
+        for oracle in ("strong", "weak"):
+            out.append({**base, "learner": oracle, "map": row[oracle]["map"], "cba": row[oracle]["cba"]})
+        for name, r in row.get("learners", {}).items():
+            out.append({**base, "learner": name, "map": r["map"], "cba": r["cba"], "map_ci": r["map_ci"],
+                        "cba_ci": r["cba_ci"]})
+    return out
 
 
 def _settings_record(s: BaselineSettings) -> dict:
