@@ -7,7 +7,7 @@ command_group("data", help="get the real benchmarks' published files (C-GQA, MIT
 
 
 def _fetch_arguments(p):
-    p.add_argument("name", choices=LazyChoices(lazy_registry("data", "PUBLISHED")), metavar="NAME",
+    p.add_argument("name", choices=LazyChoices(lazy_registry("suites.pairs.fetch", "PUBLISHED")), metavar="NAME",
                    help="c-gqa: C-GQA's natural-split pair lists (minho511/Compositional-Zero-Shot-Learning-Demo); "
                         "mit-states: hxm97's realistic-CZSL image labels and pair split of MIT-States; rlcl: "
                         "RLCL's pair lists (bighuang624/RL-CZSL)")
@@ -23,7 +23,7 @@ def _fetch_arguments(p):
          help="download a benchmark's published files (pinned commit) into DIR/NAME/, laid out as its repository "
               "has them; nothing third-party ships with the package")
 def cmd_data_fetch(args) -> int:
-    from ..data import PUBLISHED, fetch
+    from ..suites.pairs.fetch import PUBLISHED, fetch
     root = fetch(args.name, args.dir, source=getattr(args, "from"), overwrite=args.force,
                  log=None if args.quiet else print)
     pub = PUBLISHED[args.name]

@@ -38,9 +38,10 @@ def _ladder_arguments(p):
     episode_shape_option(p)
     oracle_options(p, protocol=True)
     p.add_argument("--published", metavar="NAME|FILE", default=None,
-                   help="published model results to correlate with: a benchmark (curi, closure, conceptworld, rlcl), "
-                        "a TOML file in the same format, or none (default: the protocol's benchmark, or curi for "
-                        "CURI's splits)")
+                   help=LazyHelp(lambda: "published model results to correlate with: a benchmark ("
+                                 + ", ".join(lazy_registry("published", "published_results")()) + "), a TOML file in "
+                                 "the same format, or none (default: the protocol's benchmark, or curi for CURI's "
+                                 "splits)"))
     p.add_argument("--n-boot", type=whole(10), default=1000,
                    help="bootstrap resamples for intervals (default 1,000)")
     p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")

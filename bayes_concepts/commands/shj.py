@@ -24,7 +24,7 @@ def _space_build_shj(args) -> int:
     if given:
         raise BayesConceptsError(f"--preset shj enumerates every concept over the grammar's stimuli: "
                                  f"{', '.join(given)} do{'es' if len(given) == 1 else ''} not apply")
-    from ..cogsci.boolean import boolean_space
+    from ..suites.shj.boolean import boolean_space
     t = time.perf_counter()
     space = boolean_space(grammar_path(args.grammar) if args.grammar else "and_or_not", seed=args.seed or 0)
     space.save(args.out, overwrite=args.force)
@@ -106,7 +106,7 @@ def cmd_people_shj(args) -> int:
             raise BayesConceptsError(f"{option} {path}: no such file")
     if args.out:
         check_output_dir(args.out, "--out")
-    from ..cogsci.boolean import SHJ_LANGUAGES
+    from ..suites.shj.boolean import SHJ_LANGUAGES
     language = args.language
     if not args.space and language not in SHJ_LANGUAGES:
         if not Path(language).is_file() and not language.endswith(".pcfg"):
@@ -124,7 +124,7 @@ def cmd_people_shj(args) -> int:
     if args.space:
         from ..spaces import load_space
         space = load_space(args.space)
-    from ..cogsci.shj_plots import shj_analysis
+    from ..suites.shj.plots import shj_analysis
     run = shj_analysis(language, args.prior, space=space, method=args.method, steps=args.steps,
                        num_samples=args.samples, warmup_steps=args.warmup,
                        states="sampled" if args.orders else "exact", n_orders=args.orders or 32, seed=args.seed,
@@ -132,7 +132,7 @@ def cmd_people_shj(args) -> int:
                        out=args.out, progress=not args.json)
     s = run["summary"]
     if args.json:
-        from ..cogsci.shj_plots import _json_default
+        from ..suites.shj.plots import _json_default
         print(json.dumps(s, default=_json_default))
         return 0
     par = s["parameters"]
