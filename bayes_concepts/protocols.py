@@ -160,7 +160,7 @@ class Protocol:
 
 
 #: The named protocols.
-protocols = Registry("protocol", builtins=("bayes_concepts.suites",))
+protocols = Registry("protocol", builtins=("bayes_concepts.suites:protocols",))
 
 
 

@@ -609,7 +609,7 @@ def read(path) -> PublishedResults:
 # ============================================================================ benchmarks
 #: benchmark name -> a function of no arguments returning its :class:`PublishedResults`;
 #: the benchmark suites (:mod:`bayes_concepts.suites`) register theirs
-published_results = Registry("benchmark with published results", builtins=("bayes_concepts.suites",))
+published_results = Registry("benchmark with published results", builtins=("bayes_concepts.suites:published",))
 
 
 def benchmarks() -> list:

@@ -31,9 +31,14 @@ class Registry:
     registration order -- the same whichever module was imported first.
 
     ``builtins`` names the modules or packages (dotted paths) whose import registers the
-    built-in entries (an entry registered by a module inside a built-in package is built in).  They are imported on the registry's first use, so every built-in name
-    resolves in a fresh process whichever modules happen to have been imported, and the
-    module holding the registry never imports the modules that fill it (no import cycle).
+    built-in entries (an entry registered by a module inside a built-in package is built in),
+    or ``"PACKAGE:MODULE"``: the module ``MODULE`` of each package that ``PACKAGE.SUITES`` lists
+    (in that order; a suite without one is skipped), as the registries the benchmark suites
+    fill name them (``"bayes_concepts.suites:protocols"``), so that only the part of each suite
+    a registry needs is imported.  They are imported on the registry's first use, so every
+    built-in name resolves in a fresh process whichever modules happen to have been imported,
+    and the module holding the registry never imports the modules that fill it (no import
+    cycle).
     """
 
     def __init__(self, what: str, doc: str = "", builtins: tuple = ()):
@@ -49,8 +54,9 @@ class Registry:
     def _entries(self) -> dict:
         if not self._loading:
             self._loading = True  # set first: the modules imported here register into this table
-            for module in self._builtins:
-                import_module(module)
+            for spec in self._builtins:
+                for module in _builtin_modules(spec):
+                    import_module(module)
         return self._registered
 
     def register(self, name: str, obj=None, *, replace: bool = False):
@@ -84,11 +90,14 @@ class Registry:
             raise ValueError(f"unknown {self.what} {name!r} (expected one of {', '.join(self.names())})") from None
 
     def names(self) -> tuple:
-        def rank(name):  # a built-in module, or a module inside a built-in package
+        entries = self._entries
+        ranks = [_builtin_rank(spec) for spec in self._builtins]
+
+        def rank(name):  # (which built-in, which suite of it); registration order within a rank
             origin = self._origin.get(name) or ""
-            return next((i for i, m in enumerate(self._builtins) if origin == m or origin.startswith(m + ".")),
-                        len(self._builtins))
-        return tuple(sorted(self._entries, key=rank))  # stable: registration order within a rank
+            return next(((i, r) for i, ranked in enumerate(ranks) if (r := ranked(origin)) is not None),
+                        (len(ranks), 0))
+        return tuple(sorted(entries, key=rank))
 
     def __contains__(self, name) -> bool:
         return name in self._entries
@@ -104,6 +113,45 @@ class Registry:
 
     def __repr__(self):
         return f"Registry({self.what!r}: {', '.join(self.names())})"
+
+
+def _suites_of(package: str) -> tuple:
+    return tuple(getattr(import_module(package), "SUITES", ()))
+
+
+def _builtin_modules(spec: str) -> list:
+    """The modules a built-in ``spec`` names (see :class:`Registry`)."""
+    if ":" not in spec:
+        return [spec]
+    package, module = spec.split(":", 1)
+    out = []
+    for suite in _suites_of(package):
+        name = f"{package}.{suite}.{module}"
+        try:
+            import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # the module exists and fails to import something else
+                raise
+            continue
+        out.append(name)
+    return out
+
+
+def _builtin_rank(spec: str) -> Callable:
+    """A function of a registering module's name: its rank within the built-in ``spec`` (0 for
+    a module or package spec; the suite's position for ``PACKAGE:MODULE``), or None."""
+    if ":" not in spec:
+        return lambda origin: 0 if origin == spec or origin.startswith(spec + ".") else None
+    package, module = spec.split(":", 1)
+    suites = _suites_of(package)
+
+    def rank(origin):
+        head, _, rest = origin.partition(package + ".")
+        suite, _, tail = rest.partition(".")
+        if head or suite not in suites or not (tail == module or tail.startswith(module + ".")):
+            return None
+        return suites.index(suite)
+    return rank
 
 
 def describe(obj: Callable) -> str:

@@ -107,6 +107,7 @@ from ..lot.logprob import derivations
 from ..lot.grammar import IGNORED
 from ..lot.program import QUANTIFIERS, Program, postorder_nodes
 from ..oracles import Oracle
+from ..registry import Registry
 from .rung import Rung, RungError, alpha_problem, rungs, strong_concepts
 
 __all__ = ["learned_log_weights", "learned_rule_probabilities", "learned_prior_model", "learning_set",
@@ -128,12 +129,32 @@ def check_alpha(name, value) -> str | None:
     return alpha_problem(value) if name == "alpha" else None
 
 
+@dataclass(frozen=True)
+class PartForm:
+    """How the learned prior reads a space of items whose concepts are parts of two roles.
+
+    roles: ``(first, second)``, the role names of the concepts' parts.  complete_only: count
+    a role's value only in concepts that have both parts (an attribute-object pair space,
+    whose single-part concepts are primitives); else the first role in every concept that has
+    it and the second where the first is there too.  description: what
+    :func:`learned_prior_model` calls this form.
+    """
+
+    roles: tuple
+    complete_only: bool
+    description: str
+
+
+#: a space of items' ``params["kind"]`` -> its :class:`PartForm`; the benchmark suites register theirs
+part_forms = Registry("space of two-part concepts", builtins=("bayes_concepts.suites:parts",))
+
+
 def _space_sort(space) -> str | None:
-    """``"program"``, ``"pairs"``, ``"conceptworld"``, or None for a space the rungs cannot use."""
+    """``"program"``, a kind of :data:`part_forms`, or None for a space the rungs cannot use."""
     if space.kind == "program" and space.has_grammar:
         return "program"
     kind = (space.params or {}).get("kind")
-    if space.kind == "extension" and kind in ("pairs", "conceptworld"):
+    if space.kind == "extension" and isinstance(kind, str) and kind in part_forms:
         return kind
     return None
 
@@ -310,10 +331,8 @@ def learned_prior_model(space) -> str:
     sort = _space_sort(space)
     if sort is None:
         raise RungError(f"learned prior: {applies(space)}")
-    if sort == "pairs":
-        return "attribute-object pairs"
-    if sort == "conceptworld":
-        return "ConceptWorld families"
+    if sort != "program":
+        return part_forms.get(sort).description
     bad = _underivable(space)
     if bad == 0:
         return GRAMMAR_RULES
@@ -464,7 +483,7 @@ def _token_probabilities(space, learn, alpha, variant) -> dict:
     return out
 
 
-# ------------------------------------------------------- pair and ConceptWorld
+# ------------------------------------------------------- spaces of two-part concepts
 @dataclass(frozen=True)
 class _Parts:
     """A two-role extension space's concepts as codes (built once).
@@ -506,7 +525,7 @@ def _build_parts(space, first, second) -> _Parts:
 
 
 def _part_tables(space, sort) -> _Parts:
-    roles = ("attribute", "object") if sort == "pairs" else ("concept", "n")
+    roles = part_forms.get(sort).roles
     return space.index.derived(f"{_INDEX_NAME}.parts", lambda: _build_parts(space, *roles))
 
 
@@ -515,7 +534,7 @@ def _part_thetas(space, sort, train, alpha, variant) -> tuple:
     t = _part_tables(space, sort)
     na, nb = len(t.values[0]), len(t.values[1])
     a, b = t.a[train], t.b[train]
-    if sort == "pairs":
+    if part_forms.get(sort).complete_only:
         pair = (a >= 0) & (b >= 0)
         first_of, second_of = a[pair], b[pair]
     else:

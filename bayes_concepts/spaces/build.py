@@ -86,7 +86,7 @@ class PresetRegistry(Registry):
         return dict(self.get(name).params)
 
 
-PRESETS = PresetRegistry("preset", builtins=("bayes_concepts.suites",))
+PRESETS = PresetRegistry("preset", builtins=("bayes_concepts.suites:presets",))
 
 
 def preset_params(name: str | None) -> dict:
@@ -112,7 +112,7 @@ class ProgramSource:
 
 
 #: name -> :class:`ProgramSource`; the benchmark suites register theirs
-program_sources = Registry("source of build programs", builtins=("bayes_concepts.suites",))
+program_sources = Registry("source of build programs", builtins=("bayes_concepts.suites:presets",))
 
 
 def _source_defaults() -> dict:

@@ -17,8 +17,6 @@ from .clevr_templates import (CLEVR_DEPTH_VARIABLES, CLEVR_TEMPLATE_FILES, Clevr
                               clevr_template_instances, default_clevr_templates_path, load_clevr_templates,
                               render_clevr_question, sample_clevr_filling)
 from .reported import YES_NO_KINDS, Accuracy, FamilyDrop, Reported, answer_chance, family_drops, load_reported
-from . import presets, protocols, published  # noqa: F401,E402  (register clevr, closure, closure-baselines, drops)
-from . import plots  # noqa: F401,E402  (registers the figure closure_families)
 
 __all__ = ["ANSWER_KINDS", "CLEVR_DEPTH_VARIABLES", "CLEVR_TEMPLATE_FILES", "CLEVR_VALUES", "COUNT_ANSWERS",
            "DEPTH_VARIABLES", "YES_NO_KINDS", "Accuracy", "ClevrFilling", "ClevrTemplate", "ClosureFamilyError",

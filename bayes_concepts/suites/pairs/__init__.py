@@ -1,20 +1,32 @@
 """Attribute-object pair benchmarks (MIT-States, UT-Zappos, C-GQA in CZSL's layout; RLCL's
 lists): pair spaces built from the published files, their split specs, pair files written
-back out, and RLCL's published results.
+back out, the files fetched at pinned commits, and RLCL's published results.
 
 - :mod:`.layout`: reading a benchmark's items and pair files (:func:`read_pairs_layout`);
 - :mod:`.space`: the pair space of a layout and its split specs;
 - :mod:`.build`: ``space from-pairs`` (:func:`build_pair_space`);
-- :mod:`.published`: RLCL's tables, registered as ``rlcl``.
-"""
-from .layout import PAIR_FILES, PairsLayout, PairsLayoutError, read_pairs_layout
-from .space import (IMAGE_LEVEL, K_BY, check_pair_files_target, episode_worlds, episode_worlds_spec,
-                    exclusion_lines, pair_space, reference_limited_spec, seen_pairs_per_attribute, set_counts,
-                    spec_to_toml, split_pairs, unseen_pairs_spec, write_pair_files)
-from .build import build_pair_space
-from . import published  # noqa: F401,E402  (registers RLCL's published tables)
+- :mod:`.fetch`: ``data fetch`` (the published files, at pinned commits);
+- :mod:`.published`, :mod:`.parts`, :mod:`.command`: what the suite registers.
 
-__all__ = ["PairsLayout", "PairsLayoutError", "read_pairs_layout", "pair_space", "unseen_pairs_spec",
-           "reference_limited_spec", "seen_pairs_per_attribute", "episode_worlds", "episode_worlds_spec",
-           "spec_to_toml", "build_pair_space", "exclusion_lines", "PAIR_FILES", "split_pairs", "write_pair_files",
-           "check_pair_files_target", "set_counts", "IMAGE_LEVEL", "K_BY"]
+Names are imported on first use, so that loading the suite's registrations stays light.
+"""
+from importlib import import_module
+
+#: public name -> the module of this suite that defines it
+_EXPORTS = {
+    "PAIR_FILES": ".layout", "PairsLayout": ".layout", "PairsLayoutError": ".layout", "read_pairs_layout": ".layout",
+    "IMAGE_LEVEL": ".space", "K_BY": ".space", "check_pair_files_target": ".space", "episode_worlds": ".space",
+    "episode_worlds_spec": ".space", "exclusion_lines": ".space", "pair_space": ".space",
+    "reference_limited_spec": ".space", "seen_pairs_per_attribute": ".space", "set_counts": ".space",
+    "spec_to_toml": ".space", "split_pairs": ".space", "unseen_pairs_spec": ".space", "write_pair_files": ".space",
+    "build_pair_space": ".build",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module, __name__), name)
