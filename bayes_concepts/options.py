@@ -77,7 +77,7 @@ class Command:
 
 #: The commands of ``bayes-concepts``: :class:`Command` objects by their words joined with
 #: dots (``gap``, ``space.build``); registered with :func:`command` and :func:`command_group`.
-commands = Registry("command", builtins=("bayes_concepts.commands", "bayes_concepts.suites"))
+commands = Registry("command", builtins=("bayes_concepts.commands", "bayes_concepts.suites:command"))
 
 
 def command(name: str, *, help: str | None, order: int, arguments: Callable, description: str | None = None,
@@ -113,7 +113,7 @@ def subcommands(words: tuple = ()) -> list:
 #: Presets of ``space build --preset`` that build a space their own way (enumerated, or made
 #: from a benchmark's definitions) instead of sampling programs from a grammar:
 #: :class:`PresetBuild` objects by preset name.
-preset_builds = Registry("space build preset", builtins=("bayes_concepts.commands", "bayes_concepts.suites"))
+preset_builds = Registry("space build preset", builtins=("bayes_concepts.commands", "bayes_concepts.suites:command"))
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,7 @@ def preset_settings(preset) -> dict:
 
 # ------------------------------------------------------------------ the grammar option
 def grammar_of(args):
+    """The grammar the global ``--grammar`` names (:func:`grammar_path`), else CURI's."""
     from .lot import curi_grammar, load_grammar
     return load_grammar(grammar_path(args.grammar)) if args.grammar else curi_grammar()
 
@@ -166,6 +167,7 @@ def grammar_path(text):
 
 
 def check_depth_option(grammar, max_depth):
+    """Raise, naming ``--max-depth``, unless ``grammar`` can derive a program within ``max_depth``."""
     from .lot.sampler import check_max_depth
     try:
         check_max_depth(grammar, max_depth)
@@ -320,6 +322,7 @@ def progress_output():
 
 
 def log_line(msg):
+    """Print ``msg`` as one line on stderr (a log line of long work), at once."""
     print(msg, file=sys.stderr, flush=True)
 
 
