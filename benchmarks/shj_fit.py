@@ -28,7 +28,7 @@ from pathlib import Path
 from bayes_concepts.suites.shj.boolean import SHJ_LANGUAGES, enumerate_concepts, truth_table
 from bayes_concepts.cogsci.sequential import PRIOR_KINDS
 from bayes_concepts.suites.shj.fit import TYPES, compare_languages, shj_structures
-from bayes_concepts.suites.shj.plots import _json_default, shj_analysis
+from bayes_concepts.suites.shj.analysis import _json_default, shj_analysis
 
 
 def enumeration() -> dict:

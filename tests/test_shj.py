@@ -22,7 +22,7 @@ from bayes_concepts.cli import main
 from bayes_concepts.suites.shj import boolean as bl
 from bayes_concepts.cogsci import sequential as sq
 from bayes_concepts.suites.shj import fit as shj
-from bayes_concepts.suites.shj.plots import GID_HUMAN, GID_MODEL, GID_PPC_BAND, plot_shj_fit
+from bayes_concepts.suites.shj.analysis import GID_HUMAN, GID_MODEL, GID_PPC_BAND, plot_shj_fit
 from bayes_concepts.engine import evaluate_programs, signature_bits
 from bayes_concepts.engine.interpreter import evaluate
 from bayes_concepts.lot import Program, sample_programs

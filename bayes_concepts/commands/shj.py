@@ -124,7 +124,7 @@ def cmd_people_shj(args) -> int:
     if args.space:
         from ..spaces import load_space
         space = load_space(args.space)
-    from ..suites.shj.plots import shj_analysis
+    from ..suites.shj.analysis import shj_analysis
     run = shj_analysis(language, args.prior, space=space, method=args.method, steps=args.steps,
                        num_samples=args.samples, warmup_steps=args.warmup,
                        states="sampled" if args.orders else "exact", n_orders=args.orders or 32, seed=args.seed,
@@ -132,7 +132,7 @@ def cmd_people_shj(args) -> int:
                        out=args.out, progress=not args.json)
     s = run["summary"]
     if args.json:
-        from ..suites.shj.plots import _json_default
+        from ..suites.shj.analysis import _json_default
         print(json.dumps(s, default=_json_default))
         return 0
     par = s["parameters"]

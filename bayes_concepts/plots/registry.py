@@ -31,7 +31,7 @@ __all__ = ["FigureInputs", "figures", "write_figures"]
 #: The figures :func:`write_figures` writes, by name: functions of :class:`FigureInputs` returning
 #: ``{file name stem: draw}`` (module docstring).  Built in: the results, space and episode
 #: figures (:mod:`.figure_set`) and the benchmark suites' own (:mod:`bayes_concepts.suites`).
-figures = Registry("figure", builtins=("bayes_concepts.plots.figure_set", "bayes_concepts.suites"))
+figures = Registry("figure", builtins=("bayes_concepts.plots.figure_set", "bayes_concepts.suites:plots"))
 
 
 @dataclass(frozen=True)

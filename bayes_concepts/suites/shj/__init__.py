@@ -7,7 +7,7 @@ learned by the sequential ideal observer and fitted to people's learning curves.
     run["summary"]["parameters"], run["summary"]["order_model"], run["summary"]["correlation"]
 
 Modules: :mod:`.boolean` (the enumerated boolean concepts and their space), :mod:`.fit`
-(human data, pyro fit, predictions, grid evidence, language comparison), :mod:`.plots` (the
+(human data, pyro fit, predictions, grid evidence, language comparison), :mod:`.analysis` (the
 figure, the files, the whole run).  Their names are imported on first use (pyro and torch
 load only when a fit is asked for), so that loading the suites to fill the registries stays
 fast.
@@ -20,7 +20,7 @@ _EXPORTS = {
     "enumerate_concepts": ".boolean",
     "compare_languages": ".fit", "fit_shj": ".fit", "grid_posterior": ".fit", "human_errors": ".fit",
     "shj_data": ".fit", "shj_predictions": ".fit", "shj_structures": ".fit", "shj_summary": ".fit",
-    "plot_shj_fit": ".plots", "shj_analysis": ".plots", "write_shj_outputs": ".plots",
+    "plot_shj_fit": ".analysis", "shj_analysis": ".analysis", "write_shj_outputs": ".analysis",
 }
 
 __all__ = sorted(_EXPORTS)
