@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -535,10 +536,49 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     return n_taken
 
 
+class SamplerTables(NamedTuple):
+    """What the sampling kernel reads of a space."""
+
+    signatures: tuple  #: row source (:func:`~bayes_concepts.engine.rows.row_source`) of the signatures (H, Sw)
+    cum: np.ndarray  #: int (H, blocks + 1): set bits before each block of a signature
+    scene_concepts: tuple  #: row source of the per-scene concept bitsets (S, Hw)
+    counts: np.ndarray  #: int64 (H,) |ext(h)|
+    classes: np.ndarray  #: int (H,) synonym class of each concept
+    n_scenes: int  #: S
+
+
+class DrawRules(NamedTuple):
+    """How the sampling kernel draws each episode's two sets."""
+
+    n_positive: int  #: support positives
+    n_query_positive: int  #: query positives
+    hard_support: bool  #: hard negatives in the support set (else easy)
+    hard_query: bool  #: the same for the query set
+    union: bool  #: hard negatives from the union of the alternatives (else alternative first)
+    union_scan: float  #: :data:`UNION_SCAN`
+    union_explicit: float  #: :data:`UNION_EXPLICIT`
+
+
+class EpisodeSets(NamedTuple):
+    """One side's arrays (E, K) that the sampling kernel fills."""
+
+    scenes: np.ndarray  #: int64 scene ids
+    labels: np.ndarray  #: int8 0/1
+    source: np.ndarray  #: int32 the alternative a hard negative came from (-1: none)
+    topup: np.ndarray  #: bool a hard negative topped up at random
+    relabelled: np.ndarray  #: bool an easy negative that turned out positive
+
+
 @numba.njit(parallel=True, cache=True)
-def _sample_episodes(concepts, seeds, sig, cum, scene_concepts, counts, classes, n_scenes, n_pos, n_pos_q,
-                     hard_support, hard_query, union, union_scan, union_explicit, s_scenes, s_labels, s_source, s_topup, s_relabelled,
-                     q_scenes, q_labels, q_source, q_topup, q_relabelled):
+def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
+    """Draw episode e's support and query sets for concept ``concepts[e]`` from its own random
+    stream ``seeds[e]``: ``tables`` :class:`SamplerTables`, ``rules`` :class:`DrawRules`,
+    ``support_sets``/``query_sets`` :class:`EpisodeSets` (filled).  The records are unpacked
+    into locals first: the loop is the code the positional arguments gave."""
+    sig, cum, scene_concepts, counts, classes, n_scenes = tables
+    n_pos, n_pos_q, hard_support, hard_query, union, union_scan, union_explicit = rules
+    s_scenes, s_labels, s_source, s_topup, s_relabelled = support_sets
+    q_scenes, q_labels, q_source, q_topup, q_relabelled = query_sets
     n_concepts = counts.shape[0]
     hw = scene_concepts[0].shape[1]
     for e in numba.prange(concepts.shape[0]):
@@ -646,11 +686,11 @@ class EpisodeSampler:
         sets = [tuple(arrays[f"{side}_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled"))
                 for side in ("support", "query")]
         if mode.draw is None:
-            _sample_episodes(concepts, seeds, row_source(self.signatures), self.cum, row_source(self.scene_concepts),
-                             space.counts,
-                             space.synonym_classes, space.n_scenes, n_positive, shape.query_positives,
-                             negatives == "hard", qn == "hard",
-                             mode.kernel_union, UNION_SCAN, UNION_EXPLICIT, *sets[0], *sets[1])
+            tables = SamplerTables(row_source(self.signatures), self.cum, row_source(self.scene_concepts),
+                                   space.counts, space.synonym_classes, int(space.n_scenes))
+            rules = DrawRules(int(n_positive), int(shape.query_positives), negatives == "hard", qn == "hard",
+                              bool(mode.kernel_union), float(UNION_SCAN), float(UNION_EXPLICIT))
+            _sample_episodes(concepts, seeds, tables, rules, EpisodeSets(*sets[0]), EpisodeSets(*sets[1]))
             check_reads(self.signatures, self.scene_concepts)
         else:
             self._sample_with(mode.draw, hard_mode, concepts, seeds, (n_positive, shape.query_positives),

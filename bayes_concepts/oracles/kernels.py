@@ -18,6 +18,7 @@ number of threads.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -1098,34 +1099,107 @@ def add_class_weights(ids, probs, n, classes, class_w, class_list):
     return n_cls
 
 
+class EpisodeArrays(NamedTuple):
+    """A batch of E episodes as the kernels read it."""
+
+    support: np.ndarray  #: int64 (E, K) support scene ids (rows of the oracle's ``scene_concepts``)
+    support_labels: np.ndarray  #: int8 (E, K) 0/1
+    query: np.ndarray  #: int64 (E, Kq) query scene ids
+    query_labels: np.ndarray  #: int8 (E, Kq) 0/1
+    true_concept: np.ndarray  #: int64 (E,) the concept each episode was drawn for
+
+
+class LikelihoodTables(NamedTuple):
+    """A likelihood's tabulated log terms (:func:`~.likelihoods.likelihood_tables`)."""
+
+    first: np.ndarray  #: float64 (H or 1, K + 1 or 1, K + 1 or 1)
+    second: np.ndarray  #: float64, the same axes
+    consistent_only: bool  #: 0 after any mistake: only consistent concepts are candidates
+
+
+class OracleTables(NamedTuple):
+    """What one oracle conditions with: its concepts, prior, likelihood and weak-empty policy."""
+
+    scene_concepts: np.ndarray  #: uint64 (scenes, Hw): bit h of row s, concept h true on scene s
+    omega: np.ndarray  #: uint64 (Hw,) the oracle's concepts as a bitset
+    log_prior: np.ndarray  #: float64 (H,) normalised over omega, -inf off it
+    likelihood: LikelihoodTables
+    refit: bool  #: when no concept fits: condition again with ``refit_likelihood``
+    refit_likelihood: LikelihoodTables
+    fixed_scene_scores: np.ndarray  #: float64 (scenes,) the fixed predictive when not ``refit``
+    fixed_test_scores: np.ndarray  #: float64 (T,) the same on the test bank
+    fixed_entropy: float  #: its posterior entropy (nats)
+
+
+class TestBankTables(NamedTuple):
+    """The test bank as the kernels read it (:meth:`SpaceIndex.test_bank_index` and
+    :meth:`SpaceIndex.test_bank_scene_classes`)."""
+
+    signatures: np.ndarray  #: uint64 (H, Tw) test-bank labels of every concept
+    n_test: int  #: T, test-bank scenes
+    classes: np.ndarray  #: int64 (H,) synonym class of each concept
+    cls_ptr: np.ndarray  #: int64 (C + 1,) CSR: the test scenes of each class ...
+    cls_idx: np.ndarray  #: int32 (pairs,) ... their ids
+    class_rep: np.ndarray  #: int64 (C,) a concept of each class
+    scene_ptr: np.ndarray  #: int64 (4T + 1,) lane pointers of each scene's classes (:func:`scene_score`)
+    scene_cls: np.ndarray  #: uint16 (pairs,) the classes, lane by lane
+
+
+class EvaluateOptions(NamedTuple):
+    """How :func:`evaluate_episodes` scores spread posteriors."""
+
+    allow_wide: bool  #: False forces the path made for few candidates (benchmarks)
+    ap_tolerance: float  #: > 0: certified AP to within it; 0: exact
+    defer: bool  #: leave episodes too wide to prune for :func:`score_deferred`
+    speculative_share: float  #: see :func:`test_bank_ap_wide`
+
+
+class EpisodeResults(NamedTuple):
+    """Where :func:`evaluate_episodes` writes: float64 (E,) arrays unless said."""
+
+    ap: np.ndarray
+    ap_bound: np.ndarray
+    cba: np.ndarray
+    posterior_entropy: np.ndarray
+    predictive_entropy: np.ndarray
+    empty: np.ndarray  #: bool (E,)
+    n_candidates: np.ndarray  #: int64 (E,)
+    query_pred: np.ndarray  #: float64 (E, Kq)
+
+
 @numba.njit(parallel=True, cache=True)
-def evaluate_episodes(support, support_labels, query, query_labels, true_concept, scene_concepts, omega, log_prior,
-                      first, second, consistent_only, test_sig, n_test, classes, cls_ptr, cls_idx, class_rep,
-                      scene_ptr, scene_cls, allow_wide, refit, refit_first, refit_second, refit_consistent_only, fixed_scene_scores, fixed_test_scores,
-                      fixed_entropy, ap_tolerance, out_ap, out_ap_bound, out_cba, out_post_ent, out_pred_ent, out_empty,
-                      out_n_candidates, out_query_pred, defer, defer_w, speculative_share):
+def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
     """Score every episode with one oracle; see the module docstring.
 
-    support/query: int64 (E, K) scene ids; *_labels: int8 (E, K); true_concept: int (E,).
-    omega: uint64 (Hw,) the oracle's concepts; log_prior: float64 (H,) normalised over omega.
-    first/second/consistent_only: the likelihood's tables (:mod:`.likelihoods`).
-    test_sig: uint64 (H, Tw) test-bank labels; classes: int (H,) synonym class of each concept;
-    cls_ptr/cls_idx: the test-bank scenes each class is true on (CSR); class_rep: a concept of
-    each class; scene_ptr/scene_cls: the classes of each test-bank scene (CSR; used when the
-    posterior spreads over many concepts, i.e. for likelihoods that are not consistent-only,
-    see :func:`test_bank_ap_wide`; ``allow_wide`` False forces the narrow path, for
-    benchmarks).  When no concept fits the support (``out_empty``): if ``refit``, condition
-    again with the refit_* likelihood tables; otherwise use the fixed predictive
-    ``fixed_scene_scores`` (per scene of the bank), ``fixed_test_scores`` (per test-bank scene)
-    with posterior entropy ``fixed_entropy``.  ``ap_tolerance`` > 0: the AP of a spread posterior
-    is computed to within it, with a certificate (:func:`test_bank_ap_certified`); 0: exactly
-    (:func:`test_bank_ap_wide`).  ``out_ap_bound`` gets each episode's certified bound on
-    |AP - exact AP| (0 where AP is exact).  Outputs are (E,) arrays, ``out_query_pred`` (E, Kq).
-    ``defer``: leave the episodes too wide to prune (AP :data:`DEFERRED`) with their class
-    weights in their row of ``defer_w`` (float64 (E, C), zeros on entry), for
-    :func:`score_deferred`; otherwise they are scored here (``defer_w`` unused).
-    ``speculative_share``: see :func:`test_bank_ap_wide`.
+    episodes: :class:`EpisodeArrays`; oracle: :class:`OracleTables` (the likelihood's tables:
+    :mod:`.likelihoods`); bank: :class:`TestBankTables` (``scene_ptr``/``scene_cls`` are used
+    when the posterior spreads over many concepts, i.e. for likelihoods that are not
+    consistent-only, see :func:`test_bank_ap_wide`); options: :class:`EvaluateOptions`
+    (``allow_wide`` False forces the narrow path, for benchmarks); out: :class:`EpisodeResults`.
+
+    When no concept fits the support (``out.empty``): if ``oracle.refit``, condition again with
+    ``oracle.refit_likelihood``; otherwise use the fixed predictive ``fixed_scene_scores`` (per
+    scene of the bank), ``fixed_test_scores`` (per test-bank scene) with posterior entropy
+    ``fixed_entropy``.  ``ap_tolerance`` > 0: the AP of a spread posterior is computed to within
+    it, with a certificate (:func:`test_bank_ap_certified`); 0: exactly
+    (:func:`test_bank_ap_wide`).  ``out.ap_bound`` gets each episode's certified bound on
+    |AP - exact AP| (0 where AP is exact).  ``defer``: leave the episodes too wide to prune (AP
+    :data:`DEFERRED`) with their class weights in their row of ``defer_w`` (float64 (E, C),
+    zeros on entry), for :func:`score_deferred`; otherwise they are scored here (``defer_w``
+    unused).
+
+    The records are unpacked into locals first, so the loop compiles to the code the
+    positional arguments gave (``benchmarks/roofline.py records`` times the two side by side).
     """
+    support, support_labels, query, query_labels, true_concept = episodes
+    scene_concepts, omega, log_prior = oracle.scene_concepts, oracle.omega, oracle.log_prior
+    first, second, consistent_only = oracle.likelihood
+    refit, (refit_first, refit_second, refit_consistent_only) = oracle.refit, oracle.refit_likelihood
+    fixed_scene_scores, fixed_test_scores = oracle.fixed_scene_scores, oracle.fixed_test_scores
+    fixed_entropy = oracle.fixed_entropy
+    test_sig, n_test, classes, cls_ptr, cls_idx, class_rep, scene_ptr, scene_cls = bank
+    allow_wide, ap_tolerance, defer, speculative_share = options
+    out_ap, out_ap_bound, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_query_pred = out
     n_ep = support.shape[0]
     n_concepts = log_prior.shape[0]
     tw = test_sig.shape[1]

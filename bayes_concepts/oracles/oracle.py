@@ -113,6 +113,15 @@ def _mixture_predictive(signatures, ids, probs, n_scenes, out):
                     out[s] += probs[i]
 
 
+def test_bank_tables(space, wide: bool = True) -> K.TestBankTables:
+    """The test bank of ``space`` as the kernels read it; ``wide`` False leaves out the classes
+    of each scene (only spread posteriors read them)."""
+    scene_classes = (space.test_bank_scene_classes() if wide else (np.zeros(1, np.int64), np.zeros(1, np.uint16)))
+    return K.TestBankTables(np.ascontiguousarray(space.test_bank.signatures), int(space.test_bank.n_scenes),
+                            np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(),
+                            space.class_representatives(), *scene_classes)
+
+
 class Oracle:
     """A Bayesian oracle over ``concepts`` (ids of ``space``) with ``settings``.
 
@@ -211,26 +220,22 @@ class Oracle:
         out["empty"] = np.zeros(e, bool)
         out["n_candidates"] = np.zeros(e, np.int64)
         out["query_pred"] = np.zeros(episodes.query_scenes.shape)
-        first, second, consistent_only = self._tables(st.likelihood, n_drawn, k, bool(hard_support))
+        likelihood = K.LikelihoodTables(*self._tables(st.likelihood, n_drawn, k, bool(hard_support)))
         fb, fixed_bank, fixed_test = self._fallback()
-        wide = wide and (not consistent_only or (fb.likelihood is not None
-                                                 and not likelihoods.get(fb.likelihood).consistent_only))
-        scene_classes = (space.test_bank_scene_classes() if wide
-                         else (np.zeros(1, np.int64), np.zeros(1, np.uint16)))
+        wide = wide and (not likelihood.consistent_only or (
+            fb.likelihood is not None and not likelihoods.get(fb.likelihood).consistent_only))
         if fb.likelihood is not None:
-            refit = self._tables(fb.likelihood, n_drawn, k, bool(hard_support))
+            refit = K.LikelihoodTables(*self._tables(fb.likelihood, n_drawn, k, bool(hard_support)))
             fixed_bank = fixed_test = np.zeros(1)
         else:
-            refit = (np.zeros((1, 1, 1)), np.zeros((1, 1, 1)), True)
+            refit = K.LikelihoodTables(np.zeros((1, 1, 1)), np.zeros((1, 1, 1)), True)
         support = np.ascontiguousarray(episodes.support_scenes)
         support_labels = np.ascontiguousarray(episodes.support_labels)
         query = np.ascontiguousarray(episodes.query_scenes)
         query_labels = np.ascontiguousarray(episodes.query_labels)
         concept = np.asarray(episodes.concept, np.int64)
         scene_concepts = space.scene_concepts()
-        test_index = (np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
-                      np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(),
-                      space.class_representatives(), *scene_classes)
+        bank = test_bank_tables(space, wide)
         # an index on disk is read through its mapping (engine.rows.READ_ROWS "map"), or the rows
         # of each slice's support and query scenes are read into memory (scenes renumbered into
         # them), a slice at a time
@@ -241,8 +246,9 @@ class Oracle:
         if isinstance(scene_concepts, RowFile) and not read_slices:
             scene_concepts = scene_concepts.mapped()
         step = EVALUATE_SLICE if read_slices or defer else max(e, 1)
-        n_classes = len(test_index[3]) - 1
-        speculative = K.DEFERRED_SPECULATIVE_SHARE if defer else K.SPECULATIVE_SHARE
+        n_classes = len(bank.cls_ptr) - 1
+        options = K.EvaluateOptions(bool(wide), float(st.tolerance), defer,
+                                    K.DEFERRED_SPECULATIVE_SHARE if defer else K.SPECULATIVE_SHARE)
         for lo in range(0, e, step):
             sl = slice(lo, min(lo + step, e))
             rows, sup, qry = scene_concepts, support[sl], query[sl]
@@ -250,17 +256,16 @@ class Oracle:
                 scenes = np.unique(np.concatenate([sup.ravel(), qry.ravel()]))
                 rows = scene_concepts[scenes]
                 sup, qry = np.searchsorted(scenes, sup), np.searchsorted(scenes, qry)
+            tables = K.OracleTables(rows, self.omega, self.log_prior, likelihood, fb.likelihood is not None, refit,
+                                    fixed_bank, fixed_test, float(fb.entropy))
+            results = K.EpisodeResults(*(out[k][sl] for k in K.EpisodeResults._fields))
             # zeros from calloc: only the rows of deferred episodes are ever written, and paged in
             defer_w = np.zeros((sl.stop - sl.start, n_classes) if defer else (1, 1))
-            K.evaluate_episodes(
-                sup, support_labels[sl], qry, query_labels[sl], concept[sl], rows, self.omega, self.log_prior,
-                first, second, consistent_only, *test_index, bool(wide), fb.likelihood is not None, *refit,
-                fixed_bank, fixed_test, fb.entropy, st.tolerance, *(out[k][sl] for k in (
-                    "ap", "ap_bound", "cba", "posterior_entropy", "predictive_entropy", "empty", "n_candidates",
-                    "query_pred")), defer, defer_w, speculative)
+            K.evaluate_episodes(K.EpisodeArrays(sup, support_labels[sl], qry, query_labels[sl], concept[sl]), tables,
+                                bank, options, results, defer_w)
             if defer:
-                K.score_deferred(defer_w, np.flatnonzero(out["ap"][sl] == K.DEFERRED), *scene_classes,
-                                 test_index[1], test_index[0], concept[sl], out["ap"][sl])
+                K.score_deferred(defer_w, np.flatnonzero(out["ap"][sl] == K.DEFERRED), bank.scene_ptr,
+                                 bank.scene_cls, bank.n_test, bank.signatures, concept[sl], out["ap"][sl])
         return out
 
     # ------------------------------------------------------ learner protocol
