@@ -385,23 +385,23 @@ def release_protocol(space):
 
 def no_splits_error(args, what: str, space=None):
     """The one-line error for a space that offers no split to ``what``."""
-    grammar = (space.params.get("grammar") if space is not None else None) or {}
-    clevr = isinstance(grammar, dict) and grammar.get("file") == "clevr.pcfg" and hasattr(args, "protocol")
-    conceptworld = (space is not None and space.params.get("kind") == "conceptworld"
-                    and hasattr(args, "protocol"))
-    why = ("it is a ConceptWorld space and has no saved split specs" if conceptworld
+    hint = suggested_protocols(space) if space is not None and hasattr(args, "protocol") else None
+    why = (hint.why if hint is not None and hint.why
            else "the space's grammar is not CURI's and it has no saved split specs")
     return BayesConceptsError(f"{args.dir}: no splits to {what}: {why}; give --spec FILE (a split spec, TOML)"
-                              + (" or --protocol closure (CLOSURE's families: the space was built with clevr.pcfg)"
-                                 if clevr else "")
-                              + (f" or --protocol {'|'.join(_conceptworld_protocols())} (ConceptWorld's experiments)"
-                                 if conceptworld else ""))
+                              + (f" or --protocol {hint.names} ({hint.what})" if hint is not None else ""))
 
 
-def _conceptworld_protocols() -> list:
-    """The registered protocols of ConceptWorld's experiments (conceptworld-*)."""
+def suggested_protocols(space):
+    """The protocols a space without split specs could be scored with, as the first registered
+    protocol's :meth:`~bayes_concepts.protocols.Protocol.suggestion` for ``space`` that offers
+    one (a :class:`~bayes_concepts.protocols.Suggestion`), or None."""
     from .protocols import protocols
-    return [n for n in protocols.names() if n.startswith("conceptworld-")]
+    for _, protocol in protocols.items():
+        hint = protocol.suggestion(space)
+        if hint is not None:
+            return hint
+    return None
 
 
 #: Oracle and episode options whose values a protocol fixes (``args`` attribute names).  Given

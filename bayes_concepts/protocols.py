@@ -44,6 +44,17 @@ def mixed_values(space, held_out) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- protocols
 @dataclass(frozen=True)
+class Suggestion:
+    """Protocols to offer for a space that has no split specs: ``names`` as typed after
+    ``--protocol`` (``"closure"``, ``"a|b"``), ``what`` they are, and ``why`` the space has no
+    splits ("" for the usual reason: its grammar is not CURI's)."""
+
+    names: str
+    what: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Protocol:
     """A named recipe for the comp-gap table.
 
@@ -120,6 +131,16 @@ class Protocol:
         """One line on concepts the protocol's splits could not use (none for this protocol)."""
         return ""
 
+    def suggestion(self, space) -> Suggestion | None:
+        """What to offer for ``space`` when it has no split specs, if this protocol applies to
+        it (none here)."""
+        return None
+
+    def published(self):
+        """The published model results a ladder of this protocol's splits is compared with by
+        default (:class:`~bayes_concepts.published.PublishedResults`), or None (none here)."""
+        return None
+
     def settings_with(self, **changes) -> OracleSettings:
         return replace(self.settings, **changes)
 
@@ -173,4 +194,4 @@ def get_protocol(name) -> Protocol:
     return name if isinstance(name, Protocol) else protocols.get(name)
 
 
-__all__ = ["Protocol", "protocols", "get_protocol", "mixed_values"]
+__all__ = ["Protocol", "Suggestion", "protocols", "get_protocol", "mixed_values"]

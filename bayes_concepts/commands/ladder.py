@@ -144,20 +144,20 @@ def cmd_ladder(args) -> int:
 
 def _published_for(args, protocol, space, splits):
     """The published results a ladder is compared with: --published NAME|FILE, or by default the
-    protocol's benchmark (closure, conceptworld-*) or CURI's for CURI's split names; None for
-    ``--published none`` or when no default fits."""
+    protocol's (:meth:`~bayes_concepts.protocols.Protocol.published`), else the first registered
+    published results whose conditions include every split name (CURI's for CURI's splits); None
+    for ``--published none`` or when no default fits."""
     from .. import published as pub
     given = args.published
     if given == "none":
         return None
     if given is not None:
         return pub.load(given) if given in pub.benchmarks() else pub.read(given)
-    name = protocol.name if protocol is not None else ""
-    if name.startswith("closure"):
-        return pub.load("closure")
-    if name.startswith("conceptworld-"):
-        return pub.load("conceptworld", experiment=name.removeprefix("conceptworld-"))
-    curi = set(pub.load("curi").conditions())
-    if splits and set(splits) <= curi:
-        return pub.load("curi")
+    own = protocol.published() if protocol is not None else None
+    if own is not None:
+        return own
+    for name in pub.published_results.names():
+        results = pub.load(name)
+        if splits and set(splits) <= set(results.conditions()):
+            return results
     return None

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import BayesConceptsError, ProgramError
 from ...oracles import OracleSettings
-from ...protocols import Protocol, protocols
+from ...protocols import Protocol, Suggestion, protocols
 from ...splits import Split, SplitSpecError
 
 
@@ -59,6 +59,18 @@ class ClosureProtocol(Protocol):
         if self.train not in CLOSURE_TRAIN:
             raise BayesConceptsError(f"protocol {self.name}: train must be one of {', '.join(CLOSURE_TRAIN)}, "
                                      f"got {self.train!r}")
+
+    def suggestion(self, space):
+        """This protocol, for a space built with CLEVR's grammar (``clevr.pcfg``)."""
+        grammar = (space.params or {}).get("grammar") or {}
+        if isinstance(grammar, dict) and grammar.get("file") == "clevr.pcfg":
+            return Suggestion(self.name, "CLOSURE's families: the space was built with clevr.pcfg")
+        return None
+
+    def published(self):
+        """CLOSURE's published drops (:mod:`bayes_concepts.published`, ``closure``)."""
+        from ...published import load
+        return load("closure")
 
     def info(self) -> dict:
         """The protocol as a JSON-able dict, with what its weak oracle trains on."""

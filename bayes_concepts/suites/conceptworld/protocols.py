@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...oracles import OracleSettings
-from ...protocols import Protocol, protocols
+from ...protocols import Protocol, Suggestion, protocols
 from ...splits import SplitSpecError
 
 
@@ -25,6 +25,19 @@ class ConceptWorldProtocol(Protocol):
     experiment: str = ""
     #: at most this many multi-class episodes per split (:meth:`annotate`)
     multiclass_episodes: int = 1000
+
+    def suggestion(self, space):
+        """ConceptWorld's experiments, for a ConceptWorld space."""
+        if (space.params or {}).get("kind") != "conceptworld":
+            return None
+        names = [n for n, p in protocols.items() if isinstance(p, ConceptWorldProtocol)]
+        return Suggestion("|".join(names), "ConceptWorld's experiments",
+                          "it is a ConceptWorld space and has no saved split specs")
+
+    def published(self):
+        """The seed's F1 of this experiment (:mod:`bayes_concepts.published`, ``conceptworld``)."""
+        from ...published import load
+        return load("conceptworld", experiment=self.experiment)
 
     def spec_files(self) -> list:
         return []

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..errors import BayesConceptsError
-from ..options import PresetBuild, log_line, nothing_written, preset_builds
+from ...errors import BayesConceptsError
+from ...options import PresetBuild, log_line, nothing_written, preset_builds
 
 
 def _space_build_conceptworld(args) -> int:
@@ -21,15 +21,15 @@ def _space_build_conceptworld(args) -> int:
     if given:
         raise BayesConceptsError(f"--preset conceptworld generates its scenes from the ConceptWorld definitions: "
                                  f"{', '.join(given)} do{'es' if len(given) == 1 else ''} not apply")
-    from ..suites.conceptworld.definitions import load_definitions
-    from ..suites.conceptworld.space import DEFAULTS, conceptworld_space
+    from .definitions import load_definitions
+    from .space import DEFAULTS, conceptworld_space
     t = time.perf_counter()
     per = args.scenes or DEFAULTS["per_concept"]
     if args.definitions is not None and not Path(args.definitions).is_file():
         raise BayesConceptsError(f"--definitions {args.definitions}: no such file")
     defs = load_definitions(args.definitions)  # the whole file checked (names, arity, cycles) before any work
     if args.scenes:  # refused before any work when the grids cannot fit (32 x 32 bytes each, and their bits)
-        from ..scale import check_memory
+        from ...scale import check_memory
         n_concepts = len(defs.instances(args.max_depth or DEFAULTS["depth"]))
         n_scenes = n_concepts * (per + min(DEFAULTS["broken_per_concept"], per)) + DEFAULTS["noise_scenes"]
         check_memory(n_scenes * (2 * defs.size * defs.size + n_concepts), f"--scenes {args.scenes:,}",

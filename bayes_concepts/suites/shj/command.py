@@ -6,8 +6,8 @@ import json
 import time
 from pathlib import Path
 
-from ..errors import BayesConceptsError
-from ..options import (Given, PresetBuild, check_output_dir, command, command_group, given_options, grammar_path,
+from ...errors import BayesConceptsError
+from ...options import (Given, PresetBuild, check_output_dir, command, command_group, given_options, grammar_path,
                        preset_builds, whole)
 
 
@@ -24,7 +24,7 @@ def _space_build_shj(args) -> int:
     if given:
         raise BayesConceptsError(f"--preset shj enumerates every concept over the grammar's stimuli: "
                                  f"{', '.join(given)} do{'es' if len(given) == 1 else ''} not apply")
-    from ..suites.shj.boolean import boolean_space
+    from .boolean import boolean_space
     t = time.perf_counter()
     space = boolean_space(grammar_path(args.grammar) if args.grammar else "and_or_not", seed=args.seed or 0)
     space.save(args.out, overwrite=args.force)
@@ -106,7 +106,7 @@ def cmd_people_shj(args) -> int:
             raise BayesConceptsError(f"{option} {path}: no such file")
     if args.out:
         check_output_dir(args.out, "--out")
-    from ..suites.shj.boolean import SHJ_LANGUAGES
+    from .boolean import SHJ_LANGUAGES
     language = args.language
     if not args.space and language not in SHJ_LANGUAGES:
         if not Path(language).is_file() and not language.endswith(".pcfg"):
@@ -116,15 +116,15 @@ def cmd_people_shj(args) -> int:
         if not Path(language).is_file():
             raise BayesConceptsError(f"--language {args.language}: no such grammar file")
     if args.orders:  # the sampled orders' prefix counts are held at once: refused before any work
-        from ..scale import check_memory
+        from ...scale import check_memory
         check_memory(args.orders * _SHJ_ORDER_BYTES, f"--orders {args.orders:,}",
                      "sample fewer orders (or leave --orders out: the exact average over all orders)",
                      f"the prefix counts of {args.orders:,} trial orders")
     space = None
     if args.space:
-        from ..spaces import load_space
+        from ...spaces import load_space
         space = load_space(args.space)
-    from ..suites.shj.analysis import shj_analysis
+    from .analysis import shj_analysis
     run = shj_analysis(language, args.prior, space=space, method=args.method, steps=args.steps,
                        num_samples=args.samples, warmup_steps=args.warmup,
                        states="sampled" if args.orders else "exact", n_orders=args.orders or 32, seed=args.seed,
@@ -132,7 +132,7 @@ def cmd_people_shj(args) -> int:
                        out=args.out, progress=not args.json)
     s = run["summary"]
     if args.json:
-        from ..suites.shj.analysis import _json_default
+        from .analysis import _json_default
         print(json.dumps(s, default=_json_default))
         return 0
     par = s["parameters"]
