@@ -30,7 +30,8 @@ Usage::
 
 CPU cost with the defaults (schema-relnet, one thread): a step ~1.1 s, a validation ~9 s
 (most of it embedding the 42,228 test-bank scenes), scoring ~45 s: ~4 CPU minutes per seed,
-~12 for three.
+~12 for three.  ``image-relnet`` (16 episodes per step): a step ~2 s, a validation ~25 s,
+scoring ~1.5 min: ~8 CPU minutes per seed, plus ~1 minute to render the bank once.
 
 ``--quick`` trains tiny networks for a few steps on few episodes (seconds per seed: a check
 that the pipeline runs, not a measurement).  ``image-relnet`` renders the space's scene bank
@@ -63,9 +64,12 @@ DEFAULT_OUT = Path(__file__).parent / "results" / "closure_learners.json"
 #: architecture options of the --quick run (tiny networks)
 QUICK_OPTIONS = {"embedding_dim": 16, "encoder_options": {"object_dim": 16, "hidden_ratio": 1},
                  "pooling_options": {"g_hidden": (16,), "g_out": 16, "f_hidden": (16,)}}
-#: the image model's picture size (a bank of the clevr preset's 20,000 scenes: 144 MB)
+#: the image model's picture size (a bank of the clevr preset's 20,000 scenes: 144 MB, ~1 CPU minute)
 PICTURE = {"height": 40, "width": 60, "supersample": 1}
-IMAGE_OPTIONS = {**PICTURE, "channels": (16, 32, 32), "object_dim": 32}
+#: four stride-2 convolutions: 40 x 60 -> 3 x 4 cells, so the relation net's g sees 144 pairs per
+#: scene (three would leave 5 x 8 cells, 1,600 pairs: ~16 CPU s per step of 16 episodes, ~4 CPU
+#: minutes per embedding of the test bank)
+IMAGE_OPTIONS = {**PICTURE, "channels": (16, 32, 32, 32), "object_dim": 32}
 
 
 def validation_concepts(space, protocol, split, fraction: float, seed: int = 0) -> np.ndarray:
@@ -112,7 +116,7 @@ def make_learner(space, model: str, seed: int, quick: bool) -> ProtoNetLearner:
     encoder, pooling = parse_architecture(model)
     options = dict(QUICK_OPTIONS) if quick else {}
     if encoder == "image":
-        options["encoder_options"] = {**IMAGE_OPTIONS, **({"channels": (4, 8), "object_dim": 16} if quick else {})}
+        options["encoder_options"] = {**IMAGE_OPTIONS, **({"channels": (4, 8, 8, 8), "object_dim": 16} if quick else {})}
     return ProtoNetLearner(space, encoder, pooling, seed=seed, device="cpu", **options)
 
 
