@@ -1,6 +1,7 @@
 """A sixth benchmark is one package and its registration: a toy suite in a temporary folder
 (a preset of 3 concepts, a protocol, a figure and a subcommand) runs from the command line
 with ``--plugin``, touching no file of the toolkit."""
+import json
 import subprocess
 import sys
 import textwrap
@@ -134,3 +135,80 @@ def test_without_the_plugin_the_toy_names_are_unknown(toy, tmp_path):
                        text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 2
     assert "toy-hello" in r.stderr
+
+
+TOY_MODALITY = '''
+"""A toy modality: how many objects a scene holds, one int16 per scene, drawn as a bar."""
+from types import MappingProxyType
+
+import numpy as np
+
+from bayes_concepts.modalities import Modality, modalities
+
+
+class Census(Modality):
+    """how many objects a scene holds"""
+
+    name = "census"
+    summary = "how many objects a scene holds"
+    defaults = MappingProxyType({})
+    dtype = np.dtype(np.int16)
+
+    def item_shape(self, settings):
+        return (1,)
+
+    def render(self, codes, schema, settings):
+        return (np.asarray(codes)[:, :, 0] >= 0).sum(axis=1).astype(np.int16)[:, None]
+
+    def draw_items(self, axes, items, settings, *, fill=False):
+        for ax, item in zip(axes, items):
+            ax.bar([0], [int(item[0])])
+        return [{"objects_counted": int(item[0])} for item in items]
+
+    def drawn_size(self, settings):
+        return (1, 2)
+
+
+modalities.register("census", Census())
+'''
+
+
+def test_a_modality_is_its_own_module(toy, small_space, tmp_path):
+    """A modality added by one module (a plugin): the command line renders a bank in it and the
+    modalities figure draws its row; no file of the toolkit changes."""
+    (toy / "census.py").write_text(TOY_MODALITY, encoding="utf-8")
+    space_dir = tmp_path / "space"
+    small_space.save(space_dir)
+    before = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "bayes_concepts"],
+                            capture_output=True, text=True, cwd=ROOT).stdout
+    env = {"PYTHONPATH": str(toy), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MPLBACKEND": "Agg",
+           "PYTEST_CURRENT_TEST": "toy"}
+    run = [sys.executable, "-m", "bayes_concepts.cli", "--plugin", "census"]
+    r = subprocess.run([*run, "render", "--help"], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert "census" in r.stdout
+    r = subprocess.run([*run, "render", str(space_dir), "--bank", "--modality", "census"], capture_output=True,
+                       text=True, timeout=300, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"{small_space.n_scenes:,} scenes: int16 ({small_space.n_scenes}, 1)" in r.stdout
+    code = textwrap.dedent(f"""
+        import census, numpy as np
+        import bayes_concepts as bc
+        space = bc.load_space({str(space_dir)!r})
+        bank = space.rendered_bank("census")
+        assert np.array_equal(bank[:, 0], (np.asarray(space.scene_codes)[:, :, 0] >= 0).sum(axis=1))
+        split = bc.make_split(space, {{"name": "r", "kind": "random", "fractions": {{"train": 0.5, "val": 0.0, "test": 0.5}}, "seed": 0}})
+        eps = bc.sample_episodes(space, split, n=2, seed=0)
+        axes, data = bc.plot_modalities(space, eps, 0, n_scenes=3)
+        import json
+        print(json.dumps({{"rows": axes.shape[0], "label": axes[-1, 0].get_ylabel(),
+                          "counted": [int(x) for x in data["objects_counted"].dropna()]}}))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    drawn = json.loads(r.stdout.strip().splitlines()[-1])
+    assert drawn["rows"] == 4 and drawn["label"] == "census"  # schema, image, sound, then the new modality's row
+    assert len(drawn["counted"]) == 3 and min(drawn["counted"]) >= 1
+    after = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "bayes_concepts"],
+                           capture_output=True, text=True, cwd=ROOT).stdout
+    assert after == before
