@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 
 @numba.njit(cache=True)
@@ -59,6 +61,17 @@ def average_precision_sorted(scores, labels):
 #: passes cost more than a few dozen comparisons)
 RADIX_MIN = 48
 _SIGN = np.uint64(1) << np.uint64(63)
+
+
+@intrinsic
+def float_bits(typingctx, x):
+    """The bits of the float64 ``x`` as a uint64 (a bit cast: no memory, no arithmetic)."""
+    if not isinstance(x, types.Float) or x.bitwidth != 64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.uint64))
+    return types.uint64(types.float64), codegen
 
 
 @numba.njit(inline="always")
@@ -155,6 +168,11 @@ def ap_from_levels(hist, cnt, nu, n_pos, n_items):
     return ap
 
 
+#: up to this many levels the APs search them (:func:`level_search`: a few branch-free steps
+#: beat the table's scan, whose branch depends on the data); above, they read the table
+TABLE_MIN_LEVELS = 32
+
+
 @numba.njit(cache=True)
 def level_table(u, nu):
     """``(first, lo_key, shift)``: a table that finds an item's level in O(1) on average.
@@ -179,10 +197,26 @@ def level_table(u, nu):
 
 
 @numba.njit(inline="always")
-def level_of(u, nu, first, lo_key, shift, x, scratch, scratch_bits):
-    """The first level j (``u`` descending) with u[j] <= x, ``nu`` if x is below every level;
-    ``first``/``lo_key``/``shift``: :func:`level_table`; ``scratch`` float64 (1,) and
-    ``scratch_bits`` its uint64 view (where x's bits are read).
+def level_search(u, nu, x):
+    """:func:`level_of` by a search whose steps do not branch on the data: mispredictions do not
+    pile up over many items, and a few levels (up to :data:`TABLE_MIN_LEVELS`) take a few steps."""
+    if x >= u[0]:
+        return 0
+    if x < u[nu - 1]:
+        return nu
+    base = 0
+    n = nu
+    while n > 1:
+        half = n >> 1
+        base = base + half if u[base + half - 1] > x else base
+        n -= half
+    return base
+
+
+@numba.njit(inline="always")
+def level_of(u, nu, first, lo_key, shift, x):
+    """The first level j (``u`` descending) with u[j] <= x (a float64), ``nu`` if x is below
+    every level; ``first``/``lo_key``/``shift``: :func:`level_table`.
     Levels before ``first[q]`` have a higher key (so are > x), levels from ``first[q - 1]`` on
     a lower one (so are < x): the answer is in [first[q], first[q - 1]], scanned, or searched
     when more than 8 levels share the key."""
@@ -190,8 +224,7 @@ def level_of(u, nu, first, lo_key, shift, x, scratch, scratch_bits):
         return 0
     if x < u[nu - 1]:
         return nu
-    scratch[0] = x
-    q = int((order_key(scratch_bits[0]) - lo_key) >> shift)
+    q = int((order_key(float_bits(x)) - lo_key) >> shift)
     lo = first[q]
     hi = first[q - 1] if q > 0 else nu
     if hi - lo > 8:
@@ -224,11 +257,13 @@ def average_precision_dense(scores, labels):
             k += 1
     u, cnt, nu = descending_levels(pv)
     first, lo_key, shift = level_table(u, nu)
-    scratch = np.empty(1)
-    scratch_bits = scratch.view(np.uint64)
     hist = np.zeros(nu + 1, np.int64)
-    for i in range(n):
-        hist[level_of(u, nu, first, lo_key, shift, scores[i], scratch, scratch_bits)] += 1
+    if nu <= TABLE_MIN_LEVELS:
+        for i in range(n):
+            hist[level_search(u, nu, np.float64(scores[i]))] += 1
+    else:
+        for i in range(n):
+            hist[level_of(u, nu, first, lo_key, shift, np.float64(scores[i]))] += 1
     return ap_from_levels(hist, cnt, nu, n_pos, n)
 
 
@@ -255,11 +290,13 @@ def average_precision_sparse(touched, scores, labels_row, n_items, n_pos):
     if k:
         u, cnt, nu = descending_levels(pv[:k])
         first, lo_key, shift = level_table(u, nu)
-        scratch = np.empty(1)
-        scratch_bits = scratch.view(np.uint64)
         hist = np.zeros(nu + 1, np.int64)  # hist[nu]: below every positive, at no threshold
-        for i in range(m):
-            hist[level_of(u, nu, first, lo_key, shift, scores[touched[i]], scratch, scratch_bits)] += 1
+        if nu <= TABLE_MIN_LEVELS:
+            for i in range(m):
+                hist[level_search(u, nu, np.float64(scores[touched[i]]))] += 1
+        else:
+            for i in range(m):
+                hist[level_of(u, nu, first, lo_key, shift, np.float64(scores[touched[i]]))] += 1
         return ap_from_levels(hist, cnt, nu, n_pos, n_items)
     return ap_from_levels(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, n_pos, n_items)
 

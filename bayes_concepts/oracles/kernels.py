@@ -26,7 +26,7 @@ import numpy as np
 from ..bits import has_bit, pop_lowest_bit, popcount64
 from ..engine.test_bank import N_LANES
 from ..metrics import (ap_from_levels, average_precision_sparse, class_balanced_accuracy_kernel,
-                       descending_levels, first_at_most, level_of, level_table)
+                       descending_levels, first_at_most, level_of, level_search, level_table, TABLE_MIN_LEVELS)
 
 #: noisy posteriors drop concepts whose weight is below exp(-PRUNE) times the largest:
 #: their total share is < n_concepts * e^-50 (< 1e-17 for 10^5 concepts).
@@ -415,11 +415,13 @@ def average_precision_every_score(scores, truth):
     if k:
         u, cnt, nu = descending_levels(pv[:k])
         first, lo_key, shift = level_table(u, nu)
-        scratch = np.empty(1)
-        scratch_bits = scratch.view(np.uint64)
         hist = np.zeros(nu + 1, np.int64)  # hist[nu]: below every positive (0 included)
-        for t in range(n):
-            hist[level_of(u, nu, first, lo_key, shift, scores[t], scratch, scratch_bits)] += 1
+        if nu <= TABLE_MIN_LEVELS:
+            for t in range(n):
+                hist[level_search(u, nu, scores[t])] += 1
+        else:
+            for t in range(n):
+                hist[level_of(u, nu, first, lo_key, shift, scores[t])] += 1
         return ap_from_levels(hist, cnt, nu, n_pos, n)
     return ap_from_levels(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, n_pos, n)
 
