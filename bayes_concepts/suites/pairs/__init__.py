@@ -10,7 +10,7 @@ back out, the files fetched at pinned commits, and RLCL's published results.
 
 Names are imported on first use, so that loading the suite's registrations stays light.
 """
-from importlib import import_module
+from ...lazy_names import lazy_getattr
 
 #: public name -> the module of this suite that defines it
 _EXPORTS = {
@@ -24,9 +24,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(module, __name__), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -12,7 +12,7 @@ figure, the files, the whole run).  Their names are imported on first use (pyro 
 load only when a fit is asked for), so that loading the suites to fill the registries stays
 fast.
 """
-from importlib import import_module
+from ...lazy_names import lazy_getattr
 
 #: public name -> the module of this suite that defines it
 _EXPORTS = {
@@ -25,9 +25,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(module, __name__), name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
