@@ -101,8 +101,12 @@ def mean_interval(values) -> dict:
 
 
 def spearman(x, y) -> dict:
+    """Spearman's rho and its p-value (None where undefined: a constant side)."""
     r = stats.spearmanr(np.asarray(x, float), np.asarray(y, float))
-    return {"rho": round(float(r.statistic), 4), "p": round(float(r.pvalue), 4), "n": len(x)}
+
+    def value(v):
+        return None if not np.isfinite(v) else round(float(v), 4)
+    return {"rho": value(r.statistic), "p": value(r.pvalue), "n": len(x)}
 
 
 def mean_ap(learner, sampler, concepts, n: int, seed: int, protocol) -> float:
@@ -223,7 +227,8 @@ def main(argv=None) -> int:
             d = block["drop"][f]
             ci = f"[{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}]" if d["ci95"] else ""
             print(f"  {f:<16} drop {d['mean']:+6.1f} {ci:<16} published mean {published_mean[f]:5.1f}")
-        print("  rho with " + ", ".join(f"{m} {r['rho']:+.2f}" for m, r in block["spearman"].items()))
+        print("  rho with " + ", ".join(f"{m} {r['rho']:+.2f}" if r["rho"] is not None else f"{m} -"
+                                         for m, r in block["spearman"].items()))
     print(f"wall {time.perf_counter() - t0:.0f} s -> {out}")
     return 0
 

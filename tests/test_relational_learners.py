@@ -125,7 +125,7 @@ def _assert_rendered(space, seen):
         np.testing.assert_array_equal(pictures, want)
 
 
-def test_a_clevr_picture_in_a_training_batch_is_renders_picture(space):
+def test_a_clevr_picture_in_a_training_batch_equals_renders_picture(space):
     learner = tiny_learner(space, "image", "average")
     # validation would render the whole test bank twice (seconds); the batches are what is tested
     learner.evaluate = lambda episodes: {"ap": np.zeros(len(episodes.concept)), "cba": np.zeros(len(episodes.concept))}
