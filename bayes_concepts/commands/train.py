@@ -6,13 +6,15 @@ import os
 from pathlib import Path
 
 from ..errors import BayesConceptsError
-from ..options import (LazyChoices, caused_by_interrupt, check_output_dir, command, counted, hard_mode_option,
-                       lazy_registry, open_space, splits_for, whole)
+from ..options import (Given, LazyChoices, caused_by_interrupt, check_output_dir, command, counted, given_options,
+                       hard_mode_option, lazy_registry, open_space, protocol_of, protocol_option, protocol_splits,
+                       splits_for, whole)
 
 
 def _train_arguments(p):
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
-    p.add_argument("--split", required=True, help="train on this split's train concepts, validate on its val concepts")
+    p.add_argument("--split", required=True, help="train on this split's train concepts, validate on its val concepts "
+                   "(with --protocol: one of the protocol's splits)")
     p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
     p.add_argument("--learner", required=True, metavar="ENCODER-POOLING",
                    help="architecture: schema-average, schema-concat, schema-relnet or schema-transformer "
@@ -23,9 +25,13 @@ def _train_arguments(p):
                    help="directory for the weights and card (the card records the space's manifest sha256 and "
                         "the split's concept sets: gap scores the model there only)")
     p.add_argument("--negatives", choices=["hard", "easy"], default="hard", help="negatives of the training episodes (default hard)")
-    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
-                   help="negatives of the query sets (default: as --negatives)")
-    hard_mode_option(p)
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None, action=Given,
+                   help="negatives of the query sets (default: as --negatives; with --protocol, the protocol's)")
+    hard_mode_option(p, protocol=True)
+    protocol_option(p, help_text="train on a split of this protocol: --split names one of its splits (a CLOSURE "
+                                 "family such as embed_spa_mat, a ConceptWorld condition), episodes drawn as its comp "
+                                 "gap draws them (query negatives, hard-negative mode) unless --query-negatives or "
+                                 "--hard-mode are given; the card records the protocol")
     p.add_argument("--budget", metavar="TIME",
                    help="wall-clock budget of the whole command, e.g. 90s, 30m, 2h (default 30m unless --steps).  "
                         "It counts from the command's start (loading the space included) to the written model: a "
@@ -74,7 +80,9 @@ def cmd_train(args) -> int:
     _check_train_options(args)
     space = open_space(args.dir)
     check_learner_space(space)  # before the split: a ConceptWorld space has no learner to train
-    split = splits_for(space, [args.split], args.spec)[args.split]
+    protocol = protocol_of(args)
+    split = (protocol_splits(space, protocol, [args.split], args.spec) if protocol is not None
+             else splits_for(space, [args.split], args.spec))[args.split]
     encoder, pooling = parse_architecture(learner_with_modality(args.learner, args.modality))
     profiled, encoder_options, pooling_options = resolve_profile(
         args.profile, encoder, pooling, explicit={"batch_episodes": args.batch, "lr": args.lr})
@@ -84,6 +92,11 @@ def cmd_train(args) -> int:
                    val_every=args.val_every, val_episodes=args.val_episodes,
                    patience=args.patience, threads=args.threads, max_steps=args.steps,
                    budget_s=parse_duration(args.budget) if args.budget else None, **profiled)
+    if protocol is not None:  # the protocol's episodes, unless given here
+        for option in ("query_negatives", "hard_mode"):
+            if option not in given_options(args):
+                del options[option]
+        options["protocol"] = protocol
     try:
         h = learner.train(split, out=args.out, resume=args.resume, started=getattr(args, "started", None), **options)
     except BaseException as exc:
