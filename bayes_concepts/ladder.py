@@ -114,7 +114,7 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None) -> list:
 def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000,
                    settings=None, seed: int = 0, query_negatives=None, hard_mode: str = "union",
                    progress: bool = False, episode_shape=None, scheduler=None, alphas=None,
-                   budgets=None) -> xr.Dataset:
+                   budgets=None, models=None) -> xr.Dataset:
     """Score every rung of the ladder on the same test episodes of every split.
 
     rungs: as :func:`parse_rungs` takes them (default :data:`DEFAULT_RUNGS`); alphas, budgets:
@@ -123,7 +123,11 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     the strong oracle's numbers equal the gap's weak and strong ones).  Returns a results
     Dataset (:mod:`bayes_concepts.results`) whose ``learner`` coordinate holds the rungs'
     labels (:func:`~bayes_concepts.rungs.rung_label`) in ladder order, with the attribute
-    ``ladder`` (JSON: each rung's label, name, knobs and definition)."""
+    ``ladder`` (JSON: each rung's label, name, knobs and definition).  ``models``: trained
+    models or other learners scored on the same episodes beside the rungs, ``{name: {split:
+    learner}}`` as :func:`bayes_concepts.learners.learners_for_gap` gives them (a model on its
+    training split); their names follow the rungs in ``learner`` and are listed in the
+    attribute ``ladder_models``."""
     from .oracles import OracleSettings
     settings = settings or OracleSettings()
     specs = parse_rungs(rungs, alphas, budgets, space)
@@ -131,31 +135,43 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     if len(set(labels)) != len(labels):
         raise LadderError(f"a rung is listed twice: {', '.join(labels)}")
     parts = any(n in NESTED_ORACLES for n, _ in specs)
+    models = dict(models or {})
+    clash = sorted(set(models) & ({*labels, *_ORACLE_NAMES.values()}))
+    if clash:
+        raise LadderError(f"a model is named like a rung ({', '.join(clash)}): give it another name")
     learners = {}
     for (name, knobs), label in zip(specs, labels):
         if name in _ORACLE_NAMES and not knobs:
             continue
         learners[label] = {s: rung_learner(name, space, split, settings, **knobs) for s, split in splits.items()}
+    learners.update(models)
     ds = compute_gap(space, splits, negatives, n_episodes, settings, seed, query_negatives=query_negatives,
                      progress=progress, hard_mode=hard_mode, learners=learners, scheduler=scheduler, parts=parts,
                      episode_shape=episode_shape, structure=space_structure(space) if parts else None)
     source = {}
     for (name, knobs), label in zip(specs, labels):
         source[label] = _ORACLE_NAMES[name] if name in _ORACLE_NAMES and not knobs else label
-    ds = ds.sel(learner=[source[lb] for lb in labels]).assign_coords(learner=labels)
+    ds = ds.sel(learner=[source[lb] for lb in labels] + list(models)).assign_coords(learner=labels + list(models))
     info = json.loads(ds.attrs.get("learners", "{}"))
-    info = {lb: info.get(source[lb], {"kind": "rung"}) for lb in labels}
+    info = {lb: info.get(source.get(lb, lb), {"kind": "rung"}) for lb in labels + list(models)}
     for (name, knobs), label in zip(specs, labels):
         info[label] = {"kind": "rung", "rung": name, "knobs": knobs}
     ds.attrs["learners"] = json.dumps(info, sort_keys=True, default=str)
     ds.attrs["ladder"] = json.dumps([{"label": lb, "rung": n, "knobs": k, "definition": rung_registry.get(n).definition}
                                      for (n, k), lb in zip(specs, labels)], default=str)
+    ds.attrs["ladder_models"] = json.dumps(list(models))
     ds.attrs["solved_within"] = SOLVED_WITHIN
     return ds
 
 
+def _ladder_models(ds) -> list:
+    """The names of the models scored beside the rungs (attribute ``ladder_models``)."""
+    return json.loads(ds.attrs.get("ladder_models", "[]"))
+
+
 def _ladder_labels(ds) -> list:
-    labels = [str(x) for x in ds.learner.values.tolist()]
+    models = set(_ladder_models(ds))
+    labels = [str(x) for x in ds.learner.values.tolist() if str(x) not in models]
     if "strong" not in labels:
         raise LadderError("the ladder's results lack the strong oracle (rung 'strong'): every gap is measured "
                           "against it")
@@ -168,29 +184,37 @@ def ladder_summary(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0, solved_wit
     bootstrap 95 %) and ``gap_se`` (standard error over episodes), ``cba_gap`` with
     ``cba_gap_ci``, ``empty_share`` (episodes where nothing the rung knows fits the
     support); and ``solved_at`` (the lowest rung within ``solved_within`` mAP points of the
-    strong oracle, or None)."""
+    strong oracle, or None); ``models``: the same numbers of each model scored on the split
+    (:func:`ladder_profile`'s ``models``), which ``solved_at`` never names."""
     labels = _ladder_labels(ds)
+    models = _ladder_models(ds)
     rows = []
     for split in ds.split.values.tolist():
         for neg in ds.negatives.values.tolist():
             cell = ds.sel(split=split, negatives=neg)
             strong_ap = 100 * cell["ap"].sel(learner="strong").values
             strong_cba = 100 * cell["cba"].sel(learner="strong").values
-            out = {}
-            for lb in labels:
+            out, scored = {}, {}
+            for lb in labels + models:
                 ap = 100 * cell["ap"].sel(learner=lb).values
+                if lb in models and not np.isfinite(ap).any():
+                    continue  # a model is scored on its training split only
                 cba = 100 * cell["cba"].sel(learner=lb).values
                 gap, lo, hi = paired_bootstrap(strong_ap, ap, n_boot, seed)
                 cgap, clo, chi = paired_bootstrap(strong_cba, cba, n_boot, seed)
                 d = strong_ap - ap
                 d = d[np.isfinite(d)]
-                out[lb] = {"map": float(np.nanmean(ap)), "cba": float(np.nanmean(cba)), "gap": gap, "gap_ci": [lo, hi],
-                           "gap_se": float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan"),
-                           "cba_gap": cgap, "cba_gap_ci": [clo, chi],
-                           "empty_share": float(np.nanmean(cell["empty"].sel(learner=lb).values))}
+                (scored if lb in models else out)[lb] = {
+                    "map": float(np.nanmean(ap)), "cba": float(np.nanmean(cba)), "gap": gap, "gap_ci": [lo, hi],
+                    "gap_se": float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan"),
+                    "cba_gap": cgap, "cba_gap_ci": [clo, chi],
+                    "empty_share": float(np.nanmean(cell["empty"].sel(learner=lb).values))}
             solved = next((lb for lb in labels if lb != "strong" and out[lb]["gap"] <= solved_within), None)
-            rows.append({"split": split, "negatives": neg, "episodes": int(cell.sizes["episode"]), "rungs": out,
-                         "solved_at": solved})
+            row = {"split": split, "negatives": neg, "episodes": int(cell.sizes["episode"]), "rungs": out,
+                   "solved_at": solved}
+            if models:
+                row["models"] = scored
+            rows.append(row)
     return rows
 
 
@@ -201,14 +225,18 @@ def format_ladder(rows: list, metric: str = "gap") -> str:
     if not rows:
         return "(no cells)"
     labels = list(rows[0]["rungs"])
-    head = ["split", "neg", *labels, "solved at"]
+    models = list(dict.fromkeys(m for r in rows for m in r.get("models", {})))
+    head = ["split", "neg", *labels, "solved at", *models]
     body = [[r["split"], r["negatives"], *(f"{r['rungs'][lb][metric]:.1f}" for lb in labels),
-             r["solved_at"] or "-"] for r in rows]
+             r["solved_at"] or "-",
+             *(f"{r['models'][m][metric]:.1f}" if m in r.get("models", {}) else "-" for m in models)] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(head, widths))]
     lines += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in body]
     what = "strong − rung, mAP points" if metric == "gap" else "mAP, percent"
-    lines.append(f"({what}; solved at: the lowest rung within {SOLVED_WITHIN:g} mAP points of the strong oracle)")
+    lines.append(f"({what}; solved at: the lowest rung within {SOLVED_WITHIN:g} mAP points of the strong oracle"
+                 + ("; after it, the models scored on the same episodes, on their training splits" if models else "")
+                 + ")")
     return "\n".join(lines)
 
 

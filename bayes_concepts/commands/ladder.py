@@ -37,6 +37,13 @@ def _ladder_arguments(p):
                    help="test episodes per split and negatives (default 5,000)")
     episode_shape_option(p)
     oracle_options(p, protocol=True)
+    p.add_argument("--learner", action="append", metavar="MODEL_DIR|NAME",
+                   help="also score a trained model (on its training split) or a reference learner (random, "
+                        "prototype) on the ladder's episodes, a column after the rungs; repeatable.  A model is "
+                        "scored only on the space it was trained on and on a split with its training split's concepts")
+    p.add_argument("--allow-other-space", action="store_true",
+                   help="score a model on a space or split other than the one it was trained on (its training "
+                        "concepts may then be test concepts)")
     p.add_argument("--published", metavar="NAME|FILE", default=None,
                    help=LazyHelp(lambda: "published model results to correlate with: a benchmark ("
                                  + ", ".join(lazy_registry("published", "published_results")()) + "), a TOML file in "
@@ -77,16 +84,22 @@ def cmd_ladder(args) -> int:
                                               else splits_for(space, None, args.spec))
         published.check(list(every))
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
-    check_gap_memory(args.episodes, len(splits) * len(negatives), len(specs))
+    check_gap_memory(args.episodes, len(splits) * len(negatives), len(specs) + len(args.learner or ()))
     settings, query_negatives, hard_mode = (
         (oracle_settings(args), args.query_negatives, args.hard_mode) if protocol is None
         else (overrides.get("settings", protocol.settings), overrides.get("query_negatives", protocol.query_negatives),
               overrides.get("hard_mode", protocol.hard_mode)))
+    from ..episodes import episode_shapes
+    episode_shapes(space, splits, episode_shape(args))  # a split no episode can be drawn from: before the rungs
+    models = {}
+    if args.learner:
+        from ..learners import learners_for_gap
+        models = learners_for_gap(space, splits, args.learner, args.seed, allow_other_space=args.allow_other_space)
     t = time.perf_counter()
     with progress_output():
         ds = ladder_profile(space, splits, specs, negatives, args.episodes, settings, args.seed,
                             query_negatives=query_negatives, hard_mode=hard_mode, progress=not args.json,
-                            episode_shape=episode_shape(args), scheduler=args.scheduler)
+                            episode_shape=episode_shape(args), scheduler=args.scheduler, models=models)
     if protocol is not None:
         protocol.record(ds, overrides)
     rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
