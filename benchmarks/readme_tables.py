@@ -430,8 +430,27 @@ def ladder_correlations() -> str:
     return table(["rung", *head, "pooled (Fisher z; benchmarks)", "leave one out"], rows)
 
 
+def conceptworld_learners() -> str:
+    """ConceptWorld's five baselines at CPU scale (``conceptworld_learners.json``): macro F1
+    per experiment and test condition, ours (mean over seeds) beside the seed's (mean over the
+    same classes of its Tables 4, 6, 8, 10), and CPU seconds per learner and experiment."""
+    d = load("conceptworld_learners")
+    rows = []
+    for exp, fig in d["figures"].items():
+        conds = fig["conditions"]
+        for name, lv in fig["learners"].items():
+            seed = lv.get("seed_f1") or {}
+            cells = []
+            for c in conds:
+                ours = lv["macro"][c]["mean"]
+                theirs = [v[c] for v in seed.values() if c in v]
+                cells.append(f"{c}: {ours:.2f} / {sum(theirs) / len(theirs):.2f}" if theirs else f"{c}: {ours:.2f} / -")
+            rows.append([exp, name, lv.get("seed_model") or "-", "; ".join(cells), f"{lv['cpu_seconds']['total']:.0f}"])
+    return table(["experiment", "learner", "seed's model", "macro F1 per condition: ours / seed's", "CPU s (3 seeds)"],
+                 rows)
 
-GENERATORS = {"mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
+
+GENERATORS = {"conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
               "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
