@@ -774,20 +774,33 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
     """``(shapes, excluded)`` of a gap run: split name -> its episode shape (a dict of
     :class:`~bayes_concepts.episodes.EpisodeShape` fields: ``episode_shape`` when given, else
     the split spec's ``[episodes]`` table, else 5+20 each), and an exclusion record
-    ``{"space": {kind: {...}}, "<split>": {"too_small": {...}}}``: what the space's build left
-    out (a pair space's ``params["excluded"]``) and each split's test concepts too small for its
-    shape.  Query sets of different sizes across splits are a one-line error."""
+    ``{"space": {kind: {...}}, "space_notes": {kind: {...}}, "<split>": {"too_small": {...}}}``:
+    what the space's build left out (a pair space's ``params["excluded"]``), what it noted (a
+    pair space's ``params["layout_notes"]``: e.g. attributes ``seen_attrs.txt`` lists that no
+    seen pair uses) and each split's test concepts too small for its shape.  Query sets of
+    different sizes across splits are a one-line error, and so is a split with test concepts
+    none of which has the scenes an episode needs (:class:`EpisodeError` naming the split,
+    the counts and the fix: :func:`drawable_fix`), before any episode is drawn."""
     given = None if episode_shape is None else EpisodeShape.parse(episode_shape)
     shapes, excluded = {}, {}
     built = (space.params or {}).get("excluded")
     if built:
         excluded["space"] = built
+    noted = (space.params or {}).get("layout_notes")
+    if noted:
+        excluded["space_notes"] = noted
     for name, split in splits.items():
         spec = getattr(split, "spec", None) or {}
         shape = given or EpisodeShape.parse(spec.get("episodes"), f"split {name}: [episodes]")
         shapes[name] = shape.as_dict()
         ex = episode_exclusions(space, split.test, shape)
         excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
+        if len(split.test) and not ex["usable"]:
+            raise EpisodeError(
+                f"split {name}: none of its {len(split.test):,} test concepts has {shape.needed} or more "
+                f"{_scene_word(space)} "
+                f"({shape.positives} support + {shape.query_positives} query positives), so no episode can be "
+                f"drawn: {drawable_fix(space, split.test, shape.needed)}")
     sizes = {s["query_positives"] + s["query_negatives"] for s in shapes.values()}
     if len(sizes) > 1:
         raise BayesConceptsError("the splits' episode shapes give query sets of different sizes ("
@@ -795,3 +808,30 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
                                              for n, s in shapes.items())
                                  + "): score them in separate runs, or give one --episode-shape")
     return shapes, excluded
+
+
+def drawable_fix(space, test_ids, needed: int) -> str:
+    """How to make a split's test concepts that are too small (``test_ids``, fewer than
+    ``needed`` scenes: support + query positives) drawable: with synthetic items (a pair space
+    built with ``--items-per-pair``), more items per pair; in any case a smaller
+    ``--episode-shape`` (its positives within the largest of them)."""
+    counts = np.asarray(space.counts)[np.asarray(test_ids, np.int64)] if len(test_ids) else np.zeros(0, int)
+    unit = _scene_word(space)
+    largest = int(counts.max()) if len(counts) else 0
+    synthetic = str(((space.params or {}).get("sources") or {}).get("items", "")).startswith("synthetic")
+    fixes = []
+    if synthetic:
+        fixes.append(f"rebuild with --items-per-pair >= {needed} (each pair has "
+                     f"{largest if largest else 'no'} synthetic items now)")
+    if largest >= 2:
+        p = largest // 2
+        fixes.append(f"give a smaller --episode-shape (support + query positives <= {largest}, the {unit} of the "
+                     f"largest of them, e.g. --episode-shape {p},20,{largest - p},20)")
+    elif not synthetic:
+        fixes.append(f"no episode shape fits: the test concepts have fewer than 2 {unit} each")
+    return "; or ".join(fixes)
+
+
+def _scene_word(space) -> str:
+    """What the space's scenes are called in messages: ``items`` in a pair space, else ``scenes``."""
+    return "items" if (space.params or {}).get("kind") == "pairs" else "scenes"

@@ -498,8 +498,8 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
     concept).  ``query_negatives`` and ``hard_mode``: how episodes are drawn, as for
     :func:`compute_gap` (a protocol's); ``episode_shape`` as for :func:`compute_gap`.  The report's
     ``"episodes"`` holds the episode shape, the usable test concepts and the exclusions
-    (``excluded``: the split's too-small test concepts, and ``space``: what a pair space's build
-    left out)."""
+    (``excluded``: the split's too-small test concepts, ``space``: what a pair space's build
+    left out, and ``notes``: what it noted, :func:`build_note_lines`)."""
     structure = structure if structure is not None else concept_structure(space)
     ds = compute_gap(space, {split.name: split}, ("hard", "easy"), n_episodes, settings, seed,
                      query_negatives=query_negatives, hard_mode=hard_mode, parts=parts, structure=structure,
@@ -507,7 +507,7 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
     excluded = json.loads(ds.attrs["excluded"])
     episodes = {"shape": json.loads(ds.attrs["episode_shape"])[split.name],
                 "usable": excluded[split.name]["usable"], "excluded": excluded[split.name]["too_small"],
-                "space": excluded.get("space", {})}
+                "space": excluded.get("space", {}), "notes": excluded.get("space_notes", {})}
     rows = summarise(ds)
     cell = ds.sel(split=split.name, negatives="hard")
     concepts = cell["concept"].values
@@ -570,6 +570,21 @@ def build_exclusion_lines(space_record: dict | None) -> list:
     return lines
 
 
+def build_note_lines(notes: dict | None) -> list:
+    """One line per kind of what a space's build noted without leaving it out (a pair space's
+    ``params["layout_notes"]``, e.g. attributes ``seen_attrs.txt`` lists that no seen pair uses,
+    pairs no pair file names): count, first names, what the split makes of them."""
+    lines = []
+    for kind, rec in (notes or {}).items():
+        if not rec.get("count"):
+            continue
+        shown = list(rec.get("first", []))
+        more = ", ..." if rec["count"] > len(shown) else ""
+        lines.append(f"noted by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
+                     f"({', '.join(shown)}{more}): {rec.get('rule', '')}")
+    return lines
+
+
 def episodes_lines(episodes: dict | None) -> list:
     """The audit's lines on episodes: the shape, the usable and excluded test concepts (count and
     first names, with the rule) and what the space's build left out."""
@@ -582,6 +597,7 @@ def episodes_lines(episodes: dict | None) -> list:
                                                                             else "") + f"): {ex['rule']}"
                                             if ex["count"] else "")]
     lines += build_exclusion_lines(episodes.get("space"))
+    lines += build_note_lines(episodes.get("notes"))
     return lines
 
 

@@ -36,7 +36,7 @@ from .errors import BayesConceptsError
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import EpisodeSampler
 from .episodes import episode_shapes
-from .gap import audit, build_exclusion_lines, cell_seed
+from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed
 from .oracles import OracleSettings, strong_and_weak
 from .plots import plot_episode, plot_gap_parts
 from .plots.style import figure_style, split_label
@@ -55,40 +55,13 @@ class ReportError(BayesConceptsError):
 FEW_DRAWABLE = 5
 
 
-def drawable_fix(space, test_ids, needed: int) -> str:
-    """How to make a split's test concepts that are too small (``test_ids``, fewer than
-    ``needed`` items: support + query positives) drawable: with synthetic items
-    (``--items-per-pair``), more items per pair; in any case a smaller ``--episode-shape`` (its
-    positives within the largest of them)."""
-    counts = np.asarray(space.counts)[np.asarray(test_ids, np.int64)] if len(test_ids) else np.zeros(0, int)
-    largest = int(counts.max()) if len(counts) else 0
-    synthetic = str(((space.params or {}).get("sources") or {}).get("items", "")).startswith("synthetic")
-    fixes = []
-    if synthetic:
-        fixes.append(f"rebuild with --items-per-pair >= {needed} (each pair has "
-                     f"{largest if largest else 'no'} synthetic items now)")
-    if largest >= 2:
-        p = largest // 2
-        fixes.append(f"give a smaller --episode-shape (support + query positives <= {largest}, the items of the "
-                     f"largest of them, e.g. --episode-shape {p},20,{largest - p},20)")
-    elif not synthetic:
-        fixes.append("no episode shape fits: the test concepts have fewer than 2 items each")
-    return "; or ".join(fixes)
-
-
 def check_drawable(space, splits, episode_shape=None):
-    """Refuse, in one line naming the split and the fix (:func:`drawable_fix`),
-    a split none of whose test concepts has the items an episode needs (before anything runs)."""
+    """Refuse, in one line naming the split, the counts and the fix
+    (:func:`~bayes_concepts.episodes.drawable_fix`), a split none of whose test concepts has the
+    items an episode needs, before anything runs (as
+    :func:`~bayes_concepts.episodes.episode_shapes` does for every gap run)."""
     named = splits if isinstance(splits, dict) else {s.name: s for s in splits}
-    shapes, excluded = episode_shapes(space, named, episode_shape)
-    for name, split in named.items():
-        if len(split.test) and not excluded[name]["usable"]:
-            sh = shapes[name]
-            needed = sh["positives"] + sh["query_positives"]
-            raise BayesConceptsError(
-                f"split {name}: none of its {len(split.test):,} test concepts has {needed} or more items "
-                f"({sh['positives']} support + {sh['query_positives']} query positives), so no episode can be "
-                f"drawn: {drawable_fix(space, split.test, needed)}")
+    episode_shapes(space, named, episode_shape)
 
 
 def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
@@ -259,11 +232,11 @@ def episode_note(reports: list) -> list:
 
 def episode_footer(reports: list) -> list:
     """What holds for every split at once: one line per kind of what the space's build left
-    out, and the rule by which test concepts are excluded (when some split excludes any)."""
+    out and of what it noted, and the rule by which test concepts are excluded (when some split excludes any)."""
     first = next((r["episodes"] for r in reports if r.get("episodes")), None)
     if first is None:
         return []
-    lines = build_exclusion_lines(first.get("space"))
+    lines = build_exclusion_lines(first.get("space")) + build_note_lines(first.get("notes"))
     if any(r.get("episodes", {}).get("excluded", {}).get("count") for r in reports):
         lines.append(f"excluded test concepts: {first['excluded']['rule']}")
     return lines

@@ -71,6 +71,8 @@ def cmd_gap(args) -> int:
         raise no_splits_error(args, "score", space)
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     check_gap_memory(args.episodes, len(splits) * len(negatives), n_learners)
+    from ..episodes import episode_shapes
+    episode_shapes(space, splits, episode_shape(args))  # a split no episode can be drawn from: before the learners
     t = time.perf_counter()
     from ..learners import learners_for_gap
     learners = learners_for_gap(space, splits, args.learner, args.seed, allow_other_space=args.allow_other_space)
@@ -118,7 +120,7 @@ def cmd_gap(args) -> int:
 
 def _exclusion_note(ds) -> list:
     """Lines on a gap run's episodes: each split's shape and the test concepts too small for it
-    (count, first names, rule), and what the space's build left out (results' attributes)."""
+    (count, first names, rule), and what the space's build left out and noted (results' attributes)."""
     try:
         shapes = json.loads(ds.attrs.get("episode_shape", "{}"))
         excluded = json.loads(ds.attrs.get("excluded", "{}"))
@@ -132,8 +134,5 @@ def _exclusion_note(ds) -> list:
                      f"concepts, {ex['count']:,} excluded" + (f" ({', '.join(ex['first'])}"
                                                              + (", ..." if ex["count"] > len(ex["first"]) else "")
                                                              + f"): {ex['rule']}" if ex["count"] else ""))
-    for kind, rec in excluded.get("space", {}).items():
-        lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
-                     f"({', '.join(rec['first'])}{', ...' if rec['count'] > len(rec['first']) else ''}): "
-                     f"{rec['rule']}")
-    return lines
+    from ..gap import build_exclusion_lines, build_note_lines
+    return lines + build_exclusion_lines(excluded.get("space")) + build_note_lines(excluded.get("space_notes"))

@@ -5,7 +5,8 @@ import tomllib
 from pathlib import Path
 
 from ...splits import make_split
-from ...report import FEW_DRAWABLE, drawable_fix
+from ...episodes import drawable_fix
+from ...report import FEW_DRAWABLE
 from .layout import FIRST, PairsLayoutError, read_pairs_layout
 from .layout import _s
 from .space import (IMAGE_LEVEL, K_BY, _seen_test_note, episode_worlds_spec, exclusion_lines, pair_space,
