@@ -95,7 +95,8 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
                         if small else "")
                      + (f". Split {split.name}: {'no' if not usable else f'only {usable:,}'} test concept"
                         f"{_s(usable) if usable else ''} drawable, so "
-                        + ("its audit cannot draw an episode" if not usable else "its gap rests on few concepts")
+                        + ("gap, audit and ladder refuse it (no episode can be drawn)" if not usable
+                           else "its gap rests on few concepts")
                         + ": " + drawable_fix(space, [i for i in split.test if space.counts[i] < pos + qpos],
                                               pos + qpos)
                         if small and usable < FEW_DRAWABLE else ""))
