@@ -31,6 +31,7 @@ from scipy.stats import spearmanr
 
 from bayes_concepts.suites.closure import family_drops, load_reported
 from bayes_concepts.gap import summarise
+from bayes_concepts.options import run_info
 from bayes_concepts.protocols import protocols
 from bayes_concepts.spaces import load_space
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
@@ -38,19 +39,6 @@ from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 PROTOCOLS = {"closure": "closure_gap.json", "closure-baselines": "closure_gap_baselines.json"}
 KEEP = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share", "posterior_entropy",
         "predictive_entropy")
-
-
-def run_info(ds) -> dict:
-    """The run's settings from a results Dataset's attributes (as ``gap --json`` prints them)."""
-    info = {}
-    for key, value in ds.attrs.items():
-        if isinstance(value, str) and value.startswith(("{", "[")):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                pass
-        info["settings" if key == "oracle_settings" else key] = value
-    return info
 
 
 def rho(x, y) -> dict:
