@@ -33,18 +33,23 @@ def _train_arguments(p):
                                  "gap draws them (query negatives, hard-negative mode) unless --query-negatives or "
                                  "--hard-mode are given; the card records the protocol")
     p.add_argument("--budget", metavar="TIME",
-                   help="wall-clock budget of the whole command, e.g. 90s, 30m, 2h (default 30m unless --steps).  "
-                        "It counts from the command's start (loading the space included) to the written model: a "
+                   help="wall-clock budget of this command, e.g. 90s, 30m, 2h (default 30m unless --steps).  "
+                        "It counts from the command's start (loading the space included) to the written model; with "
+                        "--resume it is this run's own budget, from this command's start (the runs before do not "
+                        "count against it, and the run makes a new warm-up and cosine decay over it).  A "
                         "training step starts only when it and the closing validation and save are expected to end "
                         "within the budget, each expected to take as long as the slowest of its recent runs, so the "
                         "command ends about when the budget is spent, not a step and a validation later (the first "
-                        "validation is always made, however long it takes).")
+                        "validation is always made, however long it takes).  The schedule scales to the budget: "
+                        "warm-up takes at most a tenth of the steps it affords, and unless --val-every and "
+                        "--val-episodes are given, validation about a fifth of it.  The card's training.budget "
+                        "records what was used.")
     p.add_argument("--steps", type=int, help="most training steps")
     p.add_argument("--alpha", type=float, default=0.0, help="weight of the concept loss (default 0)")
     p.add_argument("--profile", default="cpu", metavar="NAME",
                    help="the training settings and architecture options not given here.  cpu (the default): "
-                        "chosen for a CPU: Adam 1e-3 with 100 warm-up steps then a cosine decay to the end of "
-                        "the budget, 64 episodes per step, no batch norm in the relation net's g, the image "
+                        "chosen for a CPU: Adam 1e-3 with 100 warm-up steps (at most a tenth of the steps the "
+                        "budget affords) then a cosine decay to the end of the budget, 64 episodes per step, no batch norm in the relation net's g, the image "
                         "encoder's small CNN at 80 x 120.  curi: CURI's published settings: a constant Adam "
                         "rate (schema 1e-3, image 1e-4, sound 5e-5), 64 episodes per step for schemas and 8 for "
                         "images and sounds, batch norm in the relation net's g, ResNet-18 to layer 3 at 160 x 240 "
@@ -56,8 +61,11 @@ def _train_arguments(p):
     p.add_argument("--lr", type=float, default=None,
                    help="Adam's learning rate (default: the profile's; cpu 1e-3 with warm-up and cosine decay, "
                         "curi constant 1e-3 for schemas, 1e-4 for images, 5e-5 for sounds)")
-    p.add_argument("--val-every", type=int, default=500, help="steps between validations")
-    p.add_argument("--val-episodes", type=int, default=1000, help="validation episodes (val concepts) per check (default 1000)")
+    p.add_argument("--val-every", type=int, default=None,
+                   help="steps between validations (default 500, more when a budget's steps are short)")
+    p.add_argument("--val-episodes", type=int, default=None,
+                   help="validation episodes (val concepts) per check (default 1000, fewer, down to 100, when they "
+                        "would take more than a fifth of the budget)")
     p.add_argument("--patience", type=int, default=10, help="validations without improvement before stopping (0: never)")
     p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
                    help="arithmetic precision (auto: bf16 on a CPU with fast bfloat16 products, else fp32)")

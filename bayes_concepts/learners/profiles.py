@@ -10,7 +10,8 @@ Built-ins:
 
 ``cpu`` (the default)
     Settings chosen to train in minutes on a laptop's CPU: Adam at 1e-3 with 100 steps of
-    linear warm-up and a half-cosine decay to the end of the budget; 64 episodes per step;
+    linear warm-up (at most a tenth of the steps the budget or ``max_steps`` affords, so a short
+    run warms up too) and a half-cosine decay to the end of the budget; 64 episodes per step;
     the relation net's g without batch norm; the image encoder's small CNN at 80 × 120
     pixels.
 ``curi``
@@ -87,7 +88,8 @@ def describe(name: str) -> str:
 
 
 training_profiles.register("cpu", TrainingProfile(
-    "the default, for a CPU: Adam 1e-3, 100 warm-up steps then a cosine decay to the end of the budget, "
+    "the default, for a CPU: Adam 1e-3, 100 warm-up steps (at most a tenth of the steps the budget affords) then "
+    "a cosine decay to the end of the budget, "
     "64 episodes per step, no batch norm in the relation net's g, the image encoder's small CNN at 80 × 120."))
 
 training_profiles.register("curi", TrainingProfile(

@@ -13,7 +13,16 @@ whole run, from drawing the validation episodes to the written model: a step sta
 when it and the validation and save that close the run are expected to end within the
 budget (each expected to take as long as the slowest of its recent runs), so a run ends about
 when its budget is spent, not a step and a validation later; the first validation is always
-made, however long it takes.
+made, however long it takes.  A resumed run's budget is its own, counted from its start (the
+steps of the runs before it do not count against it), and it makes a new warm-up and
+cosine cycle over that budget.
+
+Under a time budget the schedule scales to what the budget affords: warm-up takes at most
+:data:`WARMUP_SHARE` of the steps the budget is expected to afford (estimated from the
+steps' times, :func:`budget_warmup`), and unless ``val_episodes``/``val_every`` are given
+the validations take about :data:`VALIDATION_SHARE` of it (:func:`budget_val_episodes`
+from a timed probe of 32 validation episodes, :func:`budget_val_every` from the steps'
+times).  The history's ``budget`` entry records what was used.
 
 Loss per episode: mean binary cross-entropy of the query labels under the prototype
 logits + alpha × the concept decoder's mean token cross-entropy.  Adam, CURI's
@@ -71,6 +80,69 @@ def format_duration(seconds: float) -> str:
     return f"{h}h{m:02d}m{s:02d}s" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
 
 
+#: Validation steps and episodes when neither a time budget nor ``val_every``/``val_episodes`` scale them.
+VAL_EVERY, VAL_EPISODES = 500, 1000
+#: Share of a time budget the validations are planned to take (unless their number and size are given).
+VALIDATION_SHARE = 0.2
+#: Validations a budget's validation size is planned for before any step is timed: the first,
+#: one between and the closing one.
+PLANNED_VALIDATIONS = 3
+#: Fewest validation episodes a budget scales the validation set down to (fewer make the choice of
+#: the best weights a coin toss).
+LEAST_VAL_EPISODES = 100
+#: Validation episodes timed to size the validation set under a budget.
+PROBE_EPISODES = 32
+#: Most of the steps a run is expected to take that its warm-up may take.
+WARMUP_SHARE = 0.1
+#: What the history says the budget covers.
+BUDGET_COVERS = ("this run, from its start (the command's start on the command line, loading the space included) "
+                 "to the written model; a resumed run's budget is its own, not the total of the runs")
+
+
+def expected_steps(steps_done: int, remaining_s: float, step_s: float) -> float:
+    """Steps a run is expected to take in all: ``steps_done`` and as many more ``step_s``-second
+    steps as fit in ``remaining_s`` seconds (infinite while no step is timed, ``step_s`` 0)."""
+    if step_s <= 0:
+        return math.inf
+    return steps_done + max(0.0, remaining_s) / step_s
+
+
+def budget_warmup(warmup_steps: int, steps_done: int, remaining_s: float, step_s: float,
+                  share: float = WARMUP_SHARE) -> int:
+    """Warm-up steps of a run that has taken ``steps_done`` steps and has ``remaining_s``
+    seconds left for steps of ``step_s`` seconds: at most ``share`` of the steps it is
+    expected to take (:func:`expected_steps`), at least 1, at most ``warmup_steps`` (0: none).
+    """
+    if warmup_steps <= 0:
+        return 0
+    expected = expected_steps(steps_done, remaining_s, step_s)
+    if not math.isfinite(expected):
+        return int(warmup_steps)
+    return int(min(warmup_steps, max(1, math.floor(share * expected))))
+
+
+def budget_val_episodes(requested: int, budget_s: float, episode_s: float, fixed_s: float = 0.0,
+                        share: float = VALIDATION_SHARE, planned: int = PLANNED_VALIDATIONS,
+                        least: int = LEAST_VAL_EPISODES) -> int:
+    """Validation episodes under a ``budget_s``-second budget when a validation takes
+    ``fixed_s`` seconds (embedding the test bank) and ``episode_s`` more an episode: as many
+    as let ``planned`` validations take ``share`` of the budget, at least ``least``, at most
+    ``requested``."""
+    if episode_s <= 0:
+        return int(requested)
+    fit = math.floor((share * budget_s / planned - fixed_s) / episode_s)
+    return int(min(requested, max(least, fit)))
+
+
+def budget_val_every(requested: int, validate_s: float, step_s: float, share: float = VALIDATION_SHARE) -> int:
+    """Steps between validations that take ``validate_s`` seconds, with steps of ``step_s``
+    seconds, so that validating takes at most ``share`` of the time: at least ``requested``
+    (validations are never made more often than asked)."""
+    if step_s <= 0 or validate_s <= 0:
+        return int(requested)
+    return int(max(requested, math.ceil(validate_s * (1 - share) / (share * step_s) - 1e-9)))
+
+
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -86,18 +158,21 @@ class TrainSettings:
     query_negatives: as in :meth:`EpisodeSampler.sample`; batch_episodes: episodes per Adam
     step (CURI: 64; at most chunk_episodes, else an error); lr: Adam's learning rate (CURI: 1e-3 for
     schemas); max_steps: step limit
-    (None: none); budget_s: wall-clock limit in seconds (None: none; the default is 30
-    minutes when neither limit is given); val_every: steps between validations;
-    val_episodes: validation episodes (fixed); patience: validations without improvement
+    (None: none); budget_s: wall-clock limit in seconds of this run (None: none; the default is 30
+    minutes when neither limit is given; a resumed run's is its own); val_every: steps between
+    validations (None: 500, more under a time budget, :func:`budget_val_every`);
+    val_episodes: validation episodes (fixed; None: 1000, fewer under a time budget,
+    :func:`budget_val_episodes`); patience: validations without improvement
     before stopping (0: never stop early); chunk_episodes: episodes drawn per sampler call;
     threads: torch threads (None: every core available); report_every_s: seconds between
     plain progress lines when output is not a terminal.
 
     lr_schedule: ``constant`` (CURI's) or ``cosine``: after ``warmup_steps`` of linear
-    warm-up, the rate follows a half cosine from ``lr`` down to ``lr_final`` × ``lr`` at the
+    warm-up (under a time budget at most a tenth of the steps it affords, :func:`budget_warmup`),
+    the rate follows a half cosine from ``lr`` down to ``lr_final`` × ``lr`` at the
     end of the run, the end being ``max_steps`` or the time ``budget_s``, whichever comes
-    first (progress = max(step / max_steps, elapsed / budget), so a time budget decays
-    on the clock).  block_passes: how many times each block of ``chunk_episodes``
+    first (progress = max(step / max_steps, elapsed / span), so a time budget decays
+    on the clock, over the span from the run's first step to the closing validation).  block_passes: how many times each block of ``chunk_episodes``
     sampled episodes is used (in a fresh order each pass) before the next block is drawn;
     CURI drew a fixed pool of 500,000 episodes and used each about 128 times; 1 (the
     default, every episode fresh) costs about 0.5 ms of sampling per hard-negative episode
@@ -117,8 +192,8 @@ class TrainSettings:
     lr: float = 1e-3
     max_steps: int | None = None
     budget_s: float | None = None
-    val_every: int = 500
-    val_episodes: int = 1000
+    val_every: int | None = None
+    val_episodes: int | None = None
     patience: int = 10
     chunk_episodes: int = 4096
     threads: int | None = None
@@ -134,6 +209,8 @@ class TrainSettings:
             raise LearnerError(f"negatives must be 'hard' or 'easy', got {self.negatives!r}")
         for name in ("batch_episodes", "val_every", "val_episodes", "chunk_episodes"):
             v = getattr(self, name)
+            if v is None and name in ("val_every", "val_episodes"):
+                continue
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise LearnerError(f"{name} must be a positive integer, got {v!r}")
         if self.batch_episodes > self.chunk_episodes:
@@ -164,19 +241,28 @@ class TrainSettings:
             raise LearnerError(f"unknown training profile {self.profile!r} (expected one of "
                                f"{', '.join(training_profiles.names())})")
 
-    def learning_rate(self, step: int, elapsed_s: float) -> float:
-        """Adam's rate at ``step`` after ``elapsed_s`` seconds (see ``lr_schedule``)."""
+    def learning_rate(self, step: int, elapsed_s: float, *, warmup_steps: int | None = None, first_step: int = 0,
+                      span_s: float | None = None) -> float:
+        """Adam's rate at ``step`` after ``elapsed_s`` seconds (see ``lr_schedule``).
+
+        warmup_steps: the run's warm-up (default the setting's; :func:`budget_warmup` under a
+        time budget), counted from ``first_step`` (a resumed run's first step under a time
+        budget); span_s: the seconds the cosine spans (default the budget), ``elapsed_s``
+        counted from the span's start.
+        """
         lr = float(self.lr)
-        if self.warmup_steps and step < self.warmup_steps:
-            lr *= (step + 1) / self.warmup_steps
+        warmup = self.warmup_steps if warmup_steps is None else warmup_steps
+        if warmup and step - first_step < warmup:
+            lr *= (step - first_step + 1) / warmup
         if self.lr_schedule == "constant":
             return lr
         max_steps, budget = self.limits()
+        span = budget if span_s is None else span_s
         progress = 0.0
         if max_steps:
             progress = max(progress, step / max_steps)
         if budget:
-            progress = max(progress, elapsed_s / budget)
+            progress = max(progress, elapsed_s / span if span and span > 0 else 1.0)
         progress = min(1.0, progress)
         return lr * (self.lr_final + (1 - self.lr_final) * 0.5 * (1 + math.cos(math.pi * progress)))
 
@@ -210,6 +296,8 @@ class _State:
     best_step: int = -1
     bad_validations: int = 0
     stopped: str | None = None
+    val_episodes: int | None = None  # the validation set's size, kept by a resumed run
+    costs: dict = field(default_factory=dict)  # seconds the budget rule expects (validate, save), kept on resume
 
 
 class _Reporter:
@@ -222,6 +310,7 @@ class _Reporter:
         self.every_s = every_s
         self.last = time.perf_counter()
         self.head = f"train {learner.name} on {split_name}"
+        self.before_s = 0.0  # wall seconds of the runs before this one (a resumed run's budget is its own)
         self.bar = None
         if self.enabled and self.tty:
             from tqdm.auto import tqdm
@@ -238,7 +327,7 @@ class _Reporter:
                 post["val mAP"] = f"{100 * last['val_map']:.1f}"
                 post["best"] = f"{100 * state.best_map:.1f}"
             if budget:
-                post["time"] = f"{format_duration(state.wall_s)}/{format_duration(budget)}"
+                post["time"] = f"{format_duration(state.wall_s - self.before_s)}/{format_duration(budget)}"
             self.bar.set_postfix(post, refresh=True)
             return
         now = time.perf_counter()
@@ -251,7 +340,8 @@ class _Reporter:
         if last:
             line += (f" | val mAP {100 * last['val_map']:.1f} at step {last['step']:,} (best "
                      f"{100 * state.best_map:.1f} at step {state.best_step:,})")
-        line += f" | {format_duration(state.wall_s)}" + (f" of {format_duration(budget)}" if budget else "")
+        line += (f" | {format_duration(state.wall_s - self.before_s)} of {format_duration(budget)}" if budget
+                 else f" | {format_duration(state.wall_s)}")
         self.log(line)
 
     def close(self, message: str):
@@ -383,6 +473,7 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
     started : float, optional
         The :func:`time.perf_counter` value the time budget counts from (default: this call);
         the command line passes the time it started, so ``--budget`` bounds the whole command.
+        A resumed run's budget is its own: the runs before it do not count against it.
 
     Returns
     -------
@@ -416,11 +507,35 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
     threads_used = torch.get_num_threads()
     sampler = EpisodeSampler(space)
     val_side = "val" if len(split.val) else "train"
-    val_eps = sampler.sample(split.ids(val_side), settings.val_episodes, settings.negatives,
-                             query_negatives=settings.query_negatives, seed=stream_seed(learner.seed, "val"),
-                             hard_mode=settings.hard_mode, meta={"split": split.name, "side": val_side})
     opt = torch.optim.Adam(learner.model.parameters(), lr=settings.lr)
     state = _read_checkpoint(out, learner, opt, identity) if resume else _State()
+    requested_val = settings.val_episodes or VAL_EPISODES
+    bank_embedded_s = None  # seconds the probe spent embedding the test bank the first validation reuses
+
+    def draw_val(n: int):
+        # episodes 0:n of the requested set: a smaller validation set is a prefix of the full one
+        return sampler.sample(split.ids(val_side), requested_val, settings.negatives, part=(0, n),
+                              query_negatives=settings.query_negatives, seed=stream_seed(learner.seed, "val"),
+                              hard_mode=settings.hard_mode, meta={"split": split.name, "side": val_side})
+
+    if state.val_episodes:  # resumed: the validation set of the run before
+        n_val = state.val_episodes
+    elif settings.val_episodes is None and budget is not None:
+        # timed twice: the first scoring embeds the test bank once (a validation's fixed cost), the second not
+        probe = draw_val(min(PROBE_EPISODES, requested_val))
+        t_probe = time.perf_counter()
+        learner.weights_changed()
+        learner.evaluate(probe)
+        t_again = time.perf_counter()
+        learner.evaluate(probe)
+        episode_s = (time.perf_counter() - t_again) / max(1, len(probe))
+        fixed_s = max(0.0, (t_again - t_probe) - episode_s * len(probe))
+        n_val = budget_val_episodes(requested_val, budget, episode_s, fixed_s)
+        bank_embedded_s = fixed_s  # the first validation need not embed the bank again; its cost counts it
+    else:
+        n_val = requested_val
+    state.val_episodes = n_val
+    val_eps = draw_val(n_val)
     if resume and out is not None and (out / WEIGHTS).exists():
         best_card = read_card(out)
         best_weights = read_tensors(out / WEIGHTS, best_card.get("weights_sha256"))
@@ -432,14 +547,24 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
     reporter = _Reporter(learner, split.name, progress, log, max_steps, settings.report_every_s)
     block_index, block = -1, None
     loss_sum, loss_n, last_loss = 0.0, 0, float("nan")
-    start = entered - state.wall_s
+    start = entered - state.wall_s  # state.wall_s counts every run's time; the budget this run's (entered on)
+    reporter.before_s = state.wall_s
     # what the budget rule expects the next step, a block of episodes and the closing validation to cost
-    cost = {"step": 0.0, "draw": 0.0, "validate": 0.0, "save": 0.0}
+    cost = {"step": 0.0, "draw": 0.0, "validate": 0.0, "save": 0.0, **state.costs}
+    first_step = state.step  # this run's first step
+    first_step_at = None  # seconds into this run its first step started
+    warmup = None  # the warm-up, once it is over (until then re-estimated at every step under a budget)
+    val_every = settings.val_every or VAL_EVERY
+    last_validated = state.curve[-1]["step"] if state.curve else 0
 
     def validate():
-        nonlocal best_weights, loss_sum, loss_n
+        nonlocal best_weights, loss_sum, loss_n, last_validated, bank_embedded_s
         t_val = time.perf_counter()
-        learner.weights_changed()
+        if bank_embedded_s is None:
+            learner.weights_changed()
+        else:  # as if this validation had embedded the bank, as the closing one will
+            t_val -= bank_embedded_s
+        bank_embedded_s = None
         r = learner.evaluate(val_eps)
         val_map, val_cba = float(np.nanmean(r["ap"])), float(np.nanmean(r["cba"]))
         state.wall_s = time.perf_counter() - start
@@ -447,6 +572,7 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
                             "train_loss": loss_sum / loss_n if loss_n else None, "elapsed_s": round(state.wall_s, 3),
                             "lr": opt.param_groups[0]["lr"]})
         loss_sum, loss_n = 0.0, 0
+        last_validated = state.step
         if val_map > state.best_map:
             state.best_map, state.best_step, state.bad_validations = val_map, state.step, 0
             best_weights = {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
@@ -457,6 +583,8 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
                 cost["save"] = _recent_max(cost["save"], time.perf_counter() - t_save)
         else:
             state.bad_validations += 1
+        # kept for a resumed run's budget rule (this validation's time so far: the checkpoint is written next)
+        state.costs = {"validate": _recent_max(cost["validate"], time.perf_counter() - t_val), "save": cost["save"]}
         if out is not None:
             _write_checkpoint(out, learner, opt, state, identity)
         cost["validate"] = _recent_max(cost["validate"], time.perf_counter() - t_val)
@@ -474,7 +602,11 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
                 "sampling_s": round(state.sample_s, 3),
                 "episodes_per_s": round(rate(), 2), "threads": threads_used,
                 "device": str(learner.device), "precision": learner.precision, "val_curve": state.curve,
-                "best_step": state.best_step, "best_val_map": state.best_map, "stopped": state.stopped}
+                "best_step": state.best_step, "best_val_map": state.best_map, "stopped": state.stopped,
+                "budget": {"budget_s": budget, "covers": BUDGET_COVERS if budget is not None else None,
+                           "this_run_s": round(state.wall_s - reporter.before_s, 3),
+                           "warmup_steps": settings.warmup_steps if warmup is None else warmup,
+                           "val_episodes": n_val, "val_every": val_every}}
 
     learner.model.train()
     try:
@@ -482,11 +614,12 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
             validate()
         while True:
             state.wall_s = time.perf_counter() - start
+            run_s = time.perf_counter() - entered  # this run's time: what its budget bounds
             if max_steps is not None and state.step >= max_steps:
                 state.stopped = "max_steps"
                 break
             draws = state.step // per_draw != block_index
-            if budget is not None and state.wall_s + _next_cost(cost, draws) > budget:
+            if budget is not None and run_s + _next_cost(cost, draws) > budget:
                 state.stopped = "budget"  # the next step and the closing validation would end past the budget
                 break
             if settings.patience and state.bad_validations >= settings.patience:
@@ -502,8 +635,20 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
             t_step = time.perf_counter()
             rows = _block_rows(block_index, state.step % per_draw, per_block, batch, learner.seed,
                               len(block.concept))
+            if first_step_at is None:
+                first_step_at = run_s
+            # under a time budget the cosine spans this run's steps: from its first step to the closing validation
+            span = None if budget is None else budget - first_step_at - cost["validate"] - cost["save"]
+            run_warmup = warmup
+            if run_warmup is None:
+                run_warmup = _run_warmup(settings, state.step - first_step if budget is not None else state.step,
+                                         max_steps, budget, run_s, cost)
+                if state.step - (first_step if budget is not None else 0) >= run_warmup:
+                    warmup = run_warmup  # over: fixed from here on
             for group in opt.param_groups:
-                group["lr"] = settings.learning_rate(state.step, state.wall_s)
+                group["lr"] = settings.learning_rate(
+                    state.step, state.wall_s if budget is None else run_s - first_step_at, warmup_steps=run_warmup,
+                    first_step=first_step if budget is not None else 0, span_s=span)
             # scene ids, not codes: the learner reads each scene's own relations and positions
             total, _, _ = learner.episode_loss(block.support_scenes[rows], block.support_labels[rows],
                                                block.query_scenes[rows], block.query_labels[rows], block.concept[rows])
@@ -518,9 +663,15 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
             loss_n += 1
             state.step += 1
             state.train_s += time.perf_counter() - t0
-            cost["step"] = _recent_max(cost["step"], time.perf_counter() - t_step)
+            cost["last_step"] = time.perf_counter() - t_step
+            cost["step"] = _recent_max(cost["step"], cost["last_step"])
             state.wall_s = time.perf_counter() - start
-            if state.step % settings.val_every == 0:
+            if settings.val_every is None and budget is not None:
+                val_every = budget_val_every(VAL_EVERY, cost["validate"] + cost["save"], cost["step"])
+                due = state.step - last_validated >= val_every
+            else:
+                due = state.step % val_every == 0
+            if due:
                 validate()
             else:
                 reporter.update(state, last_loss, rate(), budget)
@@ -549,6 +700,20 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
                    f"{rate():.0f} episodes/s); "
                    f"best val mAP {100 * state.best_map:.1f} at step {state.best_step:,}")
     return hist
+
+
+def _run_warmup(settings: TrainSettings, steps_done: int, max_steps, budget, run_s: float, cost: dict) -> int:
+    """This run's warm-up after ``steps_done`` of its steps: :func:`budget_warmup` of the time
+    left for steps (the budget less this run's ``run_s`` seconds and the closing validation) at
+    the latest step's time (not the budget rule's cautious recent maximum: the first steps are
+    slow), capped by the steps ``max_steps`` leaves; the setting's without either limit."""
+    warmup = settings.warmup_steps
+    if max_steps is not None:
+        warmup = min(warmup, max(1, math.floor(WARMUP_SHARE * max_steps))) if warmup else 0
+    if budget is not None:
+        remaining = budget - run_s - cost["validate"] - cost["save"]
+        warmup = budget_warmup(warmup, steps_done, remaining, cost.get("last_step", 0.0))
+    return warmup
 
 
 def _protocol_split(space, split, protocol, options: dict) -> tuple:

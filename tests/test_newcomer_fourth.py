@@ -1,0 +1,132 @@
+"""Issue 44's leftovers: a training schedule scaled to its budget (item 9), an honest progress
+estimate while the kernels compile (item 14) and the figures' last overlaps (item 13).
+
+Every test here fails on the code before the fix.  Time is never measured: the training loop
+runs on a stand-in clock that advances only when the learner works.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import bayes_concepts as bc
+from bayes_concepts import cli
+from bayes_concepts.learners import training
+from bayes_concepts.learners.training import (TrainSettings, budget_val_episodes, budget_val_every, budget_warmup,
+                                              expected_steps)
+
+
+@pytest.fixture(scope="module")
+def concept_iid(small_space):
+    return bc.load_splits(small_space, ["concept_iid"])["concept_iid"]
+
+
+def _learner(space):
+    return bc.ProtoNetLearner(space, "schema", "average", seed=0)
+
+
+class _Clock:
+    """A stand-in for :mod:`time` in the training loop: scoring takes ``per_episode`` seconds an
+    episode (plus ``per_validation``), a step ``step`` seconds; nothing else takes time."""
+
+    def __init__(self, learner, step: float, per_episode: float = 0.0, per_validation: float = 0.0):
+        self.t = 1000.0
+        evaluate, loss = learner.evaluate, learner.episode_loss
+
+        def timed_evaluate(episodes, *a, **k):
+            self.t += per_validation + per_episode * len(episodes)
+            return evaluate(episodes, *a, **k)
+
+        def timed_loss(*a, **k):
+            self.t += step
+            return loss(*a, **k)
+        learner.evaluate, learner.episode_loss = timed_evaluate, timed_loss
+
+    def perf_counter(self):
+        return self.t
+
+
+def _record_rates(monkeypatch) -> list:
+    """The learning rates the loop sets, one per step."""
+    rates = []
+    original = TrainSettings.learning_rate
+
+    def recording(self, *a, **k):
+        rates.append(original(self, *a, **k))
+        return rates[-1]
+    monkeypatch.setattr(TrainSettings, "learning_rate", recording)
+    return rates
+
+
+# ------------------------------------------------------------ item 9: the schedule as pure functions
+def test_warmup_is_a_share_of_the_steps_a_budget_affords():
+    assert expected_steps(0, 80.0, 1.5) == pytest.approx(80 / 1.5) and expected_steps(3, 80.0, 0.0) == math.inf
+    assert budget_warmup(100, 0, 80.0, 1.5) == 5  # 53 steps expected: a tenth of them
+    assert budget_warmup(100, 0, 21.0, 1.5) == 1  # 14 steps: one, not 100 that never end
+    assert budget_warmup(100, 0, 3600.0, 0.01) == 100  # a long budget: the profile's 100
+    assert budget_warmup(100, 0, 80.0, 0.0) == 100  # no step timed yet
+    assert budget_warmup(0, 0, 80.0, 1.5) == 0  # no warm-up asked (the curi profile)
+
+
+def test_validation_is_scaled_to_a_bounded_share_of_the_budget():
+    # 27 ms an episode: 1,000 episodes took 27 s of a 90 s budget; now three validations take a fifth of it
+    n = budget_val_episodes(1000, 90.0, 0.027)
+    assert n == 222 and 3 * n * 0.027 <= 0.2 * 90
+    assert budget_val_episodes(1000, 3600.0, 0.027) == 1000  # a long budget: as asked
+    assert budget_val_episodes(1000, 10.0, 0.027) == 100  # never below 100
+    assert budget_val_episodes(50, 10.0, 0.027) == 50  # never above what was asked
+    # a validation's fixed cost (embedding the test bank) leaves fewer episodes: 3 x (2 + n x 0.027) <= 18
+    assert budget_val_episodes(1000, 90.0, 0.027, fixed_s=2.0) == 148
+    every = budget_val_every(500, 3.0, 0.01)  # 3 s validations every 500 x 10 ms steps took 37 % of the time
+    assert every == 1200 and 3.0 / (3.0 + every * 0.01) <= 0.2 + 1e-9
+    assert budget_val_every(500, 3.0, 1.0) == 500  # never more often than asked
+
+
+def test_learning_rate_warms_up_from_a_resumed_runs_first_step_over_its_span():
+    s = TrainSettings(budget_s=90)
+    assert s.learning_rate(40, 0.0, warmup_steps=4, first_step=40) == pytest.approx(0.25e-3)
+    assert s.learning_rate(43, 0.0, warmup_steps=4, first_step=40) == pytest.approx(1e-3)
+    # the cosine spans the given seconds: at their end the rate is lr_final x lr
+    assert s.learning_rate(80, 60.0, warmup_steps=4, first_step=40, span_s=60.0) == pytest.approx(0.02e-3)
+    assert s.learning_rate(80, 30.0, warmup_steps=4, first_step=40, span_s=60.0) == pytest.approx(0.51e-3)
+
+
+# ------------------------------------------------------------ item 9: the loop on a stand-in clock
+def test_a_short_budget_warms_up_decays_and_validates_briefly(small_space, concept_iid, monkeypatch):
+    """90 s, 1.5 s steps, 27 ms a validation episode (the issue's cpu run): before, the first
+    validation took 27 s, warm-up (100 steps) never ended and the rate peaked at a third of
+    Adam's 1e-3."""
+    learner = _learner(small_space)
+    clock = _Clock(learner, step=1.5, per_episode=0.027)
+    monkeypatch.setattr(training, "time", clock)
+    rates = _record_rates(monkeypatch)
+    h = learner.train(concept_iid, budget=90, batch_episodes=4, chunk_episodes=64, progress=False, max_steps=500)
+    assert h["stopped"] == "budget" and h["wall_s"] <= 90.0 + 1e-9
+    assert h["budget"]["val_episodes"] == 222 and h["val_curve"][0]["elapsed_s"] < 10
+    assert 30 <= h["steps"] <= 60 and h["budget"]["warmup_steps"] <= 6
+    assert max(rates) == pytest.approx(1e-3, rel=0.02)  # warmed up to Adam's rate
+    assert rates[-1] < 0.1e-3  # and decayed by the end of the budget
+
+
+def test_resume_with_a_budget_gets_that_budget(small_space, concept_iid, tmp_path, monkeypatch):
+    """--resume --budget 10s after a 10 s run: this run's own 10 s (16 steps of 0.5 s and the
+    closing 2 s validation), not the 0 s left of the total (before: no step at all)."""
+    learner = _learner(small_space)
+    monkeypatch.setattr(training, "time", _Clock(learner, step=0.5, per_validation=2.0))
+    common = dict(budget=10, val_every=1000, val_episodes=20, batch_episodes=4, chunk_episodes=64, progress=False,
+                  max_steps=100, out=tmp_path / "m")
+    assert learner.train(concept_iid, **common)["steps"] == 12
+    again = _learner(small_space)
+    monkeypatch.setattr(training, "time", _Clock(again, step=0.5, per_validation=2.0))
+    h = again.train(concept_iid, resume=True, **common)
+    assert h["steps"] == 12 + 16 and h["budget"]["this_run_s"] == pytest.approx(10.0)
+    assert h["wall_s"] == pytest.approx(20.0) and "resumed run's budget is its own" in h["budget"]["covers"]
+
+
+def test_budget_help_says_what_a_resumed_run_gets():
+    train = cli.build_parser()._subparsers._group_actions[0].choices["train"]
+    (budget,) = [a for a in train._actions if a.dest == "budget"]
+    assert "--resume it is this run's own budget" in budget.help and "warm-up" in budget.help
+    (val_episodes,) = [a for a in train._actions if a.dest == "val_episodes"]
+    assert val_episodes.default is None  # scaled to the budget unless given
