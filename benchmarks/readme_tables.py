@@ -107,6 +107,50 @@ def speed() -> str:
     return table(["job", "measured"], rows)
 
 
+def roofline() -> str:
+    """Every stage of an episode against the machine's limits (``roofline.json``)."""
+    doc = load("roofline")
+    f = doc["figures"]
+    cells = list(f["cells"].values())
+    stages = [("posterior", "posterior (candidates, log weights, normalisation)"),
+              ("class_weights", "class weights"), ("query", "query prediction"),
+              ("test_bank_scoring", "test-bank scoring"), ("ap", "AP")]
+
+    def agg(lik, key):  # strong + weak, mean over cells; the fraction weighted by time
+        ms = [c[lik][o][key]["ms_per_episode"] for c in cells for o in ("strong_stages", "weak_stages")]
+        fr = [c[lik][o][key]["fraction_of_limit"] for c in cells for o in ("strong_stages", "weak_stages")]
+        return f"{2 * sum(ms) / len(ms):.3f}", f"{sum(m * x for m, x in zip(ms, fr)) / sum(ms):.2f}"
+    samp = [c["sampling"] for c in cells]
+    rows = [["sampling (hard negatives; both threads)",
+             f"{sum(x['ms_per_episode'] for x in samp) / len(samp):.3f}",
+             f"{sum(x['fraction_of_limit'] for x in samp) / len(samp):.2f}", "(the same)", ""]]
+    for key, name in stages:
+        rows.append([name, *agg("size", key), *agg("noisy", key)])
+    ev = {lik: sum(c[lik]["evaluate_ms_per_episode_strong_plus_weak"] for c in cells) / len(cells)
+          for lik in ("size", "noisy")}
+    rows.append(["the whole episode as the oracles run it (both threads; noisy prunes)", f"{ev['size']:.3f}", "",
+                 f"{ev['noisy']:.3f}", ""])
+    lim = f["limits_one_thread"]
+    t = f["table"]
+    flat = f["flat_noisy_scoring_ms_per_episode"]
+    dense = f["dense_ap_ms"]
+    return (table(["stage (ms per episode, strong + weak; one thread)", "size", "fraction of its limit",
+                   "noisy, every test scene scored", "fraction of its limit"], rows, "---|---:|---:|---:|---:")
+            + f"\n{doc['episodes_per_cell']:,} hard episodes of {', '.join(f['cells'])}, "
+              f"{doc['provenance']['date'][:10]}. This machine's limits, one thread, measured in the same run: "
+              f"streaming read {lim['stream_read_gb_s']:.1f} GB/s, vector add {lim['vector_add_gadd_s']:.1f} G adds/s, "
+              f"random gather {max(lim['gather_l2_ggather_s'], lim['gather_scenes_ggather_s']):.2f} G/s in L2 and "
+              f"{lim['gather_beyond_l2_ggather_s']:.2f} G/s beyond L2. The table these cells imply: "
+              f"{t['size_table_s_estimate']:,.0f} s (size), {t['noisy_table_s_estimate']:,.0f} s (noisy). "
+              f"A flat noisy episode's scoring: {flat['deferred_kernel_incl_ap']:.1f} ms with the deferred "
+              f"kernel (exact, float64, 16 episodes a pass, AP included; its pass alone, one thread: "
+              f"{flat['rows16_one_thread']:.1f} ms against {flat['rows8_one_thread']:.1f} ms 8 at a time) against "
+              f"{flat['torch_csr_f32_B64']:.1f} ms (torch CSR x dense, float32, 64 episodes, no AP) and "
+              f"{flat['torch_csr_f64_B64']:.1f} ms (float64); a dense AP over "
+              f"the test bank: {dense['metrics_average_precision_dense']:.1f} ms by level against "
+              f"{dense['argsort_f64']:.1f} ms for sorting the scores alone.\n")
+
+
 def curi_split_sizes() -> str:
     """Split sizes of the ``curi-release`` protocol on the ``curi`` space beside the release's
     (``curi_release.json``)."""
@@ -450,8 +494,28 @@ def conceptworld_learners() -> str:
                  rows)
 
 
-GENERATORS = {"conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
-              "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
+def closure_learners() -> str:
+    """Our learners on CLOSURE's families (``closure_learners.json``): family mAP and drop
+    (validation mAP on held-out baseline instantiations − family mAP, points) with 95 %
+    intervals over seeds, beside the mean of CLOSURE's published drops (accuracy points)."""
+    d = load("closure_learners")
+    rows = []
+    for name, m in d["models"].items():
+        pub = d["published"]["drop"]
+        for fam in d["families"]:
+            drop = m["drop"][fam]
+            theirs = [per[fam] for per in pub.values() if fam in per]
+            rows.append([name, fam, f"{m['family_map'][fam]['mean']:.1f}", f"{_signed(drop['mean'])} {_ci(drop['ci95'])}",
+                         f"{sum(theirs) / len(theirs):.1f}"])
+        rho = m["spearman"]
+        rows.append([name, "Spearman ρ with each model's drops", "", "", ", ".join(
+            f"{k} {_signed(v['rho'], 2)}" for k, v in rho.items() if v.get("rho") is not None)])
+    return table(["learner", "family", "family mAP", "drop (validation − family)", "published drop, mean of models"],
+                 rows)
+
+
+GENERATORS = {"closure_learners": closure_learners, "conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
+              "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "roofline": roofline, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
 
