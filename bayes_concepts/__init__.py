@@ -64,8 +64,8 @@ _EXPORTS = {
     # any benchmark: concept spaces from extensions, attribute-object pairs, divergence, reports
     "ExtensionSpace": ".spaces.extension_space", "load_space": ".spaces.concept_space",
     "ConceptSpace": ".spaces.concept_space", "SpaceIndex": ".spaces.space_index", "space_kinds": ".spaces.concept_space",
-    "build_pair_space": ".pairs", "read_pairs_layout": ".pairs", "unseen_pairs_spec": ".pairs",
-    "reference_limited_spec": ".pairs", "split_divergence": ".divergence", "divergence_table": ".divergence",
+    "build_pair_space": ".suites.pairs", "read_pairs_layout": ".suites.pairs", "unseen_pairs_spec": ".suites.pairs",
+    "reference_limited_spec": ".suites.pairs", "split_divergence": ".divergence", "divergence_table": ".divergence",
     "audit_splits": ".report", "write_report": ".report", "nested_concepts": ".divergence",
     "search_split": ".split_search",
     # the oracle ladder: rungs between the memoriser and the strong oracle, published model results
@@ -83,7 +83,7 @@ _EXPORTS = {
 
 #: subpackages and modules reachable as attributes (``bc.plots``, ``bc.learners``, ...)
 _MODULES = ("lot", "scenes", "engine", "splits", "episodes", "oracles", "metrics", "gap", "results", "plots",
-            "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli", "pairs", "divergence", "report",
+            "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli", "suites", "divergence", "report",
             "resources", "protocols", "scale", "spaces", "modalities", "rng", "gap_cells", "split_search",
             "published")
 
