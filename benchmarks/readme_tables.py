@@ -137,7 +137,9 @@ def roofline() -> str:
     return (table(["stage (ms per episode, strong + weak; one thread)", "size", "fraction of its limit",
                    "noisy, every test scene scored", "fraction of its limit"], rows, "---|---:|---:|---:|---:")
             + f"\n{doc['episodes_per_cell']:,} hard episodes of {', '.join(f['cells'])}, "
-              f"{doc['provenance']['date'][:10]}. This machine's limits, one thread, measured in the same run: "
+              f"{doc['provenance']['date'][:10]}, load average {doc['provenance']['machine']['load_avg'][0]:.1f} at "
+              f"the end (other jobs share the 2 cores: compare figures of one run only). This machine's limits, one "
+              f"thread, measured in the same run: "
               f"streaming read {lim['stream_read_gb_s']:.1f} GB/s, vector add {lim['vector_add_gadd_s']:.1f} G adds/s, "
               f"random gather {max(lim['gather_l2_ggather_s'], lim['gather_scenes_ggather_s']):.2f} G/s in L2 and "
               f"{lim['gather_beyond_l2_ggather_s']:.2f} G/s beyond L2. The table these cells imply: "
