@@ -206,8 +206,8 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         oracle_cells = gap_cells(space, splits, cells, n_episodes, settings,
                                  lambda name, neg: cell_seed(seed, name, neg), query_negatives, hard_mode,
                                  bool(table), sched, nested=nested, shapes=shapes)
-        for name, neg, concept, scored, eps in tqdm(oracle_cells, total=len(cells), disable=not progress,
-                                                    desc="comp gap", unit="cell", leave=False):
+        bar = tqdm(total=len(cells), disable=not progress, desc="comp gap", unit="cell", leave=False)
+        for name, neg, concept, scored, eps in oracle_cells:
             if ds is None:
                 ds = empty_dataset(names, negatives, all_learners, n_episodes,
                                    n_query=scored["strong"]["query_pred"].shape[1])
@@ -221,6 +221,14 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
                 for m in ("ap", "cba", "posterior_entropy", "predictive_entropy", "empty", "query_pred"):
                     ds[m].loc[dict(sel, learner=learner)] = r[m]
                 ds["ap_bound"].loc[dict(sel, learner=learner)] = r.get("ap_bound", 0.0)  # 0: exact
+            if bar.n == 0 and not bar.disable and len(cells) > 1:
+                # the rate counts from here: the first cell compiles the numba kernels on a first run
+                # (40-110 s), and a rate through it estimated minutes for seconds of work
+                bar.close()
+                bar = tqdm(total=len(cells), initial=1, desc="comp gap", unit="cell", leave=False)
+            else:
+                bar.update(1)
+        bar.close()
     if ds is None:
         ds = empty_dataset(names, negatives, all_learners, n_episodes, n_query=0)
         ds["ap_bound"] = xr.zeros_like(ds["ap"])

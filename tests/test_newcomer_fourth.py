@@ -130,3 +130,93 @@ def test_budget_help_says_what_a_resumed_run_gets():
     assert "--resume it is this run's own budget" in budget.help and "warm-up" in budget.help
     (val_episodes,) = [a for a in train._actions if a.dest == "val_episodes"]
     assert val_episodes.default is None  # scaled to the budget unless given
+
+
+# ------------------------------------------------------------ item 14: the comp gap's estimate during the compile
+def test_comp_gap_estimate_leaves_out_the_first_cell(small_space, monkeypatch):
+    """A first cell of 100 s (the numba kernels compiling) and 1 s cells after it: the bar's
+    estimate after the second cell is about the 1 s cells left, not 50 s each (before: 50x
+    too long, as the demo's 32 minutes for a minute's work)."""
+    import tqdm.auto
+    import tqdm.std
+    from bayes_concepts import gap
+
+    clock = {"t": 0.0}
+    monkeypatch.setattr(tqdm.std, "time", lambda: clock["t"])
+    monkeypatch.setattr(tqdm.std.tqdm, "monitor_interval", 0)
+    estimates = []  # (cells done, seconds the bar says are left)
+
+    class Recording(tqdm.std.tqdm):
+        def update(self, n=1):
+            out = super().update(n)
+            d = self.format_dict
+            rate = d["rate"] or ((d["n"] - d["initial"]) / d["elapsed"] if d["elapsed"] else None)
+            estimates.append((d["n"], (d["total"] - d["n"]) / rate if rate else None))
+            return out
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
+    real_cells = gap.gap_cells
+
+    def timed_cells(*a, **k):
+        for i, cell in enumerate(real_cells(*a, **k)):
+            clock["t"] += 100.0 if i == 0 else 1.0
+            yield cell
+    monkeypatch.setattr(gap, "gap_cells", timed_cells)
+    splits = bc.load_splits(small_space, ["concept_iid", "counting", "boolean"])
+    gap.compute_gap(small_space, splits, ("hard", "easy"), 10, progress=True)
+    done, left = [e for e in estimates if e[0] == 2][0]
+    assert left == pytest.approx(6 - 2, rel=0.5)  # 4 cells of 1 s left
+
+
+# ------------------------------------------------------------ item 13: the figures' last overlaps
+def test_episode_view_draws_clevr_scenes_at_their_positions(clevr_space):
+    """Scenes with 3-D positions are drawn from above at them, each in a square panel (before:
+    a strip of slots, the positions nowhere)."""
+    import numpy as np
+
+    from bayes_concepts.episodes import EpisodeSampler
+    from bayes_concepts.plots import plot_episode
+    from bayes_concepts.plots.objects import top_down
+    eps = EpisodeSampler(clevr_space).sample(np.arange(min(40, clevr_space.n_concepts)), 1, "easy", seed=1)
+    ax, data = plot_episode(clevr_space, eps, 0)
+    assert {"x", "y", "view_x", "view_y"} <= set(data.columns)
+    for sid, rows in data.groupby("scene"):
+        pos = clevr_space.positions([sid])[0][: len(rows)]
+        np.testing.assert_allclose(rows[["x", "y"]].to_numpy(), pos[:, :2], rtol=1e-6)
+        np.testing.assert_allclose(rows[["view_x", "view_y"]].to_numpy(), top_down(pos), rtol=1e-6)
+    first = data[(data.set == "support") & (data.position == 0)]
+    (scene_ax,) = [a for a in ax.figure.axes if a.get_gid() == "support:0"]
+    drawn = np.concatenate([c.get_offsets() for c in scene_ax.collections if len(c.get_offsets())])
+    np.testing.assert_allclose(np.sort(drawn, axis=0), np.sort(first[["view_x", "view_y"]].to_numpy(), axis=0))
+    (x0, x1), (y0, y1) = scene_ax.get_xlim(), scene_ax.get_ylim()
+    assert x1 - x0 == pytest.approx(y1 - y0)  # a square panel, not a strip
+
+
+def test_comp_gap_box_keeps_off_the_bars(small_space):
+    """One split, a model whose CBA lies just under the weak oracle's: the gap box went below the
+    weak oracle's line, onto the bar; now no box overlaps a bar, and each stays in its panel."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from bayes_concepts.gap import compute_gap
+    from bayes_concepts.learners import NearestPrototype
+    from bayes_concepts.plots import plot_comp_gap
+    splits = bc.load_splits(small_space, ["counting"])
+    ds = compute_gap(small_space, splits, ("hard",), 40, learners={"prototype": NearestPrototype(small_space)})
+    for metric in ("ap", "cba"):  # a small gap (its box drawn under the weak oracle's line) over a tall bar
+        weak = ds[metric].sel(learner="weak").clip(0.2, 0.85)
+        ds[metric].loc[dict(learner="weak")] = weak
+        ds[metric].loc[dict(learner="strong")] = weak + 0.1
+        ds[metric].loc[dict(learner="prototype")] = weak - 0.03
+    axes, _ = plot_comp_gap(ds, "hard", n_boot=20)
+    fig = axes[0].figure
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in axes:
+        boxes = [t for t in ax.texts if (t.get_gid() or "").startswith("gap:")]
+        bars = [p for p in ax.patches if ":bar:" in (p.get_gid() or "")]
+        assert boxes and bars
+        for t in boxes:
+            box = t.get_bbox_patch().get_window_extent(renderer)
+            for bar in bars:
+                assert not box.overlaps(bar.get_window_extent(renderer)), (ax.get_title(), t.get_text())
+            inside = ax.get_window_extent(renderer)
+            assert inside.y0 <= box.y0 and box.y1 <= inside.y1
