@@ -27,7 +27,7 @@ from ..modalities import modalities
 from ..oracles import OracleSettings, strong_and_weak
 from ..scenes.grid import render_grids
 from ..scenes.schema import GENERATOR_LABELS
-from .objects import draw_objects, legend_handles, object_grid, scene_styles
+from .objects import draw_objects, draw_objects_at, legend_handles, object_grid, scene_styles
 from .style import MINUS, figure_style, given_axes, learner_label, split_label
 
 __all__ = ["plot_episode", "plot_modalities", "oracles_for", "SceneView", "ObjectsView", "GridView", "ModalityView",
@@ -75,28 +75,46 @@ class SceneView:
 
 class ObjectsView(SceneView):
     """A scene drawn as its objects, from its codes (:mod:`bayes_concepts.plots.objects`): at
-    their ``x``/``y`` bins, seen from above, or in a row in slot order; a legend of how each
-    attribute is drawn."""
+    their 3-D positions seen from above when the space has them (``positioned``:
+    ``space.positions`` is not None, CLEVR's scenes), else at their ``x``/``y`` bins, seen
+    from above, or in a row in slot order; a legend of how each attribute is drawn.  A
+    positioned view reports each object's world ``x``, ``y`` and where it was drawn
+    (``view_x``, ``view_y``: :func:`~bayes_concepts.plots.objects.top_down`)."""
 
-    def __init__(self, schema):
+    def __init__(self, schema, positioned: bool = False):
         self.schema = schema
+        self.positioned = bool(positioned)
         self.encoding, self.styles = scene_styles(schema)
         self.grid = object_grid(schema, self.encoding)
 
     def layout(self) -> str:
+        if self.positioned:
+            return "scene seen from above at its objects' positions (CLEVR's camera at the bottom: left, right, " \
+                   "front and behind as its relations say)"
         if self.encoding["position"]:
             xs, ys = (self.schema.attribute(a).values for a in self.encoding["position"])
             return f"scene seen from above: x bin {xs[0]}..{xs[-1]} left to right, y bin {ys[0]} at the top"
         return "scene, its objects left to right in slot order"
 
     def draw(self, axes, space, scene_ids) -> list:
-        for ax, sid in zip(axes, scene_ids):
-            draw_objects(ax, space.scene(int(sid))["objects"], self.grid, self.schema, self.encoding, self.styles)
-        return [{} for _ in scene_ids]
+        ids = np.asarray(scene_ids, np.int64)
+        positions = space.positions(ids) if self.positioned else None
+        drawn = []
+        for k, (ax, sid) in enumerate(zip(axes, ids)):
+            objects = space.scene(int(sid))["objects"]
+            if positions is None:
+                draw_objects(ax, objects, self.grid, self.schema, self.encoding, self.styles)
+                drawn.append({})
+                continue
+            at = draw_objects_at(ax, objects, positions[k], self.schema, self.encoding, self.styles)
+            drawn.append({"objects": [{"x": float(p[0]), "y": float(p[1]), "view_x": float(u), "view_y": float(v)}
+                                      for p, (u, v) in zip(positions[k], at)]})
+        return drawn
 
     def legend(self, ax) -> None:
         nx, ny = self.grid
-        where = f"seen from above, {nx}×{ny} bins" if self.encoding["position"] else "in slot order"
+        where = ("seen from above at their positions" if self.positioned
+                 else f"seen from above, {nx}×{ny} bins" if self.encoding["position"] else "in slot order")
         undrawn = f"\nnot drawn: {', '.join(self.encoding['undrawn'])}" if self.encoding["undrawn"] else ""
         ax.legend(handles=legend_handles(self.encoding, self.styles), loc="upper right", fontsize=8.5, ncol=2,
                   title=f"objects ({where}){undrawn}", title_fontsize=9, frameon=True)
@@ -178,7 +196,9 @@ class ModalityView(SceneView):
 def scene_view(space) -> SceneView:
     """The view of ``space``'s scenes in their own form: :class:`GridView` when its items are
     grids (``space.has_grids``), else :class:`ObjectsView` of its schema."""
-    return GridView(space) if space.has_grids else ObjectsView(space.schema)
+    if space.has_grids:
+        return GridView(space)
+    return ObjectsView(space.schema, positioned=space.positions([0]) is not None if space.n_scenes else False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -335,10 +355,13 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
                     spine.set_edgecolor("#1a9641" if lab else "#d7191c")
                     spine.set_linewidth(view.frame_widths[0] if lab else view.frame_widths[1])
                 sax.set_gid(f"{side}:{k}")
-                for o in space.scene(sid)["objects"]:
+                objects = space.scene(sid)["objects"]
+                placed = extra.get("objects") or [{}] * len(objects)  # where each object was drawn, if reported
+                per_scene = {key: v for key, v in extra.items() if key != "objects"}
+                for o, at in zip(objects, placed):
                     rows.append({"set": side, "position": k, "scene": sid, "label": lab,
                                  "topup": bool(s["topup"][k]), "relabelled": bool(s["relabelled"][k]),
-                                 **{a: v for a, v in o.items() if a not in GENERATOR_LABELS}, **extra})
+                                 **{a: v for a, v in o.items() if a not in GENERATOR_LABELS}, **per_scene, **at})
         text_top = head + set_head + nrow * row_h + 0.15
         legend_w = 2.6
         text_ax = add_axes(box(margin, text_top, width - 2 * margin - legend_w, text_h - 0.15))

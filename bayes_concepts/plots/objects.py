@@ -1,7 +1,9 @@
 """How a scene's objects are drawn from its codes: the schema view of a scene.
 
 Every object is a marker on a ``(nx, ny)`` grid of cells: at its ``x``/``y`` bins when the
-schema has both (seen from above, y bin 1 at the top), else in a row in slot order.  Which
+schema has both (seen from above, y bin 1 at the top), else in a row in slot order; a scene
+whose objects have 3-D positions (``space.positions``: CLEVR's) is drawn from above at those
+positions instead (:func:`draw_objects_at`, turned to CLEVR's camera by :func:`top_down`).  Which
 attribute each drawing channel shows (colour, marker, the marker's edge, its area, a hatch)
 derives from the schema (:func:`object_encoding`), and how each value looks on its channel
 from the attribute's values only (:func:`value_styles`); for CURI: colour = object colour,
@@ -16,11 +18,11 @@ import numpy as np
 import seaborn as sns
 from matplotlib.lines import Line2D
 
-from ..scenes.schema import GENERATOR_LABELS
+from ..scenes.schema import CLEVR_DIRECTIONS, GENERATOR_LABELS
 
 __all__ = ["OBJECT_COLORS", "SHAPE_MARKERS", "SIZE_POINTS", "RING_STYLES", "CHANNEL_ATTRIBUTES", "object_encoding",
            "value_styles", "names_its_colour", "scene_styles", "object_grid", "object_cell", "draw_objects",
-           "legend_handles"]
+           "top_down", "GROUND_HALF_WIDTH", "draw_objects_at", "legend_handles"]
 
 #: how CLEVR draws its eight colours
 OBJECT_COLORS = {"gray": "#8c8c8c", "red": "#d62728", "blue": "#2b63c8", "green": "#2ca02c",
@@ -176,6 +178,51 @@ def draw_objects(ax, objects, grid, schema, encoding, styles):
     ax.vlines(np.arange(1.5, nx), 0.5, ny + 0.5, colors="0.88", linewidth=0.5, zorder=0)
     ax.hlines(np.arange(1.5, ny), 0.5, nx + 0.5, colors="0.88", linewidth=0.5, zorder=0)
     ax.set_aspect("equal")
+
+
+#: Half the width of CLEVR's ground square: objects' centres lie in [-3, 3]² (world units).
+GROUND_HALF_WIDTH = 3.0
+
+
+def top_down(positions) -> np.ndarray:
+    """Where objects at world ``positions`` (float (..., 3), CLEVR's units) are seen from above
+    with CLEVR's camera at the bottom: float (..., 2), the first coordinate along CLEVR's
+    ``right`` direction, the second along ``behind`` (so an object drawn left of another is
+    ``left`` of it, one drawn higher ``behind`` it, as the relations say)."""
+    p = np.asarray(positions, np.float64)[..., :2]
+    right = np.asarray(CLEVR_DIRECTIONS["right"][:2])
+    behind = np.asarray(CLEVR_DIRECTIONS["behind"][:2])
+    return np.stack([p @ right, p @ behind], axis=-1)
+
+
+def draw_objects_at(ax, objects, positions, schema, encoding, styles) -> np.ndarray:
+    """Draw one scene's objects (a list of ``{attribute: value}``) on ``ax`` from above at their
+    3-D ``positions`` (float (n_objects, 3) world coordinates, CLEVR's units) in a square panel:
+    the ground square's outline, each object at :func:`top_down` of its position with the
+    colour, marker, edge, area and hatch of :func:`scene_styles`.  Returns the drawn
+    coordinates, float (n_objects, 2)."""
+    at = top_down(np.asarray(positions, np.float64)[: len(objects)])
+
+    def style(channel, o, default):
+        name = encoding[channel]
+        return styles[channel][o[name]] if name is not None else default
+
+    for o, (u, v) in zip(objects, at):
+        edge, width = style("ring", o, RING_STYLES["rubber"])
+        hatch = style("hatch", o, "")
+        ax.scatter([u], [v], s=style("size", o, 130.0), marker=style("marker", o, "o"), c=[style("color", o, "0.5")],
+                   edgecolors=edge, linewidths=width, zorder=3, clip_on=False, **({"hatch": hatch} if hatch else {}))
+    g = GROUND_HALF_WIDTH
+    corners = top_down(np.array([[-g, -g, 0], [g, -g, 0], [g, g, 0], [-g, g, 0], [-g, -g, 0]]))
+    ax.plot(corners[:, 0], corners[:, 1], color="0.85", linewidth=0.6, zorder=0)
+    reach = float(np.abs(corners).max()) + 0.4
+    ax.set_xlim(-reach, reach)
+    ax.set_ylim(-reach, reach)  # behind at the top: the camera looks up the panel
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+    ax.set_aspect("equal")
+    return at
 
 
 def legend_handles(encoding, styles) -> list:

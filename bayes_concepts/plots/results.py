@@ -128,25 +128,39 @@ def plot_comp_gap(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 0
                 ax.errorbar(x, y, yerr=err, color=learner_color(lr, learners), marker="_", markersize=34,
                             markeredgewidth=2.4, linestyle="none", capsize=3.5, elinewidth=1.3,
                             label=learner_label(lr), gid=f"{metric}:{lr}", zorder=3)
+            top = 106.0  # the panel's upper limit: raised where a gap box goes above the bars
             if "strong" in learners and "weak" in learners:
                 g = d[d.learner == "strong"].sort_values("order")
                 w = d[d.learner == "weak"].set_index("split")["mean"]
+                # the box's height in data units (two 7.5-point lines and its padding, with a margin for the
+                # layout shrinking the panel), so that it can be kept off the bars
+                panel_pt = ax.get_position().height * fig.get_figheight() * 72
+                box_h = 1.4 * 30.0 * 109.0 / max(panel_pt, 1.0)
                 for xi, (_, r) in zip(x, g.iterrows()):
                     lo, hi = sorted((float(w[r["split"]]), float(r["mean"])))
                     if not (np.isfinite(r["gap"]) and np.isfinite(lo)):
                         continue
                     ax.bar(xi, hi - lo, bottom=lo, width=0.5, color="#fdae6b", alpha=0.35, linewidth=0, zorder=1,
                            label="comp gap (strong " + MINUS + " weak)" if xi == 0 else None)
+                    bars = d[(d.split == r["split"]) & d.learner.isin(models)]["ci_hi"].to_numpy(np.float64)
+                    bar_top = float(np.nanmax(bars)) if np.isfinite(bars).any() else -np.inf
                     small = hi - lo < 16
+                    bottom = lo - 4 - box_h if small else (lo + hi - box_h) / 2  # the box's lower edge
+                    if bottom < bar_top + 1:  # it would cover a bar: above the strong oracle and the bars instead
+                        anchor, offset, va = max(hi, bar_top) + 2, 4, "bottom"
+                        top = max(top, anchor + box_h + 3)
+                    else:
+                        anchor, offset, va = (lo, -8, "top") if small else ((lo + hi) / 2, 0, "center")
                     ax.annotate(f"{r['gap']:.1f}\n[{r['gap_ci_lo']:.1f}, {r['gap_ci_hi']:.1f}]",
-                                (xi, lo if small else (lo + hi) / 2), xytext=(0, -8 if small else 0),
-                                textcoords="offset points", ha="center", va="top" if small else "center",
+                                (xi, anchor), xytext=(0, offset), textcoords="offset points", ha="center", va=va,
                                 fontsize=7.5, zorder=4, gid=f"gap:{metric}:{r['split']}",
                                 bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="#e6550d", lw=0.8, alpha=0.9))
             if metric == "cba":
                 ax.axhline(50, color="0.35", linestyle=":", linewidth=1.2, zorder=0)
                 ax.text(len(order) - 0.45, 49, "chance (50 %)", ha="right", va="top", fontsize=8, color="0.3")
-            ax.set_ylim(-3, 106)
+            ax.set_ylim(-3, top)
+            if top > 106:  # no ticks above 100 % in the room made for a box
+                ax.set_yticks(np.arange(0, 101, 20))
             ax.set_ylabel(METRIC_LABELS[metric])
             ax.set_xlim(-0.6, len(order) - 0.4)
             ax.grid(axis="x", visible=False)
