@@ -17,17 +17,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .engine.rows import file_backed_rss
 from .episodes import ARRAY_FIELDS, Episodes, sampler_for
 from .oracles import Oracle, strong_and_weak
 from .scale import ScaleError, Scheduler, release_pages
 from .spaces import load_space
 
-__all__ = ["GAP_CHUNK", "NESTED_ORACLES", "SpaceRef", "space_ref", "resolve_space", "episode_chunks", "gap_chunk", "gap_cells"]
+__all__ = ["GAP_CHUNK", "MAPPED_RSS_BUDGET", "NESTED_ORACLES", "SpaceRef", "space_ref", "resolve_space", "episode_chunks", "gap_chunk", "gap_cells"]
 
 #: Episodes per task of :func:`~bayes_concepts.gap.compute_gap`: big enough that a task's
 #: fixed costs (two oracles, one sampler call) are small, small enough that the pages of a
 #: memory-mapped space one task touches stay bounded.
 GAP_CHUNK = 2_500
+
+#: A task drops the pages of the row files it read through their mappings once the process's
+#: file-backed resident set passes this (bytes): dropping them after every task costs their
+#: page faults again (~6 % of a CURI-scale size table's CPU time), keeping them costs nothing
+#: but resident pages shared with the page cache (never anonymous memory).
+MAPPED_RSS_BUDGET = 6 << 30
 
 #: The oracles between the weak and the strong one, scored when a gap is asked for in parts
 #: (their concept sets: :func:`~bayes_concepts.divergence.nested_concepts`).
@@ -113,7 +120,8 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
         results = score_learners(space, eps, oracles)
     finally:
         release_pages(space.signatures)
-        sampler.release_pages()  # the row files read through their mappings
+        if file_backed_rss() > MAPPED_RSS_BUDGET:  # the row files read through their mappings
+            sampler.release_pages()
     return eps.concept, results, (eps if keep_episodes else None)
 
 

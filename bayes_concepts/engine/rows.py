@@ -224,6 +224,19 @@ def row_source(rows) -> tuple:
     return np.ascontiguousarray(rows), -1, 0, np.zeros(1, np.int64)
 
 
+def file_backed_rss() -> int:
+    """This process's file-backed resident set (bytes; ``RssFile`` of ``/proc/self/status``):
+    the mapped pages it holds, 0 where the system does not say."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssFile:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def check_reads(*rows):
     """Raise for failed reads of any :class:`RowFile` among ``rows`` (arrays are skipped)."""
     for r in rows:
