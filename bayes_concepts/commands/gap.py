@@ -71,6 +71,9 @@ def cmd_gap(args) -> int:
         raise no_splits_error(args, "score", space)
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     check_gap_memory(args.episodes, len(splits) * len(negatives), n_learners)
+    if args.learner:  # a space no learner can be scored on (grids): said before anything else
+        from ..learners.features import check_learner_space
+        check_learner_space(space)
     from ..episodes import episode_shapes
     episode_shapes(space, splits, episode_shape(args))  # a split no episode can be drawn from: before the learners
     t = time.perf_counter()

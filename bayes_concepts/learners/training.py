@@ -706,10 +706,8 @@ def _run_warmup(settings: TrainSettings, steps_done: int, max_steps, budget, run
     """This run's warm-up after ``steps_done`` of its steps: :func:`budget_warmup` of the time
     left for steps (the budget less this run's ``run_s`` seconds and the closing validation) at
     the latest step's time (not the budget rule's cautious recent maximum: the first steps are
-    slow), capped by the steps ``max_steps`` leaves; the setting's without either limit."""
+    slow); the setting's without a budget (``max_steps`` alone leaves it as set)."""
     warmup = settings.warmup_steps
-    if max_steps is not None:
-        warmup = min(warmup, max(1, math.floor(WARMUP_SHARE * max_steps))) if warmup else 0
     if budget is not None:
         remaining = budget - run_s - cost["validate"] - cost["save"]
         warmup = budget_warmup(warmup, steps_done, remaining, cost.get("last_step", 0.0))
