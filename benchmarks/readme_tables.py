@@ -98,7 +98,9 @@ def speed() -> str:
          f"{eps['hard_s']:.1f} s (+ {eps['index_s']:.1f} s one-off index)"],
         [f"the full comp-gap table on it: 9 splits × hard/easy × {gap['episodes_per_cell']:,} episodes, strong + "
          f"weak, {gap['settings']['likelihood']} likelihood (`benchmarks/gap.py`)",
-         f"{gap['wall_s']:.0f} s, {_gb(gap['peak_rss_mb'])} peak RSS (`ru_maxrss`)"],
+         f"{gap['wall_s']:.0f} s, {_gb(gap['peak_rss_mb'])} peak RSS (`ru_maxrss`)"
+         + (f", of it {_gb(gap['peak_anon_mb'])} anonymous (the rest: the row files, mapped)" if "peak_anon_mb" in gap
+            else "")],
         [f"relational programs of `clevr.pcfg` against CURI's of the same lengths ({rel['matched_programs']:,} each, "
          f"{rel['matched_lengths'][0]}–{rel['matched_lengths'][1]} tokens), {rel['settings']['scenes']:,} scenes, "
          "10 object slots (`benchmarks/relational.py`)",
