@@ -243,21 +243,7 @@ def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first,
                 for j in range(kq):
                     qpred[j] = K.query_score(rows[query[e, j]], ids, probs, n)
             else:
-                for i in range(n):
-                    dense_p[ids[i]] = probs[i]
-                    cand[ids[i] >> 6] |= np.uint64(1) << np.uint64(ids[i] & 63)
-                for j in range(kq):
-                    row = rows[query[e, j]]
-                    s = 0.0
-                    for w in range(cand.shape[0]):
-                        word = row[w] & cand[w]
-                        while word:
-                            b, word = pop_lowest_bit(word)
-                            s += dense_p[w * 64 + b]
-                    qpred[j] = min(s, 1.0)
-                for i in range(n):
-                    dense_p[ids[i]] = 0.0
-                    cand[ids[i] >> 6] = 0
+                K.wide_query_scores(rows, query[e], ids, probs, n, dense_p, cand, qpred)
             check += qpred[0]
         c3 = _cycles()
         ticks[2] += c3 - c2

@@ -51,6 +51,29 @@ def query_score(row, ids, probs, n):
 
 
 @numba.njit(inline="always")
+def wide_query_scores(rows, query, ids, probs, n, dense_p, cand, out):
+    """``out[j]`` = the predictive of a posterior (ids, probs; n candidates) on query scene
+    ``query[j]``, walking the scene's concept bitset ``rows[query[j]]`` against the candidates'
+    bitset instead of every candidate (many candidates).  ``dense_p`` (float64 (H,)) and ``cand``
+    (uint64 (words,)) are zero work arrays, zero again on return."""
+    for i in range(n):
+        dense_p[ids[i]] = probs[i]
+        cand[ids[i] >> 6] |= np.uint64(1) << np.uint64(ids[i] & 63)
+    for j in range(len(query)):
+        row = rows[query[j]]
+        s = 0.0
+        for w in range(cand.shape[0]):
+            word = row[w] & cand[w]
+            while word:
+                b, word = pop_lowest_bit(word)
+                s += dense_p[w * 64 + b]
+        out[j] = min(s, 1.0)
+    for i in range(n):
+        dense_p[ids[i]] = 0.0
+        cand[ids[i] >> 6] = 0
+
+
+@numba.njit(inline="always")
 def _add_bits(counter, x):
     """Add the 0/1 digits of the word ``x`` to the bit-sliced counters ``counter`` (ripple carry)."""
     j = 0
@@ -1340,21 +1363,7 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
                 out_post_ent[e] = normalise(logw, n, probs)
                 wide = allow_wide and not (refit_consistent_only if empty and refit else consistent_only)
                 if wide:  # many candidates: walk each query scene's concepts instead
-                    for i in range(n):
-                        dense_p[ids[i]] = probs[i]
-                        cand[ids[i] >> 6] |= np.uint64(1) << np.uint64(ids[i] & 63)
-                    for j in range(kq):
-                        row = scene_concepts[query[e, j]]
-                        s = 0.0
-                        for w in range(cand.shape[0]):
-                            word = row[w] & cand[w]
-                            while word:
-                                b, word = pop_lowest_bit(word)
-                                s += dense_p[w * 64 + b]
-                        qpred[j] = min(s, 1.0)
-                    for i in range(n):
-                        dense_p[ids[i]] = 0.0
-                        cand[ids[i] >> 6] = 0
+                    wide_query_scores(scene_concepts, query[e], ids, probs, n, dense_p, cand, qpred)
                 else:
                     for j in range(kq):
                         qpred[j] = query_score(scene_concepts[query[e, j]], ids, probs, n)
