@@ -59,3 +59,16 @@ def write_summary(path: str | os.PathLike, benchmark: str, figures: dict, **extr
     tmp.write_text(json.dumps(doc, indent=2, default=float) + "\n")
     os.replace(tmp, path)
     return path
+
+
+def gap_in_parts(gap_rows) -> dict:
+    """Per negatives setting, an audit's gap in parts as the pair benchmarks' summaries record
+    it: each oracle's mAP, the gap with its interval, the CBA gap, the three parts, the share
+    of episodes where the weak oracle knows nothing that fits (``gap_rows``: the audit's
+    ``gap`` rows, :func:`bayes_concepts.gap.audit`)."""
+    from bayes_concepts.gap import GAP_PARTS
+    return {row["negatives"]: {
+        "map": {lr: row[lr]["map"] for lr in ("weak", "compound", "atom", "strong")},
+        "gap": row["gap"]["map"], "gap_ci": row["gap"]["map_ci"], "cba_gap": row["gap"]["cba"],
+        "parts": {k: row["parts"]["map"][k] for k in GAP_PARTS},
+        "weak_empty_share": row["weak_empty_share"]} for row in gap_rows}

@@ -40,14 +40,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bayes_concepts.gap import GAP_PARTS
 from bayes_concepts.ladder import ladder_profile, ladder_summary
 from bayes_concepts.suites.pairs import build_pair_space
 from bayes_concepts.report import audit_splits
 from bayes_concepts.spaces import load_space
 from bayes_concepts.splits import make_split
 
-from _summary import RESULTS, write_summary
+from _summary import RESULTS, gap_in_parts, write_summary
 
 SOURCES = {"c-gqa": "github.com/minho511/Compositional-Zero-Shot-Learning-Demo dataset/cgqa/compositional-split-natural",
            "mit-states": "github.com/hxm97/A-Dynamic-Learning-Method-towards-Realistic-Compositional-Zero-Shot-Learning "
@@ -111,12 +110,7 @@ def audit_benchmark(kind: str, root: Path, work: Path, args) -> dict:
                                "first": r["episodes"]["excluded"]["first"]},
                  "atom_divergence": r["divergence"]["atom_divergence"],
                  "compound_divergence": r["divergence"]["compound_divergence"], "seconds": round(r["seconds"], 2)}
-        for row in r["gap"]:
-            entry[row["negatives"]] = {
-                "map": {lr: row[lr]["map"] for lr in ("weak", "compound", "atom", "strong")},
-                "gap": row["gap"]["map"], "gap_ci": row["gap"]["map_ci"], "cba_gap": row["gap"]["cba"],
-                "parts": {k: row["parts"]["map"][k] for k in GAP_PARTS},
-                "weak_empty_share": row["weak_empty_share"]}
+        entry.update(gap_in_parts(r["gap"]))
         entry["solved_at"] = {row["negatives"]: row["solved_at"] for row in rows if row["split"] == r["split"]}
         out["splits"][r["split"]] = entry
     return out

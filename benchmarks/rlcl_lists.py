@@ -27,13 +27,12 @@ import time
 from pathlib import Path
 
 from bayes_concepts.errors import BayesConceptsError
-from bayes_concepts.gap import GAP_PARTS
 from bayes_concepts.suites.pairs import build_pair_space
 from bayes_concepts.report import audit_splits
 from bayes_concepts.spaces import load_space
 from bayes_concepts.splits import make_split
 
-from _summary import write_summary
+from _summary import gap_in_parts, write_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYOUTS = ("attr_obj", "action_obj", "mit_states", "cgqa", "utzap", "hico", "vcoco")
@@ -60,12 +59,7 @@ def audit_layout(lists: Path, work: Path, args) -> dict:
                  "too_small": r["episodes"]["excluded"]["count"],
                  "atom_divergence": r["divergence"]["atom_divergence"],
                  "compound_divergence": r["divergence"]["compound_divergence"], "seconds": r["seconds"]}
-        for row in r["gap"]:
-            entry[row["negatives"]] = {
-                "map": {lr: row[lr]["map"] for lr in ("weak", "compound", "atom", "strong")},
-                "gap": row["gap"]["map"], "gap_ci": row["gap"]["map_ci"], "cba_gap": row["gap"]["cba"],
-                "parts": {k: row["parts"]["map"][k] for k in GAP_PARTS},
-                "weak_empty_share": row["weak_empty_share"]}
+        entry.update(gap_in_parts(r["gap"]))
         out["splits"][name] = entry
     return out
 

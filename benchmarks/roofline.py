@@ -271,15 +271,7 @@ def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first,
                                 u = sc
                     for q in range(n_cls):
                         cls_weight[q] = class_w[class_list[q]]
-                    order = np.argsort(cls_weight[:n_cls])
-                    acc = 0.0
-                    for j in range(n_cls):
-                        q = order[j]
-                        if acc + cls_weight[q] < u * (1.0 - 1e-9):
-                            acc += cls_weight[q]
-                            light[q] = True
-                        else:
-                            break
+                    K.mark_light_classes(cls_weight[:n_cls], u, light)
                 for q in range(n_cls):
                     if not light[q]:
                         c = class_list[q]

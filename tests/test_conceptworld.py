@@ -13,7 +13,7 @@ from bayes_concepts.suites.conceptworld.definitions import DefinitionsError, loa
 from bayes_concepts.suites.conceptworld.execute import evaluate_concepts
 from bayes_concepts.suites.conceptworld.generate import break_scene, sample_scene, sample_scenes
 from bayes_concepts.suites.conceptworld.interpret import Interpreter, interpret
-from bayes_concepts.suites.conceptworld.space import conceptworld_space, experiment_splits, space_grids
+from bayes_concepts.suites.conceptworld.space import conceptworld_space, experiment_splits
 from bayes_concepts.errors import SceneError
 from bayes_concepts.scenes.grid import (EMPTY, decode_grid, encode_grid, read_grids_jsonl, render_grids,
                                         write_grids_jsonl)
@@ -224,7 +224,7 @@ def small_space():
 def test_the_space_holds_every_concept_and_its_scenes(small_space):
     s = small_space
     assert s.n_concepts == len(CONCEPTS) and s.counts.min() >= 12
-    grids = space_grids(s)
+    grids = s.grids()
     assert grids.shape == (s.n_scenes, 32, 32)
     j = s.find("red_seq 3")
     assert np.array_equal(evaluate_concepts(DEFS, ["red_seq 3"], grids)[0], s.signature(j))
@@ -289,7 +289,7 @@ def test_render_draws_a_conceptworld_scene_as_its_grid_picture(saved_space, tmp_
     from bayes_concepts.cli import main
     s = saved_space
     j = int(s.items(s.find("f_pent_west_z_pent"))[0])
-    grid = space_grids(s)[j]
+    grid = s.grids()[j]
     assert interpret(DEFS, "f_pent_west_z_pent", grid)
     png, big = tmp_path / "scene.png", tmp_path / "big.png"
     assert main(["render", str(s.path), str(j), "--out", str(png)]) == 0

@@ -17,7 +17,7 @@ from bayes_concepts.suites.conceptworld.baselines import (SEED_EXPERIMENTS, Base
                                                           ExperimentData, GridNetLearner, experiment_data, f1_per_class, grid_images,
                                                           predict_classes, run_baselines, space_images,
                                                           train_grid_net)
-from bayes_concepts.suites.conceptworld.space import conceptworld_space, space_grids
+from bayes_concepts.suites.conceptworld.space import conceptworld_space
 
 NETS = ("mlp", "cnn", "resnet18", "wren", "predinet")
 @pytest.fixture(autouse=True, scope="module")
@@ -149,7 +149,7 @@ def test_a_net_as_a_few_shot_learner_scores_by_prototype_distances():
 def test_space_images_are_the_spaces_grids():
     space = conceptworld_space(depth=2, per_concept=1, broken_per_concept=0, noise_scenes=1)
     img = space_images(space, [0, 3])
-    rgb = grid_images(space_grids(space)[[0, 3]], space.params["colors"])
+    rgb = grid_images(space.grids()[[0, 3]], space.params["colors"])
     assert img.shape == (2, 3, 32, 32) and torch.equal(img, rgb)
 
 

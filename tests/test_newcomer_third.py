@@ -200,7 +200,7 @@ def test_item1_figures_do_not_draw_a_scene_s_source_as_its_property():
 
 
 def test_item1_the_episode_view_draws_a_conceptworld_scene_as_its_grid_not_its_source():
-    from bayes_concepts.suites.conceptworld.space import conceptworld_space, experiment_splits, space_grid
+    from bayes_concepts.suites.conceptworld.space import conceptworld_space, experiment_splits
     from bayes_concepts.episodes import sample_episodes
     from bayes_concepts.plots import plot_episode
     cw = conceptworld_space(depth=3, per_concept=12, broken_per_concept=1, noise_scenes=4)
@@ -208,7 +208,7 @@ def test_item1_the_episode_view_draws_a_conceptworld_scene_as_its_grid_not_its_s
     ax, data = plot_episode(cw, eps, 0)
     assert "source" not in data.columns
     first = data[(data["set"] == "support") & (data["position"] == 0)].iloc[0]
-    assert first["points"] == int((space_grid(cw, int(first["scene"])) >= 0).sum())
+    assert first["points"] == int((cw.grid(int(first["scene"])) >= 0).sum())
     assert any(a.get_images() for a in ax.figure.axes)  # the grids are drawn as pictures
 
 

@@ -74,6 +74,22 @@ def wide_query_scores(rows, query, ids, probs, n, dense_p, cand, out):
 
 
 @numba.njit(inline="always")
+def mark_light_classes(weights, u, light):
+    """Set ``light[q]`` for the lightest classes whose weights (float64 (C,)) together stay
+    below the smallest positive score ``u``: summed in increasing order, they can change no
+    ranking above ``u``, so their scenes need not be scored."""
+    order = np.argsort(weights)
+    acc = 0.0
+    for k in range(weights.shape[0]):
+        q = order[k]
+        if acc + weights[q] < u * (1.0 - 1e-9):
+            acc += weights[q]
+            light[q] = True
+        else:
+            break
+
+
+@numba.njit(inline="always")
 def _add_bits(counter, x):
     """Add the 0/1 digits of the word ``x`` to the bit-sliced counters ``counter`` (ripple carry)."""
     j = 0
@@ -260,15 +276,7 @@ def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, tr
                 u = sc
     if u == np.inf:  # no positive scores above 0: all of them sit at the last threshold
         return n_pos / n_test
-    order = np.argsort(cls_weight)
-    acc = 0.0
-    for k in range(n_cls):
-        q = order[k]
-        if acc + cls_weight[q] < u * (1.0 - 1e-9):
-            acc += cls_weight[q]
-            light[q] = True
-        else:
-            break
+    mark_light_classes(cls_weight, u, light)
     return _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test,
                              scores, mark, touched, light)
 

@@ -364,8 +364,9 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
 
     params = {k: p[k] for k in ("samples", "scenes", "scene_sampler", "max_depth", "seed", "min_count",
                                 "max_rate", "test_positives")}
-    defaults = {**DEFAULTS, **_source_defaults()}
-    for k in (*_OPTIONAL_PARAMS, *_source_defaults()):
+    source_params = _source_defaults()
+    defaults = {**DEFAULTS, **source_params}
+    for k in (*_OPTIONAL_PARAMS, *source_params):
         if p.get(k, defaults[k]) != defaults[k]:
             params[k] = list(p[k]) if k == "location_bins" else p[k]
     if sources is not None:

@@ -256,11 +256,10 @@ def space_images(space, items=None) -> torch.Tensor:
     """float32 (S, 3, N, N): the pictures of a ConceptWorld space's scenes ``items`` (default
     all), drawn from their item names (the grid cells) only: a scene's labels, its
     generating concept (``source``) among them, are never read."""
-    from .space import is_conceptworld, space_colors, space_grid
-    if not is_conceptworld(space):
+    if not space.has_grids:
         raise BaselineError("space_images: not a ConceptWorld space (its items are not grid scenes)")
     ids = range(len(space.item_names)) if items is None else [int(i) for i in np.asarray(items).ravel()]
-    return grid_images(np.stack([space_grid(space, j) for j in ids]), space_colors(space))
+    return grid_images(np.stack([space.grid(j) for j in ids]), space.grid_colors())
 
 
 # ============================================================================ scoring
@@ -470,8 +469,7 @@ class GridNetLearner:
     episodes: it was trained on the experiment's classification task."""
 
     def __init__(self, space, net: nn.Module, name: str):
-        from .space import is_conceptworld
-        if not is_conceptworld(space):
+        if not space.has_grids:
             raise BaselineError("GridNetLearner: not a ConceptWorld space (its items are not grid scenes)")
         self.space, self.net, self.name = space, net, str(name)
         self._embedding = None

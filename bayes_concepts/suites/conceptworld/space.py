@@ -12,7 +12,7 @@ it satisfies, not only the one it was drawn from.
 Concept descriptions are ``"name"`` or ``"name n"`` (``"red_seq 3"``; tokens of roles
 ``concept`` and ``n``); description length l(h) = 1 + the concept's composition depth (n
 for a family; the number of related objects otherwise).  Item names are ``"j:"`` and the
-scene's points (:func:`~bayes_concepts.scenes.grid.encode_grid`); :func:`space_grids`
+scene's points (:func:`~bayes_concepts.scenes.grid.encode_grid`); :meth:`ExtensionSpace.grids <bayes_concepts.spaces.extension_space.ExtensionSpace.grids>`
 reads the grids back.
 
 Atoms and compounds (the divergence measures, and the compound and atom oracles of the
@@ -51,8 +51,8 @@ from .definitions import EXPERIMENTS_FILE, DefinitionsError, load_definitions
 from .execute import evaluate_concepts
 from .generate import break_scene, sample_scene
 
-__all__ = ["GENERATOR_LABELS", "conceptworld_space", "definition_structure", "is_conceptworld", "space_grids", "space_grid",
-           "space_colors", "load_experiments", "experiment_splits", "condition_slug", "load_reported", "DEFAULTS"]
+__all__ = ["GENERATOR_LABELS", "conceptworld_space", "definition_structure",
+           "load_experiments", "experiment_splits", "condition_slug", "load_reported", "DEFAULTS"]
 
 
 #: the build's defaults (``space build --preset conceptworld``)
@@ -136,26 +136,6 @@ def _counts(items) -> dict:
     for it in items:
         counts[it] = counts.get(it, 0) + 1
     return dict(sorted(counts.items()))
-
-
-def is_conceptworld(space) -> bool:
-    """Whether ``space`` was built by :func:`conceptworld_space` (its items are grid scenes)."""
-    return space.has_grids
-
-
-def space_colors(space) -> tuple:
-    """The palette of a ConceptWorld space's grids (colour names, by index)."""
-    return space.grid_colors()
-
-
-def space_grid(space, j: int) -> np.ndarray:
-    """int8 (size, size): grid scene ``j`` of a ConceptWorld space, from its item name."""
-    return space.grid(j)
-
-
-def space_grids(space) -> np.ndarray:
-    """int8 (N_items, size, size): the grid scenes of a ConceptWorld space, from its item names."""
-    return space.grids()
 
 
 # ========================================================================== experiments
