@@ -44,6 +44,7 @@ from .engine.index import signature_block_counts
 from .errors import BayesConceptsError
 from .registry import Registry
 from .scale import check_memory, episodes_bytes
+from .splits import by_set, item_sets, side_items, side_space
 from .rng import block_seeds, next_below
 
 BLOCK = 64
@@ -763,11 +764,25 @@ def sampler_for(space) -> EpisodeSampler:
 def sample_episodes(space, split, side: str = "test", negatives: str = "hard", n: int = 1000, *, seed: int = 0,
                     query_negatives: str | None = None, sampler: EpisodeSampler | None = None,
                     **kw) -> Episodes:
-    """Draw ``n`` episodes for ``split``'s ``side`` (``train``/``val``/``test``)."""
+    """Draw ``n`` episodes for ``split``'s ``side`` (``train``/``val``/``test``).
+
+    A by-set split (spec ``items = "by-set"``: :func:`bayes_concepts.splits.by_set`) draws them
+    from the items of the set named ``side`` only (:func:`bayes_concepts.splits.side_space`:
+    support, queries and the concepts' counts there); the scene ids are the space's own, and
+    ``meta["items"]`` records the set, its items and the items left out."""
     ids = split.ids(side) if hasattr(split, "ids") else getattr(split, side)
-    sampler = sampler or EpisodeSampler(space)
     meta = {"split": getattr(split, "name", None), "side": side}
-    return sampler.sample(ids, n, negatives, query_negatives=query_negatives, seed=seed, meta=meta, **kw)
+    if not by_set(split):
+        sampler = sampler or EpisodeSampler(space)
+        return sampler.sample(ids, n, negatives, query_negatives=query_negatives, seed=seed, meta=meta, **kw)
+    items = side_items(space, split, side)
+    bank = side_space(space, split, side)
+    eps = sampler_for(bank).sample(ids, n, negatives, query_negatives=query_negatives, seed=seed, meta=meta, **kw)
+    eps.support_scenes = items[eps.support_scenes]
+    eps.query_scenes = items[eps.query_scenes]
+    eps.meta["space"] = space.manifest_sha256()
+    eps.meta["items"] = dict(bank.params["item_subset"])
+    return eps
 
 
 def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
@@ -777,7 +792,11 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
     ``{"space": {kind: {...}}, "space_notes": {kind: {...}}, "<split>": {"too_small": {...}}}``:
     what the space's build left out (a pair space's ``params["excluded"]``), what it noted (a
     pair space's ``params["layout_notes"]``: e.g. attributes ``seen_attrs.txt`` lists that no
-    seen pair uses) and each split's test concepts too small for its shape.  Query sets of
+    seen pair uses) and each split's test concepts too small for its shape.  A by-set split
+    (``items = "by-set"``) counts its test concepts' items in the test set, where its test
+    episodes are drawn (:func:`bayes_concepts.splits.side_space`); a space that records its
+    items' sets adds ``space_notes["items_by_set"]`` (:func:`by_set_note`): the items of other
+    sets that by-set splits leave out of their test episodes and test bank.  Query sets of
     different sizes across splits are a one-line error, and so is a split with test concepts
     none of which has the scenes an episode needs (:class:`EpisodeError` naming the split,
     the counts and the fix: :func:`drawable_fix`), before any episode is drawn."""
@@ -793,14 +812,20 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
         spec = getattr(split, "spec", None) or {}
         shape = given or EpisodeShape.parse(spec.get("episodes"), f"split {name}: [episodes]")
         shapes[name] = shape.as_dict()
-        ex = episode_exclusions(space, split.test, shape)
+        bank = side_space(space, split, "test")  # a by-set split's test episodes: the test-set items
+        ex = episode_exclusions(bank, split.test, shape)
         excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
+        if bank is not space:
+            ex["rule"] = ex["rule"].replace("scenes (", "test-set items (")
+            excluded[name]["too_small"]["rule"] = ex["rule"]
         if len(split.test) and not ex["usable"]:
             raise EpisodeError(
                 f"split {name}: none of its {len(split.test):,} test concepts has {shape.needed} or more "
-                f"{_scene_word(space)} "
+                + ("test-set " if bank is not space else "") + f"{_scene_word(space)} "
                 f"({shape.positives} support + {shape.query_positives} query positives), so no episode can be "
-                f"drawn: {drawable_fix(space, split.test, shape.needed)}")
+                f"drawn: {drawable_fix(bank, split.test, shape.needed)}")
+    if item_sets(space) is not None and "test" in item_sets(space)[0]:  # the same for every by-set split
+        excluded["space_notes"] = {**excluded.get("space_notes", {}), "items_by_set": by_set_note(space)}
     sizes = {s["query_positives"] + s["query_negatives"] for s in shapes.values()}
     if len(sizes) > 1:
         raise BayesConceptsError("the splits' episode shapes give query sets of different sizes ("
@@ -808,6 +833,21 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
                                              for n, s in shapes.items())
                                  + "): score them in separate runs, or give one --episode-shape")
     return shapes, excluded
+
+
+def by_set_note(space) -> dict:
+    """What the by-set splits of a space that records its items' sets leave out of their test
+    episodes and test bank (:func:`bayes_concepts.splits.side_space`): ``{"count", "first",
+    "by_set", "rule"}``, the items of the other sets, counted per set."""
+    names, codes = item_sets(space)
+    test = names.index("test")
+    n_test = int((codes == test).sum())
+    per = [f"{s} {int((codes == k).sum()):,}" for k, s in enumerate(names) if k != test and (codes == k).any()]
+    return {"count": int(len(codes) - n_test), "first": per, "by_set": True,
+            "rule": f"their test episodes (support and queries) and test bank are drawn from the {n_test:,} test-set "
+                    "items only, and the oracles' size likelihood counts |ext h| there (CZSL's generalised "
+                    "setting: seen pairs' test-set items are hard negatives and distractors); pair-level splits use "
+                    "every item"}
 
 
 def drawable_fix(space, test_ids, needed: int) -> str:

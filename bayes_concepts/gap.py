@@ -31,7 +31,7 @@ from .gap_cells import NESTED_ORACLES, gap_cells
 from .oracles import OracleSettings
 from .results import empty_dataset
 from .scale import check_memory, gap_bytes, scheduler_scope
-from .splits import split_stats
+from .splits import by_set, side_space, split_stats
 
 LEARNERS = ("strong", "weak")
 ORACLES = LEARNERS
@@ -187,6 +187,11 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         raise BayesConceptsError(f"parts must be True or False, got {parts!r}")
     names = list(splits)
     table = _learner_table(learners, names)
+    image_level = [n for n in names if by_set(splits[n]) and any(n in per for per in table.values())]
+    if image_level:
+        raise BayesConceptsError(f"split {image_level[0]} draws its episodes by set (items = 'by-set'), and learners "
+                                 "other than the oracles are not scored on by-set splits yet: score the learners on "
+                                 "the pair-level split, or the oracles alone here")
     from .learners.binding import check_learners
     checks = check_learners(space, splits, table, allow_other_space)
     shapes, excluded = episode_shapes(space, splits, episode_shape)
@@ -581,12 +586,19 @@ def build_exclusion_lines(space_record: dict | None) -> list:
 def build_note_lines(notes: dict | None) -> list:
     """One line per kind of what a space's build noted without leaving it out (a pair space's
     ``params["layout_notes"]``, e.g. attributes ``seen_attrs.txt`` lists that no seen pair uses,
-    pairs no pair file names): count, first names, what the split makes of them."""
+    pairs no pair file names): count, first names, what the split makes of them.  The record of
+    a space that records its items' sets (``"by_set"`` in it:
+    :func:`~bayes_concepts.episodes.by_set_note`) says which items by-set splits leave out of
+    their test episodes, per set."""
     lines = []
     for kind, rec in (notes or {}).items():
         if not rec.get("count"):
             continue
         shown = list(rec.get("first", []))
+        if rec.get("by_set"):
+            lines.append(f"by-set splits (items = 'by-set'): {rec['count']:,} items of other sets left out of their "
+                         f"test episodes ({', '.join(shown)}): {rec.get('rule', '')}")
+            continue
         more = ", ..." if rec["count"] > len(shown) else ""
         lines.append(f"noted by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
                      f"({', '.join(shown)}{more}): {rec.get('rule', '')}")

@@ -22,6 +22,7 @@ from .episodes import ARRAY_FIELDS, Episodes, sampler_for
 from .oracles import Oracle, strong_and_weak
 from .scale import ScaleError, Scheduler, release_pages
 from .spaces import load_space
+from .splits import side_space
 
 __all__ = ["GAP_CHUNK", "MAPPED_RSS_BUDGET", "NESTED_ORACLES", "SpaceRef", "space_ref", "resolve_space", "episode_chunks", "gap_chunk", "gap_cells"]
 
@@ -93,7 +94,10 @@ def episode_chunks(n_episodes: int, chunk: int = GAP_CHUNK) -> list:
 def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_mode, keep_episodes, nested=None,
               shapes=None):
     """One task of the comp gap: episodes ``lo:hi`` of a (split, negatives) cell, drawn exactly as
-    the whole cell would draw them, scored by the split's strong and weak oracles.
+    the whole cell would draw them, scored by the split's strong and weak oracles.  A by-set split
+    (``items = "by-set"``) draws and scores them on its test-set items
+    (:func:`bayes_concepts.splits.side_space`: support, queries, test bank and the size
+    likelihood's counts there); its episodes' scene ids are then that bank's.
 
     task: ``(split name, negatives, cell seed, lo, hi)``; splits: name -> Split; nested: None,
     or split name -> ``{"atom": ids, "compound": ids}``
@@ -105,7 +109,8 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
     name, negatives, seed, lo, hi = task
     space = resolve_space(space)
     split = splits[name]
-    sampler = sampler_for(space)
+    bank = side_space(space, split, "test")  # a by-set split: the test-set items (splits.side_space)
+    sampler = sampler_for(bank)
     try:
         shape = (shapes or {}).get(name) or {}  # the split's episode shape (EpisodeShape fields); default 5+20
         eps = sampler.sample(split.test, n_episodes, negatives, seed=seed, query_negatives=query_negatives,
@@ -113,11 +118,11 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
                              n_positive=shape.get("positives", 5), n_negative=shape.get("negatives", 20),
                              n_query_positive=shape.get("query_positives"),
                              n_query_negative=shape.get("query_negatives"))
-        strong, weak = strong_and_weak(space, split, settings)
+        strong, weak = strong_and_weak(bank, split, settings)
         oracles = {"strong": strong, "weak": weak}
         if nested is not None:
-            oracles.update({kind: Oracle(space, nested[name][kind], settings, kind) for kind in NESTED_ORACLES})
-        results = score_learners(space, eps, oracles)
+            oracles.update({kind: Oracle(bank, nested[name][kind], settings, kind) for kind in NESTED_ORACLES})
+        results = score_learners(bank, eps, oracles)
     finally:
         release_pages(space.signatures)
         if file_backed_rss() > MAPPED_RSS_BUDGET:  # the row files read through their mappings

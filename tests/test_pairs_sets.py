@@ -91,7 +91,7 @@ def test_the_build_counts_each_sets_items_of_seen_and_unseen_pairs(tmp_path):
         c = expected[side]
         assert (f"{side} {sum(c.values()):,} (seen pairs {c['seen']:,}, unseen pairs {c['unseen']:,}, "
                 f"other pairs {c['other']:,})") in note[0]
-    assert "image-level splits" in note[0] and "not supported" in note[0]
+    assert "--image-level adds image-level twins" in note[0]
     manifest = json.loads(next((tmp_path / "s").glob("manifest*.json")).read_text())
     assert manifest["params"]["item_sets"] == expected
 
@@ -104,11 +104,15 @@ def test_no_set_column_no_note(tmp_path):
     assert not any("set column" in ln for ln in lines)
 
 
-def test_an_image_level_split_is_refused_in_one_line(tmp_path, capsys):
-    with pytest.raises(PairsLayoutError, match="image-level splits .* not supported"):
-        build_pair_space(tmp_path / "s", FIXTURE / "items.tsv", FIXTURE, image_level=True)
-    assert main(["space", "from-pairs", str(tmp_path / "c"), "--items", str(FIXTURE / "items.tsv"),
+def test_image_level_without_a_set_column_is_refused_in_one_line(tmp_path, capsys):
+    """(--image-level with a set column builds: tests/test_image_level.py.)"""
+    items = tmp_path / "items.tsv"
+    items.write_text("".join("\t".join(ln.split("\t")[:3]) + "\n"
+                             for ln in (FIXTURE / "items.tsv").read_text().splitlines()))
+    with pytest.raises(PairsLayoutError, match="--image-level needs each item's set"):
+        build_pair_space(tmp_path / "s", items, FIXTURE, image_level=True)
+    assert main(["space", "from-pairs", str(tmp_path / "c"), "--items", str(items),
                  "--pairs-dir", str(FIXTURE), "--image-level"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "image-level splits" in err and "not supported" in err
+    assert len(err.splitlines()) == 1 and "--image-level needs each item's set" in err
     assert not (tmp_path / "c").exists()

@@ -79,6 +79,15 @@ def size_likelihood(counts, n_scenes, n_drawn, k, hard, settings):
     counts = np.asarray(counts, np.int64)
     first, second = np.empty((len(counts), 1, 1)), np.empty((len(counts), 1, 1))
     _size_terms(counts, int(n_scenes), int(n_drawn), int(k), bool(hard), first, second)
+    # an empty extension (a concept with no item of an image-level split's test set) draws no
+    # positive, a full one no hard negative: probability 0 (log -inf), or 1 when none is drawn.
+    # Such a concept never fits a support holding one, so the entry is never read; the
+    # table holds the exact value instead of log 0's +inf or 0·log 0's NaN.
+    empty, full = counts == 0, counts == int(n_scenes)
+    if empty.any():
+        first[empty, 0, 0] = -np.inf if n_drawn > 0 else 0.0
+    if hard and full.any():
+        second[full, 0, 0] = -np.inf if k > n_drawn else 0.0
     return first, second
 
 

@@ -331,7 +331,18 @@ def strong_and_weak(space, split, settings: OracleSettings | None = None):
 
     A split with a ``strong_concepts`` attribute (int ids; set by a protocol, e.g. CURI's
     release, whose strong oracle knew every concept: :mod:`bayes_concepts.protocols`) gives
-    the strong oracle those concepts instead."""
+    the strong oracle those concepts instead.
+
+    A by-set split (spec ``items = "by-set"``) is scored on its test-set items: ``space`` must
+    be its test-set space, :func:`bayes_concepts.splits.side_space` (the gap and the audit make
+    it), whose counts |ext h| the size likelihood reads; the whole space is a one-line
+    :class:`~bayes_concepts.errors.BayesConceptsError`, not oracles counting every item."""
+    from ..splits import by_set
+    if by_set(split) and "item_subset" not in (space.params or {}):
+        from ..errors import BayesConceptsError
+        raise BayesConceptsError(f"split {split.name} draws its episodes by set (items = 'by-set'): make its oracles "
+                                 "on its test-set items, splits.side_space(space, split), where its episodes and "
+                                 "the size likelihood's counts are (gap and audit do)")
     settings = settings or OracleSettings()
     strong_ids = getattr(split, "strong_concepts", None)
     strong_ids = np.union1d(split.train, split.test) if strong_ids is None else strong_ids

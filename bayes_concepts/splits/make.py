@@ -1,6 +1,10 @@
 """Making splits of a space from specs or predicates, loading CURI's, and their statistics."""
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
+import zlib
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -131,8 +135,113 @@ def make_split(space, spec_or_path) -> Split:
             val, test = _carve_val(space, np.flatnonzero(mask), spec["val_fraction"], spec["val_seed"],
                                    spec["synonym_aware"])
         sides = {"train": np.flatnonzero(~mask), "val": val, "test": test}
+    if spec.get("items") == "by-set" and item_sets(space) is None:
+        raise where.error("items = 'by-set' draws each side's episodes from the items of its own set, and this "
+                          "space records no item's set: build the pair space from items with a set column, with "
+                          "space from-pairs --image-level", ("items",))
     return Split(spec["name"], sides["train"], sides["val"], sides["test"], spec, source,
                  spec["description"], n)
+
+
+# ============================================================ items by set (image-level splits)
+#: the params key of a space that records each item's set (a pair space built with --image-level)
+ITEM_SETS = "item_set_codes"
+
+
+def encode_item_sets(sets) -> dict:
+    """What a space's ``params[ITEM_SETS]`` holds for per-item set names ``sets`` (N strings):
+    ``{"sets": [names, train, val, test first], "items": N, "codes": text}``, the codes one
+    uint8 set index per item, zlib-compressed and base64-encoded (a few kB for 50,000 items;
+    no pickle).  More than 255 distinct sets is a :class:`SplitSpecError`."""
+    sets = [str(x) for x in sets]
+    names = [s for s in SIDES if s in set(sets)] + sorted(set(sets) - set(SIDES))
+    if len(names) > 255:
+        raise SplitSpecError(f"the items name {len(names):,} sets; at most 255 can be recorded")
+    index = {s: k for k, s in enumerate(names)}
+    codes = np.fromiter((index[x] for x in sets), np.uint8, len(sets))
+    return {"sets": names, "items": len(sets),
+            "codes": base64.b64encode(zlib.compress(codes.tobytes(), 9)).decode("ascii")}
+
+
+def item_sets(space):
+    """``(names, codes)`` of a space that records each item's set (``params[ITEM_SETS]``):
+    the set names and uint8 (N,) each item's index into them; None for any other space.  A
+    record that does not decode to one code per item is a one-line :class:`SplitSpecError`."""
+    rec = (space.params or {}).get(ITEM_SETS)
+    if rec is None:
+        return None
+    try:
+        names = [str(x) for x in rec["sets"]]
+        codes = np.frombuffer(zlib.decompress(base64.b64decode(rec["codes"], validate=True)), np.uint8)
+    except (KeyError, TypeError, ValueError, zlib.error, binascii.Error):
+        raise SplitSpecError(f"params[{ITEM_SETS!r}] of the space is damaged (not the item sets a build "
+                             "recorded); rebuild the space") from None
+    if len(codes) != space.n_scenes or (len(codes) and int(codes.max()) >= len(names)):
+        raise SplitSpecError(f"params[{ITEM_SETS!r}] records {len(codes):,} items' sets for a space of "
+                             f"{space.n_scenes:,} items; rebuild the space")
+    return names, codes
+
+
+def by_set(split) -> bool:
+    """Whether ``split`` draws each side's episodes from the items of its own set (its spec's
+    ``items = "by-set"``: an image-level split)."""
+    return (getattr(split, "spec", None) or {}).get("items") == "by-set"
+
+
+def side_items(space, split, side: str = "test") -> np.ndarray | None:
+    """int64: the item ids (of ``space``) that ``side``'s episodes of ``split`` are drawn from
+    -- the items of the set named ``side`` for a by-set split (:func:`by_set`) --, or None
+    (every item: any other split).  No such item is a one-line :class:`SplitSpecError`."""
+    if not by_set(split):
+        return None
+    recorded = item_sets(space)
+    if recorded is None:
+        raise SplitSpecError(f"split {split.name!r} draws its episodes by set (items = 'by-set') and this space "
+                             "records no item's set: build it with space from-pairs --image-level")
+    names, codes = recorded
+    base = side.split("+")[0]
+    if base not in names or not (codes == names.index(base)).any():
+        raise SplitSpecError(f"split {split.name!r} draws its {side} episodes from the {base}-set items (items = "
+                             f"'by-set'), and the space has none (its sets: {', '.join(names)})")
+    return np.flatnonzero(codes == names.index(base)).astype(np.int64)
+
+
+def side_space(space, split, side: str = "test"):
+    """The space ``side``'s episodes of ``split`` are drawn and scored on: ``space`` itself,
+    or for a by-set split (:func:`by_set`) the same concepts (same ids, descriptions, lengths
+    and priors) over the items of the set named ``side`` only -- their extensions, counts
+    |ext h| (the size likelihood's), synonym classes and a test bank drawn there (as the
+    space's own: ``test_positives`` positives per concept, its seed) -- so support, queries
+    and the test bank all come from that set.  Concepts with no item there keep count 0 (never
+    drawn, never consistent with a positive).  Kept in the space's index, one per set.
+    ``params["item_subset"]`` records the set, its items and the items left out."""
+    items = side_items(space, split, side)
+    if items is None:
+        return space
+    base = side.split("+")[0]
+    return space.index.derived(f"items_of_set:{base}", lambda: _subspace(space, items, base))
+
+
+def _subspace(space, items: np.ndarray, name: str):
+    from ..bits import gather_bits
+    from ..engine.test_bank import draw_test_bank
+    from ..spaces.build import synonym_classes
+    from ..spaces.extension_space import ExtensionSpace
+    if not isinstance(space, ExtensionSpace):
+        raise SplitSpecError(f"items by set need a space of items (a pair space), not a {space.kind} space")
+    params = dict(space.params or {})
+    signatures = gather_bits(np.asarray(space.signatures), items)
+    counts = np.bitwise_count(signatures).sum(axis=1, dtype=np.int64)
+    test_bank = draw_test_bank(signatures, counts, int(params.get("test_positives", 3)), int(params.get("seed", 0)))
+    params["item_subset"] = {"set": name, "items": int(len(items)), "of": int(space.n_scenes),
+                             "left_out": int(space.n_scenes - len(items))}
+    names = space.item_names
+    return dataclasses.replace(
+        space, signatures=signatures, counts=counts, synonym_classes=synonym_classes(signatures),
+        scene_codes=np.ascontiguousarray(np.asarray(space.scene_codes)[items]),
+        item_names=[names[int(j)] for j in items], test_bank=test_bank, params=params,
+        stages={**space.stages, "items_of_set": int(len(items)), "test_bank": test_bank.n_scenes}, path=None,
+        build_seconds={})
 
 
 def split_from_predicate(space, name: str, predicate: Callable, *, val_fraction: float = 0.1,

@@ -15,7 +15,7 @@ from ..registry import Registry, describe
 from ..resources import DataFileError, curi_splits_dir
 from ..text_files import read_text
 
-from .split import (KINDS, SplitSpecError, _COUNT_KEYS, _EPISODE_KEYS, _FRACTION_KEYS, _INT_TOKEN, _KIND_KEYS,
+from .split import (ITEMS, KINDS, SplitSpecError, _COUNT_KEYS, _EPISODE_KEYS, _FRACTION_KEYS, _INT_TOKEN, _KIND_KEYS,
                     _NAME, _TOP_KEYS)
 
 
@@ -307,6 +307,12 @@ def _validate(raw: dict, where: _Where, default_name=None) -> dict:
                 raise where.error(f"episodes.{key} must be an integer >= {_EPISODE_KEYS[key]}, got {v!r}",
                                   ("episodes", key))
         spec["episodes"] = dict(ep)
+    if "items" in raw:  # which items each side's episodes are drawn from (an image-level split: "by-set")
+        items = raw["items"]
+        if items not in ITEMS:
+            raise where.error(f"items must be {' or '.join(repr(x) for x in ITEMS)} (by-set: each side's episodes "
+                              f"from the items of its own set), got {items!r}", ("items",))
+        spec["items"] = items
     return spec
 
 

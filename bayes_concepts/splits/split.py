@@ -13,13 +13,19 @@ SIDES = ("train", "val", "test")
 KINDS = ("all", "random", "held_out")
 
 _TOP_KEYS = ("name", "description", "kind", "fractions", "seed", "held_out", "synonym_aware",
-             "val_fraction", "val_seed", "val_programs", "episodes")
+             "val_fraction", "val_seed", "val_programs", "episodes", "items")
 #: keys (besides name/description/kind) that each kind accepts
 _KIND_KEYS = {
-    "all": ("val_fraction", "val_seed", "episodes"),
-    "random": ("fractions", "seed", "synonym_aware", "episodes"),
-    "held_out": ("held_out", "synonym_aware", "val_fraction", "val_seed", "val_programs", "episodes"),
+    "all": ("val_fraction", "val_seed", "episodes", "items"),
+    "random": ("fractions", "seed", "synonym_aware", "episodes", "items"),
+    "held_out": ("held_out", "synonym_aware", "val_fraction", "val_seed", "val_programs", "episodes", "items"),
 }
+#: the values of a spec's ``items`` key: which items a side's episodes are drawn from.  ``all``
+#: (the default, written only when given): every item of the bank; ``by-set``: the items of the
+#: set named as the side (train-side episodes from the train set, val from val, test episodes
+#: and the test bank from the test set), in a space that records each item's set (a pair space
+#: built with a set column and ``--image-level``: CZSL's image-level, generalised setting)
+ITEMS = ("all", "by-set")
 #: the keys of a spec's [episodes] table (the episode shape: bayes_concepts.episodes.EpisodeShape)
 #: and the least value of each
 _EPISODE_KEYS = {"positives": 1, "negatives": 0, "query_positives": 1, "query_negatives": 0}

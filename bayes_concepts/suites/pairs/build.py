@@ -4,13 +4,13 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from ...splits import make_split
+from ...splits import by_set, make_split, side_space
 from ...episodes import drawable_fix
 from ...report import FEW_DRAWABLE
 from .layout import FIRST, PairsLayoutError, read_pairs_layout
 from .layout import _s
-from .space import (IMAGE_LEVEL, K_BY, _seen_test_note, episode_worlds_spec, exclusion_lines, pair_space,
-                    reference_limited_spec, set_count_line, set_counts, spec_to_toml, unseen_pairs_spec)
+from .space import (K_BY, _seen_test_note, by_set_spec, episode_worlds_spec, exclusion_lines, image_level_error,
+                    pair_space, reference_limited_spec, set_count_line, set_counts, spec_to_toml, unseen_pairs_spec)
 
 
 def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed: int = 0,
@@ -26,12 +26,14 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
     ``[episodes]`` table (the spec validates it).  ``items=None`` with ``items_per_pair=N``
     audits the pair lists alone (:func:`read_pairs_layout`).  ``k_by``: what ``ks`` limits the seen
     pairs of, ``"attribute"`` (``seen_k<K>``) or ``"object"`` (``seen_k<K>_obj``).
-    ``image_level=True`` asks for an image-level split, which is refused (:data:`IMAGE_LEVEL`):
-    where the items have a set column, the summary counts each set's items of seen and unseen
-    pairs instead.  Returns the summary lines to print."""
+    Where the items have a set column, the summary counts each set's items of seen and unseen
+    pairs.  ``image_level=True`` records each item's set in the space and saves, beside every
+    split spec, its image-level twin ``<name>_by_set`` (:func:`~.space.by_set_spec`: the same
+    concepts, ``items = "by-set"``: test episodes and the test bank from the test-set items,
+    the size likelihood's counts there; :data:`~.space.IMAGE_LEVEL`); items without a set
+    column are refused in one line before anything is written.  Returns the summary lines to
+    print."""
     import time
-    if image_level:
-        raise PairsLayoutError(IMAGE_LEVEL)
     if k_by not in K_BY:
         raise PairsLayoutError(f"k_by must be one of {', '.join(K_BY)}, got {k_by!r}")
     shape = dict(episodes) if episodes is not None else {"positives": 5, "negatives": 20, "query_positives": 5,
@@ -40,7 +42,9 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
         raise FileExistsError(f"{out} already exists (pass --force to replace it)")
     t = time.perf_counter()
     layout = read_pairs_layout(items, pairs_dir, items_per_pair=items_per_pair, unlisted=unlisted)
-    space = pair_space(layout, primitives=primitives, seed=seed)
+    if image_level and image_level_error(layout):
+        raise PairsLayoutError(image_level_error(layout))
+    space = pair_space(layout, primitives=primitives, seed=seed, image_level=image_level)
     if not layout.unseen_pairs() and not ks and not worlds:
         raise PairsLayoutError(f"{pairs_dir}: no unseen pair (every test pair is a train pair, or there is none), so "
                                "no split: give --k K (K seen pairs per attribute, or per object with --k-by object) or --worlds NP (RLCL's episode "
@@ -54,6 +58,8 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
         if layout.unseen_pairs():
             specs.insert(0, unseen_pairs_spec(space, layout.pairs["train"]))
         specs = [{**s, "episodes": shape} for s in specs]
+    if image_level:  # each split's image-level twin (unseen_pairs_by_set came with the space unless reshaped)
+        specs += [by_set_spec(s) for s in specs]
     for spec in specs:
         space = space.with_spec_files({f"{spec['name']}.toml": spec_to_toml(spec)})
     splits = {}
@@ -77,27 +83,31 @@ def build_pair_space(out, items, pairs_dir, primitives: bool = True, ks=(), seed
     lines += exclusion_lines(layout.exclusions())
     lines += exclusion_lines(layout.notes, prefix="note: ")
     if layout.sets is not None:
-        lines.append(set_count_line(set_counts(layout)))
+        lines.append(set_count_line(set_counts(layout), image_level))
     if not layout.unseen_pairs():
         lines.append("no unseen_pairs split: the layout has no unseen pair (every test pair is a train pair, or "
                      "there is none)")
     pos, qpos = shape["positives"], shape.get("query_positives", shape["positives"])
     for fname, split in splits.items():
         sz = split.sizes()
-        small = [space.descriptions[i] for i in split.test if space.counts[i] < pos + qpos]
+        bank = side_space(space, split, "test")  # a by-set split's test episodes: the test-set items
+        small = [space.descriptions[i] for i in split.test if bank.counts[i] < pos + qpos]
         usable = sz["test"] - len(small)
         lines.append(f"split {split.name}: train {sz['train']:,}, val {sz['val']:,}, test {sz['test']:,} "
-                     f"concept{_s(sz['test'])} ({Path(out) / 'splits' / fname}); {usable:,} test concept"
-                     f"{_s(usable)} can be drawn for episodes"
+                     f"concept{_s(sz['test'])} ({Path(out) / 'splits' / fname}); "
+                     + (f"test episodes from the {bank.n_scenes:,} test-set items ({space.n_scenes - bank.n_scenes:,} "
+                        f"items of other sets left out of them); " if by_set(split) else "")
+                     + f"{usable:,} test concept{_s(usable)} can be drawn for episodes"
                      + (f", {len(small):,} excluded ({', '.join(small[:FIRST])}"
-                        + (", ..." if len(small) > FIRST else "") + f"): fewer than {pos + qpos} items ({pos} support "
+                        + (", ..." if len(small) > FIRST else "") + f"): fewer than {pos + qpos} "
+                        + ("test-set " if by_set(split) else "") + f"items ({pos} support "
                         f"+ {qpos} query positives): never an episode's concept, still a hypothesis of the oracles"
                         if small else "")
                      + (f". Split {split.name}: {'no' if not usable else f'only {usable:,}'} test concept"
                         f"{_s(usable) if usable else ''} drawable, so "
                         + ("gap, audit and ladder refuse it (no episode can be drawn)" if not usable
                            else "its gap rests on few concepts")
-                        + ": " + drawable_fix(space, [i for i in split.test if space.counts[i] < pos + qpos],
+                        + ": " + drawable_fix(bank, [i for i in split.test if bank.counts[i] < pos + qpos],
                                               pos + qpos)
                         if small and usable < FEW_DRAWABLE else ""))
     lines.append(f"next: bayes-concepts audit {out} --report {Path(out).name}_audit.md")

@@ -34,9 +34,11 @@ def _from_pairs_arguments(p):
                    help="what --k limits: K seen pairs per attribute (default; splits seen_kK, objects may be novel) "
                         "or per object (splits seen_kK_obj, attributes may be novel)")
     p.add_argument("--image-level", action="store_true",
-                   help="ask for an image-level split (CZSL's generalised setting: test-set images of seen pairs); "
-                        "refused: splits hold out concepts, not items (the build counts each set's items of seen "
-                        "and unseen pairs instead)")
+                   help="also save image-level splits (CZSL's generalised setting), for items with a set column: "
+                        "each item's set is recorded and every split gets a twin NAME_by_set (same concepts, "
+                        "items = \"by-set\") whose test episodes (support and queries) and test bank come from the "
+                        "test-set items only, the size likelihood counting |h| there, so seen pairs' test images are "
+                        "hard negatives and distractors; items without a set column are refused")
     p.add_argument("--worlds", type=whole(1), nargs="+", metavar="NP",
                    help="also save RLCL's episode setting worlds_npNP: worlds of NP attributes x NP objects drawn as "
                         "RLCL's episode sampler draws one (NP seen pairs without a shared primitive, the grid's "

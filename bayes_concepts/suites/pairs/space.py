@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ...spaces.extension_space import ExtensionSpace, description_log_prob
+from ...splits import ITEM_SETS, encode_item_sets
 from .layout import ROLES, SIDES, PairsLayout, PairsLayoutError
 
 
@@ -21,7 +22,7 @@ def _tokens_of(attributes, objects) -> dict:
 
 
 def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int = 3, seed: int = 0,
-               min_count: int = 1) -> ExtensionSpace:
+               min_count: int = 1, image_level: bool = False) -> ExtensionSpace:
     """The pair space of an attribute-object benchmark (see the module docstring).
 
     Concept order: the attributes alone, the objects alone (both sorted; only with
@@ -29,7 +30,16 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
     test (sorted).  ``params["excluded"]`` records what is left out
     (:meth:`PairsLayout.exclusions`).  When the layout has unseen pairs, the space carries the
     seen-vs-unseen split spec as ``spec_files["unseen_pairs.toml"]``.
+
+    ``image_level``: record each item's set (``params["item_set_codes"]``:
+    :func:`bayes_concepts.splits.encode_item_sets`), which by-set splits read (``items =
+    "by-set"``), and carry the image-level twin of the seen-vs-unseen spec
+    (``unseen_pairs_by_set.toml``: :func:`by_set_spec`).  A layout without sets, or without
+    test-set items, is a one-line :class:`PairsLayoutError` (:func:`image_level_error`).
+    Without it nothing is recorded: the space is the same, file for file, as before.
     """
+    if image_level and image_level_error(layout):
+        raise PairsLayoutError(image_level_error(layout))
     attr_values, attr_code = np.unique(np.array(layout.attributes, dtype=str), return_inverse=True)
     obj_values, obj_code = np.unique(np.array(layout.objects, dtype=str), return_inverse=True)
     attr_values, obj_values = attr_values.tolist(), obj_values.tolist()
@@ -55,6 +65,8 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
         params["layout_notes"] = layout.notes
     if layout.sets is not None:
         params["item_sets"] = set_counts(layout)
+    if image_level:
+        params[ITEM_SETS] = encode_item_sets(layout.sets)
     space = ExtensionSpace.from_extensions(
         np.stack([m for _, m in concepts]) if concepts else np.zeros((0, layout.n_items), bool),
         [" ".join(token[p] for p in parts) for parts, _ in concepts], item_names=layout.items,
@@ -64,7 +76,11 @@ def pair_space(layout: PairsLayout, primitives: bool = True, test_positives: int
     if not layout.unseen_pairs():
         return space
     spec = unseen_pairs_spec(space, layout.pairs["train"])
-    return space.with_spec_files({"unseen_pairs.toml": spec_to_toml(spec)})
+    files = {"unseen_pairs.toml": spec_to_toml(spec)}
+    if image_level:
+        twin = by_set_spec(spec)
+        files[f"{twin['name']}.toml"] = spec_to_toml(twin)
+    return space.with_spec_files(files)
 
 
 def _pair_ids(space) -> dict:
@@ -343,10 +359,38 @@ def exclusion_lines(excluded: dict, prefix: str = "excluded: ") -> list:
     return out
 
 
-#: why the toolkit cannot express image-level splits (the refusal and the build's note say it)
-IMAGE_LEVEL = ("image-level splits (CZSL's generalised setting: the test-set images of seen pairs as queries) are not "
-               "supported: a split holds out concepts, not items, and every item of a seen pair is a positive of a "
-               "train concept whatever its set; the items' set column is counted in the build's summary")
+#: what an image-level (by-set) split does with the items' sets: the build's note and the docs say it
+IMAGE_LEVEL = ("each *_by_set split (items = 'by-set') draws its test episodes -- support, queries -- and its test "
+               "bank from the test-set items only, and the oracles' size likelihood counts |ext h| there; train-set "
+               "items are never a test episode's, and the test-set items of seen pairs are hard negatives and "
+               "test-bank distractors (CZSL's generalised setting)")
+
+#: the suffix of an image-level twin of a split spec (the same concepts, items = "by-set")
+BY_SET = "_by_set"
+
+
+def by_set_spec(spec: dict) -> dict:
+    """The image-level twin of a split spec: the same concepts, named ``<name>_by_set``, with
+    ``items = "by-set"`` (each side's episodes from the items of its own set)."""
+    out = {**spec, "name": spec["name"] + BY_SET, "items": "by-set",
+           "description": (spec.get("description", "") + "; image-level: each side's episodes and the test bank from "
+                           "the items of its own set (items = 'by-set')").lstrip("; ")}
+    return out
+
+
+def image_level_error(layout) -> str | None:
+    """Why ``layout`` cannot give image-level splits (one line), or None: its items need a set
+    column (hxm97's image lists and CZSL's metadata have one; a TSV needs a ``set`` column)
+    holding test-set items."""
+    if layout.sets is None:
+        return ("--image-level needs each item's set (train/val/test): give items with a set column (a TSV/JSON "
+                "'set' column, CZSL's metadata, or hxm97's train_imgs.txt/val_imgs.txt/test_imgs.txt); these items "
+                "have none" + (" (--items-per-pair makes synthetic items without sets)"
+                               if str(layout.sources.get("items", "")).startswith("synthetic") else ""))
+    if "test" not in set(layout.sets):
+        return (f"--image-level draws test episodes from the test-set items, and no item is in the test set (sets: "
+                f"{', '.join(sorted(set(map(str, layout.sets))))})")
+    return None
 
 
 def set_counts(layout) -> dict:
@@ -363,14 +407,18 @@ def set_counts(layout) -> dict:
     return out
 
 
-def set_count_line(counts: dict) -> str:
+def set_count_line(counts: dict, image_level: bool = False) -> str:
     """The build's note on the items' set column (``""`` without one): per set, its items of
-    seen pairs, of unseen pairs and of other pairs, and what the splits do with it."""
+    seen pairs, of unseen pairs and of other pairs, and what the splits do with it (with
+    ``image_level``, the by-set splits: :data:`IMAGE_LEVEL`)."""
     if not counts:
         return ""
     order = [s for s in SIDES if s in counts] + [s for s in counts if s not in SIDES]
     parts = [f"{s} {sum(counts[s].values()):,} (seen pairs {counts[s]['seen']:,}, unseen pairs "
              f"{counts[s]['unseen']:,}, other pairs {counts[s]['other']:,})" for s in order]
-    return ("note: the items' set column: " + "; ".join(parts) + ". The splits use the pair files, not the sets: "
-            "every item of a seen pair is a positive of a train concept whatever its set, and image-level splits "
-            "(CZSL's generalised setting, the test-set images of seen pairs) are not supported")
+    head = "note: the items' set column: " + "; ".join(parts) + ". "
+    if image_level:
+        return head + "Recorded per item (--image-level): " + IMAGE_LEVEL
+    return head + ("The splits use the pair files, not the sets: every item of a seen pair is a positive of a train "
+                   "concept whatever its set; --image-level adds image-level twins of the splits (*_by_set: test "
+                   "episodes and the test bank from the test-set items, CZSL's generalised setting)")
