@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from bayes_concepts.engine import index, rows
 from bayes_concepts.engine.rows import RowFile, row_source
+from bayes_concepts.engine.store import SpaceError
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.gap import compute_gap
@@ -126,3 +127,26 @@ def test_the_gap_is_identical_with_rows_on_disk(small_space, on_disk, forced_fil
     again = compute_gap(loaded, load_splits(loaded, ["counting", "binding_color"]), ("hard", "easy"), 60, seed=4)
     for name in whole.data_vars:
         assert np.array_equal(whole[name].values, again[name].values, equal_nan=True), name
+
+
+def test_a_row_file_cut_short_is_refused_in_one_line_naming_it(tmp_path):
+    path = tmp_path / "a.npy"
+    np.save(path, np.ones((50, 64), np.uint64))
+    with open(path, "r+b") as fh:  # cut short before it is opened: mapping it would run past its end
+        fh.truncate(path.stat().st_size - 8 * 64 * 10)
+    with pytest.raises(SpaceError, match=r"a\.npy: cannot be read as a row file \(the header describes"):
+        RowFile(path)
+
+
+def test_an_index_file_cut_short_is_rebuilt_not_mapped_past_its_end(small_space, on_disk, forced_files):
+    splits = ["counting"]
+    loaded = HypothesisSpace.load(on_disk)
+    before = compute_gap(loaded, load_splits(loaded, splits), ("hard",), 40, seed=2)
+    f = index.index_directory(loaded) / "scene_concepts.npy"
+    with open(f, "r+b") as fh:  # an interrupted copy of the space, say
+        fh.truncate(f.stat().st_size // 2)
+    again = HypothesisSpace.load(on_disk)
+    after = compute_gap(again, load_splits(again, splits), ("hard",), 40, seed=2)
+    assert index._whole(f)  # rebuilt whole
+    for name in before.data_vars:
+        assert np.array_equal(before[name].values, after[name].values, equal_nan=True), name

@@ -29,7 +29,7 @@ import numpy as np
 from ..bits import block_counts, popcount64, transpose_bits
 from ..scale import release_pages
 from .rows import RowFile
-from .store import INDEX_DIR, derived_folders, manifest_sha256, mapped_file
+from .store import INDEX_DIR, derived_folders, manifest_sha256, mapped_file, npy_layout
 
 #: Indexes larger than this are memory-mapped files instead of arrays in memory (bytes).
 INDEX_IN_MEMORY_BYTES = 256 << 20
@@ -134,7 +134,17 @@ def _current(d: Path, key: str) -> bool:
     except (OSError, ValueError):
         return False
     return (isinstance(meta, dict) and meta.get("key") == key and meta.get("version") == INDEX_VERSION
-            and all((d / f).is_file() for f in ("scene_concepts.npy", "block_counts.npy")))
+            and all(_whole(d / f) for f in ("scene_concepts.npy", "block_counts.npy")))
+
+
+def _whole(path: Path) -> bool:
+    """``path`` is a ``.npy`` file holding the bytes its header describes (an index file cut
+    short, by a full disk or a copy, is rebuilt rather than read past its end)."""
+    try:
+        npy_layout(path)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _npy_writer(path: Path, shape, dtype):

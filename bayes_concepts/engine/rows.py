@@ -36,7 +36,7 @@ import numba
 import numpy as np
 from numba import types
 
-from .store import mapped_file
+from .store import SpaceError, mapped_file, npy_layout
 
 #: Files at least this large are read as a :class:`RowFile` instead of being memory-mapped
 #: whole (bytes).
@@ -115,6 +115,10 @@ class RowFile:
 
     def __init__(self, path):
         self.path = Path(path)
+        try:  # a file shorter than its header says would be mapped past its end (SIGBUS on a read)
+            npy_layout(self.path)
+        except (OSError, ValueError) as exc:
+            raise SpaceError(f"{self.path}: cannot be read as a row file ({' '.join(str(exc).split())[:200]})") from None
         header = np.load(self.path, mmap_mode="r", allow_pickle=False)
         if header.ndim != 2 or not header.flags.c_contiguous:
             raise ValueError(f"{self.path}: a row file needs a C-ordered 2-D array, got shape {header.shape}")

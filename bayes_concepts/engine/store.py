@@ -531,25 +531,36 @@ def check_files(path: Path, manifest: dict, verify: bool = True):
             raise SpaceError(f"{f}: checksum mismatch (sha256 differs from manifest.json); the file is damaged")
 
 
+def npy_layout(file) -> tuple:
+    """``(shape, dtype, offset of the data)`` of a ``.npy`` file, read from its header alone,
+    after checking that the file holds exactly the bytes the header describes (a truncated or
+    padded file would be mapped past its end, or read short).  Raises ValueError saying what
+    is wrong (not naming the file: the caller does)."""
+    fmt = np.lib.format
+    file = Path(file)
+    with open(file, "rb") as f:
+        version = fmt.read_magic(f)
+        if version not in ((1, 0), (2, 0)):
+            raise ValueError(f"unsupported .npy format version {version}")
+        read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, _, dtype = read_header(f)
+        offset = f.tell()
+    if dtype.hasobject:
+        raise ValueError("object arrays are not read (no pickle)")
+    expected = offset + int(np.prod(shape, dtype=object)) * dtype.itemsize
+    size = file.stat().st_size
+    if expected != size:
+        raise ValueError(f"the header describes {expected:,} bytes, the file holds {size:,}")
+    return shape, dtype, offset
+
+
 def read_array(file: Path, dtypes, ndim: int, mmap: bool = False) -> np.ndarray:
     """A ``.npy`` file (no pickle) of one of ``dtypes`` and ``ndim`` dimensions, memory-mapped
     if ``mmap``; anything else is a :class:`SpaceError` naming the file.  The header is
     checked against the file's size before any data is read, so a damaged header never
     makes numpy allocate what the file does not hold."""
-    fmt = np.lib.format
     try:
-        with open(file, "rb") as f:
-            version = fmt.read_magic(f)
-            if version not in ((1, 0), (2, 0)):
-                raise ValueError(f"unsupported .npy format version {version}")
-            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            shape, _, dtype = read_header(f)
-            offset = f.tell()
-        if dtype.hasobject:
-            raise ValueError("object arrays are not read (no pickle)")
-        expected = offset + int(np.prod(shape, dtype=object)) * dtype.itemsize
-        if expected != file.stat().st_size:
-            raise ValueError(f"the header describes {expected:,} bytes, the file holds {file.stat().st_size:,}")
+        npy_layout(file)
         a = np.load(file, mmap_mode="r" if mmap else None, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - numpy's header parser raises many kinds (TokenError, ...)
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
