@@ -89,6 +89,24 @@ concept shares a signature with a held-out one.  ``val_fraction`` (default 0.1, 
              ["red", "metal"], ["green", "rubber"]]
     pairs_require_any = ["material?"]
 
+Items by set (image-level splits)
+=================================
+
+Any kind may say ``items = "by-set"``: each side's episodes are drawn from the items of the
+set named as the side -- train-side episodes from the train set, test episodes (support and
+queries) and the test bank from the test set -- and the oracles' size likelihood counts
+|ext h| there (:func:`side_space`).  The concepts of each side are those of the rules above.
+It needs a space that records each item's set (a pair space built with ``space from-pairs
+--image-level``; anything else is an error naming the line); ``items = "all"``, the default,
+draws from every item.  ::
+
+    name = "unseen_pairs_by_set"
+    kind = "held_out"
+    items = "by-set"
+
+    [held_out]
+    programs = ["wet car", "dry cat"]
+
 Errors
 ======
 
