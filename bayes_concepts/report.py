@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import time
 from pathlib import Path
 
@@ -34,12 +35,12 @@ import pandas as pd
 
 from .errors import BayesConceptsError
 from .divergence import concept_structure, episode_weights, side_distribution
-from .episodes import EpisodeSampler
-from .episodes import episode_shapes
+from .episodes import episode_shapes, sampler_for
 from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed
 from .oracles import OracleSettings, strong_and_weak
 from .plots import plot_episode, plot_gap_parts
 from .plots.style import figure_style, split_label
+from .splits import side_space
 
 __all__ = ["audit_splits", "audit_frame", "format_audit_table", "rank_disagreements", "plot_gap_vs_divergence",
            "plot_gap_intervals", "plot_side_distributions", "hardest_episode", "write_report", "ReportError"]
@@ -426,22 +427,32 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
 
 
 def hardest_episode(space, report, settings=None, seed: int = 0) -> tuple:
-    """(episodes, index, strong, weak): the hard-negative test episodes the audit scored
-    (redrawn with the same seed, so identical) and the index of the one with the largest
-    strong − weak AP; the oracles of the split."""
+    """(episodes, index, strong, weak, shown): the hard-negative test episodes the audit scored,
+    redrawn exactly as the comp gap drew them (same seed, episode shape, query negatives and
+    hard-negative mode, read from the results' attributes; a by-set split's on its test-set
+    items, :func:`bayes_concepts.splits.side_space`), the index of the one with the largest
+    strong − weak AP, the oracles of the split, and the space whose scene ids the episodes hold
+    (``space``, or a by-set split's test-set items)."""
     ds = report["results"]
     name = report["split"]
     cell = ds.sel(split=name, negatives="hard")
     n = int(cell.sizes["episode"])
     split = report["split_object"]
-    eps = EpisodeSampler(space).sample(split.test, n, "hard", seed=cell_seed(seed, name, "hard"),
-                                       meta={"split": name, "side": "test"})
+    shape = json.loads(ds.attrs.get("episode_shape", "{}")).get(name) or {}
+    query_negatives = ds.attrs.get("query_negatives", "same as support")
+    shown = side_space(space, split, "test")
+    eps = sampler_for(shown).sample(
+        split.test, n, "hard", seed=cell_seed(seed, name, "hard"), meta={"split": name, "side": "test"},
+        query_negatives=None if query_negatives == "same as support" else query_negatives,
+        hard_mode=ds.attrs.get("hard_mode", "union"), n_positive=shape.get("positives", 5),
+        n_negative=shape.get("negatives", 20), n_query_positive=shape.get("query_positives"),
+        n_query_negative=shape.get("query_negatives"))
     if not np.array_equal(eps.concept, cell["concept"].values):
         raise ReportError(f"split {name!r}: the redrawn episodes differ from the audited ones (different seed?)")
     diff = cell["ap"].sel(learner="strong").values - cell["ap"].sel(learner="weak").values
     index = int(np.nanargmax(diff)) if np.isfinite(diff).any() else 0
-    strong, weak = strong_and_weak(space, split, settings)
-    return eps, index, strong, weak
+    strong, weak = strong_and_weak(shown, split, settings)
+    return eps, index, strong, weak, shown
 
 
 # ================================================================================= writing
@@ -618,8 +629,8 @@ def _blocks(space, reports, settings, seed, title, episode_view: bool, ladder=No
                     f"{w['readable']} [#{w['id']}]"] for w in r["worst"][:5]]))
     if episode_view and held:
         r = held[0]
-        eps, index, strong, weak = hardest_episode(space, r, settings, seed)
-        ax, _ = plot_episode(space, eps, index, strong, weak)
+        eps, index, strong, weak, shown = hardest_episode(space, r, settings, seed)
+        ax, _ = plot_episode(shown, eps, index, strong, weak)
         fig = ax.figure
         b.append(("h2", "An episode"))
         b.append(("figure", "episode", fig, f"The hard-negative test episode of {split_label(r['split'])} with the "

@@ -219,3 +219,38 @@ def test_the_build_without_image_level_is_unchanged(tmp_path):
         FILES_BEFORE + ["splits/unseen_pairs_by_set.toml"])
     for name in ("signatures.npy", "scenes.npy", "test_scene_ids.npy", "concepts.jsonl", "items.json"):
         assert _sha(il / name) == _sha(out / name)
+
+
+def test_the_report_of_a_by_set_split_redraws_its_episodes_on_the_test_set_items(tmp_path, capsys):
+    """The report's episode view redraws the audited episodes (before: from every item, which
+    stopped the report with 'the redrawn episodes differ')."""
+    items = _hxm97_items(_rows(FIXTURE / "items.tsv"), tmp_path / "mitstates_img_split")
+    out = tmp_path / "space"
+    assert main(["space", "from-pairs", str(out), "--items", str(items), "--pairs-dir", str(FIXTURE),
+                 "--image-level"]) == 0
+    capsys.readouterr()
+    report = tmp_path / "report.md"
+    assert main(["audit", str(out), "--split", "unseen_pairs_by_set", "--episodes", "40", "--report",
+                 str(report)]) == 0
+    text = report.read_text()
+    assert "## An episode" in text and (tmp_path / "report_files" / "episode.png").stat().st_size > 0
+
+
+def test_the_report_redraws_episodes_of_another_shape(tmp_path, capsys):
+    """Episodes drawn with another shape than 5+20 are redrawn alike (before: redrawn 5+20,
+    so the report showed an episode the audit never scored)."""
+    from bayes_concepts.report import audit_splits, hardest_episode
+    from bayes_concepts import load_space
+    from bayes_concepts.splits import load_splits
+    out = tmp_path / "space"
+    assert main(["space", "from-pairs", str(out), "--items", str(FIXTURE / "items.tsv"), "--pairs-dir",
+                 str(FIXTURE)]) == 0
+    capsys.readouterr()
+    space = load_space(out)
+    splits = load_splits(space, ["unseen_pairs"], specs=[out / "splits" / "unseen_pairs.toml"])
+    (rep,) = audit_splits(space, splits, n_episodes=30, episode_shape="3,8")
+    eps, index, strong, weak, shown = hardest_episode(space, rep)
+    assert shown is space and eps.support_scenes.shape[1] == 3 + 8 and eps.support_labels[:, :3].all()
+    assert strong.evaluate(eps)["ap"][index] - weak.evaluate(eps)["ap"][index] == pytest.approx(
+        np.nanmax(rep["results"]["ap"].sel(split="unseen_pairs", negatives="hard", learner="strong").values
+                  - rep["results"]["ap"].sel(split="unseen_pairs", negatives="hard", learner="weak").values))
