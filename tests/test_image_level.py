@@ -254,3 +254,17 @@ def test_the_report_redraws_episodes_of_another_shape(tmp_path, capsys):
     assert strong.evaluate(eps)["ap"][index] - weak.evaluate(eps)["ap"][index] == pytest.approx(
         np.nanmax(rep["results"]["ap"].sel(split="unseen_pairs", negatives="hard", learner="strong").values
                   - rep["results"]["ap"].sel(split="unseen_pairs", negatives="hard", learner="weak").values))
+
+
+def test_training_on_a_by_set_split_is_refused_in_one_line(tmp_path, capsys):
+    """The spec's items field is refused by training, not ignored (before: it trained on every item)."""
+    items = _hxm97_items(_rows(FIXTURE / "items.tsv"), tmp_path / "mitstates_img_split")
+    out = tmp_path / "space"
+    assert main(["space", "from-pairs", str(out), "--items", str(items), "--pairs-dir", str(FIXTURE),
+                 "--image-level"]) == 0
+    capsys.readouterr()
+    code = main(["train", str(out), "--split", "unseen_pairs_by_set", "--learner", "schema-average", "--steps", "2",
+                 "--out", str(tmp_path / "model")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "draws its episodes by set" in err[0]
+    assert not (tmp_path / "model").exists()

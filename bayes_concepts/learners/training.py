@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 from ..episodes import EpisodeSampler
+from ..splits import by_set
 from .binding import space_record
 from .protocol import LearnerError
 from .profiles import training_profiles
@@ -496,6 +497,9 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
     space = learner.space
     if len(split.train) == 0:
         raise LearnerError(f"split {split.name!r} has no train concepts")
+    if by_set(split):  # the spec's items field would otherwise be ignored: refused, not dropped
+        raise LearnerError(f"split {split.name!r} draws its episodes by set (items = 'by-set'), which training "
+                           "does not apply yet: train on the pair-level split of the same concepts")
     max_steps, budget = settings.limits()
     out = Path(out) if out is not None else None
     identity = _identity(learner, split, settings)
