@@ -187,11 +187,15 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         raise BayesConceptsError(f"parts must be True or False, got {parts!r}")
     names = list(splits)
     table = _learner_table(learners, names)
-    image_level = [n for n in names if by_set(splits[n]) and any(n in per for per in table.values())]
+    # a by-set split's episodes hold its test-set items' ids: only learners made on those items
+    # (splits.side_space, as the ladder's rungs are) can score them
+    image_level = [(n, lr) for n in names if by_set(splits[n]) for lr, per in table.items()
+                   if n in per and getattr(per[n], "space", None) is not side_space(space, splits[n], "test")]
     if image_level:
-        raise BayesConceptsError(f"split {image_level[0]} draws its episodes by set (items = 'by-set'), and learners "
-                                 "other than the oracles are not scored on by-set splits yet: score the learners on "
-                                 "the pair-level split, or the oracles alone here")
+        n, lr = image_level[0]
+        raise BayesConceptsError(f"split {n} draws its episodes by set (items = 'by-set'), and learner {lr!r} is not "
+                                 "made on its test-set items (splits.side_space(space, split), as the ladder's rungs "
+                                 "are): score it on the pair-level split, or the oracles and rungs alone here")
     from .learners.binding import check_learners
     checks = check_learners(space, splits, table, allow_other_space)
     shapes, excluded = episode_shapes(space, splits, episode_shape)
@@ -218,8 +222,8 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
                                    n_query=scored["strong"]["query_pred"].shape[1])
                 ds["ap_bound"] = xr.zeros_like(ds["ap"])
             here = {lr: per_split[name] for lr, per_split in table.items() if name in per_split}
-            if here:
-                scored.update(score_learners(space, eps, here))
+            if here:  # a by-set split's episodes are of its test-set items
+                scored.update(score_learners(side_space(space, splits[name], "test"), eps, here))
             sel = {"split": name, "negatives": neg}
             ds["concept"].loc[sel] = concept
             for learner, r in scored.items():

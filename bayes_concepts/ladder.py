@@ -42,6 +42,7 @@ from .gap_cells import NESTED_ORACLES
 from .rungs import LADDER_ORDER, RungError, check_rung, parse_rung_text, rung_label, rung_learner
 from .rungs import rungs as rung_registry
 from .rungs.oracle_rungs import space_structure
+from .splits import side_space
 
 __all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "FLAT_SPREAD", "parse_rungs", "published_difficulty", "ladder_profile", "ladder_summary", "format_ladder",
            "ladder_correlations", "pooled_correlations", "rung_spreads", "LadderError"]
@@ -143,7 +144,9 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     for (name, knobs), label in zip(specs, labels):
         if name in _ORACLE_NAMES and not knobs:
             continue
-        learners[label] = {s: rung_learner(name, space, split, settings, **knobs) for s, split in splits.items()}
+        # a by-set split's rungs know its test-set items, where its episodes are drawn (splits.side_space)
+        learners[label] = {s: rung_learner(name, side_space(space, split, "test"), split, settings, **knobs)
+                           for s, split in splits.items()}
     learners.update(models)
     ds = compute_gap(space, splits, negatives, n_episodes, settings, seed, query_negatives=query_negatives,
                      progress=progress, hard_mode=hard_mode, learners=learners, scheduler=scheduler, parts=parts,

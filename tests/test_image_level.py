@@ -268,3 +268,36 @@ def test_training_on_a_by_set_split_is_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "draws its episodes by set" in err[0]
     assert not (tmp_path / "model").exists()
+
+
+def test_the_ladder_scores_its_rungs_on_a_by_set_splits_test_set_items(tmp_path, capsys):
+    """The ladder's rungs of a by-set split are made on its test-set items, as its oracles are
+    (before: refused); a rung made on every item is refused in one line, never scored on them."""
+    from bayes_concepts import load_space
+    from bayes_concepts.errors import BayesConceptsError
+    from bayes_concepts.gap import compute_gap
+    from bayes_concepts.ladder import ladder_profile
+    from bayes_concepts.rungs.rung import rung_learner
+    from bayes_concepts.splits import load_splits, side_space
+    items = _hxm97_items(_rows(FIXTURE / "items.tsv"), tmp_path / "mitstates_img_split")
+    out = tmp_path / "space"
+    assert main(["space", "from-pairs", str(out), "--items", str(items), "--pairs-dir", str(FIXTURE),
+                 "--image-level"]) == 0
+    capsys.readouterr()
+    space = load_space(out)
+    name = "unseen_pairs_by_set"
+    splits = load_splits(space, [name], specs=[out / "splits" / f"{name}.toml"])
+    ds = ladder_profile(space, splits, ["memoriser", "compound", "atom", "strong"], ("hard",), 50, seed=3)
+    bank = side_space(space, splits[name], "test")
+    assert bank is not space and bank.n_scenes < space.n_scenes
+    atom = {name: rung_learner("atom", bank, splits[name])}
+    again = compute_gap(space, splits, ("hard",), 50, seed=3, learners={"atom_by_hand": atom}, parts=False)
+    label = [lr for lr in ds["learner"].values if str(lr).startswith("atom")][0]
+    assert np.array_equal(ds["ap"].sel(learner=label).values, again["ap"].sel(learner="atom_by_hand").values,
+                          equal_nan=True)
+    assert np.array_equal(ds["ap"].sel(learner="memoriser").values, again["ap"].sel(learner="weak").values,
+                          equal_nan=True)
+    with pytest.raises(BayesConceptsError, match="not made on its test-set items"):
+        compute_gap(space, splits, ("hard",), 20, learners={"atom_everywhere": {name: rung_learner("atom", space, splits[name])}})
+    assert main(["ladder", str(out), "--split", name, "--episodes", "30"]) == 0
+    assert "unseen_pairs_by_set" in capsys.readouterr().out
