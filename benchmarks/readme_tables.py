@@ -332,21 +332,30 @@ def real_files() -> str:
     """The real benchmarks' published files audited (``real_cgqa.json``, ``real_mitstates.json``,
     ``real_rlcl_mitstates.json``): per split,
     the test concepts (drawable), the hard mAP gap with its interval and parts, the easy gap,
-    the rung that solves it (hard negatives) and what the build left out."""
+    the rung that solves it (hard negatives) and what the build left out (on the first by-set
+    split's row, ``NAME_by_set``: the images of other sets its test episodes leave out)."""
     rows = []
     for label, name in REAL_FILES.items():
         f = load(name)["figures"]
         items = (f"{f['items']['count']:,} synthetic ({f['items']['synthetic_per_pair']} per pair)"
                  if f["items"]["synthetic_per_pair"] else f"{f['items']['count']:,} images")
         left = _excluded_short({**f["excluded"], **f.get("layout_notes", {})}) or "nothing"
+        sets = f.get("item_sets") or {}
+        other = {s: sum(c.values()) for s, c in sets.items() if s != "test"}
+        by_set_left = (f"test-set images only: {sum(other.values()):,} of other sets left out ("
+                       + ", ".join(f"{s} {n:,}" for s, n in other.items()) + ")") if other else ""
+        first_by_set = True
         for k, (split, e) in enumerate(f["splits"].items()):
             h, parts = e["hard"], e["hard"]["parts"]
+            note = left if k == 0 else ""
+            if split.endswith("_by_set") and first_by_set:
+                note, first_by_set = by_set_left, False
             rows.append([label if k == 0 else "", items if k == 0 else "",
                          " / ".join(f"{f['pairs'][s]:,}" for s in ("train", "val", "test")) if k == 0 else "",
                          f"`{split}`", f"{e['sizes']['test']:,} ({e['usable_test_concepts']:,})",
                          f"{h['gap']:.1f} {_ci(h['gap_ci'])} = {_pts(parts['novel_arrangements'])} + "
                          f"{_pts(parts['novel_compounds'])} + {_pts(parts['novel_atoms'])}", f"{e['easy']['gap']:.1f}",
-                         e["solved_at"].get("hard") or "–", left if k == 0 else ""])
+                         e["solved_at"].get("hard") or "–", note])
     return table(["files", "items", "pairs train / val / test", "split", "test concepts (drawable)",
                   "gap hard [95 %] = arr. + comp. + atoms", "gap easy", "solved at (hard)", "left out, noted"], rows)
 

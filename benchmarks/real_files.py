@@ -17,7 +17,9 @@ with hxm97's realistic-CZSL split, and RLCL's lists (``rlcl_lists.json``, refere
   ``mitstates_img_split``), with RLCL's episode worlds (``--worlds 5``) beside ``--k 1``.
   Pairs no list names keep their items in the bank (counted and named: ``layout_notes``).
 
-Each benchmark is built as ``bayes-concepts space from-pairs ... --k 1`` builds it, audited
+Each benchmark is built as ``bayes-concepts space from-pairs ... --k 1`` builds it (MIT-States with
+``--image-level`` too, since hxm97's lists give each image's set: every split then has its
+image-level twin ``NAME_by_set``, whose test episodes and test bank are the test-set images), audited
 (gap with hard and easy negatives, intervals, its three parts, divergences, exclusions), and
 scored by the oracle ladder (:func:`bayes_concepts.ladder.ladder_profile` with the default
 rungs, summarised by :func:`~bayes_concepts.ladder.ladder_summary`), with the same episodes.
@@ -80,8 +82,10 @@ def audit_benchmark(kind: str, root: Path, work: Path, args) -> dict:
             raise SystemExit("real_files: rlcl needs --items (hxm97's mitstates_img_split: MIT-States' labels)")
         items, worlds = Path(args.items), (5,)
     t0 = time.perf_counter()
+    # hxm97's image lists say each image's set: MIT-States is also audited image-level (NAME_by_set splits)
+    image_level = kind == "mit-states" and not args.no_image_level
     lines = build_pair_space(work, items, pairs_dir, ks=tuple(args.k), seed=args.seed, items_per_pair=ipp,
-                             worlds=worlds)
+                             worlds=worlds, image_level=image_level)
     build_s = time.perf_counter() - t0
     for ln in lines:
         print(ln, flush=True)
@@ -99,7 +103,8 @@ def audit_benchmark(kind: str, root: Path, work: Path, args) -> dict:
            "items": {"count": space.n_scenes, "synthetic_per_pair": ipp,
                      "note": (f"synthetic: {ipp} per listed pair (no image metadata); the real images' counts play "
                               "no part" if ipp else "the real per-image labels")},
-           "pairs": p["pairs"], "concepts": space.n_concepts,
+           "pairs": p["pairs"], "concepts": space.n_concepts, "image_level": image_level,
+           **({"item_sets": p["item_sets"]} if image_level and "item_sets" in p else {}),
            "excluded": {k: {"count": v["count"], "first": v["first"]} for k, v in p.get("excluded", {}).items()},
            "layout_notes": {k: {"count": v["count"], "first": v["first"]} for k, v in p.get("layout_notes", {}).items()},
            "build_lines": lines, "build_seconds": round(build_s, 2), "audit_seconds": round(audit_s, 2),
@@ -124,6 +129,9 @@ def main(argv=None) -> int:
     ap.add_argument("--items", default=None, help="rlcl: MIT-States' per-image labels (hxm97's mitstates_img_split)")
     ap.add_argument("--k", type=int, nargs="+", default=[1], help="also the seen_kK splits (default 1)")
     ap.add_argument("--episodes", type=int, default=2000, help="episodes per split and negatives (2,000)")
+    ap.add_argument("--no-image-level", action="store_true",
+                    help="mit-states: leave out the image-level twins NAME_by_set (test episodes and test bank from "
+                         "the test-set images; default: audited beside the pair-level splits)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="summary path (default benchmarks/results/real_<name>.json)")
     args = ap.parse_args(argv)
