@@ -109,6 +109,32 @@ def speed() -> str:
     return table(["job", "measured"], rows)
 
 
+def noisy_breakdown() -> str:
+    """Where the exact noisy likelihood's time goes beside the size likelihood's
+    (``noisy_breakdown.json``): per hard cell, ms per episode (strong + weak, sampling not
+    timed) of each likelihood and of the noisy run's parts."""
+    doc = load("noisy_breakdown")
+    f = doc["figures"]
+    rows = []
+    for cell, c in f["cells"].items():
+        ms = c["ms_per_episode_strong_plus_weak"]
+        split, neg = cell.rsplit(" ", 1)
+        rows.append([f"{SPLIT_NAMES.get(split, split)}, {neg}", f"{ms['size']:.2f}", f"{ms['noisy']:.2f}",
+                     f"{c['noisy_over_size']:.1f} ×", f"{ms['noisy_posterior']:.2f}",
+                     f"{ms['noisy_deferred']:.2f} ({100 * c['deferred_share_of_oracle_episodes']:.0f} %)",
+                     f"{ms['noisy_rest']:.2f}"])
+    m = f["mean_ms_per_episode"]
+    rows.append(["mean", f"{m['size']:.2f}", f"{m['noisy']:.2f}", f"{f['noisy_over_size']:.1f} ×",
+                 f"{m['noisy_posterior']:.2f}", f"{m['noisy_deferred']:.2f}", f"{m['noisy_rest']:.2f}"])
+    machine = doc["provenance"]["machine"]
+    return (table(["cell", "size", "noisy", "noisy / size", "noisy: posterior", "noisy: too wide to prune "
+                   "(share of episodes)", "noisy: query and pruned exact AP"], rows,
+                  "---|---:|---:|---:|---:|---:|---:")
+            + f"\nms per episode, strong + weak oracle, {doc['episodes_per_cell']:,} episodes per cell, both threads, "
+              f"sampling not timed; {doc['provenance']['date'][:10]}, load average "
+              f"{machine['load_avg'][0]:.1f} at the end (its own two threads count in it).\n")
+
+
 def roofline() -> str:
     """Every stage of an episode against the machine's limits (``roofline.json``)."""
     doc = load("roofline")
@@ -528,7 +554,7 @@ def closure_learners() -> str:
 
 
 GENERATORS = {"closure_learners": closure_learners, "conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
-              "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "roofline": roofline, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
+              "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "roofline": roofline, "noisy_breakdown": noisy_breakdown, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
 

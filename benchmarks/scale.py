@@ -411,6 +411,103 @@ def tolerance_sweep_job(space, tolerances=(1e-4, 1e-2, 1e-1, 0.5), episodes=2_00
     return runs, floor
 
 
+def noisy_breakdown_job(space, episodes=3_000, split_names=SWEEP_SPLITS, seed=1,
+                        json_out=RESULTS / "noisy_breakdown.json"):
+    """Where the exact noisy likelihood's time goes, against the size likelihood's, per hard cell
+    of ``split_names``: the same ``episodes`` test episodes scored by both oracles of each
+    likelihood (:meth:`Oracle.evaluate`, sampling left out), side by side in this process (the
+    first run alternating from cell to cell, every split warmed off the clock), and the noisy
+    run cut into its parts -- the posterior alone (:func:`_posterior_only_kernel`: candidates,
+    normalisation, class weights), the episodes too wide to prune scored together
+    (:func:`~bayes_concepts.oracles.kernels.score_deferred`, timed around the call), and the
+    rest (query prediction and the pruned exact AP: spreading class weights bucket by bucket,
+    then the exact scores of the scenes still in doubt), by difference.  Writes ``json_out``."""
+    import resource
+
+    import bayes_concepts as bc
+    from bayes_concepts.oracles import kernels as K
+    from bayes_concepts.oracles import oracle as oracle_module
+    from bayes_concepts.oracles.oracle import EVALUATE_SLICE
+    sp = bc.HypothesisSpace.load(space)
+    every = bc.load_splits(sp)
+    unknown = [n for n in split_names if n not in every]
+    if unknown:
+        raise ValueError(f"no split named {', '.join(unknown)} in {space} (it has {', '.join(sorted(every))})")
+    kernel = _posterior_only_kernel()
+    rows_of = sp.scene_concepts()
+    classes = np.asarray(sp.synonym_classes, np.int64)
+    n_classes = int(classes.max()) + 1
+    deferred = {"s": 0.0, "n": 0}
+    score_deferred = K.score_deferred
+
+    def timed_deferred(class_w, which, *rest):
+        t = time.perf_counter()
+        score_deferred(class_w, which, *rest)
+        deferred["s"] += time.perf_counter() - t
+        deferred["n"] += len(which)
+
+    cells = {}
+    oracle_module.K.score_deferred = timed_deferred
+    try:
+        for i, name in enumerate(split_names):
+            eps = bc.EpisodeSampler(sp).sample(every[name].test, episodes, "hard", seed=seed)
+            sup, lab = np.ascontiguousarray(eps.support_scenes), np.ascontiguousarray(eps.support_labels)
+            size = bc.strong_and_weak(sp, every[name], bc.OracleSettings(likelihood="size"))
+            noisy = bc.strong_and_weak(sp, every[name], bc.OracleSettings(likelihood="noisy"))
+            n_drawn = int(eps.meta.get("n_positive", 5))
+            tables = [o._tables("noisy", n_drawn, sup.shape[1], True)[:2] for o in noisy]
+            n_cand = np.zeros(episodes, np.int64)
+
+            def posterior():
+                for o, (first, second) in zip(noisy, tables):
+                    for lo in range(0, episodes, EVALUATE_SLICE):
+                        s = sup[lo:lo + EVALUATE_SLICE]
+                        scenes = np.unique(s.ravel())
+                        kernel(np.searchsorted(scenes, s), lab[lo:lo + EVALUATE_SLICE],
+                               np.ascontiguousarray(rows_of[scenes]), o.omega, o.log_prior, first, second, classes,
+                               n_classes, n_cand[lo:lo + EVALUATE_SLICE])
+
+            runs = {"size": lambda: [o.evaluate(eps) for o in size], "noisy": lambda: [o.evaluate(eps) for o in noisy],
+                    "noisy_posterior": posterior}
+            for fn in runs.values():  # warm: compiled kernels, the split's rows paged in
+                fn()
+            order = list(runs) if i % 2 == 0 else list(runs)[::-1]
+            took = {}
+            for tag in order:
+                deferred.update(s=0.0, n=0)
+                t = time.perf_counter()
+                runs[tag]()
+                took[tag] = time.perf_counter() - t
+                if tag == "noisy":
+                    took["noisy_deferred"], n_deferred = deferred["s"], deferred["n"]
+            ms = {k: 1e3 * v / episodes for k, v in took.items()}
+            ms["noisy_rest"] = ms["noisy"] - ms["noisy_posterior"] - ms["noisy_deferred"]
+            cells[f"{name} hard"] = {
+                "ms_per_episode_strong_plus_weak": {k: round(v, 3) for k, v in ms.items()},
+                "noisy_over_size": round(ms["noisy"] / ms["size"], 2),
+                "deferred_share_of_oracle_episodes": round(n_deferred / (2 * episodes), 3),
+                "mean_noisy_candidates": round(float(n_cand.mean()), 1)}
+            print(f"{name} hard: size {ms['size']:.2f} ms, noisy {ms['noisy']:.2f} ms per episode "
+                  f"({ms['noisy'] / ms['size']:.1f}x): posterior {ms['noisy_posterior']:.2f}, deferred "
+                  f"{ms['noisy_deferred']:.2f} ({100 * n_deferred / (2 * episodes):.0f} % of the oracles' episodes), "
+                  f"query and pruned AP {ms['noisy_rest']:.2f}", flush=True)
+    finally:
+        oracle_module.K.score_deferred = score_deferred
+    total = {k: round(float(np.mean([c["ms_per_episode_strong_plus_weak"][k] for c in cells.values()])), 3)
+             for k in ("size", "noisy", "noisy_posterior", "noisy_deferred", "noisy_rest")}
+    path = write_summary(json_out, "noisy_breakdown",
+                         {"cells": cells, "mean_ms_per_episode": total,
+                          "noisy_over_size": round(total["noisy"] / total["size"], 2),
+                          "peak_rss_mb_process": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024},
+                         space=str(space), episodes_per_cell=episodes, seed=seed,
+                         method="Oracle.evaluate of the strong and the weak oracle on the same episodes (sampling not "
+                                "timed), size and noisy side by side in one process, the first run alternating; "
+                                "noisy cut into the posterior alone, the deferred scoring (timed around "
+                                "score_deferred) and the rest by difference; both threads")
+    print(f"written to {path}")
+    return cells
+
+
 def record(result: dict):
     OUT.mkdir(parents=True, exist_ok=True)
     f = OUT / "scale.json"
@@ -469,7 +566,23 @@ def main():
                    help="the splits whose hard-negative cells run (default: " + " ".join(SWEEP_SPLITS) + ")")
     w.add_argument("--json-out", default=str(RESULTS / "ap_tolerance_sweep.json"),
                    help="where to write the summary (default benchmarks/results/ap_tolerance_sweep.json)")
+    n = sub.add_parser("noisy-breakdown", help="where the exact noisy likelihood's time goes, beside the size "
+                                               "likelihood's, on a few hard cells")
+    n.add_argument("space", help="a saved space directory")
+    n.add_argument("--episodes", type=int, default=3_000, help="test episodes per cell (default 3,000)")
+    n.add_argument("--splits", nargs="+", default=list(SWEEP_SPLITS),
+                   help="the splits whose hard-negative cells run (default: " + " ".join(SWEEP_SPLITS) + ")")
+    n.add_argument("--json-out", default=str(RESULTS / "noisy_breakdown.json"),
+                   help="where to write the summary (default benchmarks/results/noisy_breakdown.json)")
     args = ap.parse_args()
+    if args.job == "noisy-breakdown":
+        if args.episodes < 1:
+            ap.error("--episodes must be >= 1")
+        try:
+            noisy_breakdown_job(args.space, args.episodes, args.splits, json_out=args.json_out)
+        except (OSError, ValueError) as e:
+            ap.error(str(e))
+        return
     if args.job == "tolerance-sweep":
         if args.episodes < 1 or any(not 0.0 <= t <= 1.0 for t in args.tolerances):
             ap.error("--episodes must be >= 1 and every --tolerances value in [0, 1] (0: exact AP)")
