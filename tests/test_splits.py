@@ -306,7 +306,7 @@ BAD = [
         [held_out]
         tokens = ["red"]
         """, "line 3: unknown key 'colour' (expected one of name, description, kind, fractions, seed, held_out, "
-             "synonym_aware, val_fraction, val_seed, val_programs, episodes)"),
+             "synonym_aware, val_fraction, val_seed, val_programs, episodes, items)"),
     ("unknown_token", """
         kind = "held_out"
 
