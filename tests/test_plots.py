@@ -640,3 +640,30 @@ def test_closure_families_errors(ds, closure_ds):
         closure_plots.plot_closure_families(closure_ds, reported=[1, 2], n_boot=10)
     with pytest.raises(ValueError, match="results must be"):
         closure_plots.plot_closure_families("closure_gap.json")
+
+
+def test_the_episode_view_writes_out_items_whose_values_no_glyph_keeps_apart(small_space):
+    """A pair space's 30 objects would share markers (two values drawn alike), so each item is
+    written out; CURI's few colours and shapes are still drawn as glyphs."""
+    from bayes_concepts.episodes import EpisodeSampler
+    from bayes_concepts.plots.episodes import LabelView, ObjectsView, scene_view
+    from bayes_concepts.plots.objects import glyphs_repeat, scene_styles
+    from bayes_concepts.spaces.extension_space import ExtensionSpace
+    attrs = [f"a{i}" for i in range(4)]
+    objs = [f"thing{j}" for j in range(30)]
+    items = [(a, o) for a in attrs for o in objs for _ in range(3)]
+    labels = {"attribute": [a for a, _ in items], "object": [o for _, o in items]}
+    ext = [np.flatnonzero([a == x for x, _ in items]) for a in attrs]
+    ext += [np.flatnonzero([o == y for _, y in items]) for o in objs]
+    pairs = ExtensionSpace.from_extensions(ext, attrs + objs, item_labels=labels)
+    assert glyphs_repeat(*scene_styles(pairs.schema)) == ("object",)
+    assert isinstance(scene_view(pairs), LabelView) and isinstance(scene_view(small_space), ObjectsView)
+    assert glyphs_repeat(*scene_styles(small_space.schema)) == ()
+    eps = EpisodeSampler(pairs).sample(np.arange(len(attrs)), 2, "hard", seed=0)
+    ax, data = plots.plot_episode(pairs, eps, 0)
+    fig = ax.figure
+    for k, sid in enumerate(eps.support_scenes[0]):
+        sax = next(a for a in fig.axes if a.get_gid() == f"support:{k}")
+        a, o = items[int(sid)]
+        assert [t.get_text() for t in sax.texts] == [f"{a}\n{o}"]
+    assert set(data["object"]) <= set(objs) and len(data) == eps.support_scenes.shape[1] + eps.query_scenes.shape[1]

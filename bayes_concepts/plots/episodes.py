@@ -27,7 +27,7 @@ from ..modalities import modalities
 from ..oracles import OracleSettings, strong_and_weak
 from ..scenes.grid import render_grids
 from ..scenes.schema import GENERATOR_LABELS
-from .objects import draw_objects, draw_objects_at, legend_handles, object_grid, scene_styles
+from .objects import draw_objects, draw_objects_at, glyphs_repeat, legend_handles, object_grid, scene_styles
 from .style import MINUS, figure_style, given_axes, learner_label, split_label
 
 __all__ = ["plot_episode", "plot_modalities", "oracles_for", "SceneView", "ObjectsView", "GridView", "ModalityView",
@@ -120,6 +120,39 @@ class ObjectsView(SceneView):
                   title=f"objects ({where}){undrawn}", title_fontsize=9, frameon=True)
 
 
+class LabelView(SceneView):
+    """A scene drawn as the values of its objects, written out (one line per object, its drawn
+    attributes' values), for a schema whose values no glyph keeps apart
+    (:func:`~bayes_concepts.plots.objects.glyphs_repeat`: a pair space's items, each an
+    attribute and an object out of hundreds)."""
+
+    noun = "square"
+
+    def __init__(self, schema, repeated: tuple):
+        self.schema = schema
+        self.repeated = tuple(repeated)
+        self.names = [n for n in schema.names if n not in GENERATOR_LABELS]
+
+    def layout(self) -> str:
+        return "item, its " + ", ".join(self.names) + " written out"
+
+    def draw(self, axes, space, scene_ids) -> list:
+        for ax, sid in zip(axes, scene_ids):
+            objects = space.scene(int(sid))["objects"]
+            lines = [" ".join(str(o[n]) for n in self.names if n in o) for o in objects]
+            longest = max((len(w) for ln in lines for w in ln.split()), default=1)
+            ax.text(0.5, 0.5, "\n".join(w for ln in lines for w in ln.split()), ha="center", va="center",
+                    fontsize=max(6.0, min(11.0, 100.0 / max(longest, 1))), transform=ax.transAxes, wrap=True)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.grid(False)
+        return [{} for _ in scene_ids]
+
+    def legend(self, ax) -> None:
+        legend_note(ax, "each square: its item's " + ", ".join(self.names) + ",\nwritten out (too many values "
+                    "for\ncolours or markers: " + ", ".join(self.repeated) + ")")
+
+
 class GridView(SceneView):
     """A scene that is a grid of coloured points (a space whose items are grids, ``has_grids``:
     ConceptWorld's) drawn as its picture, one pixel a point in its colour, black empty;
@@ -195,10 +228,15 @@ class ModalityView(SceneView):
 
 def scene_view(space) -> SceneView:
     """The view of ``space``'s scenes in their own form: :class:`GridView` when its items are
-    grids (``space.has_grids``), else :class:`ObjectsView` of its schema."""
+    grids (``space.has_grids``), :class:`LabelView` when its schema has more values than a
+    colour or a marker can keep apart (a pair space), else :class:`ObjectsView` of its schema."""
     if space.has_grids:
         return GridView(space)
-    return ObjectsView(space.schema, positioned=space.positions([0]) is not None if space.n_scenes else False)
+    positioned = space.positions([0]) is not None if space.n_scenes else False
+    repeated = () if positioned else glyphs_repeat(*scene_styles(space.schema))
+    if repeated:  # two values would look alike: write them out
+        return LabelView(space.schema, repeated)
+    return ObjectsView(space.schema, positioned=positioned)
 
 
 # ---------------------------------------------------------------------------------------

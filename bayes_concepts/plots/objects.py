@@ -127,6 +127,13 @@ def scene_styles(schema) -> tuple:
     return encoding, styles
 
 
+def glyphs_repeat(encoding, styles) -> tuple:
+    """The attributes whose values a drawing channel cannot keep apart: more values than the
+    channel has distinct styles, so two values share a colour or a marker (a pair space's 115
+    attributes and 245 objects); ``()`` when every channel keeps its values apart."""
+    return tuple(encoding[c] for c, st in styles.items() if len(set(map(str, st.values()))) < len(st))
+
+
 def object_grid(schema, encoding) -> tuple:
     """``(nx, ny)``: the cells a scene of ``schema`` is drawn on: its ``x`` and ``y`` bins when
     the encoding has a position, else one row of ``max_objects`` slots."""
