@@ -301,3 +301,24 @@ def test_the_ladder_scores_its_rungs_on_a_by_set_splits_test_set_items(tmp_path,
         compute_gap(space, splits, ("hard",), 20, learners={"atom_everywhere": {name: rung_learner("atom", space, splits[name])}})
     assert main(["ladder", str(out), "--split", name, "--episodes", "30"]) == 0
     assert "unseen_pairs_by_set" in capsys.readouterr().out
+
+
+def test_the_splits_table_says_where_a_by_set_splits_test_episodes_come_from(tmp_path, capsys):
+    """Pair-level and by-set twins have the same sizes; the table tells them apart."""
+    items = _hxm97_items(_rows(FIXTURE / "items.tsv"), tmp_path / "mitstates_img_split")
+    out = tmp_path / "space"
+    assert main(["space", "from-pairs", str(out), "--items", str(items), "--pairs-dir", str(FIXTURE),
+                 "--image-level"]) == 0
+    capsys.readouterr()
+    n_test = sum(1 for r in _rows(FIXTURE / "items.tsv") if r[3] == "test")
+    n_all = len(_rows(FIXTURE / "items.tsv"))
+    assert main(["splits", str(out)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].rstrip().endswith("test episodes from")
+    assert next(r for r in table if r.startswith("unseen_pairs ")).rstrip().endswith("every item")
+    assert next(r for r in table if r.startswith("unseen_pairs_by_set")).rstrip().endswith(
+        f"{n_test:,} test-set items of {n_all:,}")
+    assert main(["splits", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["splits"]
+    assert doc["unseen_pairs_by_set"]["items"] == {"rule": "by-set", "test_items": n_test}
+    assert "items" not in doc["unseen_pairs"]

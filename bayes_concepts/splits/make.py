@@ -403,13 +403,21 @@ def split_stats(space, split: Split) -> dict:
 
 
 def splits_table(space, splits) -> str:
-    """A plain-text table: name, train/val/test sizes, leakage, mean length per side."""
+    """A plain-text table: name, train/val/test sizes, leakage, mean length per side, and where
+    any split draws its episodes by set (:func:`by_set`), the items its test episodes come from."""
     head = ["split", "train", "val", "test", "leakage", "mean l train", "val", "test"]
+    listed = _as_list(splits)
+    with_items = any(by_set(sp) for sp in listed)
+    if with_items:
+        head.append("test episodes from")
     rows = []
-    for split in _as_list(splits):
+    for split in listed:
         st = split_stats(space, split)
         ml = [("-" if st["mean_length"][s] is None else f"{st['mean_length'][s]:.2f}") for s in SIDES]
         rows.append([split.name, f"{st['train']:,}", f"{st['val']:,}", f"{st['test']:,}", f"{st['leakage']:,}", *ml])
+        if with_items:
+            items = side_items(space, split, "test")
+            rows[-1].append("every item" if items is None else f"{len(items):,} test-set items of {space.n_scenes:,}")
     widths = [max(len(r[k]) for r in [head] + rows) for k in range(len(head))]
 
     def fmt(r):
@@ -422,9 +430,12 @@ def splits_table(space, splits) -> str:
 
 
 def splits_json(space, splits) -> dict:
-    """``{"splits": {name: {"train": [ids], "val": [ids], "test": [ids], "leakage": n}}}``."""
+    """``{"splits": {name: {"train": [ids], "val": [ids], "test": [ids], "leakage": n}}}``, and for
+    a split that draws its episodes by set ``"items": {"rule": "by-set", "test_items": n}``."""
     out = {}
     for split in _as_list(splits):
         out[split.name] = {s: [int(i) for i in split.ids(s)] for s in SIDES}
         out[split.name]["leakage"] = _leakage(space, split)
+        if by_set(split):
+            out[split.name]["items"] = {"rule": "by-set", "test_items": int(len(side_items(space, split, "test")))}
     return {"splits": out}
