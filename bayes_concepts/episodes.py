@@ -148,18 +148,20 @@ class EpisodeShape:
                            f"got {type(value).__name__}")
 
 
-def episode_exclusions(space, concept_ids, shape=None, first: int = FIRST_NAMES) -> dict:
+def episode_exclusions(space, concept_ids, shape=None, first: int = FIRST_NAMES, what: str | None = None) -> dict:
     """The concepts of ``concept_ids`` (int, (m,)) that cannot be an episode's concept with
     ``shape`` (:class:`EpisodeShape`): those with fewer than ``shape.needed`` scenes.
 
     Returns ``{"rule", "needed", "count", "usable", "first"}``: the rule in words, the scenes
     needed, how many are excluded, how many remain, and the descriptions of the first
-    ``first`` excluded (in concept order)."""
+    ``first`` excluded (in concept order).  ``what``: what the rule calls the scenes counted
+    (default ``items`` in a pair space, else ``scenes``)."""
     shape = EpisodeShape.parse(shape)
     ids = np.asarray(concept_ids, np.int64)
     small = ids[np.asarray(space.counts)[ids] < shape.needed] if len(ids) else ids
     names = [space.programs[int(i)] for i in small[:first]]
-    return {"rule": f"fewer than {shape.needed} scenes ({shape.positives} support + {shape.query_positives} query "
+    what = what or _scene_word(space)
+    return {"rule": f"fewer than {shape.needed} {what} ({shape.positives} support + {shape.query_positives} query "
                     "positives): never an episode's concept, still a hypothesis of the oracles",
             "needed": shape.needed, "count": int(len(small)), "usable": int(len(ids) - len(small)), "first": names}
 
@@ -813,11 +815,9 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
         shape = given or EpisodeShape.parse(spec.get("episodes"), f"split {name}: [episodes]")
         shapes[name] = shape.as_dict()
         bank = side_space(space, split, "test")  # a by-set split's test episodes: the test-set items
-        ex = episode_exclusions(bank, split.test, shape)
+        ex = episode_exclusions(bank, split.test, shape,
+                                what=None if bank is space else f"test-set {_scene_word(space)}")
         excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
-        if bank is not space:
-            ex["rule"] = ex["rule"].replace("scenes (", "test-set items (")
-            excluded[name]["too_small"]["rule"] = ex["rule"]
         if len(split.test) and not ex["usable"]:
             raise EpisodeError(
                 f"split {name}: none of its {len(split.test):,} test concepts has {shape.needed} or more "
