@@ -42,6 +42,16 @@ def _hxm97_items(rows, folder: Path) -> Path:
     return folder
 
 
+def _image_level_space(tmp_path: Path, capsys) -> Path:
+    """The fixture's items as hxm97's image lists, built with --image-level into tmp_path/space."""
+    items = _hxm97_items(_rows(FIXTURE / "items.tsv"), tmp_path / "mitstates_img_split")
+    out = tmp_path / "space"
+    assert main(["space", "from-pairs", str(out), "--items", str(items), "--pairs-dir", str(FIXTURE),
+                 "--image-level"]) == 0
+    capsys.readouterr()
+    return out
+
+
 def _sha(path: Path) -> str:
     import hashlib
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -224,11 +234,7 @@ def test_the_build_without_image_level_is_unchanged(tmp_path):
 def test_the_report_of_a_by_set_split_redraws_its_episodes_on_the_test_set_items(tmp_path, capsys):
     """The report's episode view redraws the audited episodes (before: from every item, which
     stopped the report with 'the redrawn episodes differ')."""
-    items = _hxm97_items(_rows(FIXTURE / "items.tsv"), tmp_path / "mitstates_img_split")
-    out = tmp_path / "space"
-    assert main(["space", "from-pairs", str(out), "--items", str(items), "--pairs-dir", str(FIXTURE),
-                 "--image-level"]) == 0
-    capsys.readouterr()
+    out = _image_level_space(tmp_path, capsys)
     report = tmp_path / "report.md"
     assert main(["audit", str(out), "--split", "unseen_pairs_by_set", "--episodes", "40", "--report",
                  str(report)]) == 0
@@ -258,11 +264,7 @@ def test_the_report_redraws_episodes_of_another_shape(tmp_path, capsys):
 
 def test_training_on_a_by_set_split_is_refused_in_one_line(tmp_path, capsys):
     """The spec's items field is refused by training, not ignored (before: it trained on every item)."""
-    items = _hxm97_items(_rows(FIXTURE / "items.tsv"), tmp_path / "mitstates_img_split")
-    out = tmp_path / "space"
-    assert main(["space", "from-pairs", str(out), "--items", str(items), "--pairs-dir", str(FIXTURE),
-                 "--image-level"]) == 0
-    capsys.readouterr()
+    out = _image_level_space(tmp_path, capsys)
     code = main(["train", str(out), "--split", "unseen_pairs_by_set", "--learner", "schema-average", "--steps", "2",
                  "--out", str(tmp_path / "model")])
     err = capsys.readouterr().err.strip().splitlines()
@@ -279,11 +281,7 @@ def test_the_ladder_scores_its_rungs_on_a_by_set_splits_test_set_items(tmp_path,
     from bayes_concepts.ladder import ladder_profile
     from bayes_concepts.rungs.rung import rung_learner
     from bayes_concepts.splits import load_splits, side_space
-    items = _hxm97_items(_rows(FIXTURE / "items.tsv"), tmp_path / "mitstates_img_split")
-    out = tmp_path / "space"
-    assert main(["space", "from-pairs", str(out), "--items", str(items), "--pairs-dir", str(FIXTURE),
-                 "--image-level"]) == 0
-    capsys.readouterr()
+    out = _image_level_space(tmp_path, capsys)
     space = load_space(out)
     name = "unseen_pairs_by_set"
     splits = load_splits(space, [name], specs=[out / "splits" / f"{name}.toml"])
@@ -305,11 +303,7 @@ def test_the_ladder_scores_its_rungs_on_a_by_set_splits_test_set_items(tmp_path,
 
 def test_the_splits_table_says_where_a_by_set_splits_test_episodes_come_from(tmp_path, capsys):
     """Pair-level and by-set twins have the same sizes; the table tells them apart."""
-    items = _hxm97_items(_rows(FIXTURE / "items.tsv"), tmp_path / "mitstates_img_split")
-    out = tmp_path / "space"
-    assert main(["space", "from-pairs", str(out), "--items", str(items), "--pairs-dir", str(FIXTURE),
-                 "--image-level"]) == 0
-    capsys.readouterr()
+    out = _image_level_space(tmp_path, capsys)
     n_test = sum(1 for r in _rows(FIXTURE / "items.tsv") if r[3] == "test")
     n_all = len(_rows(FIXTURE / "items.tsv"))
     assert main(["splits", str(out)]) == 0
