@@ -316,3 +316,50 @@ def test_the_splits_table_says_where_a_by_set_splits_test_episodes_come_from(tmp
     doc = json.loads(capsys.readouterr().out)["splits"]
     assert doc["unseen_pairs_by_set"]["items"] == {"rule": "by-set", "test_items": n_test}
     assert "items" not in doc["unseen_pairs"]
+
+
+# ------------------------------------------------ side_space against its definition, at random
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def _spaces_with_sets(draw):
+    """A random item space (some concepts empty, some of every item) whose items carry random
+    sets, test set never empty; steered into the corners: a set holding no item of a concept,
+    and one holding all of them."""
+    n_items = draw(st.integers(1, 90))
+    n_concepts = draw(st.integers(1, 12))
+    member = np.array(draw(st.lists(st.lists(st.booleans(), min_size=n_items, max_size=n_items),
+                                    min_size=n_concepts, max_size=n_concepts)), bool)
+    member[0] = True  # a concept of every item
+    sets = draw(st.lists(st.sampled_from(["train", "val", "test"]), min_size=n_items, max_size=n_items))
+    sets[draw(st.integers(0, n_items - 1))] = "test"
+    return member, sets
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_spaces_with_sets())
+def test_side_space_is_the_space_restricted_to_the_sets_items(case):
+    from bayes_concepts.spaces.extension_space import ExtensionSpace
+    from bayes_concepts.splits import Split, encode_item_sets, side_items, side_space
+    member, sets = case
+    space = ExtensionSpace.from_extensions(member, [f"c{i}" for i in range(len(member))],
+                                           params={"item_set_codes": encode_item_sets(sets)})
+    n = space.n_concepts  # concepts without an item are not kept
+    split = Split("s_by_set", np.arange(n // 2), [], np.arange(n // 2, n), {"items": "by-set"})
+    kept = [j for j, s in enumerate(sets) if s == "test"]
+    bank = side_space(space, split, "test")
+    assert list(side_items(space, split, "test")) == kept
+    assert bank.n_scenes == len(kept) and bank.params["item_subset"]["left_out"] == len(sets) - len(kept)
+    assert bank.n_concepts == n and list(bank.programs) == list(space.programs)  # the same concepts, same ids
+    for k, name in enumerate(space.programs):
+        row = member[int(name[1:])]
+        want = [t for t, j in enumerate(kept) if row[j]]
+        assert list(bank.items(k)) == want and int(bank.counts[k]) == len(want)
+    tb = bank.test_bank  # drawn among the set's items: every id is one of them
+    assert np.all((np.asarray(tb.scene_ids) >= 0) & (np.asarray(tb.scene_ids) < len(kept)))
+    # the same concepts share a synonym class exactly when their extensions in the set agree
+    cls = np.asarray(bank.synonym_classes)
+    for a in range(bank.n_concepts):
+        for b in range(a + 1, bank.n_concepts):
+            assert (cls[a] == cls[b]) == np.array_equal(bank.items(a), bank.items(b))
