@@ -426,7 +426,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     pos = n_pos
     if hard:
         hw = scene_concepts[0].shape[1]
-        n_alts = 0
+        n_alts = np.int64(0)  # int64 from the start: a literal 0 would compile _draw_from_union twice
         common[:] = row_at(scene_concepts, positives[0], row_buf)
         for i in range(1, n_pos):
             row = row_at(scene_concepts, positives[i], row_buf)
@@ -502,7 +502,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                                                 source, taken, n_taken, pos, row_buf)
             for w in range(hw):
                 alt_mask[w] = 0
-            n_alts = 0  # what the budget did not find is topped up below
+            n_alts = np.int64(0)  # what the budget did not find is topped up below
         tries = 0
         while pos < k and n_alts > 0:
             j = next_below(state, n_alts)

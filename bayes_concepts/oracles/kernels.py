@@ -1346,7 +1346,7 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
             kq = query.shape[1]
             qpred = out_query_pred[e]
             truth = test_sig[true_concept[e]]
-            n_pos = 0
+            n_pos = np.int64(0)  # typed int64 from the start: a literal 0 compiles every callee twice
             for w in range(tw):
                 word = truth[w]
                 while word:

@@ -226,7 +226,7 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
                     logw[i] = log_prior[ids[i]]
                 c = m
             truth = test_sig[true_concept[e]]
-            n_pos = 0
+            n_pos = np.int64(0)  # typed int64 from the start: a literal 0 compiles every callee twice
             for w in range(tw):
                 n_pos += popcount64(truth[w])
             qpred = out_query_pred[e]
