@@ -81,6 +81,16 @@ def popcount64(v):
 
 
 @numba.njit(inline="always")
+def count_bits(row):
+    """The number of set bits of the packed bitset ``row`` (uint64 (n_words,)), an int64 (never a
+    literal: a counter that starts as the constant 0 makes numba compile its callees twice)."""
+    n = np.int64(0)
+    for w in range(row.shape[0]):
+        n += popcount64(row[w])
+    return n
+
+
+@numba.njit(inline="always")
 def has_bit(row, i):
     """Bit ``i`` of the packed bitset ``row`` (uint64 (n_words,)), as a uint64 0 or 1."""
     return (row[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)

@@ -24,7 +24,7 @@ from .scale import ScaleError, Scheduler, release_pages
 from .spaces import load_space
 from .splits import side_space
 
-__all__ = ["GAP_CHUNK", "MAPPED_RSS_BUDGET", "NESTED_ORACLES", "SpaceRef", "space_ref", "resolve_space", "episode_chunks", "gap_chunk", "gap_cells"]
+__all__ = ["GAP_CHUNK", "MAPPED_RSS_BUDGET", "NESTED_ORACLES", "SpaceRef", "space_ref", "resolve_space", "episode_chunks", "draw_cell", "gap_chunk", "gap_cells"]
 
 #: Episodes per task of :func:`~bayes_concepts.gap.compute_gap`: big enough that a task's
 #: fixed costs (two oracles, one sampler call) are small, small enough that the pages of a
@@ -91,6 +91,22 @@ def episode_chunks(n_episodes: int, chunk: int = GAP_CHUNK) -> list:
     return [(lo, min(lo + chunk, n_episodes)) for lo in range(0, n_episodes, chunk)] or [(0, 0)]
 
 
+def draw_cell(bank, name: str, split, n_episodes: int, negatives: str, seed: int, query_negatives, hard_mode,
+              shape=None, part=None):
+    """The test episodes of a (split, negatives) cell as the comp gap draws them (``part``:
+    episodes lo:hi of them, drawn exactly as the whole cell would draw them): on ``bank``, the
+    split's :func:`~bayes_concepts.splits.side_space` (its test-set items for a by-set split),
+    with the split's episode ``shape`` (a dict of
+    :class:`~bayes_concepts.episodes.EpisodeShape` fields; default 5+20 each) and the cell's
+    seed.  The difficulty report redraws an audited cell with it."""
+    shape = shape or {}
+    return sampler_for(bank).sample(split.test, n_episodes, negatives, seed=seed, query_negatives=query_negatives,
+                                    hard_mode=hard_mode, meta={"split": name, "side": "test"}, part=part,
+                                    n_positive=shape.get("positives", 5), n_negative=shape.get("negatives", 20),
+                                    n_query_positive=shape.get("query_positives"),
+                                    n_query_negative=shape.get("query_negatives"))
+
+
 def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_mode, keep_episodes, nested=None,
               shapes=None):
     """One task of the comp gap: episodes ``lo:hi`` of a (split, negatives) cell, drawn exactly as
@@ -110,14 +126,9 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
     space = resolve_space(space)
     split = splits[name]
     bank = side_space(space, split, "test")  # a by-set split: the test-set items (splits.side_space)
-    sampler = sampler_for(bank)
     try:
-        shape = (shapes or {}).get(name) or {}  # the split's episode shape (EpisodeShape fields); default 5+20
-        eps = sampler.sample(split.test, n_episodes, negatives, seed=seed, query_negatives=query_negatives,
-                             hard_mode=hard_mode, meta={"split": name, "side": "test"}, part=(lo, hi),
-                             n_positive=shape.get("positives", 5), n_negative=shape.get("negatives", 20),
-                             n_query_positive=shape.get("query_positives"),
-                             n_query_negative=shape.get("query_negatives"))
+        eps = draw_cell(bank, name, split, n_episodes, negatives, seed, query_negatives, hard_mode,
+                        (shapes or {}).get(name), part=(lo, hi))
         strong, weak = strong_and_weak(bank, split, settings)
         oracles = {"strong": strong, "weak": weak}
         if nested is not None:
@@ -126,7 +137,7 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
     finally:
         release_pages(space.signatures)
         if file_backed_rss() > MAPPED_RSS_BUDGET:  # the row files read through their mappings
-            sampler.release_pages()
+            sampler_for(bank).release_pages()
     return eps.concept, results, (eps if keep_episodes else None)
 
 

@@ -35,8 +35,9 @@ import pandas as pd
 
 from .errors import BayesConceptsError
 from .divergence import concept_structure, episode_weights, side_distribution
-from .episodes import episode_shapes, sampler_for
+from .episodes import episode_shapes
 from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed
+from .gap_cells import draw_cell
 from .oracles import OracleSettings, strong_and_weak
 from .plots import plot_episode, plot_gap_parts
 from .plots.style import figure_style, split_label
@@ -438,15 +439,11 @@ def hardest_episode(space, report, settings=None, seed: int = 0) -> tuple:
     cell = ds.sel(split=name, negatives="hard")
     n = int(cell.sizes["episode"])
     split = report["split_object"]
-    shape = json.loads(ds.attrs.get("episode_shape", "{}")).get(name) or {}
     query_negatives = ds.attrs.get("query_negatives", "same as support")
     shown = side_space(space, split, "test")
-    eps = sampler_for(shown).sample(
-        split.test, n, "hard", seed=cell_seed(seed, name, "hard"), meta={"split": name, "side": "test"},
-        query_negatives=None if query_negatives == "same as support" else query_negatives,
-        hard_mode=ds.attrs.get("hard_mode", "union"), n_positive=shape.get("positives", 5),
-        n_negative=shape.get("negatives", 20), n_query_positive=shape.get("query_positives"),
-        n_query_negative=shape.get("query_negatives"))
+    eps = draw_cell(shown, name, split, n, "hard", cell_seed(seed, name, "hard"),
+                    None if query_negatives == "same as support" else query_negatives,
+                    ds.attrs.get("hard_mode", "union"), json.loads(ds.attrs.get("episode_shape", "{}")).get(name))
     if not np.array_equal(eps.concept, cell["concept"].values):
         raise ReportError(f"split {name!r}: the redrawn episodes differ from the audited ones (different seed?)")
     diff = cell["ap"].sel(learner="strong").values - cell["ap"].sel(learner="weak").values

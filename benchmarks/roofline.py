@@ -77,7 +77,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
 
 import bayes_concepts as bc  # noqa: E402
-from bayes_concepts.bits import has_bit, pop_lowest_bit, popcount64  # noqa: E402
+from bayes_concepts.bits import count_bits, has_bit, pop_lowest_bit  # noqa: E402
 from bayes_concepts.engine.rows import RowFile  # noqa: E402
 from bayes_concepts.metrics import average_precision_sparse  # noqa: E402
 from bayes_concepts.oracles import kernels as K  # noqa: E402
@@ -248,9 +248,7 @@ def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first,
         c3 = _cycles()
         ticks[2] += c3 - c2
         m = 0
-        n_pos = 0
-        for w in range(truths.shape[1]):
-            n_pos += popcount64(truths[e, w])
+        n_pos = count_bits(truths[e])
         if upto >= 4:
             if consistent_only:  # as test_bank_ap: light classes only added where heavy ones reach
                 light[:n_cls] = False
@@ -274,13 +272,7 @@ def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first,
                     K.mark_light_classes(cls_weight[:n_cls], u, light)
                 for q in range(n_cls):
                     if not light[q]:
-                        c = class_list[q]
-                        for r in range(cls_ptr[c], cls_ptr[c + 1]):
-                            t = cls_idx[r]
-                            if not mark[t]:
-                                mark[t] = True
-                                touched[m] = t
-                                m += 1
+                        m = K._touch(class_list[q], cls_ptr, cls_idx, mark, touched, m)
                 pairs = 0
                 n_light = 0
                 for q in range(n_cls):
@@ -349,7 +341,6 @@ def _work(support, labels, query, rows, omega, log_prior, first, second, consist
     logw = np.empty(n_concepts)
     probs = np.empty(n_concepts)
     hw = omega.shape[0]
-    n_pairs_all = lane_ptr[lane_ptr.shape[0] - 1]
     n_classes = cls_ptr.shape[0] - 1
     class_w = np.zeros(n_classes)
     class_list = np.empty(n_classes, np.int64)

@@ -315,6 +315,20 @@ def _posterior_only_kernel():
     return posterior_only
 
 
+def _posterior_slices(kernel, oracle, first, second, sup, lab, rows_of, classes, out_n):
+    """Put every episode (support scenes ``sup``, labels ``lab``) through ``kernel``
+    (:func:`_posterior_only_kernel`) for ``oracle`` with the likelihood tables ``first`` and
+    ``second``, a slice of support rows at a time as :meth:`Oracle.evaluate` reads them (a
+    RowFile on disk, or an array); the candidates' counts go to ``out_n``."""
+    from bayes_concepts.oracles.oracle import EVALUATE_SLICE
+    n_classes = int(classes.max()) + 1
+    for lo in range(0, len(sup), EVALUATE_SLICE):
+        s = sup[lo:lo + EVALUATE_SLICE]
+        scenes = np.unique(s.ravel())
+        kernel(np.searchsorted(scenes, s), lab[lo:lo + EVALUATE_SLICE], np.ascontiguousarray(rows_of[scenes]),
+               oracle.omega, oracle.log_prior, first, second, classes, n_classes, out_n[lo:lo + EVALUATE_SLICE])
+
+
 def posterior_floor(sp, splits, episodes, seed=1):
     """The noisy path's floor against the size likelihood's whole episode, side by side: per
     split (hard negatives) and oracle, ``episodes`` episodes scored whole by the size oracle and
@@ -323,11 +337,9 @@ def posterior_floor(sp, splits, episodes, seed=1):
     a warm-up of both on the same episodes.  Returns {"size_whole_s", "noisy_posterior_only_s",
     "ratio", "mean_candidates"}."""
     import bayes_concepts as bc
-    from bayes_concepts.oracles.oracle import EVALUATE_SLICE
     kernel = _posterior_only_kernel()
     rows_of = sp.scene_concepts()
     classes = np.asarray(sp.synonym_classes, np.int64)
-    n_classes = int(classes.max()) + 1
     size_s = post_s = 0.0
     n_cand = []
     for i, (name, split) in enumerate(splits.items()):
@@ -340,12 +352,7 @@ def posterior_floor(sp, splits, episodes, seed=1):
             out_n = np.zeros(episodes, np.int64)
 
             def posterior(o=noisy[k], first=first, second=second, out_n=out_n):
-                for lo in range(0, episodes, EVALUATE_SLICE):
-                    s = sup[lo:lo + EVALUATE_SLICE]
-                    scenes = np.unique(s.ravel())
-                    rows = np.ascontiguousarray(rows_of[scenes])  # a RowFile on disk, or an array
-                    kernel(np.searchsorted(scenes, s), lab[lo:lo + EVALUATE_SLICE], rows, o.omega, o.log_prior,
-                           first, second, classes, n_classes, out_n[lo:lo + EVALUATE_SLICE])
+                _posterior_slices(kernel, o, first, second, sup, lab, rows_of, classes, out_n)
 
             size[k].evaluate(eps)  # warm: compiled kernels, the split's rows paged in
             posterior()
@@ -427,7 +434,6 @@ def noisy_breakdown_job(space, episodes=3_000, split_names=SWEEP_SPLITS, seed=1,
     import bayes_concepts as bc
     from bayes_concepts.oracles import kernels as K
     from bayes_concepts.oracles import oracle as oracle_module
-    from bayes_concepts.oracles.oracle import EVALUATE_SLICE
     sp = bc.HypothesisSpace.load(space)
     every = bc.load_splits(sp)
     unknown = [n for n in split_names if n not in every]
@@ -436,7 +442,6 @@ def noisy_breakdown_job(space, episodes=3_000, split_names=SWEEP_SPLITS, seed=1,
     kernel = _posterior_only_kernel()
     rows_of = sp.scene_concepts()
     classes = np.asarray(sp.synonym_classes, np.int64)
-    n_classes = int(classes.max()) + 1
     deferred = {"s": 0.0, "n": 0}
     score_deferred = K.score_deferred
 
@@ -460,12 +465,7 @@ def noisy_breakdown_job(space, episodes=3_000, split_names=SWEEP_SPLITS, seed=1,
 
             def posterior():
                 for o, (first, second) in zip(noisy, tables):
-                    for lo in range(0, episodes, EVALUATE_SLICE):
-                        s = sup[lo:lo + EVALUATE_SLICE]
-                        scenes = np.unique(s.ravel())
-                        kernel(np.searchsorted(scenes, s), lab[lo:lo + EVALUATE_SLICE],
-                               np.ascontiguousarray(rows_of[scenes]), o.omega, o.log_prior, first, second, classes,
-                               n_classes, n_cand[lo:lo + EVALUATE_SLICE])
+                    _posterior_slices(kernel, o, first, second, sup, lab, rows_of, classes, n_cand)
 
             runs = {"size": lambda: [o.evaluate(eps) for o in size], "noisy": lambda: [o.evaluate(eps) for o in noisy],
                     "noisy_posterior": posterior}

@@ -18,6 +18,7 @@ The shared spaces are read by many modules: a test must not modify them (their a
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,41 @@ def assert_one_line_error(status, err, *needles):
     assert "error" in err and "Traceback" not in err
     for needle in needles:
         assert needle in err, (needle, err)
+
+
+#: hxm97's published layout of MIT-States, cut to a fixture (tests/fixtures/pairs_hxm97)
+HXM97_PAIRS = Path(__file__).resolve().parent / "fixtures" / "pairs_hxm97" / "mitstates_pair_split"
+
+
+def czsl_pairs(tmp_path) -> Path:
+    """The hxm97 fixture's pairs in CZSL's own layout (train/val/test_pairs.txt): 6 train, 2
+    val-only, 4 test pairs (7 test concepts of the unseen-pairs split with the novel atoms new,
+    shiny and boat)."""
+    d = tmp_path / "czsl"
+    d.mkdir()
+    (d / "train_pairs.txt").write_text((HXM97_PAIRS / "seen_pairs.txt").read_text())
+    (d / "val_pairs.txt").write_text("wet car\ndry fish\n")
+    (d / "test_pairs.txt").write_text("dry cat\nold dog\nshiny boat\nnew dog\n")
+    return d
+
+
+class TrainingClock:
+    """A stand-in for :mod:`time` in the training loop: scoring takes ``per_episode`` seconds an
+    episode (plus ``per_validation`` a call), a step ``step`` seconds; nothing else takes time,
+    so a budget rule is checked exactly, whatever else the machine is doing."""
+
+    def __init__(self, learner, step: float, per_episode: float = 0.0, per_validation: float = 0.0):
+        self.t = 1000.0
+        evaluate, loss = learner.evaluate, learner.episode_loss
+
+        def timed_evaluate(episodes, *a, **k):
+            self.t += per_validation + per_episode * len(episodes)
+            return evaluate(episodes, *a, **k)
+
+        def timed_loss(*a, **k):
+            self.t += step
+            return loss(*a, **k)
+        learner.evaluate, learner.episode_loss = timed_evaluate, timed_loss
+
+    def perf_counter(self):
+        return self.t

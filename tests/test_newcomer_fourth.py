@@ -15,6 +15,7 @@ from bayes_concepts import cli
 from bayes_concepts.learners import training
 from bayes_concepts.learners.training import (TrainSettings, budget_val_episodes, budget_val_every, budget_warmup,
                                               expected_steps)
+from conftest import TrainingClock
 
 
 @pytest.fixture(scope="module")
@@ -24,27 +25,6 @@ def concept_iid(small_space):
 
 def _learner(space):
     return bc.ProtoNetLearner(space, "schema", "average", seed=0)
-
-
-class _Clock:
-    """A stand-in for :mod:`time` in the training loop: scoring takes ``per_episode`` seconds an
-    episode (plus ``per_validation``), a step ``step`` seconds; nothing else takes time."""
-
-    def __init__(self, learner, step: float, per_episode: float = 0.0, per_validation: float = 0.0):
-        self.t = 1000.0
-        evaluate, loss = learner.evaluate, learner.episode_loss
-
-        def timed_evaluate(episodes, *a, **k):
-            self.t += per_validation + per_episode * len(episodes)
-            return evaluate(episodes, *a, **k)
-
-        def timed_loss(*a, **k):
-            self.t += step
-            return loss(*a, **k)
-        learner.evaluate, learner.episode_loss = timed_evaluate, timed_loss
-
-    def perf_counter(self):
-        return self.t
 
 
 def _record_rates(monkeypatch) -> list:
@@ -98,7 +78,7 @@ def test_a_short_budget_warms_up_decays_and_validates_briefly(small_space, conce
     validation took 27 s, warm-up (100 steps) never ended and the rate peaked at a third of
     Adam's 1e-3."""
     learner = _learner(small_space)
-    clock = _Clock(learner, step=1.5, per_episode=0.027)
+    clock = TrainingClock(learner, step=1.5, per_episode=0.027)
     monkeypatch.setattr(training, "time", clock)
     rates = _record_rates(monkeypatch)
     h = learner.train(concept_iid, budget=90, batch_episodes=4, chunk_episodes=64, progress=False, max_steps=500)
@@ -113,12 +93,12 @@ def test_resume_with_a_budget_gets_that_budget(small_space, concept_iid, tmp_pat
     """--resume --budget 10s after a 10 s run: this run's own 10 s (16 steps of 0.5 s and the
     closing 2 s validation), not the 0 s left of the total (before: no step at all)."""
     learner = _learner(small_space)
-    monkeypatch.setattr(training, "time", _Clock(learner, step=0.5, per_validation=2.0))
+    monkeypatch.setattr(training, "time", TrainingClock(learner, step=0.5, per_validation=2.0))
     common = dict(budget=10, val_every=1000, val_episodes=20, batch_episodes=4, chunk_episodes=64, progress=False,
                   max_steps=100, out=tmp_path / "m")
     assert learner.train(concept_iid, **common)["steps"] == 12
     again = _learner(small_space)
-    monkeypatch.setattr(training, "time", _Clock(again, step=0.5, per_validation=2.0))
+    monkeypatch.setattr(training, "time", TrainingClock(again, step=0.5, per_validation=2.0))
     h = again.train(concept_iid, resume=True, **common)
     assert h["steps"] == 12 + 16 and h["budget"]["this_run_s"] == pytest.approx(10.0)
     assert h["wall_s"] == pytest.approx(20.0) and "resumed run's budget is its own" in h["budget"]["covers"]

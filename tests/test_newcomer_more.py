@@ -26,7 +26,7 @@ from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.gap import format_models, format_table, paired_bootstrap, recorded_splits, summarise
 from bayes_concepts.results import empty_dataset, load_results
 from bayes_concepts.scale import MemoryLimitError
-from conftest import assert_one_line_error, run
+from conftest import TrainingClock, assert_one_line_error, run
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -129,35 +129,13 @@ def test_next_cost_reserves_the_step_the_draw_and_the_closing_validation():
     assert _recent_max(2.0, 3.0) == 3.0
 
 
-class _Clock:
-    """A stand-in for :mod:`time` in the training loop: time passes only when the learner works
-    (a validation takes ``validate`` seconds, a step ``step``), so the budget rule is checked
-    exactly, whatever else the machine is doing."""
-
-    def __init__(self, learner, validate: float, step: float):
-        self.t = 1000.0
-        evaluate, loss = learner.evaluate, learner.episode_loss
-
-        def timed_evaluate(*a, **k):
-            self.t += validate
-            return evaluate(*a, **k)
-
-        def timed_loss(*a, **k):
-            self.t += step
-            return loss(*a, **k)
-        learner.evaluate, learner.episode_loss = timed_evaluate, timed_loss
-
-    def perf_counter(self):
-        return self.t
-
-
 def test_train_ends_within_its_budget(small_space, concept_iid, tmp_path, monkeypatch):
     """Validations of 2 s, steps of 0.5 s, a budget of 10 s: 12 steps fit with the closing
     validation (2 + 12 x 0.5 + 2 = 10); the rule before (stop once the budget is spent, then
     validate) took 16 steps and ended at 12 s -- as --budget 60s ran 74 s."""
     from bayes_concepts.learners import training
     learner = _learner(small_space)
-    monkeypatch.setattr(training, "time", _Clock(learner, validate=2.0, step=0.5))
+    monkeypatch.setattr(training, "time", TrainingClock(learner, step=0.5, per_validation=2.0))
     h = learner.train(concept_iid, budget=10, val_every=1000, val_episodes=20, batch_episodes=4, chunk_episodes=64,
                       out=tmp_path / "m", progress=False, max_steps=50)  # max_steps: a bound should the rule fail
     assert (h["stopped"], h["steps"]) == ("budget", 12)
@@ -172,7 +150,7 @@ def test_train_counts_the_budget_from_started(small_space, concept_iid, monkeypa
                                     started=time.perf_counter() - 60)
     assert (h["stopped"], h["steps"]) == ("budget", 0)
     learner = _learner(small_space)
-    clock = _Clock(learner, validate=2.0, step=0.5)
+    clock = TrainingClock(learner, step=0.5, per_validation=2.0)
     monkeypatch.setattr(training, "time", clock)
     h = learner.train(concept_iid, budget=10, val_episodes=20, batch_episodes=4, chunk_episodes=64, progress=False,
                       started=clock.t - 5.0, max_steps=50)  # max_steps: a bound should the rule fail

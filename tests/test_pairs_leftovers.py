@@ -19,6 +19,7 @@ from bayes_concepts.gap import compute_gap
 from bayes_concepts.ladder import ladder_profile
 from bayes_concepts.splits import make_split
 from bayes_concepts.suites.pairs import pair_space, read_pairs_layout
+from conftest import czsl_pairs
 
 HX = Path(__file__).resolve().parent / "fixtures" / "pairs_hxm97"
 IMGS, PAIRS = HX / "mitstates_img_split", HX / "mitstates_pair_split"
@@ -29,23 +30,12 @@ def _run(capsys, *argv):
     return rc, capsys.readouterr()
 
 
-def _czsl_pairs(tmp_path) -> Path:
-    """The fixture's pairs in CZSL's layout: 6 train, 2 val-only, 4 test pairs (7 test concepts
-    of the unseen-pairs split with the novel atoms new, shiny and boat)."""
-    d = tmp_path / "czsl"
-    d.mkdir()
-    (d / "train_pairs.txt").write_text((PAIRS / "seen_pairs.txt").read_text())
-    (d / "val_pairs.txt").write_text("wet car\ndry fish\n")
-    (d / "test_pairs.txt").write_text("dry cat\nold dog\nshiny boat\nnew dog\n")
-    return d
-
-
 @pytest.fixture
 def five_per_pair(tmp_path, capsys) -> Path:
     """A saved pair space of 5 synthetic items per pair, with splits unseen_pairs (no test
     concept has the 10 items of a 5+20 episode) and seen_k1 (1 test concept has)."""
     out = tmp_path / "s"
-    rc, io = _run(capsys, "space", "from-pairs", out, "--pairs-dir", _czsl_pairs(tmp_path), "--items-per-pair", "5",
+    rc, io = _run(capsys, "space", "from-pairs", out, "--pairs-dir", czsl_pairs(tmp_path), "--items-per-pair", "5",
                   "--k", "1")
     assert rc == 0, io.err
     return out
@@ -95,7 +85,7 @@ def _unseen_split(space):
 
 
 def test_compute_gap_and_ladder_profile_refuse_with_the_split_and_the_fix(tmp_path):
-    space = pair_space(read_pairs_layout(None, _czsl_pairs(tmp_path), items_per_pair=5))
+    space = pair_space(read_pairs_layout(None, czsl_pairs(tmp_path), items_per_pair=5))
     splits = {"unseen_pairs": _unseen_split(space)}
     for run in (lambda: compute_gap(space, splits, "hard", 4), lambda: ladder_profile(space, splits, n_episodes=4),
                 lambda: episode_shapes(space, splits)):
@@ -119,7 +109,7 @@ def test_real_items_too_few_name_the_episode_shape_and_a_fitting_shape_runs():
 
 def test_a_space_of_scenes_says_scenes(tmp_path):
     """Outside a pair space the unit is the space's: scenes."""
-    space = pair_space(read_pairs_layout(None, _czsl_pairs(tmp_path), items_per_pair=5))
+    space = pair_space(read_pairs_layout(None, czsl_pairs(tmp_path), items_per_pair=5))
     space.params.pop("kind")
     with pytest.raises(EpisodeError, match="has 10 or more scenes"):
         episode_shapes(space, {"unseen_pairs": _unseen_split(space)})

@@ -17,6 +17,7 @@ from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.suites.pairs import PairsLayoutError, pair_space, read_pairs_layout
 from bayes_concepts.report import audit_splits
 from bayes_concepts.splits import make_split
+from conftest import czsl_pairs
 
 HX = Path(__file__).resolve().parent / "fixtures" / "pairs_hxm97"
 IMGS, PAIRS = HX / "mitstates_img_split", HX / "mitstates_pair_split"
@@ -84,18 +85,8 @@ def test_seen_attrs_naming_no_seen_pair_are_counted_and_named(tmp_path, capsys):
 
 
 # ===================================================== item 6: no test concept can be drawn
-def _czsl_pairs(tmp_path) -> Path:
-    """The fixture's pairs in CZSL's own layout (train/val/test_pairs.txt)."""
-    d = tmp_path / "czsl"
-    d.mkdir()
-    (d / "train_pairs.txt").write_text((PAIRS / "seen_pairs.txt").read_text())
-    (d / "val_pairs.txt").write_text("wet car\ndry fish\n")
-    (d / "test_pairs.txt").write_text("dry cat\nold dog\nshiny boat\nnew dog\n")
-    return d
-
-
 def test_undrawable_split_build_names_the_split_and_the_fix(tmp_path, capsys):
-    rc, io = _run(capsys, "space", "from-pairs", tmp_path / "s", "--pairs-dir", _czsl_pairs(tmp_path), "--items-per-pair", "5")
+    rc, io = _run(capsys, "space", "from-pairs", tmp_path / "s", "--pairs-dir", czsl_pairs(tmp_path), "--items-per-pair", "5")
     assert rc == 0, io.err
     line = next(ln for ln in io.out.splitlines() if ln.startswith("split unseen_pairs"))
     assert "Split unseen_pairs: no test concept drawable" in line
@@ -103,7 +94,7 @@ def test_undrawable_split_build_names_the_split_and_the_fix(tmp_path, capsys):
 
 
 def test_undrawable_split_audit_is_one_line_naming_split_and_fix(tmp_path, capsys):
-    rc, io = _run(capsys, "space", "from-pairs", tmp_path / "s", "--pairs-dir", _czsl_pairs(tmp_path), "--items-per-pair", "5")
+    rc, io = _run(capsys, "space", "from-pairs", tmp_path / "s", "--pairs-dir", czsl_pairs(tmp_path), "--items-per-pair", "5")
     assert rc == 0, io.err
     rc, io = _run(capsys, "audit", tmp_path / "s", "--episodes", "20")
     err = io.err.strip().splitlines()
@@ -163,7 +154,7 @@ def test_unlisted_drop_leaves_their_items_out_counted(tmp_path, capsys):
 
 
 def test_few_drawable_test_concepts_are_named_only_when_too_small_ones_are_the_cause(tmp_path, capsys):
-    d = _czsl_pairs(tmp_path)
+    d = czsl_pairs(tmp_path)
     rc, io = _run(capsys, "space", "from-pairs", tmp_path / "s", "--pairs-dir", d, "--items-per-pair", "10")
     line = next(ln for ln in io.out.splitlines() if ln.startswith("split unseen_pairs"))
     assert rc == 0 and "7 test concepts can be drawn" in line and "Split unseen_pairs" not in line

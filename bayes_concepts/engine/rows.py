@@ -116,14 +116,12 @@ class RowFile:
     def __init__(self, path):
         self.path = Path(path)
         try:  # a file shorter than its header says would be mapped past its end (SIGBUS on a read)
-            npy_layout(self.path)
+            shape, dtype, offset, fortran_order = npy_layout(self.path)
         except (OSError, ValueError) as exc:
             raise SpaceError(f"{self.path}: cannot be read as a row file ({' '.join(str(exc).split())[:200]})") from None
-        header = np.load(self.path, mmap_mode="r", allow_pickle=False)
-        if header.ndim != 2 or not header.flags.c_contiguous:
-            raise ValueError(f"{self.path}: a row file needs a C-ordered 2-D array, got shape {header.shape}")
-        self.shape, self.dtype, self.offset = header.shape, header.dtype, int(header.offset)
-        del header
+        if len(shape) != 2 or (fortran_order and min(shape) > 1):
+            raise ValueError(f"{self.path}: a row file needs a C-ordered 2-D array, got shape {tuple(shape)}")
+        self.shape, self.dtype, self.offset = tuple(int(n) for n in shape), dtype, int(offset)
         self.fd = os.open(self.path, os.O_RDONLY)
         self.failures = np.zeros(1, np.int64)
         self._mapping = None

@@ -532,7 +532,7 @@ def check_files(path: Path, manifest: dict, verify: bool = True):
 
 
 def npy_layout(file) -> tuple:
-    """``(shape, dtype, offset of the data)`` of a ``.npy`` file, read from its header alone,
+    """``(shape, dtype, offset of the data, fortran_order)`` of a ``.npy`` file, read from its header alone,
     after checking that the file holds exactly the bytes the header describes (a truncated or
     padded file would be mapped past its end, or read short).  Raises ValueError saying what
     is wrong (not naming the file: the caller does)."""
@@ -543,7 +543,7 @@ def npy_layout(file) -> tuple:
         if version not in ((1, 0), (2, 0)):
             raise ValueError(f"unsupported .npy format version {version}")
         read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-        shape, _, dtype = read_header(f)
+        shape, fortran_order, dtype = read_header(f)
         offset = f.tell()
     if dtype.hasobject:
         raise ValueError("object arrays are not read (no pickle)")
@@ -551,7 +551,7 @@ def npy_layout(file) -> tuple:
     size = file.stat().st_size
     if expected != size:
         raise ValueError(f"the header describes {expected:,} bytes, the file holds {size:,}")
-    return shape, dtype, offset
+    return shape, dtype, offset, fortran_order
 
 
 def read_array(file: Path, dtypes, ndim: int, mmap: bool = False) -> np.ndarray:

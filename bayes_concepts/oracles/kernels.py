@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..bits import has_bit, pop_lowest_bit, popcount64
+from ..bits import count_bits, has_bit, pop_lowest_bit
 from ..engine.test_bank import N_LANES
 from ..metrics import (ap_from_levels, average_precision_sparse, class_balanced_accuracy_kernel,
                        descending_levels, first_at_most, level_of, level_search, level_table, TABLE_MIN_LEVELS)
@@ -501,9 +501,7 @@ def average_precision_every_score(scores, truth):
     item's level found in the table of :func:`~bayes_concepts.metrics.level_table` -- no sort
     of the scores, the cost that matters once every test scene has a score."""
     n = scores.shape[0]
-    n_pos = 0
-    for w in range(truth.shape[0]):
-        n_pos += popcount64(truth[w])
+    n_pos = count_bits(truth)
     if n_pos == 0:
         return np.nan
     pv = np.empty(n_pos)
@@ -1313,7 +1311,6 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
     out_ap, out_ap_bound, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_query_pred = out
     n_ep = support.shape[0]
     n_concepts = log_prior.shape[0]
-    tw = test_sig.shape[1]
     n_chunks = min(n_ep, 64)
     certify = allow_wide and ap_tolerance > 0.0  # spread posteriors' AP to a tolerance
     max_deg = max_degree(scene_ptr) if certify else 0
@@ -1346,12 +1343,7 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
             kq = query.shape[1]
             qpred = out_query_pred[e]
             truth = test_sig[true_concept[e]]
-            n_pos = np.int64(0)  # typed int64 from the start: a literal 0 compiles every callee twice
-            for w in range(tw):
-                word = truth[w]
-                while word:
-                    word &= word - np.uint64(1)
-                    n_pos += 1
+            n_pos = count_bits(truth)
             if empty and not refit:
                 for j in range(kq):
                     qpred[j] = min(fixed_scene_scores[query[e, j]], 1.0)

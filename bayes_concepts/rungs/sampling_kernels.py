@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..bits import pop_lowest_bit, popcount64
+from ..bits import count_bits, pop_lowest_bit
 from ..metrics import class_balanced_accuracy_kernel
 from ..oracles import kernels as K
 from ..rng import next_u64, next_uniform
@@ -191,7 +191,6 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
     n_classes = cls_ptr.shape[0] - 1
     n_chunks = min(n_ep, 64)
     kq = query.shape[1]
-    tw = test_sig.shape[1]
     for chunk in numba.prange(n_chunks):
         mark = np.zeros((h + 63) >> 6, np.uint64)
         pos = np.empty(h, np.int64)
@@ -226,9 +225,7 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
                     logw[i] = log_prior[ids[i]]
                 c = m
             truth = test_sig[true_concept[e]]
-            n_pos = np.int64(0)  # typed int64 from the start: a literal 0 compiles every callee twice
-            for w in range(tw):
-                n_pos += popcount64(truth[w])
+            n_pos = count_bits(truth)
             qpred = out_query_pred[e]
             if c == 0:  # nothing to go on: every score 0 (ties at the last threshold)
                 for j in range(kq):
