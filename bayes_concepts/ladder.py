@@ -43,8 +43,10 @@ from .rungs import LADDER_ORDER, RungError, check_rung, parse_rung_text, rung_la
 from .rungs import rungs as rung_registry
 from .rungs.oracle_rungs import space_structure
 from .splits import side_space
+from .difficulty import PREDICTORS
+from .ranking import percentile_interval, rank_series
 
-__all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "FLAT_SPREAD", "parse_rungs", "published_difficulty", "ladder_profile", "ladder_summary", "format_ladder",
+__all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "MIN_RANKED", "parse_rungs", "published_difficulty", "format_correlations", "ladder_profile", "ladder_summary", "format_ladder",
            "ladder_correlations", "pooled_correlations", "rung_spreads", "LadderError"]
 
 #: the default ladder: every built-in rung, knobs at their defaults
@@ -52,10 +54,6 @@ DEFAULT_RUNGS = ("memoriser", "compound", "atom", "bounded_length", "sampling", 
                  "learned_prior_parent", "strong")
 #: a rung whose mAP is within this many points of the strong oracle's has "solved" the split
 SOLVED_WITHIN = 5.0
-#: a rung whose gaps over a benchmark's conditions spread less than this (mAP points) is
-#: "flat": it cannot rank the conditions, and its correlations are NaN (not the rank order of
-#: differences far inside its intervals)
-FLAT_SPREAD = 1.0
 #: rungs that are the oracles compute_gap scores itself: rung name -> its learner name there
 _ORACLE_NAMES = {"memoriser": "weak", "strong": "strong", "compound": "compound", "atom": "atom"}
 
@@ -244,36 +242,6 @@ def format_ladder(rows: list, metric: str = "gap") -> str:
 
 
 # ------------------------------------------------------------------------------ correlations
-def _rank_correlations(x, y) -> tuple:
-    """(Spearman ρ, Kendall τ-b) of two equal-length vectors (scipy's, ties as average ranks);
-    NaN where either is constant or shorter than 3."""
-    rho, tau = _rank_correlations_rows(np.asarray(x, float)[None, :], np.asarray(y, float)[None, :])
-    return float(rho[0]), float(tau[0])
-
-
-def _rank_correlations_rows(x, y) -> tuple:
-    """Spearman ρ and Kendall τ-b of every row pair of ``x`` and ``y`` (float (B, C) each):
-    float64 (B,) each, NaN for a row shorter than 3 or constant in either.  ρ is the Pearson
-    correlation of average ranks; τ-b = Σ sign(Δx)·sign(Δy) / sqrt(Σ sign(Δx)² · Σ sign(Δy)²)
-    over pairs i < j (scipy.stats.spearmanr / kendalltau, as the tests check)."""
-    from scipy.stats import rankdata
-    b, c = x.shape
-    if c < 3:
-        return np.full(b, np.nan), np.full(b, np.nan)
-    rx, ry = rankdata(x, axis=1), rankdata(y, axis=1)
-    rx -= rx.mean(axis=1, keepdims=True)
-    ry -= ry.mean(axis=1, keepdims=True)
-    den = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = np.where(den > 0, (rx * ry).sum(axis=1) / np.where(den > 0, den, 1), np.nan)
-    i, j = np.triu_indices(c, 1)
-    sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
-    den = np.sqrt((sx * sx).sum(axis=1) * (sy * sy).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tau = np.where(den > 0, (sx * sy).sum(axis=1) / np.where(den > 0, den, 1), np.nan)
-    return np.clip(rho, -1.0, 1.0), np.clip(tau, -1.0, 1.0)
-
-
 def _cell_table(rows, negatives, metric) -> dict:
     """condition -> rung -> (mean, se) of the gap (``metric``: ``gap`` or ``cba_gap``)."""
     table = {}
@@ -291,38 +259,32 @@ def _cell_table(rows, negatives, metric) -> dict:
     return table
 
 
-def _bootstrap_draws(gaps, ses, difficulty, n_boot: int, rng) -> tuple:
-    """Replicates of (ρ, τ): conditions resampled with replacement, each condition's gap drawn
-    from N(gap, se).  gaps, ses, difficulty: float (C,).  Returns float64 (n_boot,) each; a
-    replicate with all gaps (or all difficulties) equal is 0."""
-    c = len(gaps)
-    idx = rng.integers(0, c, (n_boot, c))
-    g = gaps[idx] + rng.standard_normal((n_boot, c)) * np.nan_to_num(ses[idx])
-    rho, tau = _rank_correlations_rows(g, difficulty[idx])
-    # a replicate whose gaps (or difficulties) are all equal ranks nothing: it counts as no
-    # association, not as a missing draw (dropping it would keep only the replicates that hold
-    # the conditions a one-condition rung separates, and bias the interval away from 0)
-    return np.nan_to_num(rho), np.nan_to_num(tau)
-
-
-def _interval(draws) -> list:
-    d = draws[np.isfinite(draws)]
-    if len(d) < 10:
-        return [float("nan"), float("nan")]
-    return [float(np.quantile(d, 0.025)), float(np.quantile(d, 0.975))]
-
-
 def ladder_correlations(rows: list, published, negatives: str = "hard", metric: str = "gap", n_boot: int = 2000,
-                        seed: int = 0, each_model: bool = True, measure: str | None = None) -> dict:
-    """Per rung: rank correlations between its gap per condition (a :func:`ladder_summary`
-    row per split; ``metric`` ``gap`` (mAP) or ``cba_gap``) and ``published``'s difficulty per
+                        seed: int = 0, each_model: bool = True, measure: str | None = None,
+                        predictors: dict | None = None, compare_to: str = "compound_divergence") -> dict:
+    """Per rung and per baseline predictor: rank correlations between its value per condition
+    (a rung's gap from a :func:`ladder_summary` row per split, ``metric`` ``gap`` (mAP) or
+    ``cba_gap``; a predictor's value from ``predictors``) and ``published``'s difficulty per
     condition (:class:`~bayes_concepts.published.PublishedResults`: higher = harder), for the
     mean model and (``each_model``) each model.
 
-    Returns ``{"conditions": [...], "negatives": ..., "rungs": {label: {"mean_model":
-    {"spearman", "spearman_ci", "kendall", "kendall_ci", "n_conditions", "flat"}, "models":
-    {model: {...}}}}}``; a rung whose gaps spread less than :data:`FLAT_SPREAD` points over the
-    conditions is ``flat`` and its correlations NaN.  Only conditions both sides have are
+    predictors: ``{condition: {name: value}}`` (:func:`bayes_concepts.difficulty.split_predictors`);
+    the memoriser's gap is a predictor too whenever the rows have the memoriser rung.
+
+    Ranks treat ties as ties (:mod:`bayes_concepts.ranking`): two conditions whose gaps differ
+    by less than 2 standard errors of their difference share a rank; a series with one tie
+    group is ``flat`` (ρ NaN); one that singles out a single condition reports the
+    ``direct_test`` (is that condition the models' hardest? chance 1/C) instead of an
+    interval.  Intervals: one two-level bootstrap per target, shared by every rung and
+    predictor (conditions resampled, gaps redrawn from N(gap, se)), so differences are
+    paired: every rung gets ``vs_best`` (ρ − ρ of the best predictor, with its interval) and
+    ``vs_<compare_to>``.
+
+    Returns ``{"conditions": [...], "negatives", "metric", "measure", "rungs": {label:
+    {"mean_model": entry, "models": {model: entry}}}, "predictors": {name: {...}},
+    "best_predictor": {"mean_model": name, model: name}}``, an entry holding ``spearman``,
+    ``spearman_ci``, ``kendall``, ``kendall_ci``, ``n_conditions``, ``flat``, ``tied_share``,
+    ``direct_test``, ``vs_best``, ``vs_<compare_to>``.  Only conditions both sides have are
     ranked: the rows' conditions without published numbers are listed (``unmatched``), and so
     are the published conditions the rows do not score (``unscored``).  Check a published set
     against the space's splits first (``published.check``: the command line does)."""
@@ -331,10 +293,11 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
         raise LadderError(f"no {negatives}-negative cells in the ladder's rows")
     targets = published_difficulty(published, list(table), negatives, measure, each_model)
     labels = list(next(iter(table.values())))
-    rng = np.random.default_rng(seed)
+    names = _predictor_names(predictors, labels)
     out = {"negatives": negatives, "metric": metric, "measure": measure or published.measure,
-           "rungs": {lb: {"models": {}} for lb in labels}}
-    for who, series in targets.items():
+           "rungs": {lb: {"models": {}} for lb in labels}, "predictors": {p: {"models": {}} for p in names},
+           "best_predictor": {}, "compare_to": compare_to}
+    for k, (who, series) in enumerate(targets.items()):
         series = series.dropna()
         conds = [c for c in table if c in series.index]
         if who != "mean_model" and not conds:  # a model with no numbers for these negatives / measure
@@ -344,23 +307,96 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
             out["unmatched"] = [c for c in table if c not in series.index]
             out["unscored"] = [str(c) for c in series.index if c not in table]
         diff = np.array([series[c] for c in conds], float)
-        for lb in labels:
-            gaps = np.array([table[c][lb][0] for c in conds], float)
-            ses = np.array([table[c][lb][1] for c in conds], float)
-            flat = len(gaps) == 0 or float(np.ptp(gaps)) < FLAT_SPREAD
-            if flat:  # a rung that hardly separates the conditions cannot rank them
-                rho = tau = float("nan")
-                brho = btau = np.full(n_boot, np.nan)
-            else:
-                rho, tau = _rank_correlations(gaps, diff)
-                brho, btau = _bootstrap_draws(gaps, ses, diff, n_boot, rng)
-            entry = {"spearman": rho, "spearman_ci": _interval(brho), "kendall": tau, "kendall_ci": _interval(btau),
-                     "n_conditions": len(conds), "flat": flat, "_draws": brho}
+        got = rank_series(_series(table, predictors, conds, labels, names), diff, conds,
+                          predictors=[f"p:{p}" for p in names], n_boot=n_boot, seed=[int(seed), k],
+                          compare_to=f"p:{compare_to}")
+        best = got["best_predictor"]
+        out["best_predictor"][who] = best[2:] if best else None
+        for name, entry in got["series"].items():
+            kind, key = ("predictors", name[2:]) if name.startswith("p:") else ("rungs", name)
+            entry[f"vs_{compare_to}"] = entry.pop(f"vs_p:{compare_to}", None)
+            if entry.get("vs_best"):
+                entry["vs_best"]["predictor"] = entry["vs_best"]["predictor"][2:]
+            if entry.get(f"vs_{compare_to}"):
+                entry[f"vs_{compare_to}"]["predictor"] = compare_to
             if who == "mean_model":
-                out["rungs"][lb]["mean_model"] = entry
+                out[kind][key]["mean_model"] = entry
             else:
-                out["rungs"][lb]["models"][who] = entry
+                out[kind][key]["models"][who] = entry
     return out
+
+
+def _predictor_names(predictors: dict | None, labels: list) -> list:
+    """The predictors every condition has, in :data:`~bayes_concepts.difficulty.PREDICTORS`
+    order, the memoriser last when the rows have it."""
+    have = None
+    for row in (predictors or {}).values():
+        have = set(row) if have is None else have & set(row)
+    names = [p for p in PREDICTORS if p in (have or ()) and p != "memoriser"]
+    return names + (["memoriser"] if "memoriser" in labels else [])
+
+
+def _series(table: dict, predictors: dict | None, conds: list, labels: list, names: list) -> dict:
+    """``{name: (values, ses)}`` for :func:`~bayes_concepts.ranking.rank_series`: the rungs by
+    label, the predictors as ``p:NAME`` (exact values, the memoriser's gap with its errors)."""
+    out = {lb: (np.array([table[c][lb][0] for c in conds], float), np.array([table[c][lb][1] for c in conds], float))
+           for lb in labels}
+    for p in names:
+        if p == "memoriser":
+            out["p:memoriser"] = out["memoriser"]
+        else:
+            out[f"p:{p}"] = (np.array([predictors[c][p] for c in conds], float), np.zeros(len(conds)))
+    return out
+
+
+#: fewer conditions than this are not ranked in printed tables ("too few conditions to rank")
+MIN_RANKED = 5
+
+
+def _format_entry(e: dict) -> str:
+    """One correlation entry as text: ρ with its interval, the direct test, or why not."""
+    if e.get("flat"):
+        return "flat (every pair of conditions within 2 standard errors: ranks nothing)"
+    d = e.get("direct_test")
+    if d:
+        word = "hardest" if d["side"] == "hardest" else "easiest"
+        return (f"singles out {d['condition']} as the {word}: the models' {word}? "
+                f"{'yes' if d['hit'] else 'no'} (rank {d['target_rank']} of {e['n_conditions']}; chance "
+                f"1/{e['n_conditions']}, p = {d['p_value']:.2f})")
+    if not np.isfinite(e["spearman"]):
+        return "no correlation (a side is constant)"
+    lo, hi = e["spearman_ci"]
+    text = f"ρ {e['spearman']:+.2f} [{lo:+.2f}, {hi:+.2f}]  tied pairs {100 * e.get('tied_share', 0):.0f} %"
+    vs = e.get("vs_best")
+    if vs and vs["predictor"] is not None:
+        dlo, dhi = vs["difference_ci"]
+        text += f"  − best predictor {vs['difference']:+.2f} [{dlo:+.2f}, {dhi:+.2f}]"
+    return text
+
+
+def format_correlations(corr: dict, what: str = "models") -> str:
+    """A :func:`ladder_correlations` result as text: every rung, then every baseline predictor
+    (:mod:`bayes_concepts.difficulty`), the mean model; with fewer than :data:`MIN_RANKED`
+    conditions, no correlation ("too few conditions to rank")."""
+    from .difficulty import predictor_label
+    n = len(corr.get("conditions", ()))
+    head = (f"rank correlation with the {what}' difficulty ({corr['measure']}, mean model; higher = harder), "
+            f"{corr['negatives']} negatives, {n} conditions")
+    if n < MIN_RANKED:
+        return head + f": too few conditions to rank (n = {n})"
+    best = corr.get("best_predictor", {}).get("mean_model")
+    lines = [head + "; ties: gaps within 2 standard errors share a rank; 95 % intervals bootstrap conditions and "
+             f"episodes; best baseline predictor: {predictor_label(best) if best else 'none ranks'}"]
+    width = max([len(lb) for lb in corr["rungs"]] + [len(predictor_label(p)) for p in corr.get("predictors", {})]) + 2
+    for lb, v in corr["rungs"].items():
+        lines.append(f"  {lb:{width}s}{_format_entry(v['mean_model'])}")
+    if corr.get("predictors"):
+        lines.append("  baseline predictors:")
+        for p, v in corr["predictors"].items():
+            lines.append(f"  {predictor_label(p):{width}s}{_format_entry(v['mean_model'])}")
+    if corr.get("unmatched"):
+        lines.append(f"  (no published numbers for {', '.join(corr['unmatched'])}: left out)")
+    return "\n".join(lines)
 
 
 def published_difficulty(published, conditions: list, negatives: str = "hard", measure=None,
@@ -457,7 +493,7 @@ def pooled_correlations(per_benchmark: dict) -> dict:
             z = np.stack([np.arctanh(np.clip(e["_draws"][:n], -0.999999, 0.999999)) for e in entries])
             ok = np.isfinite(z).all(axis=0)
             draws = np.tanh((w[:, None] * z[:, ok]).sum(axis=0) / w.sum())
-            ci = _interval(draws)
+            ci = percentile_interval(draws)
         else:
             ci = [float("nan"), float("nan")]
         loo = {b: pool([e for bb, e in used.items() if bb != b]) for b in used}

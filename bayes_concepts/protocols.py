@@ -141,6 +141,12 @@ class Protocol:
         default (:class:`~bayes_concepts.published.PublishedResults`), or None (none here)."""
         return None
 
+    def chance_levels(self) -> dict | None:
+        """``{condition: percent}``: the chance level of each split's answer, where the answers
+        of this protocol's conditions differ in kind (a baseline predictor of difficulty,
+        :mod:`bayes_concepts.difficulty`), or None (none here)."""
+        return None
+
     def settings_with(self, **changes) -> OracleSettings:
         return replace(self.settings, **changes)
 

@@ -113,7 +113,7 @@ def test_correlations_equal_scipy_and_intervals_hold_them():
     rng = np.random.default_rng(0)
     conds = [f"c{i}" for i in range(8)]
     a, b = rng.normal(size=8), rng.normal(size=8)
-    rows = _rows({c: {"memoriser": 50 + 10 * a[i], "strong": 0.0} for i, c in enumerate(conds)}, se=0.5)
+    rows = _rows({c: {"memoriser": 50 + 10 * a[i], "strong": 0.0} for i, c in enumerate(conds)}, se=0.001)
     pub = FakePublished({"m1": dict(zip(conds, b)), "m2": dict(zip(conds, a + rng.normal(size=8)))})
     corr = ladder_correlations(rows, pub, "hard", n_boot=400, seed=1)
     mean = pd.DataFrame(pub.table).mean(axis=1)
@@ -127,11 +127,11 @@ def test_correlations_equal_scipy_and_intervals_hold_them():
 
 
 def test_vectorised_rank_correlations_equal_scipy_with_ties():
-    from bayes_concepts.ladder import _rank_correlations_rows
+    from bayes_concepts.ranking import rank_correlations, tie_ranks
     rng = np.random.default_rng(5)
     x = rng.integers(0, 4, (200, 7)).astype(float)  # many ties
     y = rng.normal(size=(200, 7)).round(1)
-    rho, tau = _rank_correlations_rows(x, y)
+    rho, tau = rank_correlations(tie_ranks(x), tie_ranks(y))
     for b in range(200):
         if np.ptp(x[b]) == 0 or np.ptp(y[b]) == 0:
             assert np.isnan(rho[b]) and np.isnan(tau[b])
@@ -141,8 +141,9 @@ def test_vectorised_rank_correlations_equal_scipy_with_ties():
 
 
 def test_a_flat_rung_is_not_ranked():
+    # every gap within 2 standard errors of every other: flat, whatever the absolute spread
     conds = [f"c{i}" for i in range(6)]
-    rows = _rows({c: {"flat": 0.1 * (i == 2), "strong": 0.0} for i, c in enumerate(conds)})
+    rows = _rows({c: {"flat": 0.1 * (i == 2), "strong": 0.0} for i, c in enumerate(conds)}, se=0.5)
     corr = ladder_correlations(rows, FakePublished({"m": {c: float(i) for i, c in enumerate(conds)}}), "hard",
                                n_boot=50)
     e = corr["rungs"]["flat"]["mean_model"]

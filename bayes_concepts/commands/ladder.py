@@ -61,7 +61,7 @@ def _ladder_arguments(p):
          help="the oracle ladder: every rung's mAP on the same episodes, from the memoriser to the strong oracle, "
               "and rank correlations with published models")
 def cmd_ladder(args) -> int:
-    from ..ladder import (FLAT_SPREAD, format_ladder, ladder_correlations, ladder_profile, ladder_summary,
+    from ..ladder import (format_correlations, format_ladder, ladder_correlations, ladder_profile, ladder_summary,
                          parse_rungs, rung_spreads, strip_draws)
     from ..results import save_results
     oracle_settings(args)
@@ -103,7 +103,12 @@ def cmd_ladder(args) -> int:
     if protocol is not None:
         protocol.record(ds, overrides)
     rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
-    corr = {neg: ladder_correlations(rows, published, neg, n_boot=args.n_boot, seed=args.seed)
+    predictors = None
+    if published is not None:  # the baseline predictors of difficulty, beside every rung
+        from ..difficulty import split_predictors
+        predictors = split_predictors(space, splits, episode_shape=episode_shape(args),
+                                      chance_levels=protocol.chance_levels() if protocol is not None else None)
+    corr = {neg: ladder_correlations(rows, published, neg, n_boot=args.n_boot, seed=args.seed, predictors=predictors)
             for neg in negatives} if published is not None else {}
     if args.out:
         save_results(ds, args.out)
@@ -134,19 +139,7 @@ def cmd_ladder(args) -> int:
         print(f"\nspread over splits ({neg}, max − min gap, mAP points): "
               + ", ".join(f"{lb} {v:.1f}" for lb, v in spread.items()))
     for neg, c in corr.items():
-        print(f"\nrank correlation of each rung's gap with {published.benchmark}'s models ({published.measure}, "
-              f"mean model; higher = harder), {neg} negatives, {len(c['conditions'])} conditions; 95 % intervals "
-              f"bootstrap conditions and episodes:")
-        for lb, v in c["rungs"].items():
-            m = v["mean_model"]
-            if m.get("flat"):
-                print(f"  {lb:24s} flat: its gaps spread less than {FLAT_SPREAD:g} mAP point over the conditions, "
-                      "so it ranks nothing")
-                continue
-            print(f"  {lb:24s} Spearman {m['spearman']:+.2f} [{m['spearman_ci'][0]:+.2f}, {m['spearman_ci'][1]:+.2f}]"
-                  f"  Kendall {m['kendall']:+.2f} [{m['kendall_ci'][0]:+.2f}, {m['kendall_ci'][1]:+.2f}]")
-        if c.get("unmatched"):
-            print(f"  (no published numbers for {', '.join(c['unmatched'])}: left out)")
+        print("\n" + format_correlations(c, f"{published.benchmark} models"))
     print(f"\n{counted(args.episodes, 'test episode')} per cell; "
           + (f"protocol {protocol.name}; " if protocol is not None else "")
           + f"oracle settings {ds.attrs['oracle_settings']}; {time.perf_counter() - t:.1f} s"

@@ -72,6 +72,11 @@ class ClosureProtocol(Protocol):
         from ...published import load
         return load("closure")
 
+    def chance_levels(self) -> dict:
+        """Each family's answer chance level in percent (CLOSURE's reported answer kinds)."""
+        from .reported import load_reported
+        return {str(f): float(c) for f, c in load_reported().chance.items()}
+
     def info(self) -> dict:
         """The protocol as a JSON-able dict, with what its weak oracle trains on."""
         return {**super().info(), "train": self.train}
