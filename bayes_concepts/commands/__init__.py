@@ -9,4 +9,4 @@ and ConceptWorld presets), which the registry imports after this package.
 """
 from __future__ import annotations
 
-from . import audit, episodes, figures, gap, ladder, posterior, programs, render, space, splits, train  # noqa: F401
+from . import audit, episodes, figures, gap, ladder, posterior, programs, render, space, splits, train, validate  # noqa: F401
