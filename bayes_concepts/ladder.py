@@ -457,7 +457,7 @@ def strip_draws(corr: dict) -> dict:
     return clean(corr)
 
 
-def pooled_correlations(per_benchmark: dict) -> dict:
+def pooled_correlations(per_benchmark: dict, kind: str = "rungs") -> dict:
     """Fisher-z pooled Spearman ρ of the mean model, per rung, across benchmarks.
 
     per_benchmark: benchmark -> a :func:`ladder_correlations` result (with its bootstrap
@@ -465,16 +465,17 @@ def pooled_correlations(per_benchmark: dict) -> dict:
     benchmark with 3 or fewer conditions is left out (``left_out``).  The interval pools the
     benchmarks' bootstrap replicates replicate by replicate; ``leave_one_out``: the pooled ρ
     without each benchmark.  Returns ``{label: {"spearman", "spearman_ci", "benchmarks",
-    "left_out", "leave_one_out": {benchmark: ρ}}}`` for the rungs every benchmark has."""
+    "left_out", "leave_one_out": {benchmark: ρ}}}`` for the rungs every benchmark has
+    (``kind="predictors"``: for the baseline predictors every benchmark has)."""
     labels = None
     for corr in per_benchmark.values():
-        here = set(corr["rungs"])
+        here = set(corr.get(kind, {}))
         labels = here if labels is None else labels & here
     out = {}
-    for lb in sorted(labels or (), key=lambda x: list(next(iter(per_benchmark.values()))["rungs"]).index(x)):
+    for lb in sorted(labels or (), key=lambda x: list(next(iter(per_benchmark.values()))[kind]).index(x)):
         used, left = {}, []
         for bench, corr in per_benchmark.items():
-            e = corr["rungs"][lb]["mean_model"]
+            e = corr[kind][lb]["mean_model"]
             if e["n_conditions"] > 3 and np.isfinite(e["spearman"]):
                 used[bench] = e
             else:

@@ -18,6 +18,7 @@ The study is fixed in a **pre-registration file** (TOML) before any learner runs
     negatives = "hard"
     episodes = 1000                 # test episodes per split
     train_check_episodes = 500      # training-distribution episodes for "did it learn?"
+                                    # (the untrained net of the same architecture is reported beside)
     learned_margin = 20.0           # mAP points above the random learner
     n_boot = 2000
     statistic = "..."               # what is computed, in words
@@ -32,8 +33,9 @@ The study is fixed in a **pre-registration file** (TOML) before any learner runs
 
     [learners]
     kinds = ["schema-average", "schema-relnet"]
-    budget_s = 45
+    budget_s = 170                  # a wall-clock cap (seconds); the budget is max_steps
     threads = 1
+    max_steps = {schema-average = 300, schema-relnet = 120}
 
     [[split]]
     name = "random_f10_s1"
@@ -135,6 +137,10 @@ def read_preregistration(path, space=None) -> dict:
     budget = raw["learners"].get("budget_s")
     if not isinstance(budget, (int, float)) or not 0 < budget <= 180:
         raise ValidationError(f"{where}: [learners] budget_s must be in (0, 180] seconds, got {budget!r}")
+    steps = raw["learners"].get("max_steps", {})
+    if not isinstance(steps, dict) or any(k not in kinds for k in steps) or \
+            any(not isinstance(v, int) or v < 1 for v in steps.values()):
+        raise ValidationError(f"{where}: [learners] max_steps must map learner kinds to positive step counts")
     splits = raw.get("split")
     if not isinstance(splits, list) or not splits:
         raise ValidationError(f"{where}: no [[split]] entries")
@@ -181,7 +187,8 @@ def _train_distribution_split(split, n_concepts: int, seed: int):
 
 def run_split(space, prereg: dict, name: str, out_dir, log=print) -> dict:
     """Score one pre-registered split: train each learner kind on its training concepts (the
-    pre-registered budget), check that it learned (training-distribution mAP against the
+    pre-registered budget: ``max_steps`` Adam steps per kind, stopped earlier only by the
+    wall-clock cap ``budget_s``; no early stopping), check that it learned (training-distribution mAP against the
     random learner's on the same episodes), score every rung and each learner on the same
     test episodes, and compute the baseline predictors.  The record is written to
     ``out_dir/NAME.json`` (whole, by rename) and returned; a record already there for the
@@ -206,13 +213,15 @@ def run_split(space, prereg: dict, name: str, out_dir, log=print) -> dict:
     split = make_split(space, entry["path"])
     split.name = name
     t0 = time.perf_counter()
-    learners, training = {}, {}
+    learners, training, untrained = {}, {}, {}
     for kind in lrn["kinds"]:
+        untrained[f"{kind} (untrained)"] = make_learner(space, kind, seed=seed)  # its initial weights
         learner = make_learner(space, kind, seed=seed)
         t = time.perf_counter()
         cpu = time.process_time()
-        hist = train(learner, split, budget_s=float(lrn["budget_s"]), threads=int(lrn.get("threads", 1)),
-                     progress=False, val_episodes=int(lrn.get("val_episodes", 300)), patience=0)
+        hist = train(learner, split, budget_s=float(lrn["budget_s"]), max_steps=lrn.get("max_steps", {}).get(kind),
+                     threads=int(lrn.get("threads", 1)), progress=False,
+                     val_episodes=int(lrn.get("val_episodes", 300)), patience=0)
         training[kind] = {"steps": int(hist["steps"]), "episodes": int(hist["episodes"]),
                           "wall_s": round(time.perf_counter() - t, 1), "cpu_s": round(time.process_time() - cpu, 1),
                           "best_val_map": float(hist["best_val_map"]), "stopped": hist["stopped"]}
@@ -221,11 +230,13 @@ def run_split(space, prereg: dict, name: str, out_dir, log=print) -> dict:
     check = _train_distribution_split(split, 2000, seed)
     n_check = int(study.get("train_check_episodes", 500))
     ds = compute_gap(space, {check.name: check}, ("hard",), n_check, seed=seed,
-                     learners={**learners, "random": RandomLearner(space, seed=seed)}, allow_other_space=True)
+                     learners={**learners, **untrained, "random": RandomLearner(space, seed=seed)},
+                     allow_other_space=True)
     ap = 100 * ds["ap"].sel(split=check.name, negatives="hard").mean("episode")
     margin = float(study.get("learned_margin", 20.0))
     random_map = float(ap.sel(learner="random"))
     learned = {k: {"train_distribution_map": float(ap.sel(learner=k)), "random_map": random_map,
+                   "untrained_map": float(ap.sel(learner=f"{k} (untrained)")),
                    "learned": bool(float(ap.sel(learner=k)) - random_map >= margin)} for k in learners}
     negatives = study.get("negatives", "hard")
     ds = ladder_profile(space, {name: split}, prereg["rungs"]["names"], (negatives,), int(study.get("episodes", 1000)),

@@ -31,6 +31,7 @@ from pathlib import Path
 from _summary import RESULTS, write_summary
 
 from bayes_concepts import published as pub
+from bayes_concepts.difficulty import split_predictors
 from bayes_concepts.ladder import (ladder_correlations, ladder_profile, ladder_summary, parse_rungs,
                                    pooled_correlations, rung_spreads, strip_draws)
 from bayes_concepts.results import save_results
@@ -74,7 +75,7 @@ def run(kind: str, space_dirs: list, args) -> int:
     t0 = time.perf_counter()
     given = args.published or ("none" if kind == "pairs" else kind)
     published = None if given == "none" else (pub.load(given) if given in pub.benchmarks() else pub.read(given))
-    all_rows, timing, cells_info = [], {}, {}
+    all_rows, timing, cells_info, predictors = [], {}, {}, {}
     specs = None
     for d in space_dirs:
         space = load_space(d)
@@ -93,6 +94,7 @@ def run(kind: str, space_dirs: list, args) -> int:
             rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
             for r in rows:
                 r["split"] = prefix + r["split"]
+            predictors.update(_predictors(space, splits, proto, prefix))
             all_rows += rows
             cells_info[key] = {"space_manifest_sha256": ds.attrs["space_manifest_sha256"],
                                "splits": [prefix + s for s in splits],
@@ -103,11 +105,10 @@ def run(kind: str, space_dirs: list, args) -> int:
     measures = args.measures or ([HEADLINE.get(published.benchmark, published.measure),
                                   *ALSO.get(published.benchmark, [])] if published is not None else [])
     headline = measures[0] if measures else None
-    by_measure = {m: {neg: strip_draws(ladder_correlations(all_rows, published, neg, n_boot=args.n_boot,
-                                                           seed=args.seed, measure=m))
-                      for neg in args.negatives} for m in measures} if published is not None else {}
+    by_measure = _by_measure(all_rows, published, args.negatives, measures, args.n_boot, args.seed, predictors)
     corr = by_measure.get(headline, {})
-    figures = {"rows": all_rows, "spread": {neg: rung_spreads(all_rows, neg) for neg in args.negatives},
+    figures = {"rows": all_rows, "predictors": predictors,
+               "spread": {neg: rung_spreads(all_rows, neg) for neg in args.negatives},
                "correlations": corr, "correlations_by_measure": by_measure, "headline_measure": headline,
                "wall_seconds": round(time.perf_counter() - t0, 1), "ladder_seconds": timing,
                "peak_rss_mb": round(peak_mb(), 1)}
@@ -123,6 +124,52 @@ def run(kind: str, space_dirs: list, args) -> int:
     return 0
 
 
+def _predictors(space, splits: dict, proto, prefix: str) -> dict:
+    """The baseline predictors of each split (bayes_concepts.difficulty), named as the rows are."""
+    chance = proto.chance_levels() if proto is not None else None
+    return {prefix + c: v for c, v in split_predictors(space, splits, chance_levels=chance).items()}
+
+
+def _by_measure(rows, published, negatives, measures, n_boot, seed, predictors) -> dict:
+    if published is None:
+        return {}
+    return {m: {neg: strip_draws(ladder_correlations(rows, published, neg, n_boot=n_boot, seed=seed, measure=m,
+                                                     predictors=predictors))
+                for neg in negatives} for m in measures}
+
+
+def correlate(kind: str, space_dirs: list, args) -> int:
+    """Recompute a committed summary's correlations with the baseline predictors beside the
+    rungs, from its rows (the same seed and replicates count), on the same spaces (their
+    manifest hashes are checked): no episode is scored again."""
+    name = args.name or (f"ladder_{kind}" + (f"_{args.protocol}" if args.protocol else ""))
+    path = RESULTS / f"{name}.json"
+    doc = json.loads(path.read_text())
+    fig = doc["figures"]
+    predictors = {}
+    for d in space_dirs:
+        space = load_space(d)
+        for splits, proto, prefix in _jobs(kind, space, args.protocol):
+            key = f"{d}:{prefix.rstrip('/')}" if prefix else str(d)
+            want = doc["spaces"][key]["space_manifest_sha256"]
+            if space.manifest_sha256() != want:
+                raise SystemExit(f"{d}: manifest {space.manifest_sha256()[:12]} is not the summary's {want[:12]} "
+                                 "(rebuild the space as the summary's command did)")
+            predictors.update(_predictors(space, splits, proto, prefix))
+    published = pub.load(doc["published"]["benchmark"]) if doc.get("published") else None
+    measures = list(fig.get("correlations_by_measure") or [])
+    fig["predictors"] = predictors
+    fig["correlations_by_measure"] = _by_measure(fig["rows"], published, doc["negatives"], measures, doc["n_boot"],
+                                                 doc["seed"], predictors)
+    fig["correlations"] = fig["correlations_by_measure"].get(fig.get("headline_measure"), {})
+    doc["figures"] = fig
+    doc.setdefault("recorrelated", []).append({"what": "baseline predictors beside every rung; ties as ties",
+                                               "command": " ".join(sys.argv)})
+    path.write_text(json.dumps(doc, indent=1, default=float) + "\n")
+    print(f"written {path}", file=sys.stderr)
+    return 0
+
+
 def pooled(args) -> int:
     per, sources = {}, {}
     for path in sorted(RESULTS.glob("ladder_*.json")):
@@ -134,12 +181,14 @@ def pooled(args) -> int:
         bench = doc["published"]["benchmark"]
         published = pub.load(bench)
         corr = ladder_correlations(doc["figures"]["rows"], published, args.negatives[0], n_boot=doc["n_boot"],
-                                   seed=doc["seed"], measure=doc["figures"].get("headline_measure"))
+                                   seed=doc["seed"], measure=doc["figures"].get("headline_measure"),
+                                   predictors=doc["figures"].get("predictors"))
         per[path.stem] = corr
         sources[path.stem] = {"published": bench, "conditions": corr["conditions"], "measure": corr["measure"]}
     if not per:
         raise SystemExit("no ladder summaries under benchmarks/results/ (run a benchmark first)")
-    figures = {"pooled": pooled_correlations(per), "per_benchmark": {b: strip_draws(c) for b, c in per.items()}}
+    figures = {"pooled": pooled_correlations(per), "pooled_predictors": pooled_correlations(per, "predictors"),
+               "per_benchmark": {b: strip_draws(c) for b, c in per.items()}}
     out = write_summary(RESULTS / "ladder_pooled.json", "the oracle ladder: rank correlations pooled across benchmarks",
                         figures, negatives=args.negatives[0], sources=sources,
                         method="Fisher z of each benchmark's mean-model Spearman rho, weighted by conditions - 3; "
@@ -150,7 +199,9 @@ def pooled(args) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("benchmark", choices=(*BENCHMARKS, "pooled"), help="which benchmark (or pooled)")
+    ap.add_argument("benchmark", choices=(*BENCHMARKS, "pooled", "correlate"),
+                    help="which benchmark (or pooled; or correlate KIND SPACE...: a committed summary's correlations "
+                         "recomputed from its rows with the baseline predictors)")
     ap.add_argument("spaces", nargs="*", help="saved space folder(s) (pairs: one per layout)")
     ap.add_argument("--protocol", default=None, help="closure: closure (default) or closure-baselines")
     ap.add_argument("--published", default=None, help="published results (default: the benchmark's)")
@@ -171,6 +222,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.benchmark == "pooled":
         return pooled(args)
+    if args.benchmark == "correlate":
+        if not args.spaces or args.spaces[0] not in BENCHMARKS:
+            ap.error("correlate KIND SPACE...")
+        return correlate(args.spaces[0], args.spaces[1:], args)
     if not args.spaces:
         ap.error("give the saved space folder(s)")
     return run(args.benchmark, args.spaces, args)

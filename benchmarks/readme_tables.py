@@ -487,30 +487,92 @@ def mcmc_cost() -> str:
 def _rho(e: dict) -> str:
     if e.get("flat"):
         return "flat"
+    d = e.get("direct_test")
+    if d:
+        return f"singles out {d['condition']}: rank {d['target_rank']} (p {d['p_value']:.2f})"
     if e["spearman"] != e["spearman"]:  # NaN
         return "–"
     lo, hi = e["spearman_ci"]
     return f"{_signed(e['spearman'], 2)} [{_signed(lo, 2)}, {_signed(hi, 2)}]"
 
 
+def _vs(e: dict, key: str = "vs_best") -> str:
+    v = e.get(key)
+    if not v or v["difference"] != v["difference"]:
+        return "–"
+    lo, hi = v["difference_ci"]
+    return f"{_signed(v['difference'], 2)} [{_signed(lo, 2)}, {_signed(hi, 2)}]"
+
+
 def ladder_correlations() -> str:
-    """Spearman ρ of each rung's hard-negative gap with the mean published model's difficulty,
-    per benchmark and pooled (``ladder_pooled.json``), with 95 % intervals."""
+    """Spearman ρ of each rung's and each baseline predictor's hard-negative value with the mean
+    published model's difficulty, per benchmark and pooled (``ladder_pooled.json``), with 95 %
+    intervals (ties as ties; a rung singling out one condition gets the direct test)."""
+    from bayes_concepts.difficulty import predictor_label
     doc = load("ladder_pooled")
     per, pooled = doc["figures"]["per_benchmark"], doc["figures"]["pooled"]
+    pooled_p = doc["figures"].get("pooled_predictors", {})
     names = list(per)
     rows = []
-    for c in LADDER_COLUMNS:
-        if c not in pooled:
-            continue
-        p = pooled[c]
-        loo = [v for v in p["leave_one_out"].values() if v == v]
-        rows.append([_rung_head(c), *(_rho(per[b]["rungs"][c]["mean_model"]) for b in names),
-                     _rho({"spearman": p["spearman"], "spearman_ci": p["spearman_ci"]})
-                     + (f" ({len(p['benchmarks'])})" if p["benchmarks"] else ""),
+
+    def add(label, entries, p):
+        loo = [v for v in p["leave_one_out"].values() if v == v] if p else []
+        rows.append([label, *(_rho(e) if e else "–" for e in entries),
+                     (_rho({"spearman": p["spearman"], "spearman_ci": p["spearman_ci"]})
+                      + (f" ({len(p['benchmarks'])})" if p["benchmarks"] else "")) if p else "–",
                      f"{_signed(min(loo), 2)} to {_signed(max(loo), 2)}" if loo else "–"])
+
+    for c in LADDER_COLUMNS:
+        if c in pooled:
+            add(_rung_head(c), [per[b]["rungs"][c]["mean_model"] for b in names], pooled[c])
+    preds = list(dict.fromkeys(k for b in names for k in per[b].get("predictors", {})))
+    for k in preds:
+        add(f"*{predictor_label(k)}* (predictor)",
+            [per[b]["predictors"][k]["mean_model"] if k in per[b].get("predictors", {}) else None for b in names],
+            pooled_p.get(k))
     head = [f"{doc['sources'][b]['published']} ({len(doc['sources'][b]['conditions'])})" for b in names]
-    return table(["rung", *head, "pooled (Fisher z; benchmarks)", "leave one out"], rows)
+    return table(["rung or predictor", *head, "pooled (Fisher z; benchmarks)", "leave one out"], rows)
+
+
+def ladder_versus() -> str:
+    """Each rung's ρ minus the best baseline predictor's ρ, per benchmark (paired bootstrap 95 %
+    intervals; ``ladder_pooled.json``)."""
+    from bayes_concepts.difficulty import predictor_label
+    doc = load("ladder_pooled")
+    per = doc["figures"]["per_benchmark"]
+    names = list(per)
+    rows = [["best predictor", *(predictor_label(per[b].get("best_predictor", {}).get("mean_model") or "–")
+                                 for b in names)]]
+    for c in LADDER_COLUMNS:
+        if all(c in per[b]["rungs"] for b in names):
+            rows.append([_rung_head(c), *(_vs(per[b]["rungs"][c]["mean_model"]) for b in names)])
+    head = [f"{doc['sources'][b]['published']} ({len(doc['sources'][b]['conditions'])})" for b in names]
+    return table(["rung: ρ − ρ(best predictor)", *head], rows)
+
+
+def ladder_validation() -> str:
+    """The pre-registered validation (``ladder_validation.json``): per learner, every rung's and
+    predictor's ρ with the learner's difficulty on the confirmatory half, and the difference to
+    compound divergence."""
+    from bayes_concepts.difficulty import predictor_label
+    doc = load("ladder_validation")
+    conf = doc["figures"]["tables"]["confirmatory"]
+    kinds = list(conf)
+    names = list(dict.fromkeys(n for k in kinds for n in conf[k]["series"]))
+    rows = []
+    for n in names:
+        label = f"*{predictor_label(n[2:])}* (predictor)" if n.startswith("p:") else _rung_head(n)
+        cells = []
+        for k in kinds:
+            e = conf[k]["series"].get(n)
+            cells += [_rho(e) if e else "–", _vs(e, "vs_compare_to") if e else "–"]
+        rows.append([label, *cells])
+    head = []
+    for k in kinds:
+        t = conf[k]
+        head += [f"{k}: ρ ({len(t['conditions'])} splits, {len(t['not_learned'])} not learned)",
+                 f"{k}: − compound divergence"]
+    return table(["rung or predictor", *head], rows)
 
 
 def conceptworld_learners() -> str:
@@ -554,7 +616,7 @@ def closure_learners() -> str:
 
 
 GENERATORS = {"closure_learners": closure_learners, "conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
-              "ladder_correlations": ladder_correlations, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "roofline": roofline, "noisy_breakdown": noisy_breakdown, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
+              "ladder_correlations": ladder_correlations, "ladder_versus": ladder_versus, "ladder_validation": ladder_validation, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "roofline": roofline, "noisy_breakdown": noisy_breakdown, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
 
