@@ -447,6 +447,7 @@ def plot_ladder(profile, negatives: str = "hard", correlations=None, published=N
         if two:
             b = axes[1]
             corr_rungs = (correlations or {}).get("rungs", {})
+            chosen = rung is None
             if rung is None:
                 finite = {lb: v["mean_model"]["spearman"] for lb, v in corr_rungs.items()
                           if lb != "strong" and np.isfinite(v["mean_model"]["spearman"])}
@@ -463,8 +464,18 @@ def plot_ladder(profile, negatives: str = "hard", correlations=None, published=N
                 b.annotate(split_label(r["split"]), (r["gap"], r["difficulty"]), fontsize=7, xytext=(4, 3),
                            textcoords="offset points")
             rho = corr_rungs.get(rung, {}).get("mean_model", {})
-            note = (f"Spearman ρ {rho['spearman']:.2f} [{rho['spearman_ci'][0]:.2f}, {rho['spearman_ci'][1]:.2f}]"
-                    if rho and np.isfinite(rho.get("spearman", np.nan)) else "ρ not computed")
+            direct = rho.get("direct_test") if rho else None
+            if rho and rho.get("flat"):
+                note = "flat: ranks nothing"
+            elif direct:
+                note = (f"singles out {split_label(direct['condition'])}: the models' rank {direct['target_rank']} "
+                        f"(chance 1/{rho['n_conditions']})")
+            elif rho and np.isfinite(rho.get("spearman", np.nan)):
+                note = f"Spearman ρ {rho['spearman']:.2f} [{rho['spearman_ci'][0]:.2f}, {rho['spearman_ci'][1]:.2f}]"
+            else:
+                note = "ρ not computed"
+            if chosen and rho:
+                note += " (the rung with the highest ρ, chosen)"
             b.set_xlabel(f"gap strong {MINUS} {rung} (mAP points)")
             b.set_ylabel(f"models' difficulty ({published.measure}; higher = harder)")
             b.set_title(f"{published.benchmark}: rung {rung} against the mean model\n{note}", fontsize=10)
