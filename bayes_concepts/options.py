@@ -248,6 +248,29 @@ def check_output_file(path, option: str, create_parents: bool = False):
         raise BayesConceptsError(f"{option} {path}: the file exists and is not writable")
 
 
+def results_out_option(p, help_text: str = "also write the per-episode results (netCDF)", default=None):
+    """--out FILE (a results file) and --force (let it replace a results file written earlier)."""
+    p.add_argument("--out", metavar="results.nc", default=default, help=help_text)
+    p.add_argument("--force", action="store_true",
+                   help="let --out replace a results file bayes-concepts wrote earlier (a file it did not write is "
+                        "never replaced)")
+
+
+def check_results_out(args, option: str = "--out"):
+    """Before any work: the ``--out`` results file of ``args`` may be written (its folder, and
+    nothing there but, with ``--force``, a results file the toolkit wrote earlier); the checked
+    target for :func:`~bayes_concepts.results.save_results`, None without ``--out``.
+    ``--force`` without ``--out`` is refused (it would be ignored)."""
+    if getattr(args, "out", None) is None:
+        if getattr(args, "force", False):
+            raise BayesConceptsError(f"--force: only with {option} (it lets {option} replace a results file "
+                                     "bayes-concepts wrote earlier)")
+        return None
+    check_output_file(args.out, option, create_parents=True)  # save_results creates missing folders
+    from .results import check_results_file
+    return check_results_file(args.out, getattr(args, "force", False), option)
+
+
 def check_output_dir(path, option: str):
     """Raise unless directory ``path`` exists or can be created, and files can be written in it."""
     p = Path(path)

@@ -5,11 +5,11 @@ import json
 import time
 
 from ..errors import BayesConceptsError
-from ..options import (OVERRIDE_NOTE, Given, ap_tolerance_option, check_gap_memory, check_output_file, command,
+from ..options import (OVERRIDE_NOTE, Given, ap_tolerance_option, check_gap_memory, check_results_out, command,
                        counted, dropped_conditions_note, episode_shape, episode_shape_option, hard_mode_option,
                        no_splits_error, open_space, oracle_options, oracle_settings, override_text, print_json,
                        progress_output, protocol_of, protocol_option, protocol_overrides, protocol_splits,
-                       release_protocol, run_info, scheduler_option, splits_for, whole)
+                       release_protocol, results_out_option, run_info, scheduler_option, splits_for, whole)
 
 
 def _gap_arguments(p):
@@ -36,7 +36,7 @@ def _gap_arguments(p):
                         "concepts may then be test concepts); the results record the override")
     oracle_options(p, protocol=True)
     ap_tolerance_option(p)
-    p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
+    results_out_option(p)
     p.add_argument("--parts", action="store_true",
                    help="also score the atom and the compound oracle (concepts whose atoms / atoms and compounds "
                         "all occur in train concepts) on the same episodes and split each gap into novel atoms, novel "
@@ -56,8 +56,7 @@ def cmd_gap(args) -> int:
     oracle_settings(args)  # a bad --beta or --epsilon is an error before any work
     from ..scale import parse_scheduler
     parse_scheduler(args.scheduler)
-    if args.out:
-        check_output_file(args.out, "--out", create_parents=True)  # save_results creates missing folders
+    out = check_results_out(args)  # nothing there the toolkit did not write: before any work
     space = open_space(args.dir)
     protocol = protocol_of(args)
     overrides = protocol_overrides(args, protocol) if protocol is not None else {}
@@ -94,7 +93,7 @@ def cmd_gap(args) -> int:
         protocol.annotate(space, splits, ds, settings, args.seed, args.episodes)  # e.g. ConceptWorld's multi-class form
     rows = summarise(ds, seed=args.seed)
     if args.out:
-        save_results(ds, args.out)
+        save_results(ds, args.out, target=out)
     if args.json:
         keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
                 "posterior_entropy", "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..options import (OVERRIDE_NOTE, Given, LazyHelp, check_gap_memory, check_output_dir, check_output_file,
+from ..options import (OVERRIDE_NOTE, Given, LazyHelp, check_gap_memory, check_output_dir, check_results_out,
                        command, counted, describe_choices, episode_shape, episode_shape_option, finite,
                        hard_mode_option, lazy_registry, no_splits_error, open_space, oracle_options, oracle_settings,
                        print_json, progress_output, protocol_of, protocol_option, protocol_overrides, protocol_splits,
-                       run_info, scheduler_option, splits_for, whole)
+                       results_out_option, run_info, scheduler_option, splits_for, whole)
 
 
 def _ladder_arguments(p):
@@ -51,7 +51,7 @@ def _ladder_arguments(p):
                                  "splits)"))
     p.add_argument("--n-boot", type=whole(10), default=1000,
                    help="bootstrap resamples for intervals (default 1,000)")
-    p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
+    results_out_option(p)
     p.add_argument("--figures", metavar="DIR", help="write ladder_<negatives>.png/.pdf/.csv (plot_ladder) into DIR")
     p.add_argument("--json", action="store_true", help="print the profiles, spreads and correlations as JSON")
     scheduler_option(p, "the oracles' episode chunks", reads_space=True)
@@ -65,8 +65,7 @@ def cmd_ladder(args) -> int:
                          parse_rungs, rung_spreads, strip_draws)
     from ..results import save_results
     oracle_settings(args)
-    if args.out:
-        check_output_file(args.out, "--out", create_parents=True)
+    out = check_results_out(args)  # nothing there the toolkit did not write: before any work
     if args.figures:
         check_output_dir(args.figures, "--figures")
     space = open_space(args.dir)
@@ -106,7 +105,7 @@ def cmd_ladder(args) -> int:
     corr = {neg: ladder_correlations(rows, published, neg, n_boot=args.n_boot, seed=args.seed)
             for neg in negatives} if published is not None else {}
     if args.out:
-        save_results(ds, args.out)
+        save_results(ds, args.out, target=out)
     figures = []
     if args.figures:
         from ..plots import figure_of, plot_ladder
