@@ -177,13 +177,52 @@ def check_depth_option(grammar, max_depth):
 
 # ------------------------------------------------------------------ checking input early
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line (as the toolkit's other errors)."""
+    """An ArgumentParser whose usage errors are one line (as the toolkit's other errors), and
+    whose options store once: an option given twice (``--split a --split b``) is an error
+    naming it, never the last one silently winning (see :class:`Once`; options meant to be
+    repeated say so with ``action="append"``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, action in ((None, OnceStore), ("store", OnceStore), ("store_const", OnceStoreConst),
+                             ("store_true", OnceStoreTrue), ("store_false", OnceStoreFalse)):
+            self.register("action", name, action)  # argument groups share these
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-class Given(argparse._StoreAction):
+class Once:
+    """Mixin of a storing argparse action: an option given a second time on one command line
+    is a usage error naming it (a list goes after one ``--split a b``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if self.option_strings:
+            seen = getattr(namespace, "_once", set())
+            if self.dest in seen:
+                several = " with all its values after it (e.g. --split a b)" if self.nargs in ("+", "*") else ""
+                parser.error(f"{option_string} given twice: give it once{several}")
+            namespace._once = seen | {self.dest}
+        super().__call__(parser, namespace, values, option_string)
+
+
+class OnceStore(Once, argparse._StoreAction):
+    pass
+
+
+class OnceStoreConst(Once, argparse._StoreConstAction):
+    pass
+
+
+class OnceStoreTrue(Once, argparse._StoreTrueAction):
+    pass
+
+
+class OnceStoreFalse(Once, argparse._StoreFalseAction):
+    pass
+
+
+class Given(Once, argparse._StoreAction):
     """Store action that also records the option as given on the command line (in
     ``args._given``), so an option given with its default value is told from one left out."""
 
@@ -531,6 +570,34 @@ def run_info(ds) -> dict:
                 pass
         info["settings" if key == "oracle_settings" else key] = value
     return info
+
+
+def split_option(p, help_text: str, required: bool = False):
+    """--split NAME [NAME ...] (every command takes several names the same way; see
+    :func:`split_names`, :func:`one_split`)."""
+    p.add_argument("--split", nargs="+", metavar="NAME", required=required, default=None, help=help_text)
+
+
+def split_names(args):
+    """The split names of --split as a list, None for all (left out, or ``all`` alone);
+    ``all`` beside other names is an error."""
+    names = getattr(args, "split", None)
+    if not names or names == ["all"]:
+        return None
+    if "all" in names:
+        raise BayesConceptsError(f"--split {' '.join(names)}: 'all' stands alone (it means every split)")
+    return list(names)
+
+
+def one_split(args, what: str):
+    """The one split name of --split for a command that works on one split (``what``: why,
+    e.g. "episodes are drawn for one split"), None when left out; several is one line."""
+    names = getattr(args, "split", None)
+    if names is None:
+        return None
+    if len(names) != 1:
+        raise BayesConceptsError(f"--split {' '.join(names)}: {what}; give one name (run once per split)")
+    return names[0]
 
 
 def episode_shape_option(p, what: str = "for every split, in place of its spec's [episodes] table"):

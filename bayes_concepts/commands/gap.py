@@ -9,12 +9,13 @@ from ..options import (OVERRIDE_NOTE, Given, ap_tolerance_option, check_gap_memo
                        counted, dropped_conditions_note, episode_shape, episode_shape_option, hard_mode_option,
                        no_splits_error, open_space, oracle_options, oracle_settings, override_text, print_json,
                        progress_output, protocol_of, protocol_option, protocol_overrides, protocol_splits,
-                       release_protocol, results_out_option, run_info, scheduler_option, splits_for, whole)
+                       release_protocol, results_out_option, run_info, scheduler_option, split_names, split_option,
+                       splits_for, whole)
 
 
 def _gap_arguments(p):
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
-    p.add_argument("--split", default="all", help="one split, or 'all' (default)")
+    split_option(p, "the splits to score, or 'all' (default)")
     p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
     p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both",
                    help="support negatives: hard, easy or both (default)")
@@ -63,7 +64,7 @@ def cmd_gap(args) -> int:
     if protocol is None and not args.spec and release_protocol(space):
         raise BayesConceptsError(f"{args.dir} was built with CURI's release grammar (curi_release.pcfg): its splits "
                                  "are those of protocol curi-release; give --protocol curi-release (or --spec FILE)")
-    names = [args.split] if args.split != "all" else None
+    names = split_names(args)
     splits = (protocol_splits(space, protocol, names, args.spec) if protocol is not None
               else splits_for(space, names, args.spec))
     if not splits:

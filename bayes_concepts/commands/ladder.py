@@ -70,6 +70,7 @@ def cmd_ladder(args) -> int:
         check_output_dir(args.figures, "--figures")
     space = open_space(args.dir)
     specs = parse_rungs(args.rungs, args.alpha, args.budget, space)  # bad rungs and knobs before any work
+    _check_chosen_rungs(args, specs)  # no strong oracle, a curve no rung takes: before any work
     protocol = protocol_of(args)
     overrides = protocol_overrides(args, protocol) if protocol is not None else {}
     names = None if not args.split or args.split == ["all"] else list(args.split)
@@ -152,6 +153,25 @@ def cmd_ladder(args) -> int:
           + (f"; results written to {args.out}" if args.out else "")
           + (f"; figures in {args.figures}" if figures else ""))
     return 0
+
+
+def _check_chosen_rungs(args, specs):
+    """The ladder of ``--rungs`` holds the strong oracle (every gap is measured against it), and
+    ``--alpha`` and ``--budget`` each reach a rung (a curve no rung takes would be ignored);
+    else one line saying what to add."""
+    from ..rungs import RungError, parse_rung_text, rungs
+    given = " ".join(args.rungs or ())
+    if not any(name == "strong" for name, _ in specs):
+        raise RungError(f"--rungs {given}: the strong oracle is missing, and every rung's gap is measured against it: "
+                        f"add strong (--rungs {given} strong)")
+    chosen = [parse_rung_text(str(r)) for r in args.rungs or ()] or [(name, {}) for name, _ in specs]
+    for option, values, knob, kind in (("--alpha", args.alpha, "alpha", "learned-prior"),
+                                       ("--budget", args.budget, "n", "sampling")):
+        if values is not None and not any(knob in rungs.get(n).knobs and knob not in k for n, k in chosen):
+            takers = [n for n, r in rungs.items() if knob in r.knobs]
+            raise RungError(f"{option} {' '.join(f'{v:g}' for v in values)}: no {kind} rung among --rungs {given} "
+                            f"takes it (a rung that takes {knob} without its own [{knob}=...]: "
+                            f"{', '.join(takers)}); add one, or leave {option} out")
 
 
 def _published_for(args, protocol, space, splits):
