@@ -88,6 +88,10 @@ def _identity(path: Path):
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _a(what: str) -> str:
+    return ("an " if what[:1] in "aeiou" else "a ") + what
+
+
 def _where(path, option) -> str:
     return f"{option} {path}" if option else str(path)
 
@@ -112,7 +116,7 @@ def check_target(path, *, ours: Callable, what: str, overwrite: bool = False, op
     seen = _identity(path)
     if seen is not None:
         if not ours(path):
-            raise OutputFileError(f"{where}: exists and is not a {what} bayes-concepts wrote; refusing to replace "
+            raise OutputFileError(f"{where}: exists and is not {_a(what)} bayes-concepts wrote; refusing to replace "
                                   "what bayes-concepts did not write (even with --force): give another file name, "
                                   "or move that file away")
         if not overwrite:
@@ -144,7 +148,7 @@ def _folder_lock(folder: Path):
 
 def _concurrent(target: Target, what: str, option) -> ConcurrentWriteError:
     was = "nothing was there" if target.seen is None else "this run was to replace the earlier one"
-    return ConcurrentWriteError(f"{_where(target.path, option)}: another bayes-concepts run wrote a {what} there "
+    return ConcurrentWriteError(f"{_where(target.path, option)}: another bayes-concepts run wrote {_a(what)} there "
                                 f"while this one ran ({was} when it started): this run's {what} was not written; "
                                 "run it again with another file name")
 

@@ -146,3 +146,29 @@ def test_concurrent_writers_of_one_path_exactly_one_succeeds(tmp_path, overwrite
     assert all("another bayes-concepts run wrote" in o for o in outcome if o != "ok")
     assert path.read_bytes() == (b"OURS" + bytes([winner]) * 4096) * 200  # whole, one writer's
     assert sorted(os.listdir(tmp_path)) == ["out.bin"]  # no temporary file left
+
+
+def test_episodes_out_follows_the_same_rules(small_space_dir, tmp_path, capsys, monkeypatch):
+    from bayes_concepts.episodes import Episodes
+    base = ["episodes", small_space_dir, "--split", "counting", "--negatives", "hard", "--n", "5"]
+    notes = tmp_path / "notes.md"
+    notes.write_text("my notes\n")
+    for force in ([], ["--force"]):
+        status, _, err = run([*base, "--out", notes, *force], capsys)
+        assert_one_line_error(status, err, f"--out {notes}", "not an episodes file bayes-concepts wrote")
+    assert notes.read_text() == "my notes\n"
+    out = tmp_path / "e.npz"
+    assert run([*base, "--out", out], capsys)[0] == 0
+    before = out.read_bytes()
+    import bayes_concepts.episodes
+
+    def boom(*a, **k):
+        raise AssertionError("episodes drawn before --out was checked")
+    with monkeypatch.context() as m:
+        m.setattr(bayes_concepts.episodes, "sample_episodes", boom)
+        status, _, err = run([*base, "--out", out, "--seed", "4"], capsys)
+    assert_one_line_error(status, err, f"--out {out}", "an earlier episodes file", "--force")
+    assert out.read_bytes() == before
+    assert run([*base, "--out", out, "--seed", "4", "--force"], capsys)[0] == 0
+    assert Episodes.load(out).meta["seed"] == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.npz", "notes.md"]

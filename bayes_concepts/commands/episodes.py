@@ -27,14 +27,18 @@ def _episodes_arguments(p):
                    help="which concepts of the split (default test)")
     p.add_argument("--seed", type=whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
     p.add_argument("--out", required=True, metavar="FILE.npz", help="the episodes file to write")
+    p.add_argument("--force", action="store_true",
+                   help="let --out replace an episodes file bayes-concepts wrote earlier (a file it did not write is "
+                        "never replaced)")
 
 
 @command("episodes", order=60, arguments=_episodes_arguments, compiles=True,
          help="sample episodes (or: episodes show FILE INDEX)")
 def cmd_episodes(args) -> int:
-    from ..episodes import sample_episodes
+    from ..episodes import check_episodes_file, sample_episodes
     from ..scale import check_memory, episodes_bytes
     check_output_file(args.out, "--out")
+    out = check_episodes_file(args.out, args.force, "--out")  # nothing there the toolkit did not write
     check_memory(episodes_bytes(args.n), f"--n {args.n}", "draw fewer episodes")
     space = open_space(args.dir)
     name = one_split(args, "an episodes file holds the episodes of one split")
@@ -55,7 +59,7 @@ def cmd_episodes(args) -> int:
                           n_query_positive=shape.query_positives, n_query_negative=shape.query_negatives)
     if protocol is not None:
         eps.meta["protocol"] = protocol.name
-    eps.save(args.out)
+    eps.save(args.out, target=out)
     topup = eps.meta["support_topup"] + eps.meta["query_topup"]
     print(f"wrote {counted(len(eps), args.negatives + '-negative episode')} of {name}/{args.side} to "
           f"{args.out} ({counted(len(set(eps.concept.tolist())), 'distinct concept')}; "
