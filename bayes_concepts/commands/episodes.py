@@ -38,7 +38,7 @@ def cmd_episodes(args) -> int:
     from ..episodes import check_episodes_file, sample_episodes
     from ..scale import check_memory, episodes_bytes
     check_output_file(args.out, "--out")
-    out = check_episodes_file(args.out, args.force, "--out")  # nothing there the toolkit did not write
+    out_target = check_episodes_file(args.out, args.force, "--out")  # nothing there the toolkit did not write
     check_memory(episodes_bytes(args.n), f"--n {args.n}", "draw fewer episodes")
     space = open_space(args.dir)
     name = one_split(args, "an episodes file holds the episodes of one split")
@@ -59,7 +59,7 @@ def cmd_episodes(args) -> int:
                           n_query_positive=shape.query_positives, n_query_negative=shape.query_negatives)
     if protocol is not None:
         eps.meta["protocol"] = protocol.name
-    eps.save(args.out, target=out)
+    eps.save(args.out, target=out_target)
     topup = eps.meta["support_topup"] + eps.meta["query_topup"]
     print(f"wrote {counted(len(eps), args.negatives + '-negative episode')} of {name}/{args.side} to "
           f"{args.out} ({counted(len(set(eps.concept.tolist())), 'distinct concept')}; "

@@ -144,7 +144,7 @@ def cmd_demo(args) -> int:
     build = not (space_dir / "manifest.json").exists()
     if build:  # an empty or missing directory, or an unfinished build of ours; never anything else
         check_save_target(space_dir)
-    out = check_results_out(args)  # nothing there the toolkit did not write: before any work
+    out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
     if args.figures:
         check_output_dir(args.figures, "--figures")
     if build:
@@ -157,7 +157,7 @@ def cmd_demo(args) -> int:
         ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, OracleSettings(), args.seed,
                          progress=True)
     print(format_table(summarise(ds, seed=args.seed)))
-    save_results(ds, args.out, target=out)
+    save_results(ds, args.out, target=out_target)
     print(f"\nresults: {args.out}")
     if args.figures:
         paths = _write_figures(ds, space, args.figures, "concept_iid", args.seed)

@@ -57,7 +57,7 @@ def cmd_gap(args) -> int:
     oracle_settings(args)  # a bad --beta or --epsilon is an error before any work
     from ..scale import parse_scheduler
     parse_scheduler(args.scheduler)
-    out = check_results_out(args)  # nothing there the toolkit did not write: before any work
+    out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
     space = open_space(args.dir)
     protocol = protocol_of(args)
     overrides = protocol_overrides(args, protocol) if protocol is not None else {}
@@ -94,7 +94,7 @@ def cmd_gap(args) -> int:
         protocol.annotate(space, splits, ds, settings, args.seed, args.episodes)  # e.g. ConceptWorld's multi-class form
     rows = summarise(ds, seed=args.seed)
     if args.out:
-        save_results(ds, args.out, target=out)
+        save_results(ds, args.out, target=out_target)
     if args.json:
         keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
                 "posterior_entropy", "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom",

@@ -65,7 +65,7 @@ def cmd_ladder(args) -> int:
                          parse_rungs, rung_spreads, strip_draws)
     from ..results import save_results
     oracle_settings(args)
-    out = check_results_out(args)  # nothing there the toolkit did not write: before any work
+    out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
     if args.figures:
         check_output_dir(args.figures, "--figures")
     space = open_space(args.dir)
@@ -106,7 +106,7 @@ def cmd_ladder(args) -> int:
     corr = {neg: ladder_correlations(rows, published, neg, n_boot=args.n_boot, seed=args.seed)
             for neg in negatives} if published is not None else {}
     if args.out:
-        save_results(ds, args.out, target=out)
+        save_results(ds, args.out, target=out_target)
     figures = []
     if args.figures:
         from ..plots import figure_of, plot_ladder
