@@ -18,7 +18,7 @@ venv: $(STAMP)
 # figures go to demo_figs/ (git-ignored), so `make demo` leaves `git status` clean;
 # `make figures` (below) regenerates the committed paper_figs/ at paper scale, on purpose
 demo: $(STAMP)
-	$(BIN)/bayes-concepts demo --space spaces/demo --out results.nc --figures demo_figs
+	$(BIN)/bayes-concepts demo --space spaces/demo --out results.nc --force --figures demo_figs
 
 # the layers contract ([tool.importlinter] in pyproject.toml) first: an upward import or a cycle fails the build;
 # then the API reference, warnings as errors (a broken docstring fails the build; ~40 s, notebooks not run);

@@ -217,7 +217,7 @@ def main(argv=None) -> pd.DataFrame:
         from bayes_concepts.splits import curi_splits
         space = C.load_space(args, p)
         ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, seed=args.seed)
-        save_results(ds, args.out / "results.nc")
+        save_results(ds, args.out / "results.nc", overwrite=True)  # this script's own output
     df = negatives_change(ds, args.boot, args.seed)
     C.write_table(df, args.out, NAME)
     md = markdown(df, ds, space, args)

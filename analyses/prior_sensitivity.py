@@ -87,7 +87,7 @@ def run_sweep(space, splits: dict, settings: list, negatives=("hard",), n_episod
         if out_dir is not None and key not in saved:  # one file per distinct setting
             saved.add(key)
             tag = label.replace(" ", "_").replace("β=", "beta")
-            save_results(ds, Path(out_dir) / f"results_{tag}.nc")
+            save_results(ds, Path(out_dir) / f"results_{tag}.nc", overwrite=True)
         t = C.gap_frame(ds, n_boot, seed)
         t.insert(0, "sweep", sweep)
         t.insert(1, "setting", label)

@@ -796,13 +796,13 @@ def main(argv=None) -> pd.DataFrame:
         if ds is None:
             log(f"protocol {name}: {args.episodes:,} episodes per cell")
             ds = protocols.get(name).compute_gap(space, n_episodes=args.episodes, seed=args.seed)
-        save_results(ds, args.out / f"results_{name}.nc")
+        save_results(ds, args.out / f"results_{name}.nc", overwrite=True)
         datasets[name] = ds
         tables[name] = protocol_table(ds, args)
         checks[name] = reference_checks(tables[name], negatives_change(ds, args.boot, args.seed))
         checks[name].insert(0, "protocol", name)
     first = args.protocols[0]
-    save_results(datasets[first], args.out / "results.nc")
+    save_results(datasets[first], args.out / "results.nc", overwrite=True)
     table = tables[first].drop(columns="protocol")
     C.write_table(table, args.out, "comp_gap")
     C.write_table(pd.concat(list(tables.values()), ignore_index=True), args.out, "comp_gap_by_protocol")

@@ -257,19 +257,23 @@ class Episodes:
         return self.meta == other.meta and all(
             np.array_equal(getattr(self, f), getattr(other, f)) for f in ARRAY_FIELDS)
 
-    def save(self, path) -> Path:
-        """Write a ``.npz`` (arrays + a JSON ``meta`` string; no pickle), atomically."""
+    def save(self, path, overwrite: bool = False, target=None) -> Path:
+        """Write a ``.npz`` (arrays + a JSON ``meta`` string; no pickle) in one piece, as results
+        are written (:mod:`bayes_concepts.output_files`): never over a file the toolkit did not
+        write, over an earlier episodes file only with ``overwrite``, and of two writes of one
+        path at once exactly one succeeds.  ``target``: :func:`check_episodes_file`'s result
+        for ``path``, checked before the work."""
+        from .output_files import write_file
         path = Path(path)
-        tmp = path.with_name(path.name + ".partial.npz")
+        if target is None:
+            target = check_episodes_file(path, overwrite)
         arrays = {f: getattr(self, f) for f in ARRAY_FIELDS}
         arrays["meta"] = np.array(json.dumps(self.meta, sort_keys=True))
-        try:
+
+        def write(tmp):
             with open(tmp, "wb") as fh:
                 np.savez_compressed(fh, **arrays)
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)  # only left over when the write failed
-        return path
+        return write_file(target, write, what="episodes file")
 
     @classmethod
     def load(cls, path) -> "Episodes":
@@ -761,6 +765,25 @@ class EpisodeSampler:
 def sampler_for(space) -> EpisodeSampler:
     """The :class:`EpisodeSampler` of ``space``, made on first use and kept in the space's index."""
     return space.index.derived("episode_sampler", lambda: EpisodeSampler(space))
+
+
+def is_episodes_file(path) -> bool:
+    """Whether ``path`` is an episodes file this toolkit wrote (:meth:`Episodes.save`): a zip
+    archive holding the episode arrays and ``meta``.  Reads the archive's table only."""
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+    return all(f"{f}.npy" in names for f in (*ARRAY_FIELDS, "meta"))
+
+
+def check_episodes_file(path, overwrite: bool = False, option: str | None = None):
+    """Check, before any work, that an episodes file may be written at ``path`` (see
+    :func:`bayes_concepts.output_files.check_target`); the target for :meth:`Episodes.save`."""
+    from .output_files import check_target
+    return check_target(path, ours=is_episodes_file, what="episodes file", overwrite=overwrite, option=option)
 
 
 def sample_episodes(space, split, side: str = "test", negatives: str = "hard", n: int = 1000, *, seed: int = 0,

@@ -177,13 +177,52 @@ def check_depth_option(grammar, max_depth):
 
 # ------------------------------------------------------------------ checking input early
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line (as the toolkit's other errors)."""
+    """An ArgumentParser whose usage errors are one line (as the toolkit's other errors), and
+    whose options store once: an option given twice (``--split a --split b``) is an error
+    naming it, never the last one silently winning (see :class:`Once`; options meant to be
+    repeated say so with ``action="append"``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, action in ((None, OnceStore), ("store", OnceStore), ("store_const", OnceStoreConst),
+                             ("store_true", OnceStoreTrue), ("store_false", OnceStoreFalse)):
+            self.register("action", name, action)  # argument groups share these
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-class Given(argparse._StoreAction):
+class Once:
+    """Mixin of a storing argparse action: an option given a second time on one command line
+    is a usage error naming it (a list goes after one ``--split a b``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if self.option_strings:
+            seen = getattr(namespace, "_once", set())
+            if self.dest in seen:
+                several = " with all its values after it (e.g. --split a b)" if self.nargs in ("+", "*") else ""
+                parser.error(f"{option_string} given twice: give it once{several}")
+            namespace._once = seen | {self.dest}
+        super().__call__(parser, namespace, values, option_string)
+
+
+class OnceStore(Once, argparse._StoreAction):
+    pass
+
+
+class OnceStoreConst(Once, argparse._StoreConstAction):
+    pass
+
+
+class OnceStoreTrue(Once, argparse._StoreTrueAction):
+    pass
+
+
+class OnceStoreFalse(Once, argparse._StoreFalseAction):
+    pass
+
+
+class Given(Once, argparse._StoreAction):
     """Store action that also records the option as given on the command line (in
     ``args._given``), so an option given with its default value is told from one left out."""
 
@@ -246,6 +285,29 @@ def check_output_file(path, option: str, create_parents: bool = False):
         raise BayesConceptsError(f"{option} {path}: cannot write into {parent} (permission denied)")
     if p.exists() and not os.access(p, os.W_OK):
         raise BayesConceptsError(f"{option} {path}: the file exists and is not writable")
+
+
+def results_out_option(p, help_text: str = "also write the per-episode results (netCDF)", default=None):
+    """--out FILE (a results file) and --force (let it replace a results file written earlier)."""
+    p.add_argument("--out", metavar="results.nc", default=default, help=help_text)
+    p.add_argument("--force", action="store_true",
+                   help="let --out replace a results file bayes-concepts wrote earlier (a file it did not write is "
+                        "never replaced)")
+
+
+def check_results_out(args, option: str = "--out"):
+    """Before any work: the ``--out`` results file of ``args`` may be written (its folder, and
+    nothing there but, with ``--force``, a results file the toolkit wrote earlier); the checked
+    target for :func:`~bayes_concepts.results.save_results`, None without ``--out``.
+    ``--force`` without ``--out`` is refused (it would be ignored)."""
+    if getattr(args, "out", None) is None:
+        if getattr(args, "force", False):
+            raise BayesConceptsError(f"--force: only with {option} (it lets {option} replace a results file "
+                                     "bayes-concepts wrote earlier)")
+        return None
+    check_output_file(args.out, option, create_parents=True)  # save_results creates missing folders
+    from .results import check_results_file
+    return check_results_file(args.out, getattr(args, "force", False), option)
 
 
 def check_output_dir(path, option: str):
@@ -508,6 +570,34 @@ def run_info(ds) -> dict:
                 pass
         info["settings" if key == "oracle_settings" else key] = value
     return info
+
+
+def split_option(p, help_text: str, required: bool = False):
+    """--split NAME [NAME ...] (every command takes several names the same way; see
+    :func:`split_names`, :func:`one_split`)."""
+    p.add_argument("--split", nargs="+", metavar="NAME", required=required, default=None, help=help_text)
+
+
+def split_names(args):
+    """The split names of --split as a list, None for all (left out, or ``all`` alone);
+    ``all`` beside other names is an error."""
+    names = getattr(args, "split", None)
+    if not names or names == ["all"]:
+        return None
+    if "all" in names:
+        raise BayesConceptsError(f"--split {' '.join(names)}: 'all' stands alone (it means every split)")
+    return list(names)
+
+
+def one_split(args, what: str):
+    """The one split name of --split for a command that works on one split (``what``: why,
+    e.g. "episodes are drawn for one split"), None when left out; several is one line."""
+    names = getattr(args, "split", None)
+    if names is None:
+        return None
+    if len(names) != 1:
+        raise BayesConceptsError(f"--split {' '.join(names)}: {what}; give one name (run once per split)")
+    return names[0]
 
 
 def episode_shape_option(p, what: str = "for every split, in place of its spec's [episodes] table"):

@@ -31,11 +31,14 @@ The oracles are the learners
 ``learner``, scored on the same episodes (NaN on splits they were not scored on).
 ``query_pred`` and ``ap_bound`` are optional (results written before they existed lack them);
 the attribute ``ap_tolerance`` is the AP tolerance the oracles were given (0: exact).
+Every file :func:`save_results` writes also has the attribute ``format``
+(:data:`RESULTS_FORMAT`), by which a later write knows it for the toolkit's own (which
+``--force`` may replace; a file the toolkit did not write is never replaced);
+:func:`load_results` leaves it out of the Dataset it returns.
 """
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -61,14 +64,60 @@ def validate(ds: xr.Dataset, where: str = "results") -> xr.Dataset:
     return ds
 
 
-def save_results(ds: xr.Dataset, path) -> Path:
-    """Write ``ds`` to netCDF atomically (a temporary file ``.<name>.<random>.partial`` of
-    this write's own in the same folder, then rename: concurrent writes of one path each
-    leave a whole file, the last to finish wins).
+#: The global attribute ``format`` of every results file :func:`save_results` writes: how a
+#: later write recognises a file of the toolkit's own (which ``--force`` may replace).
+RESULTS_FORMAT = "bayes_concepts.results"
+#: Attributes every results file written before ``format`` existed holds (compute_gap's).
+_EARLIER_ATTRS = ("space_manifest_sha256", "oracle_settings", "toolkit_version", "episodes_per_cell")
+_HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+def is_results_file(path) -> bool:
+    """Whether ``path`` is a results file this toolkit wrote: a netCDF-4 file whose global
+    attributes say so (``format``), or hold what every run's results held before that
+    attribute existed.  Reads the header only; never raises for a foreign file."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(8) != _HDF5_MAGIC:
+                return False
+        import netCDF4
+        with netCDF4.Dataset(path, "r") as nc:
+            names = set(nc.ncattrs())
+            if "format" in names:
+                return nc.getncattr("format") == RESULTS_FORMAT
+            return all(a in names for a in _EARLIER_ATTRS)
+    except Exception:  # noqa: BLE001 - a damaged or foreign file is simply not ours
+        return False
+
+
+def check_results_file(path, overwrite: bool = False, option: str | None = None):
+    """Check, before any work, that a results file may be written at ``path``: nothing there,
+    or (with ``overwrite``) a results file this toolkit wrote (:func:`is_results_file`).  A
+    file it did not write is never replaced.  Returns the checked target for
+    :func:`save_results`; an :class:`~bayes_concepts.output_files.OutputFileError` of one line
+    otherwise (``option``, e.g. ``"--out"``, names the option in it)."""
+    from .output_files import check_target
+    return check_target(path, ours=is_results_file, what="results file", overwrite=overwrite, option=option)
+
+
+def save_results(ds: xr.Dataset, path, overwrite: bool = False, target=None) -> Path:
+    """Write ``ds`` to netCDF at ``path``, in one piece, never over a file the toolkit did not write.
+
+    ``path`` must hold nothing, or with ``overwrite`` a results file written earlier by the
+    toolkit (recognised by the attribute ``format`` every results file gets,
+    :data:`RESULTS_FORMAT`); anything else -- notes, a figure, a link -- is refused, whatever
+    ``overwrite`` says.  ``target``: the result of :func:`check_results_file` called for
+    ``path`` before the work (a command checks its ``--out`` first); the file then replaces
+    only what was there at that check.  The data go to a temporary file of this write's own
+    in the same folder, put in place only when whole: of two writes of one path at once
+    exactly one succeeds, the other raises
+    :class:`~bayes_concepts.output_files.ConcurrentWriteError` (see
+    :mod:`bayes_concepts.output_files`).
 
     Missing parent folders of ``path`` are created (as ``space build`` creates the folders
     above its output).  A ``path`` that is a directory, a parent that is a file, or a folder
     that cannot be written raises :class:`ResultsError` naming the path."""
+    from .output_files import write_file
     path = Path(path)
     validate(ds)
     if path.is_dir():
@@ -83,21 +132,14 @@ def save_results(ds: xr.Dataset, path) -> Path:
         raise ResultsError(f"{path}: cannot create folder {path.parent} (permission denied in {first})") from None
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise ResultsError(f"{path}: cannot write into {path.parent} (permission denied)")
-    # a temporary name of this write's own (two runs writing the same path at once each write
-    # a whole file of their own and the last rename wins: never a shared ``.partial``)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    os.close(fd)
-    tmp = Path(name)
-    enc = {v: {"zlib": True, "complevel": 4} for v in ds.data_vars}
-    try:
-        ds.to_netcdf(tmp, engine="netcdf4", encoding=enc)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's files are 0600; results are meant to be shared
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)  # only left over when the write failed
-    return path
+    if target is None:
+        target = check_results_file(path, overwrite)
+    elif Path(target.path) != path:
+        raise ValueError(f"save_results: target {target.path} was checked for another path than {path}")
+    out = ds.copy(deep=False)
+    out.attrs = {**ds.attrs, "format": RESULTS_FORMAT}
+    enc = {v: {"zlib": True, "complevel": 4} for v in out.data_vars}
+    return write_file(target, lambda tmp: out.to_netcdf(tmp, engine="netcdf4", encoding=enc), what="results file")
 
 
 def load_results(path) -> xr.Dataset:
@@ -111,6 +153,7 @@ def load_results(path) -> xr.Dataset:
             loaded = ds.load()
     except (OSError, ValueError) as exc:
         raise ResultsError(f"{path}: cannot read as netCDF results ({exc})") from None
+    loaded.attrs.pop("format", None)  # how the file says it is ours (RESULTS_FORMAT), not a setting of the run
     for v in ("empty", "weak_empty"):
         if v in loaded and loaded[v].dtype != bool:
             loaded[v] = loaded[v].astype(bool)

@@ -45,27 +45,37 @@ def test_item2_the_interpreter_computes_relations_from_3d_coords_as_the_executor
 
 
 # ------------------------------------------------------------------ item 3
-def _write_many(path, which, times):
+def _write_one(path, which, start, failures):
+    from bayes_concepts.output_files import OutputFileError
     from bayes_concepts.results import empty_dataset, save_results
     ds = empty_dataset(["instance_iid"], ["hard"], ["strong", "weak"], 2000 + which)
     ds["ap"][:] = which
-    for _ in range(times):
+    start.wait()
+    try:
         save_results(ds, path)
+    except OutputFileError as exc:  # the loser: told, in one line naming the path
+        failures.put(str(exc))
+        raise SystemExit(2)
 
 
 def test_item3_two_runs_saving_the_same_results_file_at_once_leave_one_whole_file(tmp_path):
+    # (issue 56 changed "the last to finish wins" into "exactly one wins, the other is told")
     import multiprocessing
     import os
 
     from bayes_concepts.results import load_results
     path = tmp_path / "same.nc"
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_write_many, args=(path, which, 15)) for which in (1, 2)]
+    start, failures = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_write_one, args=(path, which, start, failures)) for which in (1, 2)]
     for p in procs:
         p.start()
+    start.set()
     for p in procs:
         p.join(120)
-    assert [p.exitcode for p in procs] == [0, 0]  # neither run failed
+    assert sorted(p.exitcode for p in procs) == [0, 2]  # exactly one run succeeded
+    message = failures.get(timeout=10)
+    assert str(path) in message and "\n" not in message
     ds = load_results(path)  # a whole file: one run's results, not a mix
     which = int(ds["ap"].values.flat[0])
     assert which in (1, 2) and ds.sizes["episode"] == 2000 + which and (ds["ap"].values == which).all()

@@ -8,15 +8,16 @@ import time
 from ..options import (ap_tolerance_option, check_gap_memory, check_output_file, command, counted,
                        dropped_conditions_note, episode_shape, episode_shape_option, no_splits_error, open_space,
                        oracle_options, oracle_settings, override_text, progress_output, protocol_of, protocol_option,
-                       protocol_overrides, protocol_splits, release_protocol, splits_for, whole)
+                       protocol_overrides, protocol_splits, release_protocol, split_names, split_option, splits_for,
+                       whole)
 
 
 def _audit_arguments(p):
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
     p.add_argument("--spec", nargs="+", metavar="FILE",
                    help="split spec files (default: the space's own splits; with --protocol, added to its splits)")
-    p.add_argument("--split", help="audit only this split (or 'all'); default: the --spec splits, else all (with "
-                                   "--protocol: the protocol's and the --spec splits)")
+    split_option(p, "audit only these splits (or 'all'); default: the --spec splits, else all (with --protocol: "
+                    "the protocol's and the --spec splits)")
     p.add_argument("--episodes", type=whole(1), default=2000,
                    help="test episodes per split and negatives (default 2000)")
     episode_shape_option(p)
@@ -50,7 +51,7 @@ def cmd_audit(args) -> int:
     protocol = protocol_of(args)
     overrides = protocol_overrides(args, protocol) if protocol is not None else {}
     if args.split:
-        names = None if args.split == "all" else [args.split]
+        names = split_names(args)
     elif protocol is not None:  # every split of the protocol, and the --spec files' splits
         names = None
     else:  # the --spec files' splits, else every split the space offers (CURI's nine, or its saved specs)

@@ -2,45 +2,66 @@
 from __future__ import annotations
 
 from ..errors import BayesConceptsError
-from ..options import (check_output_file, command, counted, episode_shape, episode_shape_option, hard_mode_option,
-                       open_space, splits_for, whole)
+from ..options import (Given, check_output_file, command, counted, episode_shape, episode_shape_option, given_options,
+                       hard_mode_option, one_split, open_space, protocol_of, protocol_option, protocol_splits,
+                       split_option, splits_for, whole)
 
 
 def _episodes_arguments(p):
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
-    p.add_argument("--split", required=True, help="the split whose concepts the episodes are drawn for")
+    split_option(p, "the split whose concepts the episodes are drawn for (one)", required=True)
     p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
     p.add_argument("--negatives", choices=["hard", "easy"], required=True,
                    help="negatives of the support set: hard (true under a consistent alternative) or easy (random)")
-    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None,
-                   help="negatives of the query set (default: as --negatives; random: CURI's released code)")
-    hard_mode_option(p)
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None, action=Given,
+                   help="negatives of the query set (default: as --negatives, with --protocol the protocol's; "
+                        "random: CURI's released code)")
+    hard_mode_option(p, protocol=True)
+    protocol_option(p, help_text="draw from a split of this protocol: --split names one of its splits (a CLOSURE "
+                                 "family such as embed_spa_mat, a ConceptWorld condition), the episodes drawn as its "
+                                 "comp gap draws them (query negatives, hard-negative mode) unless --query-negatives "
+                                 "or --hard-mode are given; the file records the protocol")
     p.add_argument("--n", type=whole(1), required=True, help="episodes to draw")
     episode_shape_option(p)
     p.add_argument("--side", choices=["train", "val", "test"], default="test",
                    help="which concepts of the split (default test)")
     p.add_argument("--seed", type=whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
     p.add_argument("--out", required=True, metavar="FILE.npz", help="the episodes file to write")
+    p.add_argument("--force", action="store_true",
+                   help="let --out replace an episodes file bayes-concepts wrote earlier (a file it did not write is "
+                        "never replaced)")
 
 
 @command("episodes", order=60, arguments=_episodes_arguments, compiles=True,
          help="sample episodes (or: episodes show FILE INDEX)")
 def cmd_episodes(args) -> int:
-    from ..episodes import sample_episodes
+    from ..episodes import check_episodes_file, sample_episodes
     from ..scale import check_memory, episodes_bytes
     check_output_file(args.out, "--out")
+    out_target = check_episodes_file(args.out, args.force, "--out")  # nothing there the toolkit did not write
     check_memory(episodes_bytes(args.n), f"--n {args.n}", "draw fewer episodes")
     space = open_space(args.dir)
-    split = splits_for(space, [args.split], args.spec)[args.split]
+    name = one_split(args, "an episodes file holds the episodes of one split")
+    protocol = protocol_of(args)
+    split = (protocol_splits(space, protocol, [name], args.spec) if protocol is not None
+             else splits_for(space, [name], args.spec))[name]
+    query_negatives, hard_mode = args.query_negatives, args.hard_mode
+    if protocol is not None:  # the protocol's episodes, unless given here
+        given = given_options(args)
+        query_negatives = query_negatives if "query_negatives" in given else protocol.query_negatives
+        hard_mode = hard_mode if "hard_mode" in given else protocol.hard_mode
     from ..episodes import EpisodeShape
-    shape = episode_shape(args) or EpisodeShape.parse(split.spec.get("episodes"), f"split {args.split}: [episodes]")
+    shape = episode_shape(args) or EpisodeShape.parse((getattr(split, "spec", None) or {}).get("episodes"),
+                                                      f"split {name}: [episodes]")
     eps = sample_episodes(space, split, side=args.side, negatives=args.negatives, n=args.n, seed=args.seed,
-                          query_negatives=args.query_negatives, hard_mode=args.hard_mode,
+                          query_negatives=query_negatives, hard_mode=hard_mode,
                           n_positive=shape.positives, n_negative=shape.negatives,
                           n_query_positive=shape.query_positives, n_query_negative=shape.query_negatives)
-    eps.save(args.out)
+    if protocol is not None:
+        eps.meta["protocol"] = protocol.name
+    eps.save(args.out, target=out_target)
     topup = eps.meta["support_topup"] + eps.meta["query_topup"]
-    print(f"wrote {counted(len(eps), args.negatives + '-negative episode')} of {args.split}/{args.side} to "
+    print(f"wrote {counted(len(eps), args.negatives + '-negative episode')} of {name}/{args.side} to "
           f"{args.out} ({counted(len(set(eps.concept.tolist())), 'distinct concept')}; "
           f"{counted(topup, 'random top-up negative')})")
     return 0

@@ -5,8 +5,8 @@ import time
 from pathlib import Path
 
 from ..errors import BayesConceptsError
-from ..options import (check_gap_memory, check_output_dir, check_output_file, command, log_line, open_space,
-                       progress_output, protocol_of, protocol_option, splits_for, whole)
+from ..options import (check_gap_memory, check_output_dir, check_results_out, command, log_line, open_space,
+                       progress_output, protocol_of, protocol_option, results_out_option, splits_for, whole)
 
 
 def _figures_arguments(p):
@@ -121,7 +121,7 @@ def _demo_arguments(p):
     p.add_argument("--episodes", type=whole(1), default=2000,
                    help="test episodes per split and negatives (default 2000)")
     p.add_argument("--seed", type=whole(0), default=0, help="seed of the episodes (a whole number >= 0; default 0)")
-    p.add_argument("--out", default="results.nc", metavar="FILE.nc", help="results file to write (default results.nc)")
+    results_out_option(p, "results file to write (default results.nc)", default="results.nc")
     p.add_argument("--figures", default="demo_figs", metavar="DIR",
                    help="directory for the figures (default demo_figs; '' to skip figures; "
                         "'make figures' writes the committed paper_figs)")
@@ -144,7 +144,7 @@ def cmd_demo(args) -> int:
     build = not (space_dir / "manifest.json").exists()
     if build:  # an empty or missing directory, or an unfinished build of ours; never anything else
         check_save_target(space_dir)
-    check_output_file(args.out, "--out", create_parents=True)  # save_results creates missing folders
+    out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
     if args.figures:
         check_output_dir(args.figures, "--figures")
     if build:
@@ -157,7 +157,7 @@ def cmd_demo(args) -> int:
         ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, OracleSettings(), args.seed,
                          progress=True)
     print(format_table(summarise(ds, seed=args.seed)))
-    save_results(ds, args.out)
+    save_results(ds, args.out, target=out_target)
     print(f"\nresults: {args.out}")
     if args.figures:
         paths = _write_figures(ds, space, args.figures, "concept_iid", args.seed)

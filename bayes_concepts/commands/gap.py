@@ -5,16 +5,17 @@ import json
 import time
 
 from ..errors import BayesConceptsError
-from ..options import (OVERRIDE_NOTE, Given, ap_tolerance_option, check_gap_memory, check_output_file, command,
+from ..options import (OVERRIDE_NOTE, Given, ap_tolerance_option, check_gap_memory, check_results_out, command,
                        counted, dropped_conditions_note, episode_shape, episode_shape_option, hard_mode_option,
                        no_splits_error, open_space, oracle_options, oracle_settings, override_text, print_json,
                        progress_output, protocol_of, protocol_option, protocol_overrides, protocol_splits,
-                       release_protocol, run_info, scheduler_option, splits_for, whole)
+                       release_protocol, results_out_option, run_info, scheduler_option, split_names, split_option,
+                       splits_for, whole)
 
 
 def _gap_arguments(p):
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
-    p.add_argument("--split", default="all", help="one split, or 'all' (default)")
+    split_option(p, "the splits to score, or 'all' (default)")
     p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
     p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both",
                    help="support negatives: hard, easy or both (default)")
@@ -36,7 +37,7 @@ def _gap_arguments(p):
                         "concepts may then be test concepts); the results record the override")
     oracle_options(p, protocol=True)
     ap_tolerance_option(p)
-    p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
+    results_out_option(p)
     p.add_argument("--parts", action="store_true",
                    help="also score the atom and the compound oracle (concepts whose atoms / atoms and compounds "
                         "all occur in train concepts) on the same episodes and split each gap into novel atoms, novel "
@@ -56,15 +57,14 @@ def cmd_gap(args) -> int:
     oracle_settings(args)  # a bad --beta or --epsilon is an error before any work
     from ..scale import parse_scheduler
     parse_scheduler(args.scheduler)
-    if args.out:
-        check_output_file(args.out, "--out", create_parents=True)  # save_results creates missing folders
+    out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
     space = open_space(args.dir)
     protocol = protocol_of(args)
     overrides = protocol_overrides(args, protocol) if protocol is not None else {}
     if protocol is None and not args.spec and release_protocol(space):
         raise BayesConceptsError(f"{args.dir} was built with CURI's release grammar (curi_release.pcfg): its splits "
                                  "are those of protocol curi-release; give --protocol curi-release (or --spec FILE)")
-    names = [args.split] if args.split != "all" else None
+    names = split_names(args)
     splits = (protocol_splits(space, protocol, names, args.spec) if protocol is not None
               else splits_for(space, names, args.spec))
     if not splits:
@@ -94,7 +94,7 @@ def cmd_gap(args) -> int:
         protocol.annotate(space, splits, ds, settings, args.seed, args.episodes)  # e.g. ConceptWorld's multi-class form
     rows = summarise(ds, seed=args.seed)
     if args.out:
-        save_results(ds, args.out)
+        save_results(ds, args.out, target=out_target)
     if args.json:
         keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
                 "posterior_entropy", "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..options import (OVERRIDE_NOTE, Given, LazyHelp, check_gap_memory, check_output_dir, check_output_file,
+from ..options import (OVERRIDE_NOTE, Given, LazyHelp, check_gap_memory, check_output_dir, check_results_out,
                        command, counted, describe_choices, episode_shape, episode_shape_option, finite,
                        hard_mode_option, lazy_registry, no_splits_error, open_space, oracle_options, oracle_settings,
                        print_json, progress_output, protocol_of, protocol_option, protocol_overrides, protocol_splits,
-                       run_info, scheduler_option, splits_for, whole)
+                       results_out_option, run_info, scheduler_option, splits_for, whole)
 
 
 def _ladder_arguments(p):
@@ -51,7 +51,7 @@ def _ladder_arguments(p):
                                  "splits)"))
     p.add_argument("--n-boot", type=whole(10), default=1000,
                    help="bootstrap resamples for intervals (default 1,000)")
-    p.add_argument("--out", metavar="results.nc", help="also write the per-episode results (netCDF)")
+    results_out_option(p)
     p.add_argument("--figures", metavar="DIR", help="write ladder_<negatives>.png/.pdf/.csv (plot_ladder) into DIR")
     p.add_argument("--json", action="store_true", help="print the profiles, spreads and correlations as JSON")
     scheduler_option(p, "the oracles' episode chunks", reads_space=True)
@@ -65,12 +65,12 @@ def cmd_ladder(args) -> int:
                          parse_rungs, rung_spreads, strip_draws)
     from ..results import save_results
     oracle_settings(args)
-    if args.out:
-        check_output_file(args.out, "--out", create_parents=True)
+    out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
     if args.figures:
         check_output_dir(args.figures, "--figures")
     space = open_space(args.dir)
     specs = parse_rungs(args.rungs, args.alpha, args.budget, space)  # bad rungs and knobs before any work
+    _check_chosen_rungs(args, specs)  # no strong oracle, a curve no rung takes: before any work
     protocol = protocol_of(args)
     overrides = protocol_overrides(args, protocol) if protocol is not None else {}
     names = None if not args.split or args.split == ["all"] else list(args.split)
@@ -111,7 +111,7 @@ def cmd_ladder(args) -> int:
     corr = {neg: ladder_correlations(rows, published, neg, n_boot=args.n_boot, seed=args.seed, predictors=predictors)
             for neg in negatives} if published is not None else {}
     if args.out:
-        save_results(ds, args.out)
+        save_results(ds, args.out, target=out_target)
     figures = []
     if args.figures:
         from ..plots import figure_of, plot_ladder
@@ -146,6 +146,25 @@ def cmd_ladder(args) -> int:
           + (f"; results written to {args.out}" if args.out else "")
           + (f"; figures in {args.figures}" if figures else ""))
     return 0
+
+
+def _check_chosen_rungs(args, specs):
+    """The ladder of ``--rungs`` holds the strong oracle (every gap is measured against it), and
+    ``--alpha`` and ``--budget`` each reach a rung (a curve no rung takes would be ignored);
+    else one line saying what to add."""
+    from ..rungs import RungError, parse_rung_text, rungs
+    given = " ".join(args.rungs or ())
+    if not any(name == "strong" for name, _ in specs):
+        raise RungError(f"--rungs {given}: the strong oracle is missing, and every rung's gap is measured against it: "
+                        f"add strong (--rungs {given} strong)")
+    chosen = [parse_rung_text(str(r)) for r in args.rungs or ()] or [(name, {}) for name, _ in specs]
+    for option, values, knob, kind in (("--alpha", args.alpha, "alpha", "learned-prior"),
+                                       ("--budget", args.budget, "n", "sampling")):
+        if values is not None and not any(knob in rungs.get(n).knobs and knob not in k for n, k in chosen):
+            takers = [n for n, r in rungs.items() if knob in r.knobs]
+            raise RungError(f"{option} {' '.join(f'{v:g}' for v in values)}: no {kind} rung among --rungs {given} "
+                            f"takes it (a rung that takes {knob} without its own [{knob}=...]: "
+                            f"{', '.join(takers)}); add one, or leave {option} out")
 
 
 def _published_for(args, protocol, space, splits):

@@ -5,14 +5,15 @@ import json
 import sys
 
 from ..errors import BayesConceptsError
-from ..options import command, open_space, oracle_options, oracle_settings, print_json, splits_for, whole
+from ..options import (command, one_split, open_space, oracle_options, oracle_settings, print_json, split_option,
+                       splits_for, whole)
 
 
 def _posterior_arguments(p):
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
     p.add_argument("--support", required=True, metavar="FILE.jsonl", help='scenes with a "label": 0|1 field')
     p.add_argument("--query", metavar="FILE.jsonl", help="scenes to predict p(y = 1) for")
-    p.add_argument("--split", help="also the weak oracle of this split (default: the strong oracle over all concepts)")
+    split_option(p, "also the weak oracle of this split (one; default: the strong oracle over all concepts)")
     p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
     p.add_argument("--negatives", choices=["hard", "easy"], default="hard",
                    help="how the support negatives were drawn (the size likelihood depends on it; default hard)")
@@ -42,8 +43,9 @@ def cmd_posterior(args) -> int:
     if args.query and not query:
         raise BayesConceptsError(f"--query {args.query}: no scenes in the file (it is empty or holds only blank lines)")
     hard = args.negatives == "hard"
-    if args.split:
-        split = splits_for(space, [args.split], args.spec)[args.split]
+    name = one_split(args, "the weak oracle is one split's")
+    if name:
+        split = splits_for(space, [name], args.spec)[name]
         oracles = dict(zip(("strong", "weak"), strong_and_weak(space, split, settings)))
     else:
         import numpy as np

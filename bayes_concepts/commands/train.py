@@ -8,13 +8,13 @@ from pathlib import Path
 from ..errors import BayesConceptsError
 from ..options import (Given, LazyChoices, caused_by_interrupt, check_output_dir, command, counted, given_options,
                        hard_mode_option, lazy_registry, open_space, protocol_of, protocol_option, protocol_splits,
-                       splits_for, whole)
+                       one_split, split_option, splits_for, whole)
 
 
 def _train_arguments(p):
     p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
-    p.add_argument("--split", required=True, help="train on this split's train concepts, validate on its val concepts "
-                   "(with --protocol: one of the protocol's splits)")
+    split_option(p, "train on this split's train concepts, validate on its val concepts (one; with --protocol: one "
+                    "of the protocol's splits)", required=True)
     p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
     p.add_argument("--learner", required=True, metavar="ENCODER-POOLING",
                    help="architecture: schema-average, schema-concat, schema-relnet or schema-transformer "
@@ -86,11 +86,13 @@ def cmd_train(args) -> int:
     from ..scale import Interrupted
     from ..learners.features import check_learner_space
     _check_train_options(args)
+    one_split(args, "a model is trained on one split")  # before any work
     space = open_space(args.dir)
     check_learner_space(space)  # before the split: a ConceptWorld space has no learner to train
     protocol = protocol_of(args)
-    split = (protocol_splits(space, protocol, [args.split], args.spec) if protocol is not None
-             else splits_for(space, [args.split], args.spec))[args.split]
+    name = one_split(args, "a model is trained on one split")
+    split = (protocol_splits(space, protocol, [name], args.spec) if protocol is not None
+             else splits_for(space, [name], args.spec))[name]
     encoder, pooling = parse_architecture(learner_with_modality(args.learner, args.modality))
     profiled, encoder_options, pooling_options = resolve_profile(
         args.profile, encoder, pooling, explicit={"batch_episodes": args.batch, "lr": args.lr})

@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BayesConceptsError
+from ..output_files import fsync_dir as _fsync_dir, nearest_existing_folder
 from ..registry import Registry
 from ..scale import Interrupted, held_interrupts, release_pages
 from .. import text_files
@@ -319,33 +320,6 @@ def check_save_target(path, overwrite: bool = False) -> Path:
     if problem:
         raise SpaceError(f"{parent}: permission denied (cannot create {path.name if parent == path.parent else path})")
     return path
-
-
-def nearest_existing_folder(path) -> tuple:
-    """``(folder, problem)``: ``path`` or its nearest existing ancestor, where a missing
-    ``path`` would be created, and why nothing can be written there (``"not a directory"``,
-    ``"permission denied"``), or None when it can."""
-    first = Path(path)
-    while not first.exists():
-        first = first.parent
-    if not first.is_dir():
-        return first, "not a directory"
-    if not os.access(first, os.W_OK | os.X_OK):
-        return first, "permission denied"
-    return first, None
-
-
-def _fsync_dir(d: Path):
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:  # platforms without directory handles
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _remove_unfinished(d: Path):
