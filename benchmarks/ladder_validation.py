@@ -8,7 +8,7 @@ Three stages, one at a time (``bayes_concepts.validation`` does the work):
    constraints) and the pre-registration file ``benchmarks/ladder_validation.toml`` (splits
    with their sha256, halves, rungs, predictors, learners, budget, statistic).  Commit both
    before stage 2: nothing in them changes after the learners run.
-2. ``run SPACE [--shard I/N]``: for every split (of shard I of N), trains each learner kind
+2. ``run SPACE`` (one worker per core, side by side): for every split, confirmatory half first, trains each learner kind
    on the split's training concepts within the budget, checks that it learned, scores
    every rung and the learners on the same test episodes, computes the predictors; one
    record per split in ``benchmarks/out/ladder_validation/`` (a finished split is not
@@ -23,8 +23,8 @@ Usage::
     bayes-concepts space build spaces/paper --preset paper
     python benchmarks/ladder_validation.py splits spaces/paper
     git add benchmarks/ladder_validation.toml benchmarks/ladder_validation && git commit
-    python benchmarks/ladder_validation.py run spaces/paper --shard 0/2 &
-    python benchmarks/ladder_validation.py run spaces/paper --shard 1/2
+    python benchmarks/ladder_validation.py run spaces/paper &      # two workers share the queue
+    python benchmarks/ladder_validation.py run spaces/paper
     python benchmarks/ladder_validation.py summarise
 """
 from __future__ import annotations
@@ -197,6 +197,24 @@ def stage_splits(args) -> int:
     return 0
 
 
+def _order(splits: list) -> list:
+    """The order splits are run in: the confirmatory half first, then the exploratory, each
+    round-robin over the generators, so that a run cut short holds a balanced sample of the
+    primary half (the order changes no result)."""
+    out = []
+    for half in ("confirmatory", "exploratory"):
+        groups = {}
+        for s in splits:
+            if s["half"] == half:
+                groups.setdefault(s["generator"].split(" (")[0], []).append(s["name"])
+        queues = list(groups.values())
+        while any(queues):
+            for q in queues:
+                if q:
+                    out.append(q.pop(0))
+    return out
+
+
 def stage_run(args) -> int:
     import torch
     from bayes_concepts.spaces import load_space
@@ -204,15 +222,27 @@ def stage_run(args) -> int:
     torch.set_num_threads(1)
     space = load_space(args.space)
     prereg = read_preregistration(args.prereg, space)
-    i, n = (int(x) for x in args.shard.split("/"))
-    names = [s["name"] for s in prereg["split"]][i::n]
+    RECORDS.mkdir(parents=True, exist_ok=True)
+    names = _order(prereg["split"])
     t0 = time.perf_counter()
+    ran = 0
     for k, name in enumerate(names):
-        done = (RECORDS / f"{name}.json").exists()
+        if (RECORDS / f"{name}.json").exists():
+            continue
+        try:  # a claim per split: workers started side by side share the queue
+            fd = os.open(RECORDS / f"{name}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            os.close(fd)
+        except FileExistsError:
+            continue
         t = time.perf_counter()
-        run_split(space, prereg, name, RECORDS, log=lambda line: print(line, file=sys.stderr, flush=True))
-        print(f"[{k + 1}/{len(names)}] {name}: {'kept (done before)' if done else f'{time.perf_counter() - t:.0f} s'}; "
-              f"{time.perf_counter() - t0:.0f} s in all", file=sys.stderr, flush=True)
+        try:
+            run_split(space, prereg, name, RECORDS, log=lambda line: print(line, file=sys.stderr, flush=True))
+        finally:
+            (RECORDS / f"{name}.claim").unlink(missing_ok=True)
+        ran += 1
+        done = sum((RECORDS / f"{n}.json").exists() for n in names)
+        print(f"{name}: {time.perf_counter() - t:.0f} s; {done}/{len(names)} splits done; this worker {ran} in "
+              f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return 0
 
 
@@ -268,9 +298,9 @@ def main(argv=None) -> int:
     p.add_argument("space", help="CURI's paper space (bayes-concepts space build DIR --preset paper)")
     p.add_argument("--search-s", type=float, default=60.0, help="seconds per split search (default 60)")
     p.add_argument("--force", action="store_true", help="rewrite the pre-registration (only before any run)")
-    p = sub.add_parser("run", help="train and score the splits (resumable)")
+    p = sub.add_parser("run", help="train and score the splits (resumable; start one worker per core: they share "
+                                   "the queue, confirmatory splits first)")
     p.add_argument("space")
-    p.add_argument("--shard", default="0/1", help="I/N: this process runs every N-th split from the I-th")
     p = sub.add_parser("summarise", help="the validation tables and benchmarks/results/ladder_validation.json")
     p.add_argument("--wall", type=float, default=None, help="the run's wall time in seconds, to record")
     for q in (p for p in sub.choices.values()):
