@@ -449,7 +449,7 @@ def test_a_trial_by_trial_file_and_its_table_give_the_same_fit(tmp_path):
     _aggregate(FIXTURE, tmp_path / "cells.csv")
     fits = []
     for human in (FIXTURE, tmp_path / "cells.csv"):
-        data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=2, human=human)
+        data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=2, human=human, name="made up")
         assert data.design.n_blocks == 4 and (data.n_trials == 48).all()
         post = shj.fit_shj(data, steps=6, num_samples=20, seed=3)
         pred = shj.shj_predictions(post, data, max_draws=10, seed=3)
@@ -473,11 +473,6 @@ def test_fewer_trials_per_cell_widen_the_predictive_intervals():
         width[n] = float((pred["ppc_high"] - pred["ppc_low"]).mean())
         assert json.loads(pred.attrs["trials_per_cell"]) == n
     assert width[20] > 3 * width[640]
-    # and the likelihood: 20 trials per cell is far flatter in the parameters than 640
-    curves = np.stack([data.curves(b, 0.4) for b in (0.2, 0.3)])[:, None]
-    ll = {n: shj._loglik_grid(curves, np.array([0.05]), np.rint(rates * n), n, np.arange(96)).ravel()
-          for n in (20, 640)}
-    assert abs(ll[20][0] - ll[20][1]) * 10 < abs(ll[640][0] - ll[640][1])
 
 
 def test_a_reversed_study_gets_the_verdict_that_the_model_disagrees():

@@ -623,10 +623,11 @@ def order_agreement(people: dict, model_means, model_draws, *, prob: float = 0.9
     tau = _tau(np.round(people["means"], 3), m)
     if not comps:
         verdict = "no order"
-        text = f"{name}'s counts tell no two types apart at {people['prob']:.0%}: there is no order to agree with"
+        text = (f"the counts of {name} tell no two types apart at {people['prob']:.0%}: there is no order to agree "
+                "with")
     else:
         verdict = "agrees" if not failed else ("disagrees" if tau <= 0 else "partly agrees")
-        text = (f"the model's order {verdict} with {name}'s ({people['order']}): "
+        text = (f"the model's order {verdict} with people's in {name} ({people['order']}): "
                 f"{float(ok.mean()):.0%} of posterior draws obey all {len(comps)} comparisons the counts support"
                 + (f"; fails {', '.join(failed)}" if failed else ""))
     return {"verdict": verdict, "text": text, "probability": float(ok.mean()), "comparisons": per, "failed": failed,
