@@ -413,7 +413,8 @@ def test_the_formats_read_as_the_same_counts(tmp_path):
     assert trials.name == "made_up_study" and not trials.published
     assert trials.sha256 == hashlib.sha256(FIXTURE.read_bytes()).hexdigest()
     # the same cells as rates with n, columns in another order
-    rates = cells.assign(p_error=cells["errors"] / cells["trials"], n=cells["trials"])[["p_error", "n", "block", "type"]]
+    rates = cells.assign(p_error=cells["errors"] / cells["trials"], n=cells["trials"])
+    rates = rates[["p_error", "n", "block", "type"]]
     rates.to_csv(tmp_path / "rates.csv", index=False)
     np.testing.assert_array_equal(people.read_human(tmp_path / "rates.csv").errors, trials.errors)
     # one row per learner, type and block (subject column), summed
@@ -544,7 +545,8 @@ def test_structures_are_checked_and_named(tmp_path):
     with pytest.raises(shj.HumanDataError, match="type 1 splits the stimuli 3/5"):
         people.read_structures(tmp_path / "unbalanced.csv")
     u = people.read_structures(tmp_path / "unbalanced.csv", unbalanced=True)
-    assert u.kind == "own" and u.unbalanced and u.shj_types[0] is None and u.provenance()["types"]["I"]["sizes"] == [3, 5]
+    assert u.kind == "own" and u.unbalanced and u.shj_types[0] is None
+    assert u.provenance()["types"]["I"]["sizes"] == [3, 5]
     data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=2, structures=tmp_path / "swapped.csv")
     assert not data.published
     s = shj.shj_summary(_posterior(), data, shj.shj_predictions(_posterior(), data, max_draws=5))
@@ -563,7 +565,8 @@ _TRIAL_HEAD = "subject,type,block,trial,correct\n"
     (_TRIAL_HEAD + "s1,,1,1,1\n", "line 2: type is empty"),
     ("type,block,errors,trials\n1,1,12,10\n", "line 2: errors 12 exceed trials 10"),
     ("type,block,p_error,n\n1,1,-0.1,20\n", "line 2: p_error -0.1 is outside [0.0, 1.0]"),
-    (_TRIAL_HEAD + "".join(f"s{t},{t},1,1,1\n" for t in range(1, 7)) + "s7,2,,,\n", "line 8: subject s7 (type 2) has no trials"),
+    (_TRIAL_HEAD + "".join(f"s{t},{t},1,1,1\n" for t in range(1, 7)) + "s7,2,,,\n",
+     "line 8: subject s7 (type 2) has no trials"),
     ("subject,type,block,errors,trials\n" + "".join(f"s{t},{t},1,1,2\n" for t in range(1, 7)) + "s7,3,1,0,0\n",
      "line 8: subject s7 (type 3) has no trials"),
     (_TRIAL_HEAD + "s1,1,1,1,maybe\n", "line 2: correct 'maybe' is not 1/0"),

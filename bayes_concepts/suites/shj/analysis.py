@@ -170,7 +170,8 @@ def shj_analysis(language="and_or_not", prior: str = "length", *, space=None, me
                            "seed": int(seed), "method": method, "steps": int(steps) if method == "svi" else None,
                            "num_samples": int(num_samples), "warmup_steps": int(warmup_steps) if method == "nuts"
                            else None, "draws": int(draws), "prob": float(prob), "n_concepts": int(len(data.concepts)),
-                           "n_trials_per_cell": data.people.trials_per_cell(), "priors": json.loads(posterior.attrs["priors"])}
+                           "n_trials_per_cell": data.people.trials_per_cell(),
+                           "priors": json.loads(posterior.attrs["priors"])}
     if compare:
         t = time.perf_counter()
         summary["comparison"] = compare_languages(method="exact", n_grid=compare_grid, seed=seed, human=data.people,

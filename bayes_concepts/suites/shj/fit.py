@@ -590,5 +590,6 @@ def compare_languages(languages=tuple(SHJ_LANGUAGES), priors=PRIOR_KINDS, *, met
 
 
 __all__ = ["LEARNERS_PER_TYPE", "TYPES", "SHJ_PRIORS", "HUMAN_ORDER", "HumanDataError", "torch_threads", "human_errors",
-           "shj_structures", "error_counts", "read_human", "read_structures", "people_order", "order_agreement", "SHJData", "shj_data", "shj_model", "fit_shj", "shj_predictions",
+           "shj_structures", "error_counts", "read_human", "read_structures", "people_order", "order_agreement",
+           "SHJData", "shj_data", "shj_model", "fit_shj", "shj_predictions",
            "type_order", "order_check", "shj_summary", "grid_posterior", "compare_languages"]

@@ -138,8 +138,9 @@ def _format(path: Path, header: list) -> str:
                              f"{', '.join(missing)} (has {','.join(header)})")
     extra = [c for c in header if c not in allowed]
     if extra:
+        optional = sorted(allowed - set(need))
         raise HumanDataError(f"{path} line 1: column {extra[0]} does not belong in a {kind} (columns: "
-                             f"{', '.join(need)}{', optional ' + ', '.join(sorted(allowed - set(need))) if allowed - set(need) else ''})")
+                             f"{', '.join(need)}{'; optional ' + ', '.join(optional) if optional else ''})")
     return fmt
 
 
@@ -637,4 +638,5 @@ def order_agreement(people: dict, model_means, model_draws, *, prob: float = 0.9
 
 __all__ = ["TYPES", "LEARNERS_PER_TYPE", "PUBLISHED_SHA256", "PUBLISHED_NAME", "PUBLISHED_TRIALS", "SHJ_NAME",
            "HumanDataError", "HumanData", "read_human", "human_errors", "error_counts", "Structures",
-           "shj_structures", "shj_classes", "read_structures", "type_order", "people_order", "order_agreement", "sha256_of"]
+           "shj_structures", "shj_classes", "read_structures", "type_order", "people_order", "order_agreement",
+           "sha256_of"]
