@@ -630,7 +630,7 @@ def order_agreement(people: dict, model_means, model_draws, *, prob: float = 0.9
         verdict = "agrees" if not failed else ("disagrees" if tau <= 0 else "partly agrees")
         text = (f"the model's order {verdict} with people's in {name} ({people['order']}): "
                 f"{float(ok.mean()):.0%} of posterior draws obey all {len(comps)} comparisons the counts support"
-                + (f"; fails {', '.join(failed)}" if failed else ""))
+                + (f"; the posterior-mean errors (to 3 decimals) fail {', '.join(failed)}" if failed else ""))
     return {"verdict": verdict, "text": text, "probability": float(ok.mean()), "comparisons": per, "failed": failed,
             "kendall_tau": {"at_mean": tau, "mean": float(taus.mean()), "low": float(np.quantile(taus, lo)),
                             "high": float(np.quantile(taus, hi)), "prob": float(prob)}}
