@@ -28,7 +28,7 @@ from bayes_concepts.suites.shj import boolean as bl
 from bayes_concepts.cogsci import sequential as sq
 from bayes_concepts.suites.shj import fit as shj
 from bayes_concepts.suites.shj import people
-from bayes_concepts.suites.shj.analysis import GID_HUMAN, GID_MODEL, GID_PPC_BAND, plot_shj_fit
+from bayes_concepts.suites.shj.analysis import GID_HUMAN, GID_MODEL, GID_PPC_BAND, plot_shj_fit, shj_tables
 from bayes_concepts.engine import evaluate_programs, signature_bits
 from bayes_concepts.engine.interpreter import evaluate
 from bayes_concepts.lot import Program, sample_programs
@@ -406,6 +406,8 @@ def test_the_formats_read_as_the_same_counts(tmp_path):
     trials = people.read_human(FIXTURE)
     cells = _aggregate(FIXTURE, tmp_path / "cells.csv")
     table = people.read_human(tmp_path / "cells.csv")
+    cells.to_csv(tmp_path / "bom.csv", index=False, encoding="utf-8-sig")          # as a spreadsheet saves it
+    np.testing.assert_array_equal(people.read_human(tmp_path / "bom.csv").errors, table.errors)
     np.testing.assert_array_equal(trials.errors, table.errors)
     np.testing.assert_array_equal(trials.trials, table.trials)
     assert trials.errors.sum() == cells["errors"].sum() and trials.trials.sum() == len(pd.read_csv(FIXTURE))
@@ -473,7 +475,11 @@ def test_fewer_trials_per_cell_widen_the_predictive_intervals():
         pred = shj.shj_predictions(post, data, max_draws=40, seed=0)
         width[n] = float((pred["ppc_high"] - pred["ppc_low"]).mean())
         assert json.loads(pred.attrs["trials_per_cell"]) == n
-    assert width[20] > 3 * width[640]
+        order = shj_tables(pred)["order"]                              # the people's intervals, from their counts
+        assert (order["people_low"] <= order["people"] + 1e-3).all()
+        assert (order["people"] <= order["people_high"] + 1e-3).all()
+        width[f"people {n}"] = float((order["people_high"] - order["people_low"]).mean())
+    assert width[20] > 3 * width[640] and width["people 20"] > 3 * width["people 640"]
 
 
 def test_a_reversed_study_gets_the_verdict_that_the_model_disagrees():

@@ -5,7 +5,8 @@ the files a run writes (matplotlib on an Agg canvas, no pyplot).
 (points) against the fitted observer's posterior-mean error curve, with the 90 % posterior
 interval of the curve (dark band) and the 90 % posterior predictive interval of replicated
 proportions (light band); a seventh panel sets the mean error over all blocks of each type,
-people against the model, side by side: the type ordering.  :func:`write_shj_outputs` saves
+people (with their 90 % interval given their counts) against the model, side by side: the
+type ordering.  Legends and the title name the study.  :func:`write_shj_outputs` saves
 the figure (PNG and PDF, no dates: byte-for-byte reproducible PNGs), the numbers drawn (CSV)
 and the summary (JSON) side by side.
 """
@@ -30,7 +31,8 @@ def shj_tables(predictions) -> dict:
     """The numbers :func:`plot_shj_fit` draws: ``curves`` (one row per type and block:
     ``type``, ``block``, ``human``, ``model_mean``, ``model_low``, ``model_high``, ``ppc_low``,
     ``ppc_high``, ``inside``) and ``order`` (one row per type: mean errors over the blocks,
-    people and model, with the model's ``prob`` interval over posterior draws)."""
+    people and model, with the model's ``prob`` interval over posterior draws and the
+    people's given their counts, ``people_low`` and ``people_high``)."""
     ds = predictions
     rows = []
     for i, t in enumerate(ds["type"].values):
@@ -46,6 +48,12 @@ def shj_tables(predictions) -> dict:
                           "people": ds["human"].values.mean(axis=1), "model": ds["model_mean"].values.mean(axis=1),
                           "model_low": np.quantile(per_draw, lo, axis=0),
                           "model_high": np.quantile(per_draw, hi, axis=0)})
+    if "human_errors" in ds:        # the people's mean errors given their counts (people_order's draws)
+        from .people import HumanData, people_order
+        k, n = ds["human_errors"].values, ds["human_trials"].values
+        po = people_order(HumanData(k, n, ds["human"].values, "people"), seed=int(ds.attrs.get("seed", 0)))
+        order["people_low"] = np.quantile(po["draws"], lo, axis=0)
+        order["people_high"] = np.quantile(po["draws"], hi, axis=0)
     order["rank_people"] = order["people"].rank(method="min").astype(int)
     order["rank_model"] = order["model"].rank(method="min").astype(int)
     return {"curves": curves, "order": order}
@@ -99,7 +107,12 @@ def plot_shj_fit(predictions, *, axes=None, title: str | None = None, people: st
             ax.legend(loc="upper right", fontsize="x-small", frameon=False)
     ax = axes[6]
     x = np.arange(6)
-    dots = ax.plot(x - 0.12, order["people"], "o", color="black", label=who)[0]
+    if "people_low" in order:
+        perr = np.vstack([order["people"] - order["people_low"], order["people_high"] - order["people"]])
+        dots = ax.errorbar(x - 0.12, order["people"], yerr=np.maximum(perr, 0), fmt="o", color="black",
+                           label=f"{who} ({prob:.0%} interval)").lines[0]
+    else:
+        dots = ax.plot(x - 0.12, order["people"], "o", color="black", label=who)[0]
     dots.set_gid(GID_ORDER_PEOPLE)
     err = np.vstack([order["model"] - order["model_low"], order["model_high"] - order["model"]])
     model = ax.errorbar(x + 0.12, order["model"], yerr=np.maximum(err, 0), fmt="s", color="C3",
@@ -193,7 +206,8 @@ def shj_analysis(language="and_or_not", prior: str = "length", *, space=None, me
 
 def shj_title(data, summary: dict) -> str:
     """The figure's title: the study's name (``People (Nosofsky et al. 1994)`` for the published
-    table, ``People (<file stem>)`` or the name given otherwise), the structures when they are one's own, the language, the prior and the fit."""
+    table, ``People (<file stem>)`` or the name given otherwise), the structures when they are
+    one's own, the language, the prior and the fit."""
     shapes = "" if data.shapes.kind == "shj" else f" on {data.shapes.name} (own structures)"
     par = summary["parameters"]
     return (f"People ({data.people.name}){shapes} vs the ideal observer: "

@@ -327,8 +327,9 @@ def shj_predictions(posterior: xr.Dataset, data: SHJData, *, max_draws: int | No
     ``model_low``, ``model_high`` (mean and ``prob`` equal-tailed interval of the error
     probability λ/2 + (1 - λ)·p over ``max_draws`` posterior draws), ``ppc_low``, ``ppc_high``
     (the same interval of replicated proportions k/n, k ~ Binomial(n, that probability) with n
-    each cell's own trials, one replicate per draw), ``inside`` (the human proportion inside the replicated interval), and
-    ``draws`` (draw, type, block): the error probabilities themselves."""
+    each cell's own trials, one replicate per draw), ``inside`` (the human proportion inside the
+    replicated interval), ``draws`` (draw, type, block): the error probabilities themselves,
+    and ``human_errors``, ``human_trials``: the study's counts."""
     if not 0 < prob < 1:
         raise BayesConceptsError(f"prob must be in (0, 1), got {prob}")
     d = _draws(posterior, max_draws, seed)
@@ -346,6 +347,8 @@ def shj_predictions(posterior: xr.Dataset, data: SHJData, *, max_draws: int | No
                      "model_high": (dims, np.quantile(curves, hi, axis=0)),
                      "ppc_low": (dims, ppc_lo), "ppc_high": (dims, ppc_hi),
                      "inside": (dims, (human >= ppc_lo) & (human <= ppc_hi)),
+                     "human_errors": (dims, np.asarray(data.counts, np.int64)),
+                     "human_trials": (dims, np.asarray(data.n_trials, np.int64)),
                      "draws": (("draw",) + dims, curves)}, coords={**coords, "draw": np.arange(len(curves))})
     ds.attrs.update({"prob": float(prob), "n_draws": int(len(curves)), "seed": int(seed), "language": data.language,
                      "prior": data.prior, "human": data.people.name, "structures": data.shapes.name,

@@ -73,6 +73,7 @@ def _csv(path: Path):
     if header is None or not any(h.strip() for h in header):
         raise HumanDataError(f"{path} line 1: expected a header, got an empty file")
     header = [h.strip().lower() for h in header]
+    header[0] = header[0].lstrip("\ufeff")                           # a spreadsheet's byte-order mark
     dup = sorted({h for h in header if header.count(h) > 1})
     if dup:
         raise HumanDataError(f"{path} line 1: column {dup[0]} is given twice")
