@@ -8,13 +8,18 @@ concept at a time; the block-error kernel against a loop and against every trial
 orbit merging against no merging.  Then a tiny fit, the figure, and bad input."""
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
+import xarray as xr
 from hypothesis import given, settings, strategies as st
 from scipy.stats import binom
 
@@ -22,7 +27,8 @@ from bayes_concepts.cli import main
 from bayes_concepts.suites.shj import boolean as bl
 from bayes_concepts.cogsci import sequential as sq
 from bayes_concepts.suites.shj import fit as shj
-from bayes_concepts.suites.shj.analysis import GID_HUMAN, GID_MODEL, GID_PPC_BAND, plot_shj_fit
+from bayes_concepts.suites.shj import people
+from bayes_concepts.suites.shj.analysis import GID_HUMAN, GID_MODEL, GID_PPC_BAND, plot_shj_fit, shj_tables
 from bayes_concepts.engine import evaluate_programs, signature_bits
 from bayes_concepts.engine.interpreter import evaluate
 from bayes_concepts.lot import Program, sample_programs
@@ -266,7 +272,7 @@ def test_block_errors_are_differentiable():
 # ============================================================================ fitting
 def test_a_tiny_fit_its_summary_and_figure(tmp_path):
     data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=4)
-    assert data.counts.shape == (6, 16) and data.n_trials == 640
+    assert data.counts.shape == (6, 16) and (data.n_trials == 640).all() and data.published
     np.testing.assert_array_equal(data.counts, np.rint(data.human.values * 640))
     post = shj.fit_shj(data, steps=8, num_samples=30, seed=0)
     assert set(post.data_vars) == {"beta", "epsilon", "lapse"} and post.sizes["draw"] == 30
@@ -330,7 +336,7 @@ def test_the_human_tables():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("type,block,p\n", "line 1: expected the header type,block,p_error"),
+    ("type,block,p\n", "line 1: expected the columns of a cell table"),
     ("type,block,p_error\n1,1,0.2\n1,1,0.3\n", "line 3: type 1 block 1 is given twice"),
     ("type,block,p_error\n1,1,zero\n", "line 2: p_error 'zero' is not a number"),
     ("type,block,p_error\n1,1,1.5\n", "line 2: p_error 1.5 is outside [0.0, 1.0]"),
@@ -372,3 +378,241 @@ def test_bad_structures_and_grammar(tmp_path):
                                                                                  "BOOL -> LIT\nLIT -> BOOL not"))
     with pytest.raises(bl.BooleanGrammarError, match="unit production"):
         bl.enumerate_concepts(str(g))
+
+
+# ============================================================================ your own judgements (issue 57)
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "shj" / "made_up_study.csv"
+
+
+def _posterior(beta=0.26, epsilon=0.40, lapse=0.045, n=40, seed=0):
+    """A fixed posterior (draws around one point), so that verdicts are tested without a fit."""
+    rng = np.random.default_rng(seed)
+    draws = {"beta": beta + 0.01 * rng.standard_normal(n), "epsilon": epsilon + 0.003 * rng.standard_normal(n),
+             "lapse": np.clip(lapse + 0.002 * rng.standard_normal(n), 0, 1)}
+    return xr.Dataset({k: (("chain", "draw"), v[None]) for k, v in draws.items()},
+                      coords={"chain": [0], "draw": np.arange(n)}, attrs={"method": "fixed"})
+
+
+def _aggregate(path, out):
+    """The trial-by-trial file as a cell table of counts, by pandas (the test's own aggregation)."""
+    t = pd.read_csv(path, dtype={"stimulus": str})
+    t["wrong"] = (t["response"] != t["category"]).astype(int)
+    cells = t.groupby(["type", "block"]).agg(errors=("wrong", "sum"), trials=("wrong", "size")).reset_index()
+    cells.to_csv(out, index=False)
+    return cells
+
+
+def test_the_formats_read_as_the_same_counts(tmp_path):
+    trials = people.read_human(FIXTURE)
+    cells = _aggregate(FIXTURE, tmp_path / "cells.csv")
+    table = people.read_human(tmp_path / "cells.csv")
+    cells.to_csv(tmp_path / "bom.csv", index=False, encoding="utf-8-sig")          # as a spreadsheet saves it
+    np.testing.assert_array_equal(people.read_human(tmp_path / "bom.csv").errors, table.errors)
+    np.testing.assert_array_equal(trials.errors, table.errors)
+    np.testing.assert_array_equal(trials.trials, table.trials)
+    assert trials.errors.sum() == cells["errors"].sum() and trials.trials.sum() == len(pd.read_csv(FIXTURE))
+    assert trials.format == "trials" and table.format == "counts" and trials.subjects == (3,) * 6
+    assert trials.name == "made_up_study" and not trials.published
+    assert trials.sha256 == hashlib.sha256(FIXTURE.read_bytes()).hexdigest()
+    # the same cells as rates with n, columns in another order
+    rates = cells.assign(p_error=cells["errors"] / cells["trials"], n=cells["trials"])
+    rates = rates[["p_error", "n", "block", "type"]]
+    rates.to_csv(tmp_path / "rates.csv", index=False)
+    np.testing.assert_array_equal(people.read_human(tmp_path / "rates.csv").errors, trials.errors)
+    # one row per learner, type and block (subject column), summed
+    t = pd.read_csv(FIXTURE, dtype={"stimulus": str})
+    t["wrong"] = (t["response"] != t["category"]).astype(int)
+    per = t.groupby(["subject", "type", "block"]).agg(errors=("wrong", "sum"), trials=("wrong", "size")).reset_index()
+    per.to_csv(tmp_path / "per_subject.csv", index=False)
+    again = people.read_human(tmp_path / "per_subject.csv")
+    np.testing.assert_array_equal(again.errors, trials.errors)
+    assert again.subjects == (3,) * 6
+    # correct instead of response/category
+    t.assign(correct=1 - t["wrong"])[["subject", "type", "block", "trial", "correct"]].to_csv(tmp_path / "c.csv",
+                                                                                              index=False)
+    np.testing.assert_array_equal(people.read_human(tmp_path / "c.csv").errors, trials.errors)
+
+
+def test_the_published_table_is_named_only_when_it_is_the_published_file(tmp_path):
+    pub = people.read_human()
+    assert pub.published and pub.name == people.PUBLISHED_NAME and (pub.trials == 640).all()
+    np.testing.assert_array_equal(pub.errors, np.rint(pub.rates * 640))
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(Path(pub.source).read_bytes())
+    assert people.read_human(copy).published                        # the same bytes elsewhere: by sha256
+    edited = tmp_path / "edited.csv"
+    edited.write_text(Path(pub.source).read_text().replace("0.2109", "0.2110"))
+    with pytest.raises(shj.HumanDataError, match="needs the trials behind each cell"):
+        people.read_human(edited)                                     # not published: 640 is not assumed
+    mine = people.read_human(edited, trials=640, name="my replication")
+    assert not mine.published and mine.name == "my replication"
+
+
+def test_a_trial_by_trial_file_and_its_table_give_the_same_fit(tmp_path):
+    _aggregate(FIXTURE, tmp_path / "cells.csv")
+    fits = []
+    for human in (FIXTURE, tmp_path / "cells.csv"):
+        data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=2, human=human, name="made up")
+        assert data.design.n_blocks == 4 and (data.n_trials == 48).all()
+        post = shj.fit_shj(data, steps=6, num_samples=20, seed=3)
+        pred = shj.shj_predictions(post, data, max_draws=10, seed=3)
+        fits.append((post, shj.shj_summary(post, data, pred, seed=3)))
+    for v in ("beta", "epsilon", "lapse"):
+        np.testing.assert_array_equal(fits[0][0][v].values, fits[1][0][v].values)
+    a, b = (dict(s) for _, s in fits)
+    assert a.pop("human")["format"] == "trials" and b.pop("human")["format"] == "counts"
+    a.pop("fit_seconds"), b.pop("fit_seconds")
+    assert a == b
+
+
+def test_fewer_trials_per_cell_widen_the_predictive_intervals():
+    rates = shj.human_errors().values
+    post = _posterior()
+    width = {}
+    for n in (20, 640):
+        data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=2, human=rates, trials=n)
+        assert (data.n_trials == n).all() and (data.counts == np.rint(rates * n)).all()
+        pred = shj.shj_predictions(post, data, max_draws=40, seed=0)
+        width[n] = float((pred["ppc_high"] - pred["ppc_low"]).mean())
+        assert json.loads(pred.attrs["trials_per_cell"]) == n
+        order = shj_tables(pred)["order"]                              # the people's intervals, from their counts
+        assert (order["people_low"] < order["people_high"]).all()
+        width[f"people {n}"] = float((order["people_high"] - order["people_low"]).mean())
+    assert width[20] > 3 * width[640] and width["people 20"] > 3 * width["people 640"]
+
+
+def test_a_reversed_study_gets_the_verdict_that_the_model_disagrees():
+    rates = shj.human_errors().values
+    post = _posterior()
+    data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=2, human=rates[::-1], trials=640,
+                        name="reversed study")
+    s = shj.shj_summary(post, data, shj.shj_predictions(post, data, max_draws=40))
+    assert s["people_order"]["order"].startswith("VI < V < ") and s["people_order"]["order"].endswith("< I")
+    ag = s["agreement"]
+    assert ag["verdict"] == "disagrees" and ag["probability"] < 0.05 and ag["kendall_tau"]["at_mean"] < 0
+    assert "VI < I" in ag["failed"] and "reversed study" in ag["text"]
+    assert "human_order" not in s and "order_check" not in s         # the published order is not theirs
+    # the published study against the same model: its own order, and the published one
+    pub = shj.shj_data("and_or_not", "length", method="sampled", n_orders=2)
+    p = shj.shj_summary(post, pub, shj.shj_predictions(post, pub, max_draws=40))
+    assert p["agreement"]["verdict"] in ("agrees", "partly agrees") and p["agreement"]["kendall_tau"]["at_mean"] > 0.5
+    assert p["human_order"] == shj.HUMAN_ORDER and "order_check" in p
+
+
+def test_people_order_groups_what_the_counts_do_not_tell_apart():
+    rates = np.tile(np.array([[0.05], [0.10], [0.20], [0.205], [0.30], [0.40]]), (1, 8))
+    few = people.people_order(people.read_human(rates, trials=40), seed=1)
+    many = people.people_order(people.read_human(rates, trials=40000), seed=1)
+    assert many["order"] == "I < II < III < IV < V < VI" and many["comparisons"]["III < IV"] > 0.95
+    assert "{III, IV}" in few["order"] and "III < IV" not in few["comparisons"]
+    assert few == people.people_order(people.read_human(rates, trials=40), seed=1) | {"draws": few["draws"],
+                                                                                     "means": few["means"]}
+
+
+def test_figure_and_json_name_the_study_and_record_its_sha256(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["people", "shj", "--human", str(FIXTURE), "--name", "a made-up study", "--orders", "2",
+                 "--steps", "5", "--samples", "20", "--draws", "5", "--seed", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "a made-up study" in printed and "verdict: the model's order" in printed
+    s = json.loads((out / "shj_people.json").read_text())
+    h = s["human"]
+    assert h["name"] == "a made-up study" and h["file"] == str(FIXTURE) and not h["published"]
+    assert h["sha256"] == hashlib.sha256(FIXTURE.read_bytes()).hexdigest()
+    assert h["trials"] == people.read_human(FIXTURE).trials.tolist() and h["subjects_per_type"]["VI"] == 3
+    assert s["title"].startswith("People (a made-up study) vs the ideal observer")
+    assert "Nosofsky" not in json.dumps(s) and "human_order" not in s
+    assert s["settings"]["n_trials_per_cell"] == 48
+    data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=2, human=FIXTURE, name="a made-up study")
+    pred = shj.shj_predictions(_posterior(), data, max_draws=5)
+    axes, _ = plot_shj_fit(pred, title=s["title"])
+    assert axes[0].figure.texts[0].get_text() == s["title"]          # suptitle
+    labels = [t.get_text() for t in axes[0].get_legend().get_texts()]
+    assert "people (a made-up study)" in labels and axes[0].get_title() == "type I"
+
+
+def test_structures_are_checked_and_named(tmp_path):
+    shipped = pd.read_csv(people.data_file("human", "shj_structures.csv"))
+    assert people.read_structures().kind == "shj"
+    # a symmetry of the cube (d1 flipped, d2 and d3 swapped) and the categories swapped: still SHJ's six
+    moved = shipped.assign(d1=1 - shipped["d1"], d2=shipped["d3"], d3=shipped["d2"], category=1 - shipped["category"])
+    moved.to_csv(tmp_path / "moved.csv", index=False)
+    assert people.read_structures(tmp_path / "moved.csv").kind == "shj"
+    # types 2 and 3 swapped: the user's own numbering, named as such
+    swapped = shipped.assign(type=shipped["type"].replace({2: 3, 3: 2}))
+    swapped.to_csv(tmp_path / "swapped.csv", index=False)
+    own = people.read_structures(tmp_path / "swapped.csv")
+    assert own.kind == "own" and own.shj_types == ("I", "III", "II", "IV", "V", "VI") and own.name == "swapped"
+    # type I split 5/3: refused, or accepted as one's own
+    unbalanced = shipped.copy()
+    unbalanced.loc[(unbalanced["type"] == 1) & (unbalanced["category"] == 0), "category"] = [1, 0, 0, 0]
+    unbalanced.to_csv(tmp_path / "unbalanced.csv", index=False)
+    with pytest.raises(shj.HumanDataError, match="type 1 splits the stimuli 3/5"):
+        people.read_structures(tmp_path / "unbalanced.csv")
+    u = people.read_structures(tmp_path / "unbalanced.csv", unbalanced=True)
+    assert u.kind == "own" and u.unbalanced and u.shj_types[0] is None
+    assert u.provenance()["types"]["I"]["sizes"] == [3, 5]
+    data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=2, structures=tmp_path / "swapped.csv")
+    assert not data.published
+    s = shj.shj_summary(_posterior(), data, shj.shj_predictions(_posterior(), data, max_draws=5))
+    assert "human_order" not in s and s["structures"]["kind"] == "own"
+    axes, _ = plot_shj_fit(shj.shj_predictions(_posterior(), data, max_draws=5))
+    assert axes[1].get_title() == "structure 2 (SHJ III)"
+
+
+_TRIAL_HEAD = "subject,type,block,trial,correct\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("subject,block,trial,correct\ns1,1,1,1\n", "line 1: a trial-by-trial file needs the column type"),
+    ("type,errors,trials\n1,2,3\n", "line 1: a cell table of counts needs the column block"),
+    (_TRIAL_HEAD + "s1,1,,1,1\n", "line 2: block is empty"),
+    (_TRIAL_HEAD + "s1,,1,1,1\n", "line 2: type is empty"),
+    ("type,block,errors,trials\n1,1,12,10\n", "line 2: errors 12 exceed trials 10"),
+    ("type,block,p_error,n\n1,1,-0.1,20\n", "line 2: p_error -0.1 is outside [0.0, 1.0]"),
+    (_TRIAL_HEAD + "".join(f"s{t},{t},1,1,1\n" for t in range(1, 7)) + "s7,2,,,\n",
+     "line 8: subject s7 (type 2) has no trials"),
+    ("subject,type,block,errors,trials\n" + "".join(f"s{t},{t},1,1,2\n" for t in range(1, 7)) + "s7,3,1,0,0\n",
+     "line 8: subject s7 (type 3) has no trials"),
+    (_TRIAL_HEAD + "s1,1,1,1,maybe\n", "line 2: correct 'maybe' is not 1/0"),
+    (_TRIAL_HEAD + "s1,1,1,1,1\ns1,1,1,1,0\n", "line 3: subject s1 type 1 block 1 trial 1 is given twice"),
+    (_TRIAL_HEAD + "".join(f"s1,1,1,{k},1\n" for k in range(1, 18)), "more than 16 trials in type 1 block 1"),
+    ("type,block,p_error\n" + "".join(f"{t},1,0.1\n" for t in range(1, 7)), "needs the trials behind each cell"),
+    ("type,block,errors,trials\n" + "".join(f"{t},1,1,2\n" for t in range(1, 7)) + "1,2,0,1\n",
+     "type 2 lacks block 2"),
+])
+def test_bad_study_files_are_one_line(tmp_path, capsys, text, message):
+    f = tmp_path / "study.csv"
+    f.write_text(text)
+    with pytest.raises(shj.HumanDataError, match=re.escape(message)):
+        people.read_human(f)
+    assert main(["people", "shj", "--human", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(f) in err and message in err and "Traceback" not in err
+
+
+def test_bad_structures_and_options_are_one_line(tmp_path, capsys):
+    shipped = pd.read_csv(people.data_file("human", "shj_structures.csv"))
+    shipped.loc[(shipped["type"] == 1) & (shipped["category"] == 1), "category"] = [0, 1, 1, 1]
+    f = tmp_path / "five_three.csv"
+    shipped.to_csv(f, index=False)
+    for argv, message in ((["--structures", str(f)], "type 1 splits the stimuli 5/3"),
+                          (["--unbalanced"], "--unbalanced accepts --structures"),
+                          (["--trials", "20"], "--trials gives the trials"),
+                          (["--human", str(FIXTURE), "--trials", "20"], "--trials is for a table of rates")):
+        assert main(["people", "shj", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+
+
+def test_the_published_study_fits_as_committed():
+    """The published table through the counts path: the grid check (deterministic) equals the
+    committed benchmark's, held-out blocks included."""
+    committed = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results" /
+                            "shj_fit.json").read_text())["fit"]["grid_check"]
+    data = shj.shj_data("and_or_not", "length")
+    g = shj.grid_posterior(data, n_grid=12)
+    assert g["held_out"]["log_predictive"] == pytest.approx(committed["held_out"]["log_predictive"], abs=1e-6)
+    assert g["log_evidence"] == pytest.approx(committed["log_evidence"], abs=1e-6)
+    for k, v in committed["posterior_mean"].items():
+        assert g["posterior_mean"][k] == pytest.approx(v, rel=1e-9)

@@ -73,9 +73,20 @@ def _shj_arguments(p):
                         "and held-out blocks (about five minutes); without it the fit is checked against its own "
                         "grid posterior")
     p.add_argument("--human", metavar="FILE.csv",
-                   help="another error table (type,block,p_error); default Nosofsky et al. (1994)")
+                   help="your own study: a cell table (type,block,errors,trials, a subject column optional; or "
+                        "type,block,p_error with n or --trials) or a trial-by-trial file (subject,type,block,trial "
+                        "and correct, or response and category; stimulus optional); default Nosofsky et al. (1994)")
+    p.add_argument("--name", metavar="NAME",
+                   help="the study's name in the figure, the printout and the JSON (default the --human file's stem)")
+    p.add_argument("--trials", type=whole(1), metavar="N",
+                   help="trials behind each cell of a --human table of rates without an n column (e.g. learners x "
+                        "16); refused for tables that carry counts")
     p.add_argument("--structures", metavar="FILE.csv",
-                   help="other category structures (type,d1,d2,d3,category); default Shepard et al. (1961)")
+                   help="other category structures (type,d1,d2,d3,category); default Shepard et al. (1961); named "
+                        "as SHJ's six only when each type is the SHJ type of its number")
+    p.add_argument("--unbalanced", action="store_true",
+                   help="accept --structures whose categories differ in size (refused by default), fitted and "
+                        "named as your own")
     p.add_argument("--seed", type=whole(0), default=0,
                    help="seed of the fit, the posterior draws and any sampled orders (a whole number >= 0; default 0)")
     p.add_argument("--out", metavar="DIR",
@@ -90,9 +101,9 @@ _SHJ_ORDER_BYTES = 4 * 16 * 8 * 8
 
 
 @command("people shj", order=10, arguments=_shj_arguments, compiles=True,
-         help="fit the sequential ideal observer's beta, epsilon and lapse rate to the six structures of Shepard, "
-              "Hovland & Jenkins (Nosofsky et al. 1994's 6 x 16 error table) and write the figure, its numbers "
-              "and a summary")
+         help="fit the sequential ideal observer's beta, epsilon and lapse rate to people's errors on the six "
+              "structures of Shepard, Hovland & Jenkins (Nosofsky et al. 1994's 6 x 16 error table, or your own "
+              "study with --human) and write the figure, its numbers and a summary")
 def cmd_people_shj(args) -> int:
     given = given_options(args)
     if args.method == "nuts" and "steps" in given:
@@ -104,6 +115,12 @@ def cmd_people_shj(args) -> int:
     for option, path in (("--human", args.human), ("--structures", args.structures)):
         if path and not Path(path).is_file():
             raise BayesConceptsError(f"{option} {path}: no such file")
+    if args.trials is not None and not args.human:
+        raise BayesConceptsError("--trials gives the trials behind a --human table of rates: give --human too")
+    if args.unbalanced and not args.structures:
+        raise BayesConceptsError("--unbalanced accepts --structures of unequal categories: give --structures too")
+    from .people import read_human
+    human = read_human(args.human, trials=args.trials, name=args.name)   # bad files fail before any work
     if args.out:
         check_output_dir(args.out, "--out")
     from .boolean import SHJ_LANGUAGES
@@ -128,14 +145,18 @@ def cmd_people_shj(args) -> int:
     run = shj_analysis(language, args.prior, space=space, method=args.method, steps=args.steps,
                        num_samples=args.samples, warmup_steps=args.warmup,
                        states="sampled" if args.orders else "exact", n_orders=args.orders or 32, seed=args.seed,
-                       draws=args.draws, compare=args.compare, human=args.human, structures=args.structures,
-                       out=args.out, progress=not args.json)
+                       draws=args.draws, compare=args.compare, human=human, structures=args.structures,
+                       unbalanced=args.unbalanced, out=args.out, progress=not args.json)
     s = run["summary"]
     if args.json:
         from .analysis import _json_default
         print(json.dumps(s, default=_json_default))
         return 0
     par = s["parameters"]
+    h, st = s["human"], s["structures"]
+    print(f"people: {h['name']} ({h['file'] or 'array'}, sha256 {(h['sha256'] or '-')[:12]}; {h['trials_total']:,} "
+          f"trials, {h['errors_total']:,} errors, {h['blocks']} blocks); structures: {st['name']}"
+          + ("" if st["kind"] == "shj" else " (your own)"))
     print(f"{s['language']}, {s['prior']} prior, {s['method']} ({s['times']['fit_seconds']:.0f} s):")
     for name in ("beta", "epsilon", "lapse"):
         v = par[name]
@@ -145,10 +166,16 @@ def cmd_people_shj(args) -> int:
           f"{s['ppc']['prob']:.0%} predictive interval")
     print("  mean error per type   " + "  ".join(f"{t}: {v['people']:.3f}/{v['model']:.3f}"
                                                for t, v in s["mean_error_per_type"].items()) + "  (people/model)")
-    print(f"  order, people: {s['order_people']}")
-    print(f"  order, model:  {s['order_model']}  ({'reproduces' if s['order_check']['reproduced'] else 'misses'} "
-          f"{s['human_order']}" + (f"; fails {', '.join(s['order_check']['failed'])}" if s['order_check']['failed']
-                                   else "") + ")")
+    po, ag = s["people_order"], s["agreement"]
+    print(f"  order, people: {po['order']}  (told apart at {po['prob']:.0%} from the counts; observed "
+          f"{po['point']})")
+    print(f"  order, model:  {s['order_model']}")
+    tau = ag["kendall_tau"]
+    print(f"  verdict: {ag['text']}; Kendall's tau {tau['at_mean']:.2f} (posterior {tau['mean']:.2f} "
+          f"[{tau['low']:.2f}, {tau['high']:.2f}])")
+    if "order_check" in s:
+        print(f"  published order {s['human_order']}: {'reproduced' if s['order_check']['reproduced'] else 'missed'}"
+              + (f"; fails {', '.join(s['order_check']['failed'])}" if s['order_check']['failed'] else ""))
     if "comparison" in s:
         c = s["comparison"]
         print("  language/prior          log evidence   held-out log density   order")

@@ -2,14 +2,16 @@
 
 People learned each of the six structures of eight stimuli (three binary dimensions) in
 blocks of 16 trials with feedback; Nosofsky et al. (1994) give the proportion of errors per
-block for 40 learners per type (``hypotheses/human/``).  The ideal observer learns the same
-trials (:mod:`.sequential`) over every concept of a boolean language (:mod:`.boolean`): prior
-``length`` (rate β on the shortest description length) or ``pcfg`` (the grammar's probability
-to the power β), noisy likelihood ε, lapse λ.  Its expected error per block, averaged over
-random trial orders, is fitted to the human table with a binomial likelihood on the numbers
-of errors, k = round(p·640) of n = 640 (40 learners × 16 trials):
+block for 40 learners per type (``hypotheses/human/``); a study of one's own is read as counts
+(:mod:`.people`: errors and trials per cell, or one row per answer).  The ideal observer learns
+the same trials (:mod:`.sequential`) over every concept of a boolean language (:mod:`.boolean`):
+prior ``length`` (rate β on the shortest description length) or ``pcfg`` (the grammar's
+probability to the power β), noisy likelihood ε, lapse λ.  Its expected error per block,
+averaged over random trial orders, is fitted to the study with a binomial likelihood on the
+numbers of errors k of each cell's n trials (the published table: k = round(p·640) of n = 640,
+40 learners × 16 trials):
 
-    k_{type, block} ~ Binomial(640, λ/2 + (1 - λ)·p_{β,ε}(error | type, block)),
+    k_{type, block} ~ Binomial(n_{type, block}, λ/2 + (1 - λ)·p_{β,ε}(error | type, block)),
     β ~ HalfNormal(1),  ε = 0.5·Beta(1, 1) (uniform on (0, 0.5)),  λ ~ Beta(1, 9).
 
 * :func:`shj_data` gathers what a fit needs (the space's concepts, the structures, the
@@ -20,7 +22,7 @@ of errors, k = round(p·640) of n = 640 (40 learners × 16 trials):
 * :func:`shj_predictions` and :func:`shj_summary`: the posterior's error curves, the
   posterior predictive check (replicated counts per cell and their intervals), the
   correlation of model and human block errors (96 cells), mean errors per type and their
-  order.
+  order, against the people's own order (with its uncertainty from their counts).
 * :func:`grid_posterior` and :func:`compare_languages`: the same model on a grid of
   (β, ε, λ): its marginal likelihood by quadrature (the evidence each language and prior
   gives the human table) and a held-out-blocks score (posterior from the odd blocks,
@@ -31,7 +33,6 @@ Results are ``xarray.Dataset`` objects and plain dicts (JSON-ready).
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import math
 import time
@@ -48,25 +49,20 @@ from scipy.special import gammaln, logsumexp
 from scipy.stats import beta as beta_dist, halfnorm
 
 from ...errors import BayesConceptsError
-from ...resources import data_file
-from ...text_files import read_text
 from ...cogsci.model import Priors, posterior_summary
 from ...cogsci.sequential import (DTYPE, MIN_EPSILON, PRIOR_KINDS, Design, PrefixStates, StructureData,
                                   block_errors_torch, prefix_states, structure_data, with_lapse)
 from .boolean import SHJ_LANGUAGES, boolean_space, language_name, space_truth_tables
+from .people import (LEARNERS_PER_TYPE, TYPES, HumanData, HumanDataError, Structures, error_counts,  # noqa: F401
+                     human_errors, order_agreement, people_order, read_human, read_structures, shj_structures,
+                     type_order)
 
-#: Learners per type in Nosofsky et al. (1994), and trials per block.
-LEARNERS_PER_TYPE = 40
-TYPES = ("I", "II", "III", "IV", "V", "VI")
 #: The priors of the SHJ fit (ε uniform on (0, 0.5): the fit lands near 0.4, in the tail of
 #: the episode fits' Beta(1, 3)).
 SHJ_PRIORS = Priors(beta_scale=1.0, epsilon_a=1.0, epsilon_b=1.0, lapse_a=1.0, lapse_b=9.0)
-#: The human order: I < II < {III, IV, V} < VI (mean errors over the 16 blocks).
+#: The published order: I < II < {III, IV, V} < VI (mean errors over the 16 blocks), checked
+#: only on the published table (Nosofsky et al. 1994) of the six SHJ structures.
 HUMAN_ORDER = "I < II < {III, IV, V} < VI"
-
-
-class HumanDataError(BayesConceptsError):
-    """A human-data table that cannot be read (names the file, line and field)."""
 
 
 @contextlib.contextmanager
@@ -82,109 +78,18 @@ def torch_threads(n: int | None = 1):
         torch.set_num_threads(before)
 
 
-# ============================================================================ the human data
-def _rows(path: Path, columns: tuple) -> list:
-    text = read_text(path, HumanDataError, "the human data")
-    reader = csv.reader(text.splitlines())
-    header = next(reader, None)
-    if header is None or tuple(h.strip() for h in header) != columns:
-        raise HumanDataError(f"{path} line 1: expected the header {','.join(columns)}, got "
-                             f"{','.join(header) if header else 'an empty file'}")
-    rows = []
-    for lineno, row in enumerate(reader, 2):
-        if not row or not any(v.strip() for v in row):
-            continue
-        if len(row) != len(columns):
-            raise HumanDataError(f"{path} line {lineno}: expected {len(columns)} fields, got {len(row)}")
-        rows.append((lineno, [v.strip() for v in row]))
-    return rows
-
-
-def _number(value, path, lineno, column, kind=float, low=None, high=None):
-    try:
-        x = kind(value)
-    except ValueError:
-        what = "an integer" if kind is int else "a number"
-        raise HumanDataError(f"{path} line {lineno}: {column} {value!r} is not {what}") from None
-    if (low is not None and x < low) or (high is not None and x > high) or (kind is float and not math.isfinite(x)):
-        raise HumanDataError(f"{path} line {lineno}: {column} {value} is outside [{low}, {high}]")
-    return x
-
-
-def human_errors(path=None) -> xr.DataArray:
-    """The human error table: float64 DataArray (type 1..6, block 1..B), proportions of errors.
-
-    path: a CSV with columns ``type,block,p_error`` (default Nosofsky et al. 1994's,
-    ``hypotheses/human/nosofsky1994_shj_errors.csv``); every type 1..6 needs the same blocks
-    1..B, each once."""
-    path = Path(path) if path is not None else data_file("human", "nosofsky1994_shj_errors.csv")
-    table = {}
-    for lineno, (t, b, p) in _rows(path, ("type", "block", "p_error")):
-        key = (_number(t, path, lineno, "type", int, 1, 6), _number(b, path, lineno, "block", int, 1, 1000))
-        if key in table:
-            raise HumanDataError(f"{path} line {lineno}: type {key[0]} block {key[1]} is given twice")
-        table[key] = _number(p, path, lineno, "p_error", float, 0.0, 1.0)
-    types = sorted({k[0] for k in table})
-    if types != list(range(1, 7)):
-        raise HumanDataError(f"{path}: needs types 1 to 6, has {', '.join(map(str, types)) or 'none'}")
-    n_blocks = max(k[1] for k in table)
-    for t in types:
-        missing = [b for b in range(1, n_blocks + 1) if (t, b) not in table]
-        if missing:
-            raise HumanDataError(f"{path}: type {t} lacks block {missing[0]} (every type needs blocks 1..{n_blocks})")
-    values = np.array([[table[(t, b)] for b in range(1, n_blocks + 1)] for t in types])
-    da = xr.DataArray(values, dims=("type", "block"), coords={"type": types, "block": np.arange(1, n_blocks + 1)},
-                      name="p_error")
-    da.attrs.update({"source": path.name, "units": "proportion of trials answered wrongly"})
-    return da
-
-
-def shj_structures(path=None, stimuli=None) -> np.ndarray:
-    """bool (6, N): the category of every stimulus under each type I..VI.
-
-    path: a CSV ``type,d1,d2,d3,category`` (default ``hypotheses/human/shj_structures.csv``);
-    stimuli: the stimuli as scene dicts (:func:`~bayes_concepts.suites.shj.boolean.stimulus_scenes`),
-    whose attribute names must be the file's dimension columns (default: d1 d2 d3 coded 0/1,
-    stimulus j = 4·d1 + 2·d2 + d3)."""
-    path = Path(path) if path is not None else data_file("human", "shj_structures.csv")
-    dims = ("d1", "d2", "d3")
-    rows = _rows(path, ("type",) + dims + ("category",))
-    if stimuli is None:
-        keys = [tuple((j >> (2 - i)) & 1 for i in range(3)) for j in range(8)]
-    else:
-        objs = [s["objects"][0] for s in stimuli]
-        if any(set(o) != set(dims) for o in objs):
-            raise HumanDataError(f"{path}: the stimuli have dimensions {', '.join(sorted(objs[0]))}, the file "
-                                 f"{', '.join(dims)}")
-        keys = [tuple(int(o[d]) for d in dims) for o in objs]
-    index = {k: j for j, k in enumerate(keys)}
-    out = np.full((6, len(keys)), -1, np.int64)
-    for lineno, (t, a, b, c, cat) in rows:
-        t = _number(t, path, lineno, "type", int, 1, 6)
-        key = tuple(_number(v, path, lineno, d, int, 0, 1) for v, d in zip((a, b, c), dims))
-        if out[t - 1, index[key]] != -1:
-            raise HumanDataError(f"{path} line {lineno}: type {t} stimulus {key} is given twice")
-        out[t - 1, index[key]] = _number(cat, path, lineno, "category", int, 0, 1)
-    missing = np.argwhere(out < 0)
-    if len(missing):
-        t, j = missing[0]
-        raise HumanDataError(f"{path}: type {t + 1} lacks stimulus {keys[j]} (every type labels all 8 stimuli)")
-    return out.astype(bool)
-
-
-def error_counts(p_error, n_trials: int = LEARNERS_PER_TYPE * 16) -> np.ndarray:
-    """int64 counts of errors: round(p·n) (n = learners × trials per block)."""
-    return np.rint(np.asarray(p_error, np.float64) * n_trials).astype(np.int64)
-
-
 # ============================================================================ what a fit needs
 @dataclass(frozen=True)
 class SHJData:
     """A language's concepts, the six structures, the human counts and the trial design.
 
     concepts: int64 (H,) truth tables of the observer's concepts; ext: bool (H, N); lengths,
-    log_pcfg: float64 (H,); structures: bool (6, N); human: the table (type, block); counts:
-    int64 (6, B); n_trials: trials per cell (640); structure_data: the kernel's tensors."""
+    log_pcfg: float64 (H,); structures: bool (6, N); human: the table of rates (type, block);
+    counts: int64 (6, B) errors per cell; n_trials: int64 (6, B) trials per cell (each cell's
+    own count); people: the study (:class:`~bayes_concepts.suites.shj.people.HumanData`: name,
+    file, sha256); shapes: the structures, named
+    (:class:`~bayes_concepts.suites.shj.people.Structures`); structure_data: the kernel's
+    tensors."""
 
     language: str
     prior: str
@@ -195,12 +100,19 @@ class SHJData:
     structures: np.ndarray
     human: xr.DataArray
     counts: np.ndarray
-    n_trials: int
+    n_trials: np.ndarray
     design: Design
     states: PrefixStates
     structure_data: StructureData
     space_sha: str
     codes: np.ndarray
+    people: HumanData
+    shapes: Structures
+
+    @property
+    def published(self) -> bool:
+        """Whether this is the published study: Nosofsky et al.'s table on the six SHJ structures."""
+        return bool(self.people.published and self.shapes.kind == "shj")
 
     def curves(self, beta, epsilon, lapse=0.0) -> np.ndarray:
         """float64 (6, B): expected error per type and block at one parameter value."""
@@ -221,7 +133,8 @@ def _language_space(language: str):
 
 
 def shj_data(language="and_or_not", prior: str = "length", *, space=None, method: str = "exact", n_orders: int = 32,
-             seed: int = 0, human=None, structures=None) -> SHJData:
+             seed: int = 0, human=None, structures=None, trials=None, name: str | None = None,
+             unbalanced: bool = False) -> SHJData:
     """Everything a fit needs (see :class:`SHJData`).
 
     language: a name of :data:`~bayes_concepts.suites.shj.boolean.SHJ_LANGUAGES` or a grammar file
@@ -230,10 +143,14 @@ def shj_data(language="and_or_not", prior: str = "length", *, space=None, method
     ``length`` or ``pcfg``; method ``exact`` (every prefix state: the exact average over random
     orders) or ``sampled`` (the states of ``n_orders`` random orders drawn with ``seed``; faster,
     with Monte Carlo error), see :func:`~bayes_concepts.cogsci.sequential.prefix_states`;
-    prefix states are merged by the symmetries of each structure (exact).  human, structures:
-    other tables (paths or arrays) than the shipped ones."""
+    prefix states are merged by the symmetries of each structure (exact).  human: the study
+    (a file in any format of :func:`~bayes_concepts.suites.shj.people.read_human`, a
+    ``HumanData``, or an array of rates with ``trials``; default the published table), named
+    ``name``; structures: a file, an array or a ``Structures`` (default Shepard, Hovland &
+    Jenkins'), ``unbalanced`` to accept categories of unequal size."""
     if prior not in PRIOR_KINDS:
         raise BayesConceptsError(f"prior must be one of {', '.join(PRIOR_KINDS)}, got {prior!r}")
+    people = read_human(human, trials=trials, name=name)
     if space is None:
         if isinstance(language, str) and language not in SHJ_LANGUAGES and not Path(language).is_file():
             raise BayesConceptsError(f"unknown language {language!r} (expected one of {', '.join(SHJ_LANGUAGES)} "
@@ -250,25 +167,18 @@ def shj_data(language="and_or_not", prior: str = "length", *, space=None, method
     if stimuli != stimulus_scenes(space.grammar):
         raise BayesConceptsError("the space's scenes are not its grammar's stimuli in stimulus order: build it with "
                                  "boolean_space or `space build --preset shj`")
-    if isinstance(structures, (str, Path)) or structures is None:
-        structures = shj_structures(structures, stimuli)
-    structures = np.asarray(structures, bool)
-    if isinstance(human, (str, Path)) or human is None:
-        human = human_errors(human)
-    if not isinstance(human, xr.DataArray):
-        human = xr.DataArray(np.asarray(human, np.float64), dims=("type", "block"),
-                             coords={"type": np.arange(1, 7), "block": np.arange(1, np.shape(human)[1] + 1)})
-    design = Design(n_stimuli=n, repeats=2, n_blocks=int(human.sizes["block"]))
+    codes = np.asarray(space.scene_codes[:, 0, :], np.int64)
+    shapes = read_structures(structures, stimuli=stimuli, codes=codes, unbalanced=unbalanced)
+    design = Design(n_stimuli=n, repeats=2, n_blocks=people.n_blocks)
     states = prefix_states(design, method, n_orders, seed)
     lengths = np.asarray(space.lengths, np.float64)
     log_pcfg = np.asarray(space.log_pcfg, np.float64)
-    codes = np.asarray(space.scene_codes[:, 0, :], np.int64)
-    sd = structure_data(ext, structures, lengths, log_pcfg, design, states, codes)
+    sd = structure_data(ext, shapes.labels, lengths, log_pcfg, design, states, codes)
     return SHJData(language=language_name(space.grammar), prior=prior, concepts=tables, ext=ext, lengths=lengths,
-                   log_pcfg=log_pcfg, structures=structures, human=human,
-                   counts=error_counts(human.values, LEARNERS_PER_TYPE * design.block_size),
-                   n_trials=LEARNERS_PER_TYPE * design.block_size, design=design, states=states, structure_data=sd,
-                   space_sha=space.manifest_sha256() if space.path else "unsaved", codes=codes)
+                   log_pcfg=log_pcfg, structures=shapes.labels, human=people.table(), counts=people.errors,
+                   n_trials=people.trials, design=design, states=states, structure_data=sd,
+                   space_sha=space.manifest_sha256() if space.path else "unsaved", codes=codes, people=people,
+                   shapes=shapes)
 
 
 # ============================================================================ the pyro model
@@ -285,8 +195,9 @@ def shj_model(data: SHJData, counts: torch.Tensor | None, cells: torch.Tensor, p
     eps = (0.5 * eps_unit).clamp(MIN_EPSILON, 0.5 - 1e-9)
     p = with_lapse(block_errors_torch(beta, eps, data.structure_data, data.prior), lapse)
     p = p.reshape(-1)[cells].clamp(1e-12, 1.0 - 1e-12)
+    n = torch.as_tensor(np.asarray(data.n_trials, np.float64).reshape(-1), dtype=DTYPE)[cells]
     with pyro.plate("cells", len(cells)):
-        pyro.sample("errors", dist.Binomial(total_count=_t(data.n_trials), probs=p),
+        pyro.sample("errors", dist.Binomial(total_count=n, probs=p),
                     obs=None if counts is None else counts[cells])
 
 
@@ -349,6 +260,7 @@ def fit_shj(data: SHJData, *, method: str = "svi", steps: int = 300, learning_ra
                      "order_states": data.states.method, "n_orders": int(data.states.n_orders),
                      "orders_seed": int(data.states.seed), "n_prefix_states": data.structure_data.n_states,
                      "n_concepts": int(len(data.concepts)), "space": data.space_sha,
+                     "human": data.people.name, "human_sha256": data.people.sha256 or "array",
                      "fit_seconds": float(seconds), "sampler": f"{method} (pyro {pyro.__version__}, torch "
                                                                f"{torch.__version__})",
                      **{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in info.items()}})
@@ -414,9 +326,10 @@ def shj_predictions(posterior: xr.Dataset, data: SHJData, *, max_draws: int | No
     Returns a Dataset over (type 1..6, block 1..B) with ``human`` (the table), ``model_mean``,
     ``model_low``, ``model_high`` (mean and ``prob`` equal-tailed interval of the error
     probability λ/2 + (1 - λ)·p over ``max_draws`` posterior draws), ``ppc_low``, ``ppc_high``
-    (the same interval of replicated proportions k/n, k ~ Binomial(n, that probability), one
-    replicate per draw), ``inside`` (the human proportion inside the replicated interval), and
-    ``draws`` (draw, type, block): the error probabilities themselves."""
+    (the same interval of replicated proportions k/n, k ~ Binomial(n, that probability) with n
+    each cell's own trials, one replicate per draw), ``inside`` (the human proportion inside the
+    replicated interval), ``draws`` (draw, type, block): the error probabilities themselves,
+    and ``human_errors``, ``human_trials``: the study's counts."""
     if not 0 < prob < 1:
         raise BayesConceptsError(f"prob must be in (0, 1), got {prob}")
     d = _draws(posterior, max_draws, seed)
@@ -434,25 +347,21 @@ def shj_predictions(posterior: xr.Dataset, data: SHJData, *, max_draws: int | No
                      "model_high": (dims, np.quantile(curves, hi, axis=0)),
                      "ppc_low": (dims, ppc_lo), "ppc_high": (dims, ppc_hi),
                      "inside": (dims, (human >= ppc_lo) & (human <= ppc_hi)),
+                     "human_errors": (dims, np.asarray(data.counts, np.int64)),
+                     "human_trials": (dims, np.asarray(data.n_trials, np.int64)),
                      "draws": (("draw",) + dims, curves)}, coords={**coords, "draw": np.arange(len(curves))})
     ds.attrs.update({"prob": float(prob), "n_draws": int(len(curves)), "seed": int(seed), "language": data.language,
-                     "prior": data.prior, "n_trials": int(data.n_trials)})
+                     "prior": data.prior, "human": data.people.name, "structures": data.shapes.name,
+                     "structures_kind": data.shapes.kind,
+                     "structures_shj": json.dumps(list(data.shapes.shj_types)),
+                     "trials_per_cell": json.dumps(data.people.trials_per_cell())})
     return ds
 
 
-def type_order(means) -> str:
-    """The order of the six types by mean error, easiest first (``I < II < III = IV ...`` uses
-    ``<`` between different values, to 3 decimals)."""
-    means = np.round(np.asarray(means, np.float64), 3)
-    order = np.argsort(means, kind="stable")
-    parts = [TYPES[order[0]]]
-    for a, b in zip(order[:-1], order[1:]):
-        parts.append(("= " if means[b] == means[a] else "< ") + TYPES[b])
-    return " ".join(parts)
-
-
 def order_check(means) -> dict:
-    """Whether mean errors (6,) follow I < II < {III, IV, V} < VI, and which comparisons fail.
+    """Whether mean errors (6,) follow the published order I < II < {III, IV, V} < VI, and which
+    comparisons fail (for the published study only: a study of one's own is checked against its
+    own order, :func:`~bayes_concepts.suites.shj.people.order_agreement`).
 
     Compared at the 3 decimals :func:`type_order` shows, so an order printed with a tie
     (``I < II = III ...``) is not said to reproduce the strict one: a comparison failed by a
@@ -470,13 +379,24 @@ def order_check(means) -> dict:
 
 
 def shj_summary(posterior: xr.Dataset, data: SHJData, predictions: xr.Dataset | None = None, *,
-                prob: float = 0.9) -> dict:
+                prob: float = 0.9, order_prob: float = 0.95, seed: int = 0) -> dict:
     """A JSON-ready summary: fitted β, ε, λ (mean, ``prob`` intervals), the correlation and
     RMSE of the posterior-mean block errors against the human ones (all 6·B cells), the mean
-    error per type (people and model, with the model's interval) and their orders, whether
-    the human order is reproduced by the posterior-mean curves (``order_check``) and the
-    posterior probability of each of its comparisons (``order_probability``: the fraction of
-    draws whose mean errors obey it), the posterior predictive coverage and the fit's time."""
+    error per type (people and model, with the model's interval) and their orders, the posterior
+    predictive coverage and the fit's time; and the verdict against the data given:
+
+    * ``human``, ``structures``: which study and which structures were fitted (name, file,
+      sha256, counts; :meth:`~bayes_concepts.suites.shj.people.HumanData.provenance`);
+    * ``people_order``: the people's order with its uncertainty from their counts
+      (:func:`~bayes_concepts.suites.shj.people.people_order`, types told apart at
+      ``order_prob``, seeded by ``seed``);
+    * ``agreement``: the model's order against the people's, over the posterior draws
+      (:func:`~bayes_concepts.suites.shj.people.order_agreement`: per comparison, all at once,
+      Kendall's tau, a verdict);
+    * on the published study only (Nosofsky et al.'s table of the six SHJ structures):
+      ``human_order`` (the published order), ``order_check`` (whether the posterior-mean curves
+      reproduce it) and ``order_probability`` (the fraction of draws obeying each of its
+      comparisons)."""
     pred = predictions if predictions is not None else shj_predictions(posterior, data, prob=prob)
     human = pred["human"].values
     model = pred["model_mean"].values
@@ -484,12 +404,11 @@ def shj_summary(posterior: xr.Dataset, data: SHJData, predictions: xr.Dataset | 
     lo, hi = (1 - prob) / 2, (1 + prob) / 2
     m_mean, h_mean = model.mean(axis=1), human.mean(axis=1)
     params = posterior_summary(posterior, prob=prob, interval="eti", var_names=["beta", "epsilon", "lapse"])
-    comparisons = {"I < II": (0, 1), "II < III": (1, 2), "II < IV": (1, 3), "II < V": (1, 4), "III < VI": (2, 5),
-                   "IV < VI": (3, 5), "V < VI": (4, 5)}
-    order_probability = {k: float(np.mean(per_type_draws[:, a] < per_type_draws[:, b]))
-                         for k, (a, b) in comparisons.items()}
-    return {
+    people = people_order(data.people, prob=order_prob, seed=seed)
+    agreement = order_agreement(people, m_mean, per_type_draws, prob=prob, name=data.people.name)
+    out = {
         "language": data.language, "prior": data.prior, "method": posterior.attrs.get("method"),
+        "human": data.people.provenance(), "structures": data.shapes.provenance(),
         "parameters": {k: {"mean": v["mean"], "sd": v["sd"], "low": v["low"], "high": v["high"], "prob": prob}
                        for k, v in params.items()},
         "cells": int(human.size),
@@ -500,13 +419,23 @@ def shj_summary(posterior: xr.Dataset, data: SHJData, predictions: xr.Dataset | 
                        "model_low": float(np.quantile(per_type_draws[:, i], lo)),
                        "model_high": float(np.quantile(per_type_draws[:, i], hi))} for i in range(6)},
         "order_people": type_order(h_mean), "order_model": type_order(m_mean),
-        "human_order": HUMAN_ORDER, "order_check": order_check(m_mean), "order_probability": order_probability,
+        "people_order": {k: people[k] for k in ("order", "point", "prob", "comparisons", "groups", "n_draws", "seed")},
+        "agreement": agreement,
+    }
+    if data.published:
+        comparisons = {"I < II": (0, 1), "II < III": (1, 2), "II < IV": (1, 3), "II < V": (1, 4), "III < VI": (2, 5),
+                       "IV < VI": (3, 5), "V < VI": (4, 5)}
+        out.update({"human_order": HUMAN_ORDER, "order_check": order_check(m_mean),
+                    "order_probability": {k: float(np.mean(per_type_draws[:, a] < per_type_draws[:, b]))
+                                          for k, (a, b) in comparisons.items()}})
+    out.update({
         "n_draws": int(pred.attrs["n_draws"]),
         "ppc": {"prob": float(prob), "cells_inside": int(pred["inside"].values.sum()), "cells": int(human.size)},
         "fit_seconds": float(posterior.attrs.get("fit_seconds", float("nan"))),
         "order_states": data.states.method, "n_orders": int(data.states.n_orders),
         "n_prefix_states": data.structure_data.n_states,
-    }
+    })
+    return out
 
 
 # ============================================================================ grid: evidence and held-out blocks
@@ -521,6 +450,7 @@ def _loglik_grid(curves, lam, counts, n, cells):
     p = with_lapse(curves.reshape(curves.shape[0], curves.shape[1], 1, -1)[..., cells], lam[None, None, :, None])
     p = np.clip(p, 1e-12, 1 - 1e-12)
     k = counts.reshape(-1)[cells].astype(np.float64)
+    n = np.broadcast_to(np.asarray(n, np.float64), np.shape(counts)).reshape(-1)[cells]
     const = float((gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)).sum())   # log C(n, k)
     return const + (k * np.log(p) + (n - k) * np.log1p(-p)).sum(axis=-1)
 
@@ -625,23 +555,31 @@ def _curves_grid(data: SHJData, betas, epss) -> np.ndarray:
 
 
 def compare_languages(languages=tuple(SHJ_LANGUAGES), priors=PRIOR_KINDS, *, method: str = "exact",
-                      n_orders: int = 32, seed: int = 0, n_grid: int = 12, n_lapse: int = 201,
+                      n_orders: int = 32, seed: int = 0, n_grid: int = 12, n_lapse: int = 201, human=None,
+                      structures=None, trials=None, name: str | None = None, unbalanced: bool = False,
                       progress: bool = False) -> dict:
     """Every (language, prior) on the same human table, by :func:`grid_posterior`: log evidence,
     held-out log predictive density, maximum log-likelihood, grid posterior means, and the mean
-    errors per type at the grid posterior mean with their order.  Returns {"<language>/<prior>":
-    dict}, plus ``"best_by_evidence"`` and ``"best_by_held_out"``."""
+    errors per type at the grid posterior mean with their order and its agreement with the
+    people's (``order_check`` against the published order on the published study only).
+    human, structures, trials, name, unbalanced: the study, as :func:`shj_data`.  Returns
+    {"<language>/<prior>": dict}, plus ``"best_by_evidence"`` and ``"best_by_held_out"``."""
     out = {}
+    human = read_human(human, trials=trials, name=name)
+    people = people_order(human, seed=seed)
     for lang in languages:
         for prior in priors:
             t = time.perf_counter()
-            data = shj_data(lang, prior, method=method, n_orders=n_orders, seed=seed)
+            data = shj_data(lang, prior, method=method, n_orders=n_orders, seed=seed, human=human,
+                            structures=structures, unbalanced=unbalanced)
             g = grid_posterior(data, n_grid=n_grid, n_lapse=n_lapse)
             pm = g["posterior_mean"]
             curves = data.curves(pm["beta"], pm["epsilon"], pm["lapse"])
             means = curves.mean(axis=1)
+            agree = order_agreement(people, means, means[None, :], name=human.name)
             g.update({"mean_error_per_type": dict(zip(TYPES, map(float, means))), "order_model": type_order(means),
-                      "order_check": order_check(means),
+                      **({"order_check": order_check(means)} if data.published else {}),
+                      "agreement": {k: agree[k] for k in ("verdict", "failed")},
                       "correlation": float(np.corrcoef(curves.ravel(), data.human.values.ravel())[0, 1]),
                       "seconds": time.perf_counter() - t})
             out[f"{data.language}/{prior}"] = g
@@ -655,5 +593,6 @@ def compare_languages(languages=tuple(SHJ_LANGUAGES), priors=PRIOR_KINDS, *, met
 
 
 __all__ = ["LEARNERS_PER_TYPE", "TYPES", "SHJ_PRIORS", "HUMAN_ORDER", "HumanDataError", "torch_threads", "human_errors",
-           "shj_structures", "error_counts", "SHJData", "shj_data", "shj_model", "fit_shj", "shj_predictions",
+           "shj_structures", "error_counts", "read_human", "read_structures", "people_order", "order_agreement",
+           "SHJData", "shj_data", "shj_model", "fit_shj", "shj_predictions",
            "type_order", "order_check", "shj_summary", "grid_posterior", "compare_languages"]
