@@ -72,7 +72,7 @@ def _knob_values(values, what: str, check) -> tuple:
     return tuple(out)
 
 
-def parse_rungs(names=None, alphas=None, budgets=None, space=None) -> list:
+def parse_rungs(names=None, alphas=None, budgets=None, space=None, skipped: list | None = None) -> list:
     """The rungs of a ladder as ``[(name, knobs), ...]`` in ladder order.
 
     names: rung names (default :data:`DEFAULT_RUNGS`), each optionally with knobs as
@@ -80,7 +80,10 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None) -> list:
     ``alpha`` values for every rung that takes ``alpha`` (each becomes one rung of the ladder);
     budgets: a curve of ``n`` for every rung that takes ``n``.  An unknown rung, a knob a rung
     does not take or refuses (alpha <= 0, n < 1) and a rung that cannot apply to ``space``
-    are one-line :class:`~bayes_concepts.rungs.RungError` s."""
+    are one-line :class:`~bayes_concepts.rungs.RungError` s — except that with the default rungs
+    (``names`` None) a rung that cannot apply to ``space`` is left out and appended to
+    ``skipped`` as ``(name, why)``."""
+    defaults = names is None
     names = DEFAULT_RUNGS if names is None else names
     if isinstance(names, str):
         names = [names]
@@ -88,7 +91,14 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None) -> list:
     for item in names:
         name, knobs = (item if isinstance(item, tuple) else parse_rung_text(str(item)))
         knobs = dict(knobs)
-        rung = check_rung(name, space, knobs)
+        try:
+            rung = check_rung(name, space, knobs)
+        except RungError as e:
+            if not defaults or space is None:
+                raise
+            if skipped is not None:
+                skipped.append((name, str(e)))
+            continue
         curves = []
         if alphas is not None and "alpha" in rung.knobs and "alpha" not in knobs:
             curves.append(("alpha", list(alphas)))
@@ -129,7 +139,8 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     attribute ``ladder_models``."""
     from .oracles import OracleSettings
     settings = settings or OracleSettings()
-    specs = parse_rungs(rungs, alphas, budgets, space)
+    skipped = []
+    specs = parse_rungs(rungs, alphas, budgets, space, skipped=skipped)
     labels = [rung_label(n, k) for n, k in specs]
     if len(set(labels)) != len(labels):
         raise LadderError(f"a rung is listed twice: {', '.join(labels)}")
@@ -161,6 +172,7 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     ds.attrs["ladder"] = json.dumps([{"label": lb, "rung": n, "knobs": k, "definition": rung_registry.get(n).definition}
                                      for (n, k), lb in zip(specs, labels)], default=str)
     ds.attrs["ladder_models"] = json.dumps(list(models))
+    ds.attrs["ladder_skipped"] = json.dumps([{"rung": n, "why": why} for n, why in skipped])
     ds.attrs["solved_within"] = SOLVED_WITHIN
     return ds
 

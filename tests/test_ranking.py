@@ -218,3 +218,23 @@ def test_bootstrap_plan_is_seeded():
     b = bootstrap_plan(5, 10, np.random.default_rng(0))
     assert all((x == y).all() for x, y in zip(a, b))
     assert spearmanr([1, 2, 3], [1, 2, 3]).statistic == 1.0
+
+
+# ----------------------------------------------------------------------------- default rungs that cannot apply
+def test_the_default_ladder_on_item_sets_runs_the_rungs_that_apply(tmp_path, capsys):
+    from bayes_concepts.spaces.extension_space import ExtensionSpace
+    from conftest import run
+    rng = np.random.default_rng(0)
+    ext = [sorted(rng.choice(400, size=int(rng.integers(15, 40)), replace=False).tolist()) for _ in range(60)]
+    ExtensionSpace.from_extensions(ext, [f"c{i}" for i in range(60)], n_items=400).save(tmp_path / "sets")
+    spec = tmp_path / "r.toml"
+    spec.write_text('name = "r"\nkind = "random"\nfractions = {train = 0.7, test = 0.3}\n')
+    status, out, err = run(["ladder", str(tmp_path / "sets"), "--spec", str(spec), "--episodes", "30",
+                            "--negatives", "hard", "--published", "none"], capsys)
+    assert status == 0, err
+    assert "(rung learned_prior skipped:" in out and "this is an extension space" in out
+    assert "memoriser" in out and "strong" in out
+    # named explicitly, a rung that cannot apply is still refused in one line
+    status, out, err = run(["ladder", str(tmp_path / "sets"), "--spec", str(spec), "--rungs", "learned_prior",
+                            "strong", "--episodes", "30", "--published", "none"], capsys)
+    assert status == 2 and "learned prior" in err

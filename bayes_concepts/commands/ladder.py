@@ -69,7 +69,8 @@ def cmd_ladder(args) -> int:
     if args.figures:
         check_output_dir(args.figures, "--figures")
     space = open_space(args.dir)
-    specs = parse_rungs(args.rungs, args.alpha, args.budget, space)  # bad rungs and knobs before any work
+    skipped = []  # default rungs that cannot apply to this space: named, not fatal
+    specs = parse_rungs(args.rungs, args.alpha, args.budget, space, skipped=skipped)  # bad rungs: before any work
     _check_chosen_rungs(args, specs)  # no strong oracle, a curve no rung takes: before any work
     protocol = protocol_of(args)
     overrides = protocol_overrides(args, protocol) if protocol is not None else {}
@@ -127,13 +128,15 @@ def cmd_ladder(args) -> int:
                 figures.append(str(path))
             data.to_csv(out / f"ladder_{neg}.csv", index=False)
     if args.json:
-        print_json({**run_info(ds), "results": rows,
+        print_json({**run_info(ds), "results": rows, "skipped_rungs": [{"rung": n, "why": w} for n, w in skipped],
                      "spread": {neg: rung_spreads(rows, neg) for neg in negatives},
                      "published": None if published is None else {"benchmark": published.benchmark,
                                                                   "measure": published.measure},
                      "correlations": {neg: strip_draws(c) for neg, c in corr.items()}, "figures": figures})
         return 0
     print(format_ladder(rows))
+    for name, why in skipped:
+        print(f"(rung {name} skipped: {why})")
     for neg in negatives:
         spread = rung_spreads(rows, neg)
         print(f"\nspread over splits ({neg}, max − min gap, mAP points): "

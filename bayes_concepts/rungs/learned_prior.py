@@ -167,7 +167,7 @@ def applies(space) -> str | None:
     sub = (space.params or {}).get("kind")
     what = f"{kind} space" + (f" of kind {sub!r}" if sub and sub != kind else "")
     return (f"a learned prior needs a grammar's programs, attribute-object pairs or ConceptWorld definitions; "
-            f"this is a {what} without them")
+            f"this is {'an' if what[:1].lower() in 'aeiou' else 'a'} {what} without them")
 
 
 def _checked(space, split, alpha, variant) -> tuple:

@@ -296,8 +296,9 @@ def concept_tree(space, c: int):
 def applies(space) -> str | None:
     """Why the mcmc rung cannot walk ``space`` (one line), or None."""
     if not space.has_grammar or not space.has_programs:
-        return (f"it walks derivation trees of a program space's grammar, and this is a "
-                f"{space.kind or type(space).__name__} space")
+        kind = space.kind or type(space).__name__
+        return (f"it walks derivation trees of a program space's grammar, and this is "
+                f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} space")
     if not np.any(np.isfinite(np.asarray(space.log_pcfg, np.float64))):
         return "its grammar derives none of its concepts (every log_pcfg is -inf)"
     return None
