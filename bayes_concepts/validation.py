@@ -309,7 +309,8 @@ def validation_table(records: list, prereg: dict, half: str | None = "confirmato
             if key in e:
                 e["vs_compare_to"] = e.pop(key)
             entries[name] = e
-        out[kind] = {"conditions": conds, "not_learned": not_learned, "series": entries,
+        out[kind] = {"conditions": conds, "not_learned": not_learned, "learned_only": bool(learned_only),
+                     "series": entries,
                      "best_predictor": got["best_predictor"], "difficulty": diff.tolist(), "difficulty_se": se.tolist()}
     return out
 
@@ -349,7 +350,8 @@ def format_validation(table: dict, compare_to: str = "compound_divergence") -> s
             lines.append(f"{kind}: too few conditions to rank (n = {n}; at least {MIN_CONDITIONS})")
             continue
         best = t["best_predictor"]
-        lines.append(f"{kind}: {n} conditions ({len(t['not_learned'])} where it did not learn"
+        lines.append(f"{kind}: {n} conditions ({len(t['not_learned'])} "
+                     + ("left out where it did not learn" if t.get("learned_only") else "where it did not learn")
                      + (f": {', '.join(t['not_learned'])}" if t["not_learned"] else "") + "); best baseline predictor: "
                      + (predictor_label(best[2:]) if best else "none ranks"))
         head = ["", "Spearman ρ [95 %]", "− best predictor", f"− {predictor_label(compare_to)}", "tied pairs"]
