@@ -199,7 +199,7 @@ def test_episode_shape_from_option_and_spec(pub, tmp_path, capsys):
     assert eps.support_scenes.shape == (6, 13) and eps.query_scenes.shape == (6, 15)
     assert eps.meta["n_query_negative"] == 12 and eps.meta["excluded"]["count"] == 1
     assert main(["episodes", str(out), "--split", "unseen_pairs", "--negatives", "hard", "--n", "6",
-                 "--episode-shape", "2,4", "--out", str(eps_file)]) == 0  # the option wins
+                 "--episode-shape", "2,4", "--out", str(eps_file), "--force"]) == 0  # the option wins
     assert Episodes.load(eps_file).query_scenes.shape == (6, 6)
     capsys.readouterr()
 
