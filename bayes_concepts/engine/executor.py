@@ -65,6 +65,15 @@ def compile_with_domains(programs, bank, grammar: Grammar) -> Plan:
     return builder.finish()
 
 
+def compile_domains(programs, bank, grammar: Grammar) -> Plan:
+    """A plan of a relational grammar whose output ``i`` is the domain of ``programs[i]``
+    (its unique referents and domain constraints only: cheaper than the extensions)."""
+    builder = RelationalPlanBuilder(grammar, layout_of(bank, grammar))
+    for p in programs:
+        builder.add_domain(p if isinstance(p, Program) else Program.parse(p, grammar))
+    return builder.finish()
+
+
 def evaluate_with_domains(programs, bank, grammar: Grammar | None = None, chunk_words: int | None = None) -> tuple:
     """``(extensions, domains)`` of ``programs`` over ``bank``: two uint64 arrays
     (len(programs), ceil(n_scenes/64)), packed like :func:`evaluate_programs`' signatures
