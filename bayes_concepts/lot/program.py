@@ -184,6 +184,17 @@ class Program:
         return bool(self.constraints) or any(n.kind == "unique" for n in self.root.walk())
 
     @cached_property
+    def domain_text(self) -> str:
+        """The concept's domain in words: ``every scene``, or where its referents are unique
+        and its constraints hold (readable form)."""
+        parts = []
+        if any(n.kind == "unique" for n in self.root.walk()) or any(
+                n.kind == "unique" for _, root in self.constraints for n in root.walk()):
+            parts.append("every referent under unique exists and is unique")
+        parts += [_render(root, UNICODE, top=True) for _, root in self.constraints]
+        return "every scene" if not parts else "scenes where " + "; ".join(parts)
+
+    @cached_property
     def constraint_programs(self) -> tuple:
         """The constraints as :class:`Program` s of their own."""
         return tuple(Program(tokens, root, self.grammar) for tokens, root in self.constraints)
