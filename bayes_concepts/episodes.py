@@ -357,6 +357,15 @@ def _bit(sig, h, s, word_buf):
 
 
 @numba.njit(inline="always")
+def _outside(outside, h, s):
+    """Whether scene ``s`` is outside concept ``h``'s domain (``outside``: uint64 (S, Hw) per-scene
+    bitsets, or (0, 1) when every concept is defined on every scene)."""
+    if outside.shape[0] == 0:
+        return False
+    return ((outside[s, h >> 6] >> np.uint64(h & 63)) & np.uint64(1)) != 0
+
+
+@numba.njit(inline="always")
 def _first_alternative(row, alt_mask):
     """The lowest alternative (bit of ``alt_mask``) true on a scene with concept row ``row``; -1
     if none is."""
@@ -369,7 +378,7 @@ def _first_alternative(row, alt_mask):
 
 @numba.njit(cache=True)
 def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scenes, labels, source, taken, n_taken,
-                     pos, row_buf):
+                     pos, row_buf, outside):
     """Fill positions ``pos``.. of a set uniformly, without replacement, from the union of the
     alternatives' extensions minus ext(h) and the scenes already taken, built explicitly from
     their signatures (row source ``sig``); stops early when it runs out.  Returns (pos, n_taken)."""
@@ -394,6 +403,8 @@ def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scen
         s = select_in_block(union, 0, 0, next_below(state, left))
         union[s >> 6] &= ~(np.uint64(1) << np.uint64(s & 63))
         left -= 1
+        if _outside(outside, h, s):  # not a scene the question is asked about
+            continue
         _take(s, 0, pos, scenes, labels, taken, n_taken)
         source[pos] = _first_alternative(row_at(scene_concepts, s, row_buf), alt_mask)
         n_taken += 1
@@ -404,7 +415,7 @@ def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scen
 @numba.njit(cache=True)
 def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                     scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, union_scan, alt_mask,
-                    alt_cum, buffers, union_explicit):
+                    alt_cum, buffers, union_explicit, outside):
     """Fill positions len(positives).. of one set; returns the updated n_taken.
 
     ``union``: draw hard negatives uniformly from the union of the alternatives' extensions
@@ -416,7 +427,10 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     instead of alternative first.  A union negative's ``source`` is an alternative true on it.
 
     ``sig`` and ``scene_concepts`` are row sources (:func:`bayes_concepts.engine.rows.row_source`);
-    ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads."""
+    ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads.
+    ``outside``: per-scene bitsets of the concepts whose domain excludes the scene (uint64
+    (S, Hw), or (0, 1) without question domains): every negative, easy or hard, comes from
+    the domain of h minus its extension."""
     row_buf, common, block_buf, word_buf = buffers
     n_pos = positives.shape[0]
     k = scenes.shape[0]
@@ -469,7 +483,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 base = alt_cum[lo] - counts[a]
                 s = _select(sig, a, cum[a], r - base, block_buf)
                 row = row_at(scene_concepts, s, row_buf)  # bit h of the scene's row is bit s of h's signature
-                if has_bit(row, h) or _used(s, taken, n_taken):
+                if has_bit(row, h) or _used(s, taken, n_taken) or _outside(outside, h, s):
                     continue
                 cover = 0
                 for w in range(hw):
@@ -488,7 +502,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 spent += hw
                 s = next_below(state, n_scenes)
                 row = row_at(scene_concepts, s, row_buf)
-                if has_bit(row, h) or _used(s, taken, n_taken):
+                if has_bit(row, h) or _used(s, taken, n_taken) or _outside(outside, h, s):
                     continue
                 a = _first_alternative(row, alt_mask)
                 if a < 0:
@@ -499,7 +513,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 pos += 1
             if pos < k and budget > 0:
                 pos, n_taken = _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scenes, labels,
-                                                source, taken, n_taken, pos, row_buf)
+                                                source, taken, n_taken, pos, row_buf, outside)
             for w in range(hw):
                 alt_mask[w] = 0
             n_alts = np.int64(0)  # what the budget did not find is topped up below
@@ -508,7 +522,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             j = next_below(state, n_alts)
             a = alts[j]
             s = _select(sig, a, cum[a], next_below(state, counts[a]), block_buf)
-            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken):
+            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken) and not _outside(outside, h, s):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 source[pos] = a
                 n_taken += 1
@@ -522,7 +536,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                     tries = 0
         while pos < k:
             s = next_below(state, n_scenes)
-            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken):
+            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken) and not _outside(outside, h, s):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 topup[pos] = True
                 n_taken += 1
@@ -530,7 +544,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     else:
         while pos < k:
             s = next_below(state, n_scenes)
-            if not _used(s, taken, n_taken):
+            if not _used(s, taken, n_taken) and not _outside(outside, h, s):
                 y = _bit(sig, h, s, word_buf)
                 _take(s, y, pos, scenes, labels, taken, n_taken)
                 relabelled[pos] = y == 1
@@ -548,6 +562,7 @@ class SamplerTables(NamedTuple):
     counts: np.ndarray  #: int64 (H,) |ext(h)|
     classes: np.ndarray  #: int (H,) synonym class of each concept
     n_scenes: int  #: S
+    outside: np.ndarray  #: uint64 (S, Hw) concepts whose domain excludes each scene; (0, 1): none
 
 
 class DrawRules(NamedTuple):
@@ -578,7 +593,7 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
     stream ``seeds[e]``: ``tables`` :class:`SamplerTables`, ``rules`` :class:`DrawRules`,
     ``support_sets``/``query_sets`` :class:`EpisodeSets` (filled).  The records are unpacked
     into locals first: the loop is the code the positional arguments gave."""
-    sig, cum, scene_concepts, counts, classes, n_scenes = tables
+    sig, cum, scene_concepts, counts, classes, n_scenes, outside = tables
     n_pos, n_pos_q, hard_support, hard_query, union, union_scan, union_explicit = rules
     s_scenes, s_labels, s_source, s_topup, s_relabelled = support_sets
     q_scenes, q_labels, q_source, q_topup, q_relabelled = query_sets
@@ -605,10 +620,10 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
         n_taken = _fill_negatives(h, support_pos, hard_support, sig, cum, scene_concepts, counts, classes,
                                   n_scenes, state, s_scenes[e], s_labels[e], s_source[e], s_topup[e],
                                   s_relabelled[e], taken, n_taken, alts, union, union_scan, alt_mask, alt_cum,
-                                  buffers, union_explicit)
+                                  buffers, union_explicit, outside)
         _fill_negatives(h, query_pos, hard_query, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                         q_scenes[e], q_labels[e], q_source[e], q_topup[e], q_relabelled[e], taken, n_taken, alts,
-                        union, union_scan, alt_mask, alt_cum, buffers, union_explicit)
+                        union, union_scan, alt_mask, alt_cum, buffers, union_explicit, outside)
 
 
 class EpisodeSampler:
@@ -662,6 +677,13 @@ class EpisodeSampler:
         n_positive, n_negative = shape.positives, shape.negatives
         ids = np.asarray(concept_ids, np.int64)
         usable = ids[space.counts[ids] >= shape.needed] if len(ids) else ids
+        if space.has_domains and len(usable):  # negatives come from the domain minus the extension
+            negatives_left = space.domain_counts()[usable] - space.counts[usable]
+            usable = usable[negatives_left >= shape.negatives + shape.query_negatives]
+            if len(usable) == 0:
+                raise EpisodeError(f"no concept on this side has {shape.negatives + shape.query_negatives} or more "
+                                   "scenes in its domain outside its extension (the scenes its question is asked "
+                                   "about and answered no), which its support and query negatives need")
         if len(usable) == 0:
             raise EpisodeError(f"no concept on this side has {shape.needed} or more positive scenes "
                                f"({len(ids)} concept{'s' * (len(ids) != 1)} on the side); episodes need "
@@ -689,8 +711,10 @@ class EpisodeSampler:
         sets = [tuple(arrays[f"{side}_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled"))
                 for side in ("support", "query")]
         if mode.draw is None:
+            outside = space.index.scene_outside()
             tables = SamplerTables(row_source(self.signatures), self.cum, row_source(self.scene_concepts),
-                                   space.counts, space.synonym_classes, int(space.n_scenes))
+                                   space.counts, space.synonym_classes, int(space.n_scenes),
+                                   np.zeros((0, 1), np.uint64) if outside is None else outside)
             rules = DrawRules(int(n_positive), int(shape.query_positives), negatives == "hard", qn == "hard",
                               bool(mode.kernel_union), float(UNION_SCAN), float(UNION_EXPLICIT))
             _sample_episodes(concepts, seeds, tables, rules, EpisodeSets(*sets[0]), EpisodeSets(*sets[1]))

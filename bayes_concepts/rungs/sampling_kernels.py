@@ -205,19 +205,20 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
         scores = np.zeros(n_test)
         seen = np.zeros(n_test, np.bool_)
         touched = np.empty(n_test, np.int64)
+        no_domains = np.zeros((0, 1), np.uint64)  # the sampling rung does not read question domains yet
         for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
             state = episode_stream(key, first_index + e)
             m = draw_distinct(state, cum, guide, last, n, mark, pos)
             out_n_hypotheses[e] = m
             _renormalised_prior(pos, m, log_w, concepts, omega, log_prior)
             c = K.episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, first, second,
-                                     consistent_only, ids, logw)
+                                     consistent_only, ids, logw, no_domains)
             empty = c == 0
             out_empty[e] = empty
             ent = np.nan
             if empty and policy == REFIT:
                 c = K.episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior,
-                                         refit_first, refit_second, refit_consistent_only, ids, logw)
+                                         refit_first, refit_second, refit_consistent_only, ids, logw, no_domains)
             out_n_candidates[e] = c
             if empty and policy == PRIOR:  # the prior over the drawn set, in id order
                 for i in range(m):

@@ -159,6 +159,14 @@ class ConceptSpace:
         k = self.domain_row(i)
         return self.n_scenes if k < 0 else int(np.bitwise_count(np.asarray(self.domains[k])).sum())
 
+    def domain_counts(self) -> np.ndarray:
+        """int64 (n_concepts,): the number of scenes each concept is defined on."""
+        out = np.full(self.n_concepts, self.n_scenes, np.int64)
+        if self.has_domains:
+            out[np.asarray(self.domain_ids, np.int64)] = np.bitwise_count(np.asarray(self.domains)).sum(
+                axis=1, dtype=np.int64)
+        return out
+
     def test_domain(self, i: int) -> np.ndarray:
         """bool (T,): which test-bank scenes concept ``i`` is defined on."""
         k = self.domain_row(i)
