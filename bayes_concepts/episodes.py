@@ -155,15 +155,35 @@ def episode_exclusions(space, concept_ids, shape=None, first: int = FIRST_NAMES,
     Returns ``{"rule", "needed", "count", "usable", "first"}``: the rule in words, the scenes
     needed, how many are excluded, how many remain, and the descriptions of the first
     ``first`` excluded (in concept order).  ``what``: what the rule calls the scenes counted
-    (default ``items`` in a pair space, else ``scenes``)."""
+    (default ``items`` in a pair space, else ``scenes``).
+
+    In a space with question domains (:attr:`~bayes_concepts.spaces.ConceptSpace.has_domains`)
+    a concept is also excluded when its domain holds fewer than ``shape.negatives +
+    shape.query_negatives`` scenes outside its extension (every negative comes from there, as
+    :meth:`EpisodeSampler.sample` draws them); the rule says so, and ``negatives_needed`` and
+    ``few_negatives`` (how many of the excluded are excluded for that alone) are added.  A
+    space without domains gets the record it always had."""
     shape = EpisodeShape.parse(shape)
     ids = np.asarray(concept_ids, np.int64)
-    small = ids[np.asarray(space.counts)[ids] < shape.needed] if len(ids) else ids
-    names = [space.programs[int(i)] for i in small[:first]]
+    counts = np.asarray(space.counts)[ids] if len(ids) else np.zeros(0, np.int64)
+    bad = counts < shape.needed
     what = what or _scene_word(space)
-    return {"rule": f"fewer than {shape.needed} {what} ({shape.positives} support + {shape.query_positives} query "
-                    "positives): never an episode's concept, still a hypothesis of the oracles",
-            "needed": shape.needed, "count": int(len(small)), "usable": int(len(ids) - len(small)), "first": names}
+    rule = (f"fewer than {shape.needed} {what} ({shape.positives} support + {shape.query_positives} query "
+            "positives)")
+    extra = {}
+    if getattr(space, "has_domains", False) and len(ids):
+        negatives_needed = shape.negatives + shape.query_negatives
+        few = (space.domain_counts()[ids] - counts) < negatives_needed
+        extra = {"negatives_needed": int(negatives_needed), "few_negatives": int((few & ~bad).sum())}
+        bad = bad | few
+        rule += (f", or fewer than {negatives_needed} {what} in its domain outside its extension ({shape.negatives} "
+                 f"support + {shape.query_negatives} query negatives: the {what} its question is asked about and "
+                 "answered no)")
+    small = ids[bad]
+    names = [space.programs[int(i)] for i in small[:first]]
+    return {"rule": rule + ": never an episode's concept, still a hypothesis of the oracles",
+            "needed": shape.needed, "count": int(len(small)), "usable": int(len(ids) - len(small)), "first": names,
+            **extra}
 
 
 @dataclass(frozen=True)
@@ -811,7 +831,7 @@ def sample_episodes(space, split, side: str = "test", negatives: str = "hard", n
     return eps
 
 
-def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
+def episode_shapes(space, splits: dict, episode_shape=None, skip_undrawable: bool = False) -> tuple:
     """``(shapes, excluded)`` of a gap run: split name -> its episode shape (a dict of
     :class:`~bayes_concepts.episodes.EpisodeShape` fields: ``episode_shape`` when given, else
     the split spec's ``[episodes]`` table, else 5+20 each), and an exclusion record
@@ -825,9 +845,15 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
     sets that by-set splits leave out of their test episodes and test bank.  Query sets of
     different sizes across splits are a one-line error, and so is a split with test concepts
     none of which has the scenes an episode needs (:class:`EpisodeError` naming the split,
-    the counts and the fix: :func:`drawable_fix`), before any episode is drawn."""
+    the counts and the fix: :func:`drawable_fix`), before any episode is drawn.
+
+    skip_undrawable: a split none of whose test concepts can be an episode's concept is not an
+    error but left out of ``shapes`` (it is not scored) and counted in
+    ``excluded["not_scored"]`` (split name -> ``{"test", "needed", "negatives_needed",
+    "reason"}``), as a protocol's run of all its splits does (one family with no usable concept
+    does not stop the others); when every split is such, the first one's error is raised."""
     given = None if episode_shape is None else EpisodeShape.parse(episode_shape)
-    shapes, excluded = {}, {}
+    shapes, excluded, undrawable = {}, {}, []
     built = (space.params or {}).get("excluded")
     if built:
         excluded["space"] = built
@@ -837,17 +863,23 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
     for name, split in splits.items():
         spec = getattr(split, "spec", None) or {}
         shape = given or EpisodeShape.parse(spec.get("episodes"), f"split {name}: [episodes]")
-        shapes[name] = shape.as_dict()
         bank = side_space(space, split, "test")  # a by-set split's test episodes: the test-set items
         ex = episode_exclusions(bank, split.test, shape,
                                 what=None if bank is space else f"test-set {_scene_word(space)}")
-        excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
         if len(split.test) and not ex["usable"]:
-            raise EpisodeError(
-                f"split {name}: none of its {len(split.test):,} test concepts has {shape.needed} or more "
-                + ("test-set " if bank is not space else "") + f"{_scene_word(space)} "
-                f"({shape.positives} support + {shape.query_positives} query positives), so no episode can be "
-                f"drawn: {drawable_fix(bank, split.test, shape.needed)}")
+            error = _undrawable_error(name, bank, space, split.test, shape, ex)
+            if not skip_undrawable:
+                raise error
+            undrawable.append(error)
+            excluded.setdefault("not_scored", {})[name] = {
+                "test": int(len(split.test)), "needed": int(shape.needed),
+                "negatives_needed": ex.get("negatives_needed"),
+                "reason": str(error).removeprefix(f"split {name}: ")}
+            continue
+        shapes[name] = shape.as_dict()
+        excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
+    if undrawable and not shapes:
+        raise undrawable[0]
     if item_sets(space) is not None and "test" in item_sets(space)[0]:  # the same for every by-set split
         excluded["space_notes"] = {**excluded.get("space_notes", {}), "items_by_set": by_set_note(space)}
     sizes = {s["query_positives"] + s["query_negatives"] for s in shapes.values()}
@@ -857,6 +889,27 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
                                              for n, s in shapes.items())
                                  + "): score them in separate runs, or give one --episode-shape")
     return shapes, excluded
+
+
+def _undrawable_error(name, bank, space, test_ids, shape, ex) -> EpisodeError:
+    """The one-line error of split ``name`` none of whose test concepts can be an episode's
+    concept: too few positives (and the fix, :func:`drawable_fix`), or -- every test concept
+    having the positives -- too few negatives in its question's domain."""
+    unit = ("test-set " if bank is not space else "") + _scene_word(space)
+    counts = np.asarray(bank.counts)[np.asarray(test_ids, np.int64)]
+    if "negatives_needed" in ex and (counts >= shape.needed).any():
+        room = (bank.domain_counts() - np.asarray(bank.counts))[np.asarray(test_ids, np.int64)][
+            counts >= shape.needed]
+        return EpisodeError(
+            f"split {name}: none of its {len(test_ids):,} test concepts has both {shape.needed} or more {unit} "
+            f"({shape.positives} support + {shape.query_positives} query positives) and {ex['negatives_needed']} or "
+            f"more {unit} in its domain outside its extension ({shape.negatives} support + {shape.query_negatives} "
+            f"query negatives; the most is {int(room.max())}), so no episode can be drawn: give a smaller "
+            f"--episode-shape, or build the space with more --scenes")
+    return EpisodeError(
+        f"split {name}: none of its {len(test_ids):,} test concepts has {shape.needed} or more {unit} "
+        f"({shape.positives} support + {shape.query_positives} query positives), so no episode can be "
+        f"drawn: {drawable_fix(bank, test_ids, shape.needed)}")
 
 
 def by_set_note(space) -> dict:

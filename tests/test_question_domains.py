@@ -219,3 +219,37 @@ def test_a_template_constraint_the_template_cannot_have_is_one_line(tmp_path):
     with pytest.raises(BayesConceptsError, match="names node 9, which the template lacks") as info:
         load_clevr_templates(path)
     assert "\n" not in str(info.value)
+
+
+def test_concepts_with_too_few_negatives_in_their_domain_are_counted_and_a_protocol_skips_a_split_of_none(
+        question_space):
+    """Episode exclusions count a concept whose domain holds too few scenes outside its
+    extension (the sampler never draws it), and a protocol's run of all its splits leaves a
+    split none of whose test concepts is drawable out -- counted, with the reason -- instead of
+    stopping; one split asked for alone is still a one-line error."""
+    from bayes_concepts.episodes import EpisodeError, EpisodeShape, episode_exclusions, episode_shapes
+    from bayes_concepts.splits import Split
+    space = question_space
+    shape = EpisodeShape(3, 10, 2, 10)
+    room = space.domain_counts() - space.counts
+    ok = np.flatnonzero((space.counts >= 5) & (room >= 20))
+    few = np.flatnonzero((space.counts >= 5) & (room < 20))
+    assert len(ok) and len(few)
+    ex = episode_exclusions(space, np.r_[ok[:3], few[:2]], shape)
+    assert (ex["count"], ex["usable"], ex["few_negatives"], ex["negatives_needed"]) == (2, 3, 2, 20)
+    assert "in its domain outside its extension" in ex["rule"]
+    with pytest.raises(EpisodeError):  # what the sampler refuses, the exclusions count
+        sample_episodes_for(space, few[:2], 1, "hard", 0)
+
+    def split(name, test):
+        return Split(name, ok[3:6], np.zeros(0, np.int64), np.asarray(test, np.int64), {}, None, name,
+                     space.n_concepts)
+    splits = {"good": split("good", ok[:3]), "bad": split("bad", few[:2])}
+    with pytest.raises(EpisodeError, match="split bad: none of its 2 test concepts has both 5 or more"):
+        episode_shapes(space, splits, shape)
+    shapes, excluded = episode_shapes(space, splits, shape, skip_undrawable=True)
+    assert list(shapes) == ["good"] and "bad" not in excluded
+    assert excluded["not_scored"]["bad"]["test"] == 2
+    assert "outside its extension" in excluded["not_scored"]["bad"]["reason"]
+    with pytest.raises(EpisodeError, match="split bad"):  # no split left: the error
+        episode_shapes(space, {"bad": splits["bad"]}, shape, skip_undrawable=True)
