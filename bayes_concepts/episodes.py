@@ -171,7 +171,7 @@ def episode_exclusions(space, concept_ids, shape=None, first: int = FIRST_NAMES,
     rule = (f"fewer than {shape.needed} {what} ({shape.positives} support + {shape.query_positives} query "
             "positives)")
     extra = {}
-    if getattr(space, "has_domains", False) and len(ids):
+    if space.has_domains and len(ids):
         negatives_needed = shape.negatives + shape.query_negatives
         few = (space.domain_counts()[ids] - counts) < negatives_needed
         extra = {"negatives_needed": int(negatives_needed), "few_negatives": int((few & ~bad).sum())}
