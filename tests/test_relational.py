@@ -312,6 +312,25 @@ def test_gap_with_protocol_closure_prints_the_seven_families_and_closure_s_drops
     assert "[" in table  # intervals
 
 
+def test_ladder_with_protocol_closure_leaves_out_a_family_with_no_drawable_concept_and_says_so(clevr_space_dir,
+                                                                                            capsys):
+    from conftest import run as run_cli
+    status, out, err = run_cli(["ladder", str(clevr_space_dir), "--protocol", "closure", "--episodes", "20",
+                                "--negatives", "hard", "--rungs", "memoriser", "strong", "--json"], capsys)
+    assert status == 0, err
+    import json
+    got = json.loads(out)
+    scored = {r["split"] for r in got["results"]}
+    assert scored == {"embed_spa_mat", "embed_mat_spa", "compare_mat", "and_mat_spa", "or_mat", "or_mat_spa"}
+    assert set(got["excluded"]["not_scored"]) == {"compare_mat_spa"}
+    assert "outside its extension" in got["excluded"]["not_scored"]["compare_mat_spa"]["reason"]
+    # one family asked for alone is still an error, one line
+    from conftest import assert_one_line_error
+    status, out, err = run_cli(["gap", str(clevr_space_dir), "--protocol", "closure", "--split", "compare_mat_spa",
+                                "--episodes", "10"], capsys)
+    assert_one_line_error(status, err, "split compare_mat_spa: none of its", "in its domain outside its extension")
+
+
 def test_protocol_closure_refuses_a_space_without_its_concepts(small_space_dir, capsys):
     from conftest import assert_one_line_error, run as run_cli
     status, out, err = run_cli(["gap", str(small_space_dir), "--protocol", "closure", "--episodes", "10"], capsys)
