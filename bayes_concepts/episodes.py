@@ -155,15 +155,35 @@ def episode_exclusions(space, concept_ids, shape=None, first: int = FIRST_NAMES,
     Returns ``{"rule", "needed", "count", "usable", "first"}``: the rule in words, the scenes
     needed, how many are excluded, how many remain, and the descriptions of the first
     ``first`` excluded (in concept order).  ``what``: what the rule calls the scenes counted
-    (default ``items`` in a pair space, else ``scenes``)."""
+    (default ``items`` in a pair space, else ``scenes``).
+
+    In a space with question domains (:attr:`~bayes_concepts.spaces.ConceptSpace.has_domains`)
+    a concept is also excluded when its domain holds fewer than ``shape.negatives +
+    shape.query_negatives`` scenes outside its extension (every negative comes from there, as
+    :meth:`EpisodeSampler.sample` draws them); the rule says so, and ``negatives_needed`` and
+    ``few_negatives`` (how many of the excluded are excluded for that alone) are added.  A
+    space without domains gets the record it always had."""
     shape = EpisodeShape.parse(shape)
     ids = np.asarray(concept_ids, np.int64)
-    small = ids[np.asarray(space.counts)[ids] < shape.needed] if len(ids) else ids
-    names = [space.programs[int(i)] for i in small[:first]]
+    counts = np.asarray(space.counts)[ids] if len(ids) else np.zeros(0, np.int64)
+    bad = counts < shape.needed
     what = what or _scene_word(space)
-    return {"rule": f"fewer than {shape.needed} {what} ({shape.positives} support + {shape.query_positives} query "
-                    "positives): never an episode's concept, still a hypothesis of the oracles",
-            "needed": shape.needed, "count": int(len(small)), "usable": int(len(ids) - len(small)), "first": names}
+    rule = (f"fewer than {shape.needed} {what} ({shape.positives} support + {shape.query_positives} query "
+            "positives)")
+    extra = {}
+    if space.has_domains and len(ids):
+        negatives_needed = shape.negatives + shape.query_negatives
+        few = (space.domain_counts()[ids] - counts) < negatives_needed
+        extra = {"negatives_needed": int(negatives_needed), "few_negatives": int((few & ~bad).sum())}
+        bad = bad | few
+        rule += (f", or fewer than {negatives_needed} {what} in its domain outside its extension ({shape.negatives} "
+                 f"support + {shape.query_negatives} query negatives: the {what} its question is asked about and "
+                 "answered no)")
+    small = ids[bad]
+    names = [space.programs[int(i)] for i in small[:first]]
+    return {"rule": rule + ": never an episode's concept, still a hypothesis of the oracles",
+            "needed": shape.needed, "count": int(len(small)), "usable": int(len(ids) - len(small)), "first": names,
+            **extra}
 
 
 @dataclass(frozen=True)
@@ -361,6 +381,15 @@ def _bit(sig, h, s, word_buf):
 
 
 @numba.njit(inline="always")
+def _outside(outside, h, s):
+    """Whether scene ``s`` is outside concept ``h``'s domain (``outside``: uint64 (S, Hw) per-scene
+    bitsets, or (0, 1) when every concept is defined on every scene)."""
+    if outside.shape[0] == 0:
+        return False
+    return ((outside[s, h >> 6] >> np.uint64(h & 63)) & np.uint64(1)) != 0
+
+
+@numba.njit(inline="always")
 def _first_alternative(row, alt_mask):
     """The lowest alternative (bit of ``alt_mask``) true on a scene with concept row ``row``; -1
     if none is."""
@@ -373,7 +402,7 @@ def _first_alternative(row, alt_mask):
 
 @numba.njit(cache=True)
 def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scenes, labels, source, taken, n_taken,
-                     pos, row_buf):
+                     pos, row_buf, outside):
     """Fill positions ``pos``.. of a set uniformly, without replacement, from the union of the
     alternatives' extensions minus ext(h) and the scenes already taken, built explicitly from
     their signatures (row source ``sig``); stops early when it runs out.  Returns (pos, n_taken)."""
@@ -398,6 +427,8 @@ def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scen
         s = select_in_block(union, 0, 0, next_below(state, left))
         union[s >> 6] &= ~(np.uint64(1) << np.uint64(s & 63))
         left -= 1
+        if _outside(outside, h, s):  # not a scene the question is asked about
+            continue
         _take(s, 0, pos, scenes, labels, taken, n_taken)
         source[pos] = _first_alternative(row_at(scene_concepts, s, row_buf), alt_mask)
         n_taken += 1
@@ -408,7 +439,7 @@ def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scen
 @numba.njit(cache=True)
 def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                     scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, union_scan, alt_mask,
-                    alt_cum, buffers, union_explicit):
+                    alt_cum, buffers, union_explicit, outside):
     """Fill positions len(positives).. of one set; returns the updated n_taken.
 
     ``union``: draw hard negatives uniformly from the union of the alternatives' extensions
@@ -420,7 +451,10 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     instead of alternative first.  A union negative's ``source`` is an alternative true on it.
 
     ``sig`` and ``scene_concepts`` are row sources (:func:`bayes_concepts.engine.rows.row_source`);
-    ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads."""
+    ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads.
+    ``outside``: per-scene bitsets of the concepts whose domain excludes the scene (uint64
+    (S, Hw), or (0, 1) without question domains): every negative, easy or hard, comes from
+    the domain of h minus its extension."""
     row_buf, common, block_buf, word_buf = buffers
     n_pos = positives.shape[0]
     k = scenes.shape[0]
@@ -473,7 +507,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 base = alt_cum[lo] - counts[a]
                 s = _select(sig, a, cum[a], r - base, block_buf)
                 row = row_at(scene_concepts, s, row_buf)  # bit h of the scene's row is bit s of h's signature
-                if has_bit(row, h) or _used(s, taken, n_taken):
+                if has_bit(row, h) or _used(s, taken, n_taken) or _outside(outside, h, s):
                     continue
                 cover = 0
                 for w in range(hw):
@@ -492,7 +526,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 spent += hw
                 s = next_below(state, n_scenes)
                 row = row_at(scene_concepts, s, row_buf)
-                if has_bit(row, h) or _used(s, taken, n_taken):
+                if has_bit(row, h) or _used(s, taken, n_taken) or _outside(outside, h, s):
                     continue
                 a = _first_alternative(row, alt_mask)
                 if a < 0:
@@ -503,7 +537,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 pos += 1
             if pos < k and budget > 0:
                 pos, n_taken = _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scenes, labels,
-                                                source, taken, n_taken, pos, row_buf)
+                                                source, taken, n_taken, pos, row_buf, outside)
             for w in range(hw):
                 alt_mask[w] = 0
             n_alts = np.int64(0)  # what the budget did not find is topped up below
@@ -512,7 +546,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             j = next_below(state, n_alts)
             a = alts[j]
             s = _select(sig, a, cum[a], next_below(state, counts[a]), block_buf)
-            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken):
+            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken) and not _outside(outside, h, s):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 source[pos] = a
                 n_taken += 1
@@ -526,7 +560,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                     tries = 0
         while pos < k:
             s = next_below(state, n_scenes)
-            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken):
+            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken) and not _outside(outside, h, s):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 topup[pos] = True
                 n_taken += 1
@@ -534,7 +568,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     else:
         while pos < k:
             s = next_below(state, n_scenes)
-            if not _used(s, taken, n_taken):
+            if not _used(s, taken, n_taken) and not _outside(outside, h, s):
                 y = _bit(sig, h, s, word_buf)
                 _take(s, y, pos, scenes, labels, taken, n_taken)
                 relabelled[pos] = y == 1
@@ -552,6 +586,7 @@ class SamplerTables(NamedTuple):
     counts: np.ndarray  #: int64 (H,) |ext(h)|
     classes: np.ndarray  #: int (H,) synonym class of each concept
     n_scenes: int  #: S
+    outside: np.ndarray  #: uint64 (S, Hw) concepts whose domain excludes each scene; (0, 1): none
 
 
 class DrawRules(NamedTuple):
@@ -582,7 +617,7 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
     stream ``seeds[e]``: ``tables`` :class:`SamplerTables`, ``rules`` :class:`DrawRules`,
     ``support_sets``/``query_sets`` :class:`EpisodeSets` (filled).  The records are unpacked
     into locals first: the loop is the code the positional arguments gave."""
-    sig, cum, scene_concepts, counts, classes, n_scenes = tables
+    sig, cum, scene_concepts, counts, classes, n_scenes, outside = tables
     n_pos, n_pos_q, hard_support, hard_query, union, union_scan, union_explicit = rules
     s_scenes, s_labels, s_source, s_topup, s_relabelled = support_sets
     q_scenes, q_labels, q_source, q_topup, q_relabelled = query_sets
@@ -609,10 +644,10 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
         n_taken = _fill_negatives(h, support_pos, hard_support, sig, cum, scene_concepts, counts, classes,
                                   n_scenes, state, s_scenes[e], s_labels[e], s_source[e], s_topup[e],
                                   s_relabelled[e], taken, n_taken, alts, union, union_scan, alt_mask, alt_cum,
-                                  buffers, union_explicit)
+                                  buffers, union_explicit, outside)
         _fill_negatives(h, query_pos, hard_query, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                         q_scenes[e], q_labels[e], q_source[e], q_topup[e], q_relabelled[e], taken, n_taken, alts,
-                        union, union_scan, alt_mask, alt_cum, buffers, union_explicit)
+                        union, union_scan, alt_mask, alt_cum, buffers, union_explicit, outside)
 
 
 class EpisodeSampler:
@@ -666,6 +701,13 @@ class EpisodeSampler:
         n_positive, n_negative = shape.positives, shape.negatives
         ids = np.asarray(concept_ids, np.int64)
         usable = ids[space.counts[ids] >= shape.needed] if len(ids) else ids
+        if space.has_domains and len(usable):  # negatives come from the domain minus the extension
+            negatives_left = space.domain_counts()[usable] - space.counts[usable]
+            usable = usable[negatives_left >= shape.negatives + shape.query_negatives]
+            if len(usable) == 0:
+                raise EpisodeError(f"no concept on this side has {shape.negatives + shape.query_negatives} or more "
+                                   "scenes in its domain outside its extension (the scenes its question is asked "
+                                   "about and answered no), which its support and query negatives need")
         if len(usable) == 0:
             raise EpisodeError(f"no concept on this side has {shape.needed} or more positive scenes "
                                f"({len(ids)} concept{'s' * (len(ids) != 1)} on the side); episodes need "
@@ -693,8 +735,10 @@ class EpisodeSampler:
         sets = [tuple(arrays[f"{side}_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled"))
                 for side in ("support", "query")]
         if mode.draw is None:
+            outside = space.index.scene_outside()
             tables = SamplerTables(row_source(self.signatures), self.cum, row_source(self.scene_concepts),
-                                   space.counts, space.synonym_classes, int(space.n_scenes))
+                                   space.counts, space.synonym_classes, int(space.n_scenes),
+                                   np.zeros((0, 1), np.uint64) if outside is None else outside)
             rules = DrawRules(int(n_positive), int(shape.query_positives), negatives == "hard", qn == "hard",
                               bool(mode.kernel_union), float(UNION_SCAN), float(UNION_EXPLICIT))
             _sample_episodes(concepts, seeds, tables, rules, EpisodeSets(*sets[0]), EpisodeSets(*sets[1]))
@@ -810,7 +854,7 @@ def sample_episodes(space, split, side: str = "test", negatives: str = "hard", n
     return eps
 
 
-def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
+def episode_shapes(space, splits: dict, episode_shape=None, skip_undrawable: bool = False) -> tuple:
     """``(shapes, excluded)`` of a gap run: split name -> its episode shape (a dict of
     :class:`~bayes_concepts.episodes.EpisodeShape` fields: ``episode_shape`` when given, else
     the split spec's ``[episodes]`` table, else 5+20 each), and an exclusion record
@@ -824,9 +868,15 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
     sets that by-set splits leave out of their test episodes and test bank.  Query sets of
     different sizes across splits are a one-line error, and so is a split with test concepts
     none of which has the scenes an episode needs (:class:`EpisodeError` naming the split,
-    the counts and the fix: :func:`drawable_fix`), before any episode is drawn."""
+    the counts and the fix: :func:`drawable_fix`), before any episode is drawn.
+
+    skip_undrawable: a split none of whose test concepts can be an episode's concept is not an
+    error but left out of ``shapes`` (it is not scored) and counted in
+    ``excluded["not_scored"]`` (split name -> ``{"test", "needed", "negatives_needed",
+    "reason"}``), as a protocol's run of all its splits does (one family with no usable concept
+    does not stop the others); when every split is such, the first one's error is raised."""
     given = None if episode_shape is None else EpisodeShape.parse(episode_shape)
-    shapes, excluded = {}, {}
+    shapes, excluded, undrawable = {}, {}, []
     built = (space.params or {}).get("excluded")
     if built:
         excluded["space"] = built
@@ -836,17 +886,23 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
     for name, split in splits.items():
         spec = getattr(split, "spec", None) or {}
         shape = given or EpisodeShape.parse(spec.get("episodes"), f"split {name}: [episodes]")
-        shapes[name] = shape.as_dict()
         bank = side_space(space, split, "test")  # a by-set split's test episodes: the test-set items
         ex = episode_exclusions(bank, split.test, shape,
                                 what=None if bank is space else f"test-set {_scene_word(space)}")
-        excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
         if len(split.test) and not ex["usable"]:
-            raise EpisodeError(
-                f"split {name}: none of its {len(split.test):,} test concepts has {shape.needed} or more "
-                + ("test-set " if bank is not space else "") + f"{_scene_word(space)} "
-                f"({shape.positives} support + {shape.query_positives} query positives), so no episode can be "
-                f"drawn: {drawable_fix(bank, split.test, shape.needed)}")
+            error = _undrawable_error(name, bank, space, split.test, shape, ex)
+            if not skip_undrawable:
+                raise error
+            undrawable.append(error)
+            excluded.setdefault("not_scored", {})[name] = {
+                "test": int(len(split.test)), "needed": int(shape.needed),
+                "negatives_needed": ex.get("negatives_needed"),
+                "reason": str(error).removeprefix(f"split {name}: ")}
+            continue
+        shapes[name] = shape.as_dict()
+        excluded[name] = {"too_small": {k: ex[k] for k in ("count", "first", "rule")}, "usable": ex["usable"]}
+    if undrawable and not shapes:
+        raise undrawable[0]
     if item_sets(space) is not None and "test" in item_sets(space)[0]:  # the same for every by-set split
         excluded["space_notes"] = {**excluded.get("space_notes", {}), "items_by_set": by_set_note(space)}
     sizes = {s["query_positives"] + s["query_negatives"] for s in shapes.values()}
@@ -856,6 +912,27 @@ def episode_shapes(space, splits: dict, episode_shape=None) -> tuple:
                                              for n, s in shapes.items())
                                  + "): score them in separate runs, or give one --episode-shape")
     return shapes, excluded
+
+
+def _undrawable_error(name, bank, space, test_ids, shape, ex) -> EpisodeError:
+    """The one-line error of split ``name`` none of whose test concepts can be an episode's
+    concept: too few positives (and the fix, :func:`drawable_fix`), or -- every test concept
+    having the positives -- too few negatives in its question's domain."""
+    unit = ("test-set " if bank is not space else "") + _scene_word(space)
+    counts = np.asarray(bank.counts)[np.asarray(test_ids, np.int64)]
+    if "negatives_needed" in ex and (counts >= shape.needed).any():
+        room = (bank.domain_counts() - np.asarray(bank.counts))[np.asarray(test_ids, np.int64)][
+            counts >= shape.needed]
+        return EpisodeError(
+            f"split {name}: none of its {len(test_ids):,} test concepts has both {shape.needed} or more {unit} "
+            f"({shape.positives} support + {shape.query_positives} query positives) and {ex['negatives_needed']} or "
+            f"more {unit} in its domain outside its extension ({shape.negatives} support + {shape.query_negatives} "
+            f"query negatives; the most is {int(room.max())}), so no episode can be drawn: give a smaller "
+            f"--episode-shape, or build the space with more --scenes")
+    return EpisodeError(
+        f"split {name}: none of its {len(test_ids):,} test concepts has {shape.needed} or more {unit} "
+        f"({shape.positives} support + {shape.query_positives} query positives), so no episode can be "
+        f"drawn: {drawable_fix(bank, test_ids, shape.needed)}")
 
 
 def by_set_note(space) -> dict:

@@ -134,7 +134,7 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
                 progress: bool = False, hard_mode: str = "union", learners=None, scheduler=None,
                 allow_other_space: bool = False, parts: bool = False, structure=None,
-                episode_shape=None) -> xr.Dataset:
+                episode_shape=None, skip_undrawable: bool = False) -> xr.Dataset:
     """Score the strong and weak oracles of every split, and any other ``learners``, on the
     same ``n_episodes`` test episodes per (split, negatives) with the same metrics.  Returns
     the results Dataset (see :mod:`bayes_concepts.results`), the query predictions of every
@@ -166,6 +166,12 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     :func:`~bayes_concepts.episodes.episode_exclusions`) and, for a pair space, what its build
     left out.  Splits whose query sets differ in size are an error (one query axis).
 
+    skip_undrawable: a split none of whose test concepts can be an episode's concept (too few
+    positives, or too few negatives in its question's domain) is not scored -- it has no
+    coordinate in the results -- and is counted in ``excluded["not_scored"]`` with the reason
+    (:func:`~bayes_concepts.episodes.episode_shapes`), instead of stopping the run; a
+    protocol's run of all its splits does this.  When no split is left, the error is raised.
+
     A trained model (a learner whose ``card`` has a ``training`` entry) is scored only on the
     space it was trained on and on splits with its training split's concepts: anything else
     is a one-line :class:`~bayes_concepts.learners.protocol.LearnerError` naming both, unless
@@ -185,6 +191,8 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     negatives = _check_gap_input(splits, negatives, n_episodes, seed, query_negatives)
     if not isinstance(parts, (bool, np.bool_)):
         raise BayesConceptsError(f"parts must be True or False, got {parts!r}")
+    if not isinstance(skip_undrawable, (bool, np.bool_)):
+        raise BayesConceptsError(f"skip_undrawable must be True or False, got {skip_undrawable!r}")
     names = list(splits)
     table = _learner_table(learners, names)
     # a by-set split's episodes hold its test-set items' ids: only learners made on those items
@@ -198,7 +206,10 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
                                  "are): score it on the pair-level split, or the oracles and rungs alone here")
     from .learners.binding import check_learners
     checks = check_learners(space, splits, table, allow_other_space)
-    shapes, excluded = episode_shapes(space, splits, episode_shape)
+    shapes, excluded = episode_shapes(space, splits, episode_shape, skip_undrawable=bool(skip_undrawable))
+    if len(shapes) < len(names):  # splits not scored (excluded["not_scored"] says which and why)
+        names = [n for n in names if n in shapes]
+        splits = {n: splits[n] for n in names}
     all_learners = (*ORACLES, *(NESTED_ORACLES if parts else ()), *table)
     cells = [(s, neg) for s in names for neg in negatives]
     # as the command line does: refuse up front a request whose results cannot fit in memory

@@ -123,7 +123,7 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None, skipped: list
 def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000,
                    settings=None, seed: int = 0, query_negatives=None, hard_mode: str = "union",
                    progress: bool = False, episode_shape=None, scheduler=None, alphas=None,
-                   budgets=None, models=None) -> xr.Dataset:
+                   budgets=None, models=None, skip_undrawable: bool = False) -> xr.Dataset:
     """Score every rung of the ladder on the same test episodes of every split.
 
     rungs: as :func:`parse_rungs` takes them (default :data:`DEFAULT_RUNGS`); alphas, budgets:
@@ -136,7 +136,9 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     models or other learners scored on the same episodes beside the rungs, ``{name: {split:
     learner}}`` as :func:`bayes_concepts.learners.learners_for_gap` gives them (a model on its
     training split); their names follow the rungs in ``learner`` and are listed in the
-    attribute ``ladder_models``."""
+    attribute ``ladder_models``.  ``skip_undrawable``: a split none of whose test concepts can be
+    an episode's concept is not scored, and counted with the reason in the attribute
+    ``excluded`` (``not_scored``), as :func:`~bayes_concepts.gap.compute_gap` does."""
     from .oracles import OracleSettings
     settings = settings or OracleSettings()
     skipped = []
@@ -150,16 +152,22 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     if clash:
         raise LadderError(f"a model is named like a rung ({', '.join(clash)}): give it another name")
     learners = {}
+    scored = splits
+    if skip_undrawable:  # no rung is made for a split that is not scored
+        from .episodes import episode_shapes
+        shapes, _ = episode_shapes(space, splits, episode_shape, skip_undrawable=True)
+        scored = {s: split for s, split in splits.items() if s in shapes}
     for (name, knobs), label in zip(specs, labels):
         if name in _ORACLE_NAMES and not knobs:
             continue
         # a by-set split's rungs know its test-set items, where its episodes are drawn (splits.side_space)
         learners[label] = {s: rung_learner(name, side_space(space, split, "test"), split, settings, **knobs)
-                           for s, split in splits.items()}
+                           for s, split in scored.items()}
     learners.update(models)
     ds = compute_gap(space, splits, negatives, n_episodes, settings, seed, query_negatives=query_negatives,
                      progress=progress, hard_mode=hard_mode, learners=learners, scheduler=scheduler, parts=parts,
-                     episode_shape=episode_shape, structure=space_structure(space) if parts else None)
+                     episode_shape=episode_shape, structure=space_structure(space) if parts else None,
+                     skip_undrawable=bool(skip_undrawable))
     source = {}
     for (name, knobs), label in zip(specs, labels):
         source[label] = _ORACLE_NAMES[name] if name in _ORACLE_NAMES and not knobs else label

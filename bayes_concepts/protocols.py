@@ -162,7 +162,10 @@ class Protocol:
         already made); ``overrides`` replace ``settings``, ``query_negatives`` or ``hard_mode``
         for one run (recorded in ``attrs["protocol_overrides"]``); an unknown override, and the bad
         input :func:`~bayes_concepts.gap.compute_gap` refuses, raise a one-line
-        :class:`~bayes_concepts.errors.BayesConceptsError`."""
+        :class:`~bayes_concepts.errors.BayesConceptsError`.  A run of all the protocol's splits
+        (``names`` None) leaves out -- counts and says why, in ``attrs["excluded"]["not_scored"]``
+        -- a split none of whose test concepts can be an episode's concept, rather than stopping
+        (``compute_gap(..., skip_undrawable=True)``)."""
         known = {"settings", "query_negatives", "hard_mode"}
         bad = set(overrides) - known
         if bad:
@@ -171,7 +174,8 @@ class Protocol:
         splits = self.splits(space, names) if splits is None else splits
         ds = compute_gap(space, splits, negatives, n_episodes, overrides.get("settings", self.settings), seed,
                          query_negatives=overrides.get("query_negatives", self.query_negatives),
-                         hard_mode=overrides.get("hard_mode", self.hard_mode), progress=progress)
+                         hard_mode=overrides.get("hard_mode", self.hard_mode), progress=progress,
+                         skip_undrawable=names is None)
         return self.record(ds, overrides)
 
     def record(self, ds, overrides: dict | None = None):

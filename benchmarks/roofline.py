@@ -224,7 +224,7 @@ def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first,
     for e in range(support.shape[0]):
         c0 = _cycles()
         n = K.episode_candidates(support[e], labels[e], rows, omega, log_prior, first, second, consistent_only,
-                                 ids, logw)
+                                 ids, logw, np.zeros((0, 1), np.uint64))
         if n == 0:
             out_ap[e] = np.nan
             ticks[0] += _cycles() - c0
@@ -366,7 +366,7 @@ def _work(support, labels, query, rows, omega, log_prior, first, second, consist
                     nz += 1
             words = nz * k
         n = K.episode_candidates(support[e], labels[e], rows, omega, log_prior, first, second, consistent_only,
-                                 ids, logw)
+                                 ids, logw, np.zeros((0, 1), np.uint64))
         scored = n
         if not consistent_only:
             scored = 0

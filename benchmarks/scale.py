@@ -306,7 +306,7 @@ def _posterior_only_kernel():
             listed = np.empty(n_classes, np.int64)
             for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
                 n = K.episode_candidates(support[e], labels[e], rows, omega, log_prior, first, second, False, ids,
-                                         logw)
+                                         logw, np.zeros((0, 1), np.uint64))
                 K.normalise(logw, n, probs)
                 m = K.add_class_weights(ids, probs, n, classes, class_w, listed)
                 for q in range(m):

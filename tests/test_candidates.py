@@ -63,7 +63,8 @@ def test_candidates_equal_brute_force(seed, n_concepts, k, density, omega_share,
                                                        Settings())
     ids = np.empty(n_concepts, np.int64)
     logw = np.empty(n_concepts)
-    n = K.episode_candidates(support, labels, packed, omega, log_prior, first, second, consistent_only, ids, logw)
+    n = K.episode_candidates(support, labels, packed, omega, log_prior, first, second, consistent_only, ids, logw,
+                             K.no_outside())
     want_ids, want_logw = brute_candidates(member, omega_ids, support, labels, log_prior, first, second,
                                            consistent_only)
     assert ids[:n].tolist() == want_ids

@@ -27,6 +27,7 @@ from bayes_concepts.suites.closure import (CLEVR_DEPTH_VARIABLES, CLEVR_TEMPLATE
                                     fill_instances, load_clevr_templates, load_families, render_clevr_question,
                                     sample_clevr_filling, sample_filling)
 from bayes_concepts.engine import compile_for, run, signature_bits
+from bayes_concepts.engine.executor import evaluate_with_domains
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.lot import Program
 from bayes_concepts.lot.grammar import load_grammar
@@ -130,6 +131,13 @@ def expected_truth(nodes, out_neq, scene, slots, relations, answer):
     return result == answer
 
 
+def expected_domain(nodes, out_neq, scene, slots, relations):
+    """Whether CLEVR asks the question about ``scene``: every ``unique`` finds one object and
+    every OUT_NEQ holds (the question's domain)."""
+    outputs = run_clevr(nodes, scene, slots, relations)
+    return outputs[-1] is not INVALID and not any(outputs[i] == outputs[j] for i, j in out_neq)
+
+
 def outputs_coincide(nodes, out_neq, scene, slots, relations, answer):
     """The question is valid with this answer but some OUT_NEQ fails (what the constraint removes)."""
     outputs = run_clevr(nodes, scene, slots, relations)
@@ -189,6 +197,13 @@ def bank_of(scenes):
 def truth_values(programs, bank):
     parsed = [Program.parse(p, GRAMMAR) for p in programs]
     return signature_bits(run(compile_for(parsed, bank, GRAMMAR), bank), bank.n_scenes)
+
+
+def domains(programs, bank):
+    """bool (n, scenes): the executor's domains of ``programs`` (one pass with the extensions)."""
+    ext, dom = evaluate_with_domains(programs, bank, GRAMMAR)
+    assert (signature_bits(ext, bank.n_scenes) == truth_values(programs, bank)).all()
+    return signature_bits(dom, bank.n_scenes)
 
 
 @pytest.fixture(scope="module")
@@ -261,11 +276,15 @@ def test_every_template_s_concepts_equal_its_program_on_scenes(templates, scenes
             for inst in clevr_fill_instances(t, filling):
                 cases.append((name, nodes, t.out_neq, dict(filling.slots), dict(filling.relations), inst))
     bits = truth_values([c[-1].program for c in cases], bank)
+    doms = domains([c[-1].program for c in cases], bank)
     positives, excluded = {}, {}
-    for (name, nodes, out_neq, slots, relations, inst), got in zip(cases, bits):
+    for (name, nodes, out_neq, slots, relations, inst), got, dom in zip(cases, bits, doms):
         want = np.array([expected_truth(nodes, out_neq, s, slots, relations, inst.answer) for s in dicts])
         wrong = np.flatnonzero(want != got)
         assert not len(wrong), f"{name} {inst.program!r} on scene {wrong[0]}: {dicts[wrong[0]]}"
+        want_dom = np.array([expected_domain(nodes, out_neq, s, slots, relations) for s in dicts])
+        wrong = np.flatnonzero(want_dom != dom)
+        assert not len(wrong), f"{name} {inst.program!r}: domain differs on scene {wrong[0]}: {dicts[wrong[0]]}"
         file = name.rsplit("_", 1)[0]
         positives[file] = positives.get(file, 0) + int(want.sum())
         excluded[file] = excluded.get(file, 0) + sum(
@@ -278,8 +297,9 @@ def test_every_template_s_concepts_equal_its_program_on_scenes(templates, scenes
 def test_every_program_is_closed_well_typed_and_parses(templates):
     for name, progs in clevr_concepts(templates, 15, seed=2, max_filters=4).items():
         for p in progs:
-            check_program(p)
-            assert len(p.split()) <= 256
+            for part in p.split(" where "):  # the program, then each domain constraint
+                check_program(part)
+                assert len(part.split()) <= 256
             Program.parse(p, GRAMMAR)
 
 
@@ -292,6 +312,12 @@ def test_the_first_compare_integer_template_is_never_answered_yes(templates):
 
 
 # ------------------------------------------------------------------ one hand-written concept per file
+def differ(a, b):
+    """The domain constraint (OUT_NEQ) that two referents ``a``, ``b`` are two objects: one has
+    the other's shape only if they are two (same_* never holds between an object and itself)."""
+    return f"{a} {b} same_shape {a} shape? {b} shape? = not or"
+
+
 HAND_WRITTEN = [
     ("zero_hop_1", {"<C>": "red", "<S>": "cube"}, "yes",
      "S y color? red = y shape? cube = and filter:y exist"),
@@ -306,25 +332,24 @@ HAND_WRITTEN = [
     ("single_and_1", {"<C>": "red", "<R>": "left", "<M2>": "metal", "<R2>": "behind", "<S3>": "cube"}, "small",
      # the size of the cube both behind the metal thing and left of the red thing; OUT_NEQ: the two sets differ
      "S y shape? cube = y S z color? red = filter:z unique left and y S z material? metal = filter:z unique behind "
-     "and filter:y unique size? small = "
+     "and filter:y unique size? small = where "
      "S y S z color? red = filter:z unique left y S z material? metal = filter:z unique behind not and "
-     "y S z material? metal = filter:z unique behind y S z color? red = filter:z unique left not and or exists:y "
-     "and"),
+     "y S z material? metal = filter:z unique behind y S z color? red = filter:z unique left not and or exists:y"),
     ("single_or_0", {"<C>": "red", "<S2>": "cube"}, 3,
      # how many red things or cubes; OUT_NEQ: the red things are not the cubes
-     "S y color? red = filter:y S y shape? cube = filter:y union count 3 = "
-     "S y color? red = y shape? cube = not and y shape? cube = y color? red = not and or exists:y and"),
+     "S y color? red = filter:y S y shape? cube = filter:y union count 3 = where "
+     "S y color? red = y shape? cube = not and y shape? cube = y color? red = not and or exists:y"),
     ("same_relate_13", {"<S>": "cylinder", "<Z2>": "small"}, 1,
      "S y size? small = y S z shape? cylinder = filter:z unique same_color and filter:y count 1 ="),
     ("comparison_1", {"<S>": "cube", "<S2>": "sphere"}, "yes",
-     # do the cube and the sphere have the same colour: two different objects of one colour
-     "S y shape? cube = filter:y unique S y shape? sphere = filter:y unique same_color"),
+     # do the cube and the sphere have the same colour, asked where they are two objects
+     "S y shape? cube = filter:y unique color? S y shape? sphere = filter:y unique color? = where "
+     + differ("S y shape? cube = filter:y unique", "S y shape? sphere = filter:y unique")),
     ("compare_integer_8", {"<Z>": "large", "<R>": "left", "<C2>": "red", "<S3>": "cube", "<R2>": "right"}, "yes",
      # more red things left of the large thing than things right of the cube; the anchors differ
      "S y color? red = y S z size? large = filter:z unique left and filter:y count "
-     "S y S z shape? cube = filter:z unique right filter:y count > "
-     "S y size? large = filter:y unique S y shape? cube = filter:y unique same_shape "
-     "S y size? large = filter:y unique shape? S y shape? cube = filter:y unique shape? = not or and"),
+     "S y S z shape? cube = filter:z unique right filter:y count > where "
+     + differ("S y size? large = filter:y unique", "S y shape? cube = filter:y unique")),
 ]
 
 
@@ -351,7 +376,8 @@ def test_out_neq_excludes_the_scene_where_both_expressions_name_one_object(templ
     t = templates["comparison_3"]  # do the <Z> <C> <M> thing and the <Z2> <C2> <M2> thing have the same shape?
     filling = clevr_filling(t, {"<C>": "blue", "<Z2>": "large"})
     (inst,) = clevr_fill_instances(t, filling)
-    assert inst.program == "S y color? blue = filter:y unique S y size? large = filter:y unique same_shape"
+    assert inst.program == ("S y color? blue = filter:y unique shape? S y size? large = filter:y unique shape? = where "
+                            + differ("S y color? blue = filter:y unique", "S y size? large = filter:y unique"))
     one = scene_of([("small", "red", "rubber", "cube"), ("large", "blue", "metal", "sphere"),
                     ("small", "green", "rubber", "cylinder")])   # the blue thing is the large thing
     two = scene_of([("small", "blue", "rubber", "sphere"), ("large", "red", "metal", "sphere"),
@@ -361,6 +387,7 @@ def test_out_neq_excludes_the_scene_where_both_expressions_name_one_object(templ
     assert run_clevr(nodes, one, slots, rel)[-1] is True       # CLEVR's program alone says yes
     assert not expected_truth(nodes, t.out_neq, one, slots, rel, "yes")
     assert truth_values([inst.program], bank_of([one, two]))[0].tolist() == [False, True]
+    assert domains([inst.program], bank_of([one, two]))[0].tolist() == [False, True]  # `one` is outside
 
 
 def test_fillings_that_fail_out_neq_everywhere_are_not_concepts(templates):
@@ -374,6 +401,7 @@ def test_fillings_that_fail_out_neq_everywhere_are_not_concepts(templates):
     for name, insts in clevr_instances(templates, 40, 1).items():
         for i in insts:
             assert " same_shape S y shape? cube = filter:y unique S y shape? cube" not in i.program
+            assert "S y shape? cube = filter:y unique shape? S y shape? cube = filter:y unique shape? =" not in i.program
 
 
 def test_instantiation_is_deterministic_and_keeps_the_answers(templates):
@@ -486,12 +514,16 @@ def test_every_family_s_concepts_equal_its_program_on_scenes(scenes):
             for inst in fill_instances(f, filling):
                 cases.append((name, nodes, out_neq, filling, inst))
     bits = truth_values([c[-1].program for c in cases], bank)
+    doms = domains([c[-1].program for c in cases], bank)
     positives = {}
-    for (name, nodes, out_neq, filling, inst), got in zip(cases, bits):
+    for (name, nodes, out_neq, filling, inst), got, dom in zip(cases, bits, doms):
         slots, rel = dict(filling.slots), dict(filling.relations)
         want = np.array([expected_truth(nodes, out_neq, s, slots, rel, inst.answer) for s in dicts])
         wrong = np.flatnonzero(want != got)
         assert not len(wrong), f"{name} {inst.program!r} on scene {wrong[0]}: {dicts[wrong[0]]}"
+        want_dom = np.array([expected_domain(nodes, out_neq, s, slots, rel) for s in dicts])
+        wrong = np.flatnonzero(want_dom != dom)
+        assert not len(wrong), f"{name} {inst.program!r}: domain differs on scene {wrong[0]}: {dicts[wrong[0]]}"
         positives[name] = positives.get(name, 0) + int(want.sum())
     assert all(v > 0 for v in positives.values()), positives
 
@@ -511,17 +543,20 @@ HAND_WRITTEN_FAMILIES = [
      "S y material? metal = y S z shape? cube = z S x color? blue = filter:x unique same_size and filter:z unique "
      "behind and filter:y exist"),
     ("compare_mat", {"<Z>": "large", "<S2>": "cube", "<M3>": "metal"}, (), "color", "shape", "yes",
-     "S y size? large = y S z shape? cube = filter:z unique same_color and filter:y unique "
-     "S y material? metal = filter:y unique same_shape"),
+     "S y size? large = y S z shape? cube = filter:z unique same_color and filter:y unique shape? "
+     "S y material? metal = filter:y unique shape? = where "
+     + differ("S y size? large = y S z shape? cube = filter:z unique same_color and filter:y unique",
+              "S y material? metal = filter:y unique")),
     ("compare_mat_spa", {"<Z>": "large", "<S2>": "cube", "<C4>": "red"}, (("<R2>", "front"),), "color", "shape", "yes",
-     "S y size? large = y S z shape? cube = filter:z unique same_color and filter:y unique "
-     "S y S z color? red = filter:z unique front filter:y unique same_shape"),
+     "S y size? large = y S z shape? cube = filter:z unique same_color and filter:y unique shape? "
+     "S y S z color? red = filter:z unique front filter:y unique shape? = where "
+     + differ("S y size? large = y S z shape? cube = filter:z unique same_color and filter:y unique",
+              "S y S z color? red = filter:z unique front filter:y unique")),
     ("and_mat_spa", {"<S>": "cube", "<C2>": "red", "<M3>": "metal"}, (("<R2>", "left"),), "size", "color", "blue",
      "S y shape? cube = y S z color? red = filter:z unique left and y S z material? metal = filter:z unique same_size "
-     "and filter:y unique color? blue = "
+     "and filter:y unique color? blue = where "
      "S y S z color? red = filter:z unique left y S z material? metal = filter:z unique same_size not and "
-     "y S z material? metal = filter:z unique same_size y S z color? red = filter:z unique left not and or exists:y "
-     "and"),
+     "y S z material? metal = filter:z unique same_size y S z color? red = filter:z unique left not and or exists:y"),
     ("or_mat", {"<S>": "cube", "<C2>": "red", "<S3>": "sphere"}, (), "size", None, 2,
      "S y shape? cube = filter:y S y color? red = y S z shape? sphere = filter:z unique same_size and filter:y "
      "union count 2 ="),
@@ -588,8 +623,10 @@ def test_a_user_template_file_loads(tmp_path):
     ('"filter_exist', '"filter_exists', "node 1: unknown node type 'filter_exists'"),
     ("<- 0\"]", "<- 3\"]", "node 1 (filter_exist): input 3 is not an earlier node"),
     ("<- 0\"]", "<- 0\", \"query_color <- 1\"]", "node 2 (query_color) takes OBJ, got BOOL"),
-    ('"NULL <Z>"', '"NULL <Q>"', "constraint 'NULL <Q>' is neither"),
+    ('"NULL <Z>"', '"NULL <Q>"', "constraint 'NULL <Q>' names '<Q>', which is not an attribute slot"),
     ('"NULL <Z>"', '"OUT_NEQ 0 1"', "constraint 'OUT_NEQ 0 1' must name two nodes of one output type"),
+    ('"NULL <Z>"', '"OUT_NEQ 1 7"', "constraint 'OUT_NEQ 1 7' names node 7, which the template lacks (nodes 0..1)"),
+    ('"NULL <Z>"', '"NOT_EQ 0 1"', "constraint 'NOT_EQ 0 1': unknown kind 'NOT_EQ' (known: NULL, OUT_NEQ)"),
     ("filter_exist <Z> <C> <M> <S>", "filter_exist <Z> <C> <M>", "takes side inputs ZCMS"),
     ('name = "mine_0"', 'name = "mine"', "name must be '<file>_<index>'"),
     ('question = "Are there any <Z> <C> <M> <S>s?"', 'question = "Are there any <C> <M> <S>s?"',

@@ -18,6 +18,7 @@ from bayes_concepts.suites.closure import (CLEVR_VALUES, COUNT_ANSWERS, ClosureF
                                     family_instances, fill_instances, fill_programs, instantiate, load_families,
                                     load_reported, render_question, sample_filling)
 from bayes_concepts.errors import BayesConceptsError
+from bayes_concepts.suites.closure.families import _postfix
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEVR_PCFG = ROOT / "hypotheses" / "clevr.pcfg"
@@ -204,7 +205,8 @@ def test_every_program_is_well_formed_and_closed(concepts):
     for name, programs in concepts.items():
         assert programs, name
         for p in programs:
-            check_program(p)
+            for part in p.split(" where "):  # the program, then each domain constraint
+                check_program(part)
 
 
 def test_each_question_becomes_one_concept_per_answer(families):
@@ -220,9 +222,11 @@ def test_each_question_becomes_one_concept_per_answer(families):
                 values = CLEVR_VALUES[filling.query]
                 assert [i.answer for i in instances] == list(values)
                 for i in instances:
-                    assert f" {filling.query}? {i.answer} =" in i.program
-                    # and_mat_spa and its baseline end with OUT_NEQ: the two intersected sets differ
-                    assert i.program.endswith(" exists:y and")
+                    program, *constraints = i.program.split(" where ")
+                    assert program.endswith(f" {filling.query}? {i.answer} =")
+                    # and_mat_spa and its baseline: OUT_NEQ (the two intersected sets differ) is
+                    # the question's domain, beside the program, not a conjunct of it
+                    assert len(constraints) == 1 and constraints[0].endswith(" or exists:y")
             elif f.answer_kind == "count":
                 assert [i.answer for i in instances] == list(COUNT_ANSWERS)
                 assert [p.split()[-3:] for p in progs] == [["count", str(k), "="] for k in COUNT_ANSWERS]
@@ -230,8 +234,10 @@ def test_each_question_becomes_one_concept_per_answer(families):
                 assert [i.answer for i in instances] == ["yes"]
             if f.answer_kind == "exist":
                 assert progs[0].split()[-2:] == ["filter:y", "exist"]
-            if f.answer_kind == "yes_no_same":  # OUT_NEQ: "yes" is two different objects with the same <Q>
-                assert progs[0].split()[-2:] == ["unique", f"same_{filling.query}"]
+            if f.answer_kind == "yes_no_same":  # "yes" is the same <Q>; OUT_NEQ (two objects) is the domain
+                program, constraint = progs[0].split(" where ")
+                assert program.split()[-3:] == ["unique", f"{filling.query}?", "="]
+                assert constraint.split()[-4:] == ["shape?", "=", "not", "or"] and "same_shape" in constraint
 
 
 def test_relations_and_matching_follow_the_filling(families):
@@ -260,18 +266,24 @@ def test_bound_variables_are_named_by_nesting_depth(families):
 
 def test_max_filters_bounds_the_filters_of_each_referring_expression(families):
     for f in families.values():
-        chains = sum("@" in t for t in f.program.split())   # filter chains, the OUT_NEQ copies included
+        # filter chains, the copies in the OUT_NEQ constraints included (each referent twice)
+        chains = sum("@" in t for t in f.program.split()) + sum(
+            2 * sum("@" in t for t in _postfix(side)) for _, *sides in f.constraints for side in sides)
         for k in (1, 2, 3, 4):
             for p in instantiate(f, rng=0, n=10, max_filters=k):
                 n_filters = sum(t in ("color?", "shape?", "material?", "size?") for t in p.split())
-                n_filters -= 1 if f.answer_kind == "query" else 0
+                # property tokens outside filter chains: <Q>? of the program, `shape?` twice in
+                # an OUT_NEQ constraint between two referents
+                n_filters -= f.program.split().count("<Q>?") + sum(
+                    2 for _, a, _ in f.constraints if a[0] == "unique")
                 assert n_filters <= k * chains
 
 
 def test_programs_fit_the_parser_s_length_limit(families):
     from bayes_concepts.lot.program import MAX_PROGRAM_TOKENS
     for f in families.values():
-        assert max(len(p.split()) for p in instantiate(f, rng=0, n=30, max_filters=4)) <= MAX_PROGRAM_TOKENS
+        assert max(len(part.split()) for p in instantiate(f, rng=0, n=30, max_filters=4)
+                   for part in p.split(" where ")) <= MAX_PROGRAM_TOKENS
 
 
 @pytest.mark.skipif(not CLEVR_PCFG.is_file(),
@@ -449,4 +461,5 @@ def test_the_readme_s_drop_tables_and_examples_match_the_data():
     examples = [e for e in examples if e]
     assert len(examples) == 13
     for p in examples:
-        check_program(p)
+        for part in p.split(" where "):  # the program, then each domain constraint
+            check_program(part)

@@ -215,6 +215,17 @@ def draw_split(data, kind: str, types, mode: str):
 
 
 # ============================================================================ Bayes twin
+_DOMAINS = {}
+
+
+def dense_domains(space) -> np.ndarray:
+    """bool (H, N): the scenes each concept's question is asked about (its domain; every scene
+    for a concept without one), built once per space."""
+    if id(space) not in _DOMAINS:
+        _DOMAINS[id(space)] = (space, np.stack([np.asarray(space.domain(i), bool) for i in range(space.n_concepts)]))
+    return _DOMAINS[id(space)][1]
+
+
 def twin_episode(space, dense, omega, support, labels, query, concept, n_drawn: int, hard: bool,
                  beta: float = 0.2) -> dict:
     """One episode scored by enumeration: length prior, size likelihood, zero policy."""
@@ -223,6 +234,7 @@ def twin_episode(space, dense, omega, support, labels, query, concept, n_drawn: 
     truth = dense[concept, test_ids]
     N, k = space.n_scenes, len(support)
     fits = (dense[omega][:, support] == labels.astype(bool)[None, :]).all(axis=1)  # labels every scene right
+    fits &= dense_domains(space)[omega][:, support].all(axis=1)  # and could have produced each: in its domain
     logw = np.full(len(omega), -math.inf)
     for j in np.flatnonzero(fits).tolist():
         h = int(omega[j])

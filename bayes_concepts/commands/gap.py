@@ -75,7 +75,10 @@ def cmd_gap(args) -> int:
         from ..learners.features import check_learner_space
         check_learner_space(space)
     from ..episodes import episode_shapes
-    episode_shapes(space, splits, episode_shape(args))  # a split no episode can be drawn from: before the learners
+    # a split no episode can be drawn from: an error before the learners -- but a protocol's run of all its
+    # splits leaves it out, counted and shown (one family with no usable concept does not stop the others)
+    skip_undrawable = protocol is not None and names is None
+    episode_shapes(space, splits, episode_shape(args), skip_undrawable=skip_undrawable)
     t = time.perf_counter()
     from ..learners import learners_for_gap
     learners = learners_for_gap(space, splits, args.learner, args.seed, allow_other_space=args.allow_other_space)
@@ -88,7 +91,8 @@ def cmd_gap(args) -> int:
                          query_negatives=query_negatives, hard_mode=hard_mode,
                          progress=not args.json, learners=learners, scheduler=args.scheduler,
                          allow_other_space=args.allow_other_space, parts=args.parts,
-                         episode_shape=episode_shape(args))
+                         episode_shape=episode_shape(args), skip_undrawable=skip_undrawable)
+    all_splits, splits = splits, {n: s for n, s in splits.items() if n in ds["split"].values.tolist()}
     if protocol is not None:
         protocol.record(ds, overrides)
         protocol.annotate(space, splits, ds, settings, args.seed, args.episodes)  # e.g. ConceptWorld's multi-class form
@@ -110,7 +114,7 @@ def cmd_gap(args) -> int:
     for line in dropped_conditions_note(splits):
         print(line)
     if protocol is not None:
-        for line in (protocol.left_out_note(splits), protocol.results_note(ds)):
+        for line in (protocol.left_out_note(all_splits), protocol.results_note(ds)):
             if line:
                 print(line)
     print(f"\n{counted(args.episodes, 'test episode')} per cell; "
@@ -137,5 +141,7 @@ def _exclusion_note(ds) -> list:
                      f"concepts, {ex['count']:,} excluded" + (f" ({', '.join(ex['first'])}"
                                                              + (", ..." if ex["count"] > len(ex["first"]) else "")
                                                              + f"): {ex['rule']}" if ex["count"] else ""))
+    for name, rec in (excluded.get("not_scored") or {}).items():
+        lines.append(f"{name}: not scored: {rec['reason']}")
     from ..gap import build_exclusion_lines, build_note_lines
     return lines + build_exclusion_lines(excluded.get("space")) + build_note_lines(excluded.get("space_notes"))

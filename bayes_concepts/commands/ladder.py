@@ -2,6 +2,7 @@
 with published models."""
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -91,7 +92,10 @@ def cmd_ladder(args) -> int:
         else (overrides.get("settings", protocol.settings), overrides.get("query_negatives", protocol.query_negatives),
               overrides.get("hard_mode", protocol.hard_mode)))
     from ..episodes import episode_shapes
-    episode_shapes(space, splits, episode_shape(args))  # a split no episode can be drawn from: before the rungs
+    # a split no episode can be drawn from: an error before the rungs -- but a protocol's run of all its splits
+    # leaves it out, counted and shown, as gap does
+    skip_undrawable = protocol is not None and names is None
+    episode_shapes(space, splits, episode_shape(args), skip_undrawable=skip_undrawable)
     models = {}
     if args.learner:
         from ..learners import learners_for_gap
@@ -100,7 +104,8 @@ def cmd_ladder(args) -> int:
     with progress_output():
         ds = ladder_profile(space, splits, specs, negatives, args.episodes, settings, args.seed,
                             query_negatives=query_negatives, hard_mode=hard_mode, progress=not args.json,
-                            episode_shape=episode_shape(args), scheduler=args.scheduler, models=models)
+                            episode_shape=episode_shape(args), scheduler=args.scheduler, models=models,
+                            skip_undrawable=skip_undrawable)
     if protocol is not None:
         protocol.record(ds, overrides)
     rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
@@ -137,6 +142,8 @@ def cmd_ladder(args) -> int:
     print(format_ladder(rows))
     for name, why in skipped:
         print(f"(rung {name} skipped: {why})")
+    for name, rec in (json.loads(ds.attrs.get("excluded", "{}")).get("not_scored") or {}).items():
+        print(f"{name}: not scored: {rec['reason']}")
     for neg in negatives:
         spread = rung_spreads(rows, neg)
         print(f"\nspread over splits ({neg}, max − min gap, mAP points): "

@@ -77,6 +77,8 @@ def cmd_explain(args) -> int:
         "quantifier": p.quantifier,
         "rejected_by": rejection_reason(p),
         "not_provable": list(unprovable),
+        "constraints": [c.postfix for c in p.constraint_programs],
+        "domain": p.domain_text,
     }
     if args.json:
         print_json(info)  # a program the grammar cannot derive has log_pcfg -inf: null in JSON
@@ -86,7 +88,8 @@ def cmd_explain(args) -> int:
             ("log p_pcfg", f"{info['log_pcfg']:.4f}"),
             ("uses x", "yes" if p.uses_x else "no (the quantifier can be collapsed)" if p.quantifier else "no"),
             ("quantifier", {"exists": "∃x∈S", "forall": "∀x∈S", None: "none"}[p.quantifier]),
-            ("rejection", f"rejected by rule '{info['rejected_by']}'" if info["rejected_by"] else "kept")]
+            ("rejection", f"rejected by rule '{info['rejected_by']}'" if info["rejected_by"] else "kept"),
+            ("domain", info["domain"])]
     if unprovable:
         rows.append(("synonyms", "not provable: the synonym prover does not reason about "
                                  f"{', '.join(unprovable)}; synonyms are decided by signatures only"))

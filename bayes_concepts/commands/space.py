@@ -247,6 +247,10 @@ def cmd_space_show(args) -> int:
     print(f"length      {p.length}")
     print(f"log p_pcfg  {space.log_pcfg[i]:.4f}")
     print(f"count       {space.count(i):,} of {space.n_scenes:,} scenes ({space.count(i) / space.n_scenes:.3%})")
+    n_dom = space.domain_count(i)
+    print(f"domain      {n_dom:,} of {space.n_scenes:,} scenes ({n_dom / space.n_scenes:.3%}): {p.domain_text}"
+          + (f"; negatives come from the {n_dom - space.count(i):,} scenes of the domain outside the extension"
+             if n_dom < space.n_scenes else ""))
     from ..synonyms import unprovable_operators
     unprovable = unprovable_operators(p)
     print(f"synonyms    class {space.synonym_class(i)}, {len(syn)} other member{'s' if len(syn) != 1 else ''}"

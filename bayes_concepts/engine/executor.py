@@ -50,6 +50,53 @@ def compile_for(programs, bank, grammar: Grammar | None = None) -> Plan:
     return builder.finish()
 
 
+def compile_with_domains(programs, bank, grammar: Grammar) -> Plan:
+    """One plan of a relational grammar whose outputs ``0..n-1`` are the extensions of
+    ``programs`` and ``n..2n-1`` their domains.  Shared sub-programs run once, so extension
+    and domain come from one pass."""
+    if not grammar.is_relational:
+        raise ValueError("only programs of a relational grammar have domains other than every scene")
+    builder = RelationalPlanBuilder(grammar, layout_of(bank, grammar))
+    programs = [p if isinstance(p, Program) else Program.parse(p, grammar) for p in programs]
+    for p in programs:
+        builder.add(p)
+    for p in programs:
+        builder.add_domain(p)
+    return builder.finish()
+
+
+def compile_domains(programs, bank, grammar: Grammar) -> Plan:
+    """A plan of a relational grammar whose output ``i`` is the domain of ``programs[i]``
+    (its unique referents and domain constraints only: cheaper than the extensions)."""
+    builder = RelationalPlanBuilder(grammar, layout_of(bank, grammar))
+    for p in programs:
+        builder.add_domain(p if isinstance(p, Program) else Program.parse(p, grammar))
+    return builder.finish()
+
+
+def evaluate_with_domains(programs, bank, grammar: Grammar | None = None, chunk_words: int | None = None) -> tuple:
+    """``(extensions, domains)`` of ``programs`` over ``bank``: two uint64 arrays
+    (len(programs), ceil(n_scenes/64)), packed like :func:`evaluate_programs`' signatures
+    (padding bits 0).  A program's domain is the scenes on which each of its ``unique``
+    referents (and those of its constraints) exists and is unique and each of its domain
+    constraints holds; every scene for CURI's language.  Extensions lie within domains."""
+    grammar = grammar or curi_grammar()
+    n = len(programs)
+    if not grammar.is_relational:
+        ext = evaluate_programs(programs, bank, grammar, chunk_words)
+        return ext, _all_scenes(n, bank.n_scenes)
+    out = run(compile_with_domains(programs, bank, grammar), bank, chunk_words)
+    return out[:n], out[n:]
+
+
+def _all_scenes(n: int, n_scenes: int) -> np.ndarray:
+    """uint64 (n, ceil(n_scenes/64)): every scene's bit set, padding bits 0."""
+    out = np.full((n, -(-n_scenes // 64)), np.uint64(0xFFFFFFFFFFFFFFFF))
+    if n_scenes % 64 and n:
+        out[:, -1] = np.uint64((1 << (n_scenes % 64)) - 1)
+    return out
+
+
 def _rows(plan: Plan, bank) -> np.ndarray:
     return (plan.layout or BankLayout(bank.schema, bank.value_offset, bank.n_slots)).block(bank)
 

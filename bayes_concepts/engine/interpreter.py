@@ -7,7 +7,10 @@ objects are object indices.  Each operator's meaning is its registered ``interpr
 (:mod:`bayes_concepts.lot.operators`); a ``unique`` that finds no object or several makes the
 whole program false on the scene -- also a ``unique`` inside a binder whose set is empty, whose
 body is never evaluated (a ``unique``'s set names no bound variable, so every ``unique`` of the
-program is evaluated once on its own first).  Relations are read from the scene as the scene
+program is evaluated once on its own first).  That scene is outside the concept's *domain*
+(:func:`evaluate_with_domain`), as is a scene on which one of the program's domain
+constraints (``PROGRAM where C``) fails or presupposes a referent that is missing or not
+unique; the concept is false there (its extension lies within its domain).  Relations are read from the scene as the scene
 loader reads them (:func:`~bayes_concepts.scenes.io.check_relational_scene`): from its
 ``relationships``, or computed from the objects' ``3d_coords`` (CLEVR's rule) where it has none.
 """
@@ -67,7 +70,16 @@ def _unique_nodes(root: Node) -> list:
 
 
 def evaluate(program: Program | str, scene: dict, grammar: Grammar | None = None) -> bool:
-    """Truth value of ``program`` on ``scene`` (a dict in the JSON Lines scene format)."""
+    """Truth value of ``program`` on ``scene`` (a dict in the JSON Lines scene format): false
+    outside the concept's domain."""
+    in_domain, value = evaluate_with_domain(program, scene, grammar)
+    return in_domain and value
+
+
+def evaluate_with_domain(program: Program | str, scene: dict, grammar: Grammar | None = None) -> tuple:
+    """``(in_domain, value)`` of ``program`` on ``scene``: ``in_domain`` is False when a
+    ``unique`` of the program or of a constraint finds no object or several, or a constraint
+    is false; ``value`` is the program's truth value there (False when ``in_domain`` is)."""
     if isinstance(program, str):
         program = Program.parse(program, grammar)
     grammar = grammar or program.grammar
@@ -95,12 +107,18 @@ def evaluate(program: Program | str, scene: dict, grammar: Grammar | None = None
             return world.code(arg, attr)
         return operator_of(op).interpret(ev, node, env, world)
 
-    try:
+    def holds(root: Node) -> bool:
         # the unique-referent rule: every unique's set names no bound variable, so each is
         # evaluated here once on its own -- a unique inside a binder over an empty set (whose
-        # body is never evaluated) makes the program false all the same
-        for node in _unique_nodes(program.root):
+        # body is never evaluated) puts the scene outside the domain all the same
+        for node in _unique_nodes(root):
             ev(node, {})
-        return bool(ev(program.root, {}))
+        return bool(ev(root, {}))
+
+    try:
+        for _, root in program.constraints:
+            if not holds(root):
+                return False, False
+        return True, holds(program.root)
     except PresuppositionFailure:
-        return False
+        return False, False

@@ -302,14 +302,41 @@ class RelationalPlanBuilder(PlanBuilder):
         return view
 
     # ---------------------------------------------------------------- compiling
-    def add(self, program: Program) -> int:
+    def _domain_parts(self, program: Program) -> tuple:
+        """``(value, parts)``: the program's value without its presuppositions, and the closed
+        boolean views whose AND is the concept's domain -- the presuppositions of the program
+        (sorted), then per domain constraint its presuppositions and its value."""
         value = self._node(program.root)
-        for p in sorted(value.presup, key=lambda v: (v.vreg, v.off)):
-            value = replace(self._and(replace(value, presup=frozenset()), p), presup=frozenset())
+        parts = sorted(value.presup, key=lambda v: (v.vreg, v.off))
+        for _, root in program.constraints:
+            c = self._node(root)
+            parts += [p for p in sorted(c.presup, key=lambda v: (v.vreg, v.off)) if p not in parts]
+            bare = replace(c, presup=frozenset())
+            if bare not in parts:
+                parts.append(bare)
+        return replace(value, presup=frozenset()), parts
+
+    def _store(self, value: View) -> int:
         idx = self.n_outputs
         self.n_outputs += 1
         self._emit(K.OP_STORE, (-1, 0), (value.vreg, value.off), b=(-2, idx))
         return idx
+
+    def add(self, program: Program) -> int:
+        """Output of the concept's extension: its value ANDed with its domain."""
+        value, parts = self._domain_parts(program)
+        for p in parts:
+            value = replace(self._and(value, p), presup=frozenset())
+        return self._store(value)
+
+    def add_domain(self, program: Program) -> int:
+        """Output of the concept's domain (every scene for a program without ``unique`` and
+        constraints); sub-programs shared with extensions added to the same plan run once."""
+        _, parts = self._domain_parts(program)
+        dom = self.ONES
+        for p in parts:
+            dom = p if dom is self.ONES else replace(self._and(dom, p), presup=frozenset())
+        return self._store(dom)
 
     def _compute(self, node: Node, ch):
         kind, op = node.kind, node.op

@@ -19,7 +19,9 @@ columns, a few files of their own and a section of the manifest:
 (optional arrays)      only in spaces that have them (:data:`OPTIONAL_ARRAYS`): a
                        program space whose scenes carry relations adds
                        ``scene_relations.npy`` and, when its scenes have positions,
-                       ``scene_positions.npy``
+                       ``scene_positions.npy``; a space with concepts defined on
+                       fewer than every scene (question domains) adds
+                       ``domain_ids.npy``, ``domains.npy`` and ``test_domains.npy``
 =====================  ==========================================================
 
 A space without optional arrays lists none in its manifest, so its files and manifest
@@ -82,7 +84,16 @@ MAPPED_ARRAYS = ("signatures.npy",)
 OPTIONAL_ARRAYS = {
     "scene_positions.npy": ((np.float32,), 3),
     "scene_relations.npy": ((np.uint8,), 2),
+    # question domains: the ids (ascending) of the concepts defined on fewer than every scene,
+    # their domains packed like signatures, and those on the test-bank scenes
+    "domain_ids.npy": ((np.int64,), 1),
+    "domains.npy": ((np.uint64,), 2),
+    "test_domains.npy": ((np.uint64,), 2),
 }
+
+#: The optional arrays with one row per scene of the bank (the others, the question domains',
+#: have one row per concept with a domain; the space's kind checks them).
+PER_SCENE_ARRAYS = ("scene_positions.npy", "scene_relations.npy")
 
 #: Folders of a saved space that the toolkit derives from its files (not in the manifest):
 #: folder name -> ``own_files(space_dir)``, the paths (relative to the space directory, as
@@ -629,7 +640,7 @@ def read_space_directory(path, kind: str, *, files: tuple, fields: tuple, others
     for name in listed:
         dtypes, ndim = OPTIONAL_ARRAYS[name]
         arrays[name] = read_array(path / name, dtypes, ndim)
-        if arrays[name].shape[0] != c["scenes"]:
+        if name in PER_SCENE_ARRAYS and arrays[name].shape[0] != c["scenes"]:
             raise SpaceError(f"{path / name}: {arrays[name].shape[0]:,} rows, manifest.json counts "
                              f"{c['scenes']:,} scenes")
     columns = {key: [] for key, *_ in fields}

@@ -33,6 +33,12 @@ MAX_PROGRAM_TOKENS = 256
 MAX_PROGRAM_NESTING = 128
 #: Programs longer than this many characters are abbreviated in error messages.
 _SHOWN_CHARS = 160
+#: The token that separates a program from its domain constraints:
+#: ``PROGRAM where C1 [where C2 ...]`` -- each ``C`` a BOOL program of the same language that
+#: must hold on a scene for the concept to be defined there (CLEVR's OUT_NEQ constraints).
+#: The constraints are data beside the program: ``tokens``, ``root``, ``length`` and
+#: ``log_prob`` are the program's; ``postfix`` (the concept's identity) names both.
+WHERE = "where"
 
 
 def list_of(t: str) -> str:
@@ -89,16 +95,23 @@ class Program:
     """A parsed, type-checked program.
 
     Attributes: ``tokens`` (canonical postfix tokens, ``lambda``/``S.`` dropped),
-    ``root`` (:class:`Node`), ``grammar``.  Two programs are equal iff their
-    canonical token strings are equal.
+    ``root`` (:class:`Node`), ``grammar``, ``constraints`` (the domain constraints written
+    after :data:`WHERE`: a tuple of ``(tokens, root)``, one per constraint, each a BOOL
+    program; empty for most programs).  Two programs are equal iff their canonical strings
+    (:attr:`postfix`, constraints included) are equal.
+
+    The concept's *domain* (the scenes on which it is defined) is where every ``unique`` of
+    the program and of its constraints finds exactly one object and every constraint holds;
+    a program without ``unique`` and constraints is defined on every scene.
     """
 
-    __slots__ = ("tokens", "root", "grammar", "__dict__")
+    __slots__ = ("tokens", "root", "grammar", "constraints", "__dict__")
 
-    def __init__(self, tokens: tuple, root: Node, grammar: Grammar):
+    def __init__(self, tokens: tuple, root: Node, grammar: Grammar, constraints: tuple = ()):
         self.tokens = tokens
         self.root = root
         self.grammar = grammar
+        self.constraints = tuple(constraints)
 
     # ----------------------------------------------------------------- parsing
     @classmethod
@@ -109,13 +122,28 @@ class Program:
         given = text.split() if isinstance(text, str) else list(text)
         shown = _abbreviate(given)
         positions = [i for i, t in enumerate(given) if t not in IGNORED]
-        if len(positions) > MAX_PROGRAM_TOKENS:
-            raise ProgramError(f"{len(positions):,} tokens: programs may have at most {MAX_PROGRAM_TOKENS} "
-                               "(bayes_concepts.lot.program.MAX_PROGRAM_TOKENS)", shown, None)
+        longest = max(len(seg.split()) for seg in " ".join(given[i] for i in positions).split(f" {WHERE} ")) \
+            if WHERE in given else len(positions)
+        if longest > MAX_PROGRAM_TOKENS:
+            raise ProgramError(f"{longest:,} tokens: programs (and each domain constraint) may have at most "
+                               f"{MAX_PROGRAM_TOKENS} (bayes_concepts.lot.program.MAX_PROGRAM_TOKENS)", shown, None)
         aliases = grammar.aliases
         tokens = tuple(aliases.get(given[i], given[i]) for i in positions)
-        root = _parse_postfix(tokens, positions, grammar, shown)
-        return cls(tokens, root, grammar)
+        if WHERE not in tokens:
+            return cls(tokens, _parse_postfix(tokens, positions, grammar, shown), grammar)
+        if not grammar.is_relational:
+            raise ProgramError(f"{WHERE!r}: domain constraints are for relational languages (a grammar with "
+                               "binders and unique), not this one", shown, positions[tokens.index(WHERE)])
+        cuts = [k for k, t in enumerate(tokens) if t == WHERE] + [len(tokens)]
+        parts = []
+        for lo, hi in zip([0] + [c + 1 for c in cuts[:-1]], cuts):
+            if lo == hi:
+                at = positions[cuts[len(parts)] if len(parts) < len(cuts) - 1 else lo - 1]
+                raise ProgramError(f"{WHERE!r} needs a program before it and a BOOL constraint after it", shown, at)
+            seg = tokens[lo:hi]
+            parts.append((seg, _parse_postfix(seg, positions[lo:hi], grammar, shown)))
+        (main, root), constraints = parts[0], tuple(parts[1:])
+        return cls(main, root, grammar, constraints)
 
     @classmethod
     def from_prefix(cls, text, grammar: Grammar | None = None) -> "Program":
@@ -138,7 +166,38 @@ class Program:
     # ------------------------------------------------------------ serialising
     @property
     def postfix(self) -> str:
-        return " ".join(self.tokens)
+        """The canonical string: the program's tokens, then ``where C`` per constraint."""
+        if not self.constraints:
+            return " ".join(self.tokens)
+        return " ".join(self.tokens + tuple(t for c, _ in self.constraints for t in (WHERE, *c)))
+
+    @property
+    def bare(self) -> "Program":
+        """The program without its domain constraints (itself when it has none): what the
+        recombiners (atoms, compounds) and the synonym prover read."""
+        return self if not self.constraints else Program(self.tokens, self.root, self.grammar)
+
+    @property
+    def has_domain(self) -> bool:
+        """Whether the concept may be undefined on some scene: it has a ``unique`` (a referent
+        that must exist and be unique) or a domain constraint."""
+        return bool(self.constraints) or any(n.kind == "unique" for n in self.root.walk())
+
+    @cached_property
+    def domain_text(self) -> str:
+        """The concept's domain in words: ``every scene``, or where its referents are unique
+        and its constraints hold (readable form)."""
+        parts = []
+        if any(n.kind == "unique" for n in self.root.walk()) or any(
+                n.kind == "unique" for _, root in self.constraints for n in root.walk()):
+            parts.append("every referent under unique exists and is unique")
+        parts += [_render(root, UNICODE, top=True) for _, root in self.constraints]
+        return "every scene" if not parts else "scenes where " + "; ".join(parts)
+
+    @cached_property
+    def constraint_programs(self) -> tuple:
+        """The constraints as :class:`Program` s of their own."""
+        return tuple(Program(tokens, root, self.grammar) for tokens, root in self.constraints)
 
     @cached_property
     def prefix(self) -> str:
@@ -168,17 +227,24 @@ class Program:
         every scene with at least one object); otherwise the program itself."""
         if self.quantifier is None or self.uses_x:
             return self
-        return Program(self.tokens[:-1], self.body, self.grammar)
+        return Program(self.tokens[:-1], self.body, self.grammar, self.constraints)
 
     @cached_property
     def readable(self) -> str:
-        """The paper's readable form, e.g. ``∃x∈S: color(x) = blue ∧ shape(x) = cube``."""
-        return _render(self.root, UNICODE, top=True)
+        """The paper's readable form, e.g. ``∃x∈S: color(x) = blue ∧ shape(x) = cube``; a
+        program with constraints adds `` | where C₁; C₂`` (its domain constraints)."""
+        text = _render(self.root, UNICODE, top=True)
+        if self.constraints:
+            text += " | where " + "; ".join(_render(root, UNICODE, top=True) for _, root in self.constraints)
+        return text
 
     @cached_property
     def latex(self) -> str:
         """A LaTeX (math mode) form of :attr:`readable`."""
-        return _render(self.root, LATEX, top=True)
+        text = _render(self.root, LATEX, top=True)
+        if self.constraints:
+            text += r" \mid \text{where } " + r";\ ".join(_render(root, LATEX, top=True) for _, root in self.constraints)
+        return text
 
     def log_prob(self, grammar: Grammar | None = None) -> float:
         """PCFG log-probability (natural log) of the program under ``grammar``.
@@ -199,10 +265,11 @@ class Program:
         return derivation_log_prob(tokens, grammar)[1]
 
     def __eq__(self, other):
-        return isinstance(other, Program) and self.tokens == other.tokens
+        return (isinstance(other, Program) and self.tokens == other.tokens
+                and tuple(c for c, _ in self.constraints) == tuple(c for c, _ in other.constraints))
 
     def __hash__(self):
-        return hash(self.tokens)
+        return hash((self.tokens, tuple(c for c, _ in self.constraints)))
 
     def __str__(self):
         return self.postfix

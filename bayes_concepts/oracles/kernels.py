@@ -33,6 +33,12 @@ from ..metrics import (ap_from_levels, average_precision_sparse, class_balanced_
 PRUNE = 50.0
 
 
+def no_outside() -> np.ndarray:
+    """The ``outside`` table of :func:`episode_candidates` of a space without question
+    domains: uint64 (0, 1)."""
+    return np.zeros((0, 1), np.uint64)
+
+
 @numba.njit(inline="always")
 def _term(table, h, wp, wn):
     """Entry (h, wp, wn) of a likelihood table whose axes may have length 1 (broadcast)."""
@@ -118,7 +124,7 @@ def _unpack_counts(cp, cn, nb, wp64, wn64):
 
 @numba.njit(cache=True)
 def episode_candidates(support, labels, scene_concepts, omega, log_prior, first, second, consistent_only, ids,
-                       logw):
+                       logw, outside):
     """Fill ``ids``/``logw`` with the candidate concepts and their unnormalised log posterior
     ``(log_prior + first) + second`` (see :mod:`.likelihoods` for the tables); return how many.
 
@@ -126,13 +132,21 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
     by AND/AND-NOT over the support's per-scene concept bitsets; otherwise every concept of
     ``omega`` is scored by its mistakes (wp on positives, wn on negatives) and those below
     exp(-PRUNE) of the best are dropped.  A concept whose weight is 0 (log -inf: prior 0, or
-    likelihood 0) is never a candidate; with none left the support fits no concept."""
+    likelihood 0) is never a candidate; with none left the support fits no concept.
+
+    outside: uint64 (rows, Hw) aligned with ``scene_concepts`` (bit h of row s: scene s is
+    outside concept h's domain), or (0, Hw) when every concept is defined on every scene: a
+    concept can have produced a labelled scene only in its domain (likelihood 0 otherwise)."""
     hw = omega.shape[0]
     k = support.shape[0]
     n = 0
+    domains = outside.shape[0] > 0
     if consistent_only:
         for w in range(hw):
             word = omega[w]
+            if domains:
+                for i in range(k):
+                    word &= ~outside[support[i], w]
             for i in range(k):
                 row = scene_concepts[support[i]]
                 if labels[i]:
@@ -162,6 +176,9 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
     wn64 = np.zeros(64, np.uint64)
     for w in range(hw):
         word = omega[w]
+        if domains:
+            for i in range(k):
+                word &= ~outside[support[i], w]
         if word == 0:
             continue
         for j in range(nb):
@@ -1238,6 +1255,7 @@ class OracleTables(NamedTuple):
     fixed_scene_scores: np.ndarray  #: float64 (scenes,) the fixed predictive when not ``refit``
     fixed_test_scores: np.ndarray  #: float64 (T,) the same on the test bank
     fixed_entropy: float  #: its posterior entropy (nats)
+    outside: np.ndarray  #: uint64 (scenes, Hw) rows as ``scene_concepts``: scene outside concept h's domain; (0, Hw): none
 
 
 class TestBankTables(NamedTuple):
@@ -1306,6 +1324,7 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
     refit, (refit_first, refit_second, refit_consistent_only) = oracle.refit, oracle.refit_likelihood
     fixed_scene_scores, fixed_test_scores = oracle.fixed_scene_scores, oracle.fixed_test_scores
     fixed_entropy = oracle.fixed_entropy
+    outside = oracle.outside
     test_sig, n_test, classes, cls_ptr, cls_idx, class_rep, scene_ptr, scene_cls = bank
     allow_wide, ap_tolerance, defer, speculative_share = options
     out_ap, out_ap_bound, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_query_pred = out
@@ -1332,12 +1351,12 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
         cand = np.zeros(omega.shape[0], np.uint64)
         for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
             n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, first, second,
-                                   consistent_only, ids, logw)
+                                   consistent_only, ids, logw, outside)
             empty = n == 0
             out_empty[e] = empty
             if empty and refit:
                 n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, refit_first,
-                                       refit_second, refit_consistent_only, ids, logw)
+                                       refit_second, refit_consistent_only, ids, logw, outside)
             out_n_candidates[e] = n
             out_ap_bound[e] = 0.0
             kq = query.shape[1]

@@ -235,6 +235,8 @@ class Oracle:
         query_labels = np.ascontiguousarray(episodes.query_labels)
         concept = np.asarray(episodes.concept, np.int64)
         scene_concepts = space.scene_concepts()
+        scene_outside = space.index.scene_outside()  # question domains (None: every concept everywhere)
+        no_outside = K.no_outside()
         bank = test_bank_tables(space, wide)
         # an index on disk is read through its mapping (engine.rows.READ_ROWS "map"), or the rows
         # of each slice's support and query scenes are read into memory (scenes renumbered into
@@ -252,12 +254,14 @@ class Oracle:
         for lo in range(0, e, step):
             sl = slice(lo, min(lo + step, e))
             rows, sup, qry = scene_concepts, support[sl], query[sl]
+            outside = no_outside if scene_outside is None else scene_outside
             if read_slices:
                 scenes = np.unique(np.concatenate([sup.ravel(), qry.ravel()]))
                 rows = scene_concepts[scenes]
+                outside = no_outside if scene_outside is None else scene_outside[scenes]
                 sup, qry = np.searchsorted(scenes, sup), np.searchsorted(scenes, qry)
             tables = K.OracleTables(rows, self.omega, self.log_prior, likelihood, fb.likelihood is not None, refit,
-                                    fixed_bank, fixed_test, float(fb.entropy))
+                                    fixed_bank, fixed_test, float(fb.entropy), outside)
             results = K.EpisodeResults(*(out[k][sl] for k in K.EpisodeResults._fields))
             # zeros from calloc: only the rows of deferred episodes are ever written, and paged in
             defer_w = np.zeros((sl.stop - sl.start, n_classes) if defer else (1, 1))
@@ -269,6 +273,16 @@ class Oracle:
         return out
 
     # ------------------------------------------------------ learner protocol
+    def _outside_rows(self, scenes) -> np.ndarray:
+        """uint64 (n, Hw): the concepts whose domain excludes each of ``scenes`` (bank ids; a
+        scene given as a dict is taken to be in every concept's domain), or (0, 1) when the
+        space has no question domains."""
+        outside = self.space.index.scene_outside()
+        scenes = list(scenes)
+        if outside is None or not all(isinstance(s, (int, np.integer)) for s in scenes):
+            return K.no_outside()
+        return np.ascontiguousarray(outside[np.asarray(scenes, np.int64)])
+
     def _scene_rows(self, scenes) -> np.ndarray:
         """Per-scene concept bitsets (n, Hw) for scene ids or scene dicts (the space decides
         how its kind of scene is read)."""
@@ -292,7 +306,8 @@ class Oracle:
         n_drawn = int(labels.sum()) if positives_drawn is None else int(positives_drawn)
         support = np.arange(k, dtype=np.int64)
         tables = self._tables(self.settings.likelihood, n_drawn, k, bool(hard))
-        n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior, *tables, ids, logw)
+        outside = self._outside_rows(scenes)
+        n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior, *tables, ids, logw, outside)
         self.empty_ = n == 0
         if n == 0:
             fb = self._fallback()[0]
@@ -300,7 +315,7 @@ class Oracle:
                 self._posterior = (fb.concepts.copy(), fb.probs.copy())
                 return self
             tables = self._tables(fb.likelihood, n_drawn, k, bool(hard))
-            n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior, *tables, ids, logw)
+            n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior, *tables, ids, logw, outside)
         probs = np.empty(n)
         K.normalise(logw[:n], n, probs)
         order = np.argsort(-probs, kind="stable")

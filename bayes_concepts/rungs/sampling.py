@@ -44,6 +44,7 @@ from ..engine.rows import RowFile
 from ..oracles import Oracle
 from ..oracles.empty_policies import empty_policies, prior_policy, zero_policy
 from ..oracles.likelihoods import likelihood_tables
+from ..oracles.kernels import no_outside
 from ..oracles.oracle import EVALUATE_SLICE
 from ..oracles.priors import log_prior, normalised_log_weights
 from . import sampling_kernels as SK
@@ -200,17 +201,21 @@ class SamplingLearner:
         scene_concepts = space.scene_concepts()
         test = (np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
                 np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(), space.class_representatives())
+        scene_outside = space.index.scene_outside()  # question domains (None: every concept everywhere)
         on_disk = isinstance(scene_concepts, RowFile)
         step = EVALUATE_SLICE if on_disk else max(e, 1)
         for lo in range(0, e, step):
             sl = slice(lo, min(lo + step, e))
             rows, sup, qry = scene_concepts, support[sl], query[sl]
+            outside = no_outside() if scene_outside is None else scene_outside
             if on_disk:  # the slice's scenes' rows in memory, scenes renumbered into them
                 scenes = np.unique(np.concatenate([sup.ravel(), qry.ravel()]))
                 rows = scene_concepts[scenes]
+                outside = no_outside() if scene_outside is None else np.ascontiguousarray(scene_outside[scenes])
                 sup, qry = np.searchsorted(scenes, sup), np.searchsorted(scenes, qry)
             SK.evaluate_sampled(key, start + lo, self.n, self.cum, self.guide, self.last, self.log_w, self.concepts,
-                                sup, support_labels[sl], qry, query_labels[sl], concept[sl], rows, first, second,
+                                sup, support_labels[sl], qry, query_labels[sl], concept[sl], rows, outside, first,
+                                second,
                                 consistent_only, self.policy, *refit, *test,
                                 *(out[name][sl] for name in ("ap", "cba", "posterior_entropy", "predictive_entropy",
                                                              "empty", "n_candidates", "n_hypotheses",

@@ -160,7 +160,8 @@ def _renormalised_prior(pos, m, log_w, concepts, omega, log_prior):
 
 @numba.njit(parallel=True, cache=True)
 def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, support, support_labels, query,
-                     query_labels, true_concept, scene_concepts, first, second, consistent_only, policy, refit_first,
+                     query_labels, true_concept, scene_concepts, outside, first, second, consistent_only, policy,
+                     refit_first,
                      refit_second, refit_consistent_only, test_sig, n_test, classes, cls_ptr, cls_idx, class_rep,
                      out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_n_hypotheses,
                      out_query_pred):
@@ -172,7 +173,11 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
     oracle's); guide: its :func:`guide_table`; last: the last position of weight > 0; log_w:
     float64 (H,) the same prior as log weights (any constant offset).  support/query: int64
     (E, K)/(E, Kq) row numbers of ``scene_concepts`` (uint64 (rows, ceil(n_concepts/64)));
-    *_labels: int8; true_concept: int (E,).  first/second/consistent_only: the likelihood's tables
+    *_labels: int8; true_concept: int (E,).  outside: uint64 (rows, ceil(n_concepts/64)) aligned with
+    ``scene_concepts`` (bit h of row s: scene s is outside concept h's question domain), or
+    (0, 1) in a space without domains (:func:`~bayes_concepts.oracles.kernels.episode_candidates`:
+    a drawn concept outside whose domain a support scene lies is no candidate, as in the
+    oracles).  first/second/consistent_only: the likelihood's tables
     (:mod:`bayes_concepts.oracles.likelihoods`).  policy: :data:`ZERO` (all scores 0),
     :data:`PRIOR` (the prior predictive over the drawn set) or :data:`REFIT` (condition again
     with the refit_* tables) when no drawn concept fits the support.  test_sig: uint64
@@ -211,13 +216,13 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
             out_n_hypotheses[e] = m
             _renormalised_prior(pos, m, log_w, concepts, omega, log_prior)
             c = K.episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, first, second,
-                                     consistent_only, ids, logw)
+                                     consistent_only, ids, logw, outside)
             empty = c == 0
             out_empty[e] = empty
             ent = np.nan
             if empty and policy == REFIT:
                 c = K.episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior,
-                                         refit_first, refit_second, refit_consistent_only, ids, logw)
+                                         refit_first, refit_second, refit_consistent_only, ids, logw, outside)
             out_n_candidates[e] = c
             if empty and policy == PRIOR:  # the prior over the drawn set, in id order
                 for i in range(m):

@@ -35,7 +35,7 @@ from ..scenes import (SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_cl
                       scenes_to_arrays, scenes_to_codes)
 from ..scale import Scheduler
 from ..engine.chunked import count_programs, signatures_stage
-from ..engine.executor import bank_block, compile_for
+from ..engine.executor import bank_block, compile_domains, compile_for
 from ..engine.test_bank import draw_test_bank
 
 #: Build options beside the sizes and seeds:
@@ -331,6 +331,11 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     times["scenes"] = time.perf_counter() - t
     t = time.perf_counter()
     bank_rows = bank_block(bank, grammar)
+    # question domains (programs with unique referents or domain constraints; other spaces'
+    # manifests stay as they were): a concept defined on no scene of the bank is dropped
+    with_domains = grammar.is_relational and any(prog.has_domain for prog in programs)
+    if with_domains:
+        programs, logp = empty_domain_stage(programs, logp, bank, bank_rows, grammar, sched, log, stages)
     plan = compile_for(programs, bank, grammar)
     counts = count_programs(plan, bank_rows, bank.n_scenes, sched)
     del plan
@@ -350,13 +355,23 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     plan = compile_for(concepts, bank, grammar)
     streamed = signatures_stage(plan, bank_rows, bank.n_scenes, kept_counts, int(p["test_positives"]),
                                 int(seeds[2]), sched, spill=spill)  # also the synonym classes and test bank
-    del plan, bank_rows
+    del plan
     signatures, final_counts, classes = streamed["signatures"], streamed["counts"], streamed["classes"]
     stages["synonym_classes"] = int(classes.max()) + 1 if len(classes) else 0
     times["signatures"] = time.perf_counter() - t - streamed["test_bank_seconds"]
     log(f"synonym classes: {stages['synonym_classes']:,}")
 
     test_bank = streamed["test_bank"]
+    domain_fields = {}
+    if with_domains:
+        domain_fields = domains_stage(concepts, bank, bank_rows, grammar, test_bank)
+        if len(domain_fields["domain_ids"]):
+            classes = refine_classes(classes, domain_fields["domain_ids"], domain_fields["domains"])
+            stages["synonym_classes"] = int(classes.max()) + 1 if len(classes) else 0
+        stages["with_domain"] = int(len(domain_fields["domain_ids"]))
+        log(f"question domains: {stages['with_domain']:,} concepts are defined on fewer than every scene; "
+            f"synonym classes (extension and domain): {stages['synonym_classes']:,}")
+    del bank_rows
     stages["test_bank"] = test_bank.n_scenes
     times["test_bank"] = streamed["test_bank_seconds"]
     times["total"] = time.perf_counter() - t0
@@ -385,7 +400,59 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
                   grammar_text=grammar_text, build_seconds=times)
     if bank.relation_bits is not None:  # scenes with relations keep them (and their positions, if any)
         fields.update(scene_positions=bank.positions, scene_relations=packed_relations(bank))
+    if domain_fields and len(domain_fields["domain_ids"]):
+        fields.update(domain_fields)
     return fields
+
+
+def empty_domain_stage(programs, logp, bank, bank_rows, grammar, sched, log, stages) -> tuple:
+    """Drop the programs defined on no scene of the bank (a constraint or a unique referent
+    that never holds): counted in ``stages["empty_domain"]`` and logged with an example.
+    Returns (programs, log_probs)."""
+    which = [i for i, prog in enumerate(programs) if prog.has_domain]
+    empty = set()
+    if which:
+        plan = compile_domains([programs[i] for i in which], bank, grammar)
+        counts = count_programs(plan, bank_rows, bank.n_scenes, sched)
+        empty = {which[k] for k in np.flatnonzero(counts == 0).tolist()}
+    stages["empty_domain"] = len(empty)
+    if empty:
+        first = programs[min(empty)].postfix
+        log(f"question domains: {len(empty):,} concepts are defined on no scene of the bank and are dropped "
+            f"(e.g. {first[:120]!r})")
+    return ([p for i, p in enumerate(programs) if i not in empty], [lp for i, lp in enumerate(logp) if i not in empty])
+
+
+def domains_stage(concepts, bank, bank_rows, grammar, test_bank) -> dict:
+    """The domains of the concepts defined on fewer than every scene: ``domain_ids`` int64 (D,)
+    ascending, ``domains`` uint64 (D, ceil(N/64)) packed like signatures, ``test_domains``
+    uint64 (D, ceil(T/64)) on the test-bank scenes."""
+    from ..bits import gather_bits
+    from ..engine.executor import run
+
+    which = [i for i, prog in enumerate(concepts) if prog.has_domain]
+    n_words = -(-bank.n_scenes // 64)
+    doms = np.zeros((0, n_words), np.uint64)
+    if which:
+        doms = run(compile_domains([concepts[i] for i in which], bank, grammar), bank, bank_rows=bank_rows)
+    partial = np.bitwise_count(doms).sum(axis=1) < bank.n_scenes
+    ids = np.asarray(which, np.int64)[partial]
+    doms = np.ascontiguousarray(doms[partial])
+    return dict(domain_ids=ids, domains=doms, test_domains=gather_bits(doms, test_bank.scene_ids))
+
+
+def refine_classes(classes, domain_ids, domains) -> np.ndarray:
+    """Synonym classes split so that two concepts share one only if their extensions (the
+    given ``classes``) and their domains agree (a concept not in ``domain_ids`` is defined on
+    every scene); numbered in order of first member, as :func:`synonym_classes`."""
+    keys = {}
+    out = np.empty(len(classes), np.int32)
+    rows = {int(i): k for k, i in enumerate(np.asarray(domain_ids).tolist())}
+    for i, c in enumerate(np.asarray(classes).tolist()):
+        k = rows.get(i)
+        key = (c, None if k is None else np.asarray(domains[k]).tobytes())
+        out[i] = keys.setdefault(key, len(keys))
+    return out
 
 
 #: Scenes per block when a bank's relations are packed (a multiple of 64).

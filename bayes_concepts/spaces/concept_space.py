@@ -82,6 +82,9 @@ class ConceptSpace:
     stages: dict
     path: Path | None = None
     build_seconds: dict = field(default_factory=dict)
+    domain_ids: np.ndarray | None = None
+    domains: np.ndarray | None = None
+    test_domains: np.ndarray | None = None
     _index: SpaceIndex | None = field(default=None, init=False, repr=False)
 
     #: the manifest's ``kind`` of this kind of space
@@ -129,6 +132,47 @@ class ConceptSpace:
     def signature(self, i: int) -> np.ndarray:
         """bool (n_scenes,): the concept's truth value on every scene (item) of the bank."""
         return unpack_bits(np.asarray(self.signatures[i]), self.n_scenes)
+
+    # ------------------------------------------------------------------ question domains
+    @property
+    def has_domains(self) -> bool:
+        """Whether some concept is defined on fewer than every scene (then ``domain_ids``,
+        ``domains`` and ``test_domains`` hold their domains; else all three are None)."""
+        return self.domain_ids is not None and len(self.domain_ids) > 0
+
+    def domain_row(self, i: int) -> int:
+        """Row of concept ``i`` in ``domains``/``test_domains``, or -1 (defined on every scene)."""
+        if not self.has_domains:
+            return -1
+        k = int(np.searchsorted(self.domain_ids, i))
+        return k if k < len(self.domain_ids) and int(self.domain_ids[k]) == i else -1
+
+    def domain(self, i: int) -> np.ndarray:
+        """bool (n_scenes,): the scenes concept ``i`` is defined on (its extension lies within)."""
+        k = self.domain_row(i)
+        if k < 0:
+            return np.ones(self.n_scenes, bool)
+        return unpack_bits(np.asarray(self.domains[k]), self.n_scenes)
+
+    def domain_count(self, i: int) -> int:
+        """Number of scenes concept ``i`` is defined on."""
+        k = self.domain_row(i)
+        return self.n_scenes if k < 0 else int(np.bitwise_count(np.asarray(self.domains[k])).sum())
+
+    def domain_counts(self) -> np.ndarray:
+        """int64 (n_concepts,): the number of scenes each concept is defined on."""
+        out = np.full(self.n_concepts, self.n_scenes, np.int64)
+        if self.has_domains:
+            out[np.asarray(self.domain_ids, np.int64)] = np.bitwise_count(np.asarray(self.domains)).sum(
+                axis=1, dtype=np.int64)
+        return out
+
+    def test_domain(self, i: int) -> np.ndarray:
+        """bool (T,): which test-bank scenes concept ``i`` is defined on."""
+        k = self.domain_row(i)
+        if k < 0:
+            return np.ones(self.test_bank.n_scenes, bool)
+        return unpack_bits(np.asarray(self.test_domains[k]), self.test_bank.n_scenes)
 
     def find(self, description) -> int | None:
         """Id of a concept given by its description string, or None (kinds parse other forms)."""

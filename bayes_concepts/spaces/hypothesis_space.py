@@ -50,6 +50,8 @@ GRAMMAR_FILE = "grammar.pcfg"
 #: the optional arrays of a space whose scenes carry relations, and the fields holding them
 POSITIONS_FILE, RELATIONS_FILE = "scene_positions.npy", "scene_relations.npy"
 SCENE_ARRAYS = {POSITIONS_FILE: "scene_positions", RELATIONS_FILE: "scene_relations"}
+#: the optional arrays of a space with question domains, and the fields holding them
+DOMAIN_ARRAYS = {"domain_ids.npy": "domain_ids", "domains.npy": "domains", "test_domains.npy": "test_domains"}
 #: the concept table's columns besides ``id``: (key, types, lowest, highest)
 CONCEPT_FIELDS = (("program", str, None, None), ("length", int, 1, 32767), ("log_pcfg", (int, float), -np.inf, 0.0),
                   ("count", int, 0, None), ("synonym_class", int, 0, None))
@@ -181,7 +183,8 @@ class HypothesisSpace(ConceptSpace):
         return (self.grammar_text,)
 
     def _own_arrays(self) -> dict:
-        return {POSITIONS_FILE: self.scene_positions, RELATIONS_FILE: self.scene_relations}
+        return {POSITIONS_FILE: self.scene_positions, RELATIONS_FILE: self.scene_relations,
+                **{name: getattr(self, key) for name, key in DOMAIN_ARRAYS.items()}}
 
     # ------------------------------------------------------------------ store
     def _concept_rows(self) -> list:
@@ -199,7 +202,7 @@ class HypothesisSpace(ConceptSpace):
     def load(cls, path, verify: bool = True) -> "HypothesisSpace":
         """Read a saved space; ``verify`` checks every file's sha256 against the manifest."""
         manifest, common, columns = cls._read(path, "program", (GRAMMAR_FILE,), CONCEPT_FIELDS, verify=verify,
-                                              optional_arrays=SCENE_ARRAYS)
+                                              optional_arrays={**SCENE_ARRAYS, **DOMAIN_ARRAYS})
         path = Path(path)
         max_objects = manifest["counts"].get("max_objects")
         codes = common["scene_codes"]
@@ -215,6 +218,7 @@ class HypothesisSpace(ConceptSpace):
         cls._check_codes(path, codes, grammar.schema, -1)
         _check_scene_arrays(path, codes, grammar.schema.relations, common["scene_positions"],
                             common["scene_relations"])
+        _check_domain_arrays(path, len(columns["program"]), common)
         return cls(programs=columns["program"], log_pcfg=np.array(columns["log_pcfg"], np.float64), grammar=grammar,
                    grammar_text=grammar_text, **common)
 
@@ -277,6 +281,25 @@ class HypothesisSpace(ConceptSpace):
             return cls(**_build.build_fields(p, grammar, scenes_from, programs=list(programs),
                                              programs_source=source, reject=reject, progress=progress, log=log,
                                              scheduler=sched, spill=spill))
+
+
+def _check_domain_arrays(path: Path, n_concepts: int, common: dict):
+    """A loaded space's domain arrays: all three or none; ids ascending, unique, in range; one
+    domain row per id over the scene bank and over the test bank."""
+    got = [common.get(key) for key in DOMAIN_ARRAYS.values()]
+    if all(a is None for a in got):
+        return
+    if any(a is None for a in got):
+        missing = [name for name, a in zip(DOMAIN_ARRAYS, got) if a is None]
+        raise _store.SpaceError(f"{path / missing[0]}: missing (a space with question domains keeps "
+                                f"{', '.join(DOMAIN_ARRAYS)})")
+    ids, doms, test = got
+    if len(ids) and (np.any(np.diff(ids) <= 0) or ids[0] < 0 or ids[-1] >= n_concepts):
+        raise _store.SpaceError(f"{path / 'domain_ids.npy'}: ids must be ascending concept ids in 0..{n_concepts - 1}")
+    n_words, t_words = common["signatures"].shape[1], common["test_bank"].signatures.shape[1]
+    if doms.shape != (len(ids), n_words) or test.shape != (len(ids), t_words):
+        raise _store.SpaceError(f"{path / 'domains.npy'}: shapes {doms.shape} and {test.shape}, expected "
+                                f"{(len(ids), n_words)} and {(len(ids), t_words)}")
 
 
 def _rows(scenes):

@@ -57,6 +57,25 @@ class SpaceIndex:
         :class:`~bayes_concepts.engine.rows.RowFile` (``rows[ids]`` gives an array)."""
         return self._memo("scene_concepts", lambda: _disk_index.scene_concepts(self.space))
 
+    def scene_outside(self):
+        """uint64 (n_scenes, ceil(n_concepts/64)); bit h of row s: scene s is outside concept
+        h's domain (h cannot have produced a labelled scene s).  None when every concept is
+        defined on every scene (no question domains)."""
+        return self._memo("scene_outside", self._build_scene_outside)
+
+    def _build_scene_outside(self):
+        space = self.space
+        if not space.has_domains:
+            return None
+        from ..bits import transpose_bits
+        n, n_words = space.n_scenes, -(-space.n_scenes // 64)
+        valid = np.full(n_words, np.uint64(0xFFFFFFFFFFFFFFFF))
+        if n % 64:
+            valid[-1] = np.uint64((1 << (n % 64)) - 1)
+        rows = np.zeros((space.n_concepts, n_words), np.uint64)
+        rows[np.asarray(space.domain_ids, np.int64)] = ~np.asarray(space.domains) & valid
+        return transpose_bits(rows, n)
+
     def class_representatives(self) -> np.ndarray:
         """int64 (n_classes,): the first concept of each synonym class."""
         return self._memo("class_representatives", lambda: np.unique(

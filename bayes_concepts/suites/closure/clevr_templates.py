@@ -10,6 +10,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from ...lot.program import WHERE
 from ...resources import data_file
 
 from .families import (CLEVR_VALUES, ClosureFamilyError, Instance, RELATION_WORDS, SLOT_ATTRIBUTES, SLOT_LETTERS,
@@ -30,6 +31,10 @@ _SLOT_LETTER_TYPE = {"Z": "size", "C": "color", "M": "material", "S": "shape", "
 _TEMPLATE_SLOT = re.compile(r"^<([ZCMSR])(\d*)>$")
 _TEMPLATE_KEYS = {"name", "question", "nodes", "constraints"}
 _SET, _OBJ, _NUM, _BOOL = "SET", "OBJ", "NUM", "BOOL"
+#: The kinds of CLEVR's template constraints: NULL (a slot stays empty: a constraint on the
+#: filling, checked when a template is filled) and OUT_NEQ (two nodes' outputs differ: a
+#: constraint on the scene, the question's domain).
+CONSTRAINT_KINDS = ("NULL", "OUT_NEQ")
 
 
 def _clevr_signature(kind: str):
@@ -204,17 +209,29 @@ def _clevr_template(raw, fail) -> ClevrTemplate:
     constraints = []
     for text in raw["constraints"]:
         words = text.split()
-        if len(words) == 2 and words[0] == "NULL" and words[1] in slots and not words[1].startswith("<R"):
+        if not words or words[0] not in CONSTRAINT_KINDS:
+            fail(f"constraint {text!r}: unknown kind {words[0] if words else ''!r} "
+                 f"(known: {', '.join(CONSTRAINT_KINDS)})")
+        if words[0] == "NULL":
+            if len(words) != 2:
+                fail(f"constraint {text!r}: NULL takes one slot, like 'NULL <C2>'")
+            if words[1] not in slots or words[1].startswith("<R"):
+                fail(f"constraint {text!r} names {words[1]!r}, which is not an attribute slot of the template "
+                     f"(its slots: {' '.join(sorted(x for x in slots if not x.startswith('<R')))})")
             constraints.append(("NULL", words[1]))
-        elif len(words) == 3 and words[0] == "OUT_NEQ" and all(w.isdigit() for w in words[1:]):
+        else:
+            if len(words) != 3 or not all(w.isdigit() for w in words[1:]):
+                fail(f"constraint {text!r}: OUT_NEQ takes two node numbers, like 'OUT_NEQ 3 5'")
             i, j = int(words[1]), int(words[2])
-            if not (i < len(nodes) and j < len(nodes)) or i == j or types[i] != types[j]:
+            missing = [k for k in (i, j) if k >= len(nodes)]
+            if missing:
+                fail(f"constraint {text!r} names node {missing[0]}, which the template lacks "
+                     f"(nodes 0..{len(nodes) - 1})")
+            if i == j or types[i] != types[j]:
                 fail(f"constraint {text!r} must name two nodes of one output type")
             if types[i] == _SET and any(nodes[k][0] in ("union", "intersect", "scene") for k in (i, j)):
                 fail(f"constraint {text!r}: sets compared by OUT_NEQ must be filtered or related ones")
             constraints.append(("OUT_NEQ", i, j))
-        else:
-            fail(f"constraint {text!r} is neither 'NULL <slot>' nor 'OUT_NEQ i j'")
     template = ClevrTemplate(raw["name"], raw["question"], tuple(nodes), tuple(constraints))
     for i, group, required in template.slot_groups:
         if required and all(s in template.null_slots for s in group):
@@ -434,15 +451,6 @@ def _clevr_concepts(template: ClevrTemplate, filling: ClevrFilling, values: Mapp
         return [], reason
     kind, _, inputs = template.nodes[-1]
     last = exprs[-1]
-    pending = list(template.out_neq)
-
-    def consume(i, j):
-        for p in list(pending):
-            if set(p) == {i, j}:
-                pending.remove(p)
-                return True
-        return False
-
     answers = _answers(template.answer_kind, template.query_attribute, values)
     if template.answer_kind == "exist":
         heads = [_value_tokens(last, 0, order, template)]
@@ -456,19 +464,17 @@ def _clevr_concepts(template: ClevrTemplate, filling: ClevrFilling, values: Mapp
         (qa, qb) = inputs
         oa, ob = template.nodes[qa][2][0], template.nodes[qb][2][0]
         ta, tb = _obj_tokens(exprs[oa], 0, order, template), _obj_tokens(exprs[ob], 0, order, template)
-        if consume(oa, ob):  # OUT_NEQ on the compared objects: two objects with the same <attr>
-            heads = [ta + tb + [f"same_{attribute}"]]
-        else:
-            heads = [ta + [f"{attribute}?"] + tb + [f"{attribute}?", "="]]
+        heads = [ta + [f"{attribute}?"] + tb + [f"{attribute}?", "="]]
     else:  # compare_count
         a, b = inputs
         ta, tb = _value_tokens(exprs[a], 0, order, template), _value_tokens(exprs[b], 0, order, template)
-        consume(a, b)  # differing counts: implied by < and >, and equal_integer never says yes
         heads = [{"equal_integer": ta + tb + ["="], "less_than": tb + ta + [">"],
                   "greater_than": ta + tb + [">"]}[kind]]
+    # CLEVR's OUT_NEQ constraints are the question's domain, written beside the program
+    # (``PROGRAM where C``), never conjuncts of it
     tail = []
-    for i, j in pending:
-        tail += _differ_tokens(exprs[i], exprs[j], order, template) + ["and"]
+    for i, j in template.out_neq:
+        tail += [WHERE] + _differ_tokens(exprs[i], exprs[j], order, template)
     return [(answer, " ".join(head + tail)) for answer, head in zip(answers, heads)], None
 
 

@@ -69,6 +69,7 @@ from typing import Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from ...errors import BayesConceptsError
+from ...lot.program import WHERE
 from ...resources import data_file
 from ...text_files import read_toml
 
@@ -102,7 +103,11 @@ DEPTH_VARIABLES = ("y", "z", "x")
 RELATION_WORDS = {"left": "left of", "right": "right of", "front": "in front of", "behind": "behind"}
 
 _FAMILY_KEYS = {"name", "role", "question", "answer_kind", "program", "baseline", "baseline_of",
-                "attribute_blank_groups", "query_blank_groups", "query_attributes", "source"}
+                "attribute_blank_groups", "query_blank_groups", "query_attributes", "source", "constraints"}
+#: The kinds of a family's domain constraints (``constraints = ["OUT_NEQ A | B"]``): OUT_NEQ
+#: says that two referents, two sets or two counts (postfix templates A and B of one type)
+#: differ; a question is asked only about scenes where it holds (its domain).
+FAMILY_CONSTRAINT_KINDS = ("OUT_NEQ",)
 _REQUIRED_KEYS = ("name", "role", "question", "answer_kind", "program")
 _MACRO = re.compile(r"^<Z(\d*)><C\1><M\1><S\1>@([a-z])$")
 _RELATION_SLOT = re.compile(r"^<R\d*>$")
@@ -148,6 +153,7 @@ class Family:
     query_blank_groups: tuple = ()
     query_attributes: tuple = CLEVR_VALUES["attribute"]
     source: str = ""
+    constraints: tuple = ()
 
     @cached_property
     def tree(self):
@@ -292,9 +298,53 @@ def _family(raw, fail) -> Family:
                     baseline=raw.get("baseline"), baseline_of=raw.get("baseline_of"),
                     attribute_blank_groups=_int_list(raw, "attribute_blank_groups", fail),
                     query_blank_groups=_int_list(raw, "query_blank_groups", fail),
-                    query_attributes=tuple(queries), source=raw.get("source", ""))
+                    query_attributes=tuple(queries), source=raw.get("source", ""),
+                    constraints=_constraints(raw, fail))
     _check_template(family, fail)
     return family
+
+
+def _operand_type(tree) -> str | None:
+    """``OBJ``, ``SET`` or ``NUM`` of an OUT_NEQ operand template (by its last token), or None."""
+    token = tree[0]
+    if token == "unique":
+        return "OBJ"
+    if token == "count":
+        return "NUM"
+    if token in ("S", "union", "intersect") or token.startswith("filter:") or _MACRO.match(token):
+        return "SET"
+    return None
+
+
+def _constraints(raw, fail) -> tuple:
+    """``(("OUT_NEQ", tree_a, tree_b), ...)`` of an entry's ``constraints`` (see the file header)."""
+    value = raw.get("constraints", [])
+    if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+        fail(f"constraints must be a list of strings like 'OUT_NEQ A | B', got {value!r}")
+    out = []
+    for text in value:
+        words = text.split()
+        if not words or words[0] not in FAMILY_CONSTRAINT_KINDS:
+            fail(f"constraint {text!r}: unknown kind {words[0] if words else ''!r} "
+                 f"(known: {', '.join(FAMILY_CONSTRAINT_KINDS)})")
+        if words.count("|") != 1:
+            fail(f"constraint {text!r}: OUT_NEQ takes two operand templates, 'OUT_NEQ A | B'")
+        cut = words.index("|")
+        trees = []
+        for side in (words[1:cut], words[cut + 1:]):
+            bad = [t for t in side if not _known_token(t)]
+            if bad:
+                fail(f"constraint {text!r} has unknown token(s) {', '.join(repr(t) for t in bad)}")
+            try:
+                trees.append(_parse(side))
+            except ValueError as exc:
+                fail(f"constraint {text!r}: an operand is not one postfix expression: {exc}")
+        types = [_operand_type(t) for t in trees]
+        if types[0] is None or types[0] != types[1]:
+            fail(f"constraint {text!r} must compare two referents, two sets or two counts, "
+                 f"got {' and '.join(str(t) for t in types)}")
+        out.append(("OUT_NEQ", trees[0], trees[1]))
+    return tuple(out)
 
 
 def _check_template(family: Family, fail) -> None:
@@ -310,6 +360,12 @@ def _check_template(family: Family, fail) -> None:
         family.tree
     except ValueError as exc:
         fail(f"program is not one postfix expression: {exc}")
+    for _, a, b in family.constraints:
+        for side in (a, b):
+            extra = sorted({t for t in _postfix(side) if (_MACRO.match(t) or _RELATION_SLOT.match(t))
+                            and t.split("@")[0] not in {u.split("@")[0] for u in tokens}})
+            if extra:
+                fail(f"a constraint names slot(s) {', '.join(extra)}, which the program lacks")
     # The question's slots and the program's placeholders must agree.
     found = [(m.group(1), m.group(2)) for m in _QUESTION_SLOT.finditer(family.question)]
     q_groups = {}
@@ -594,9 +650,9 @@ def _degenerate(node) -> bool:
     return any(_degenerate(k) for k in kids)
 
 
-def _rejection(tree) -> str | None:
+def _rejection(tree, constraints=()) -> str | None:
     """Why a filled concept is never asked (CLEVR's constraints fail on every scene), or None."""
-    if _never_true(tree):
+    if _never_true(tree) or any(_never_true(c) for c in constraints):
         return "OUT_NEQ fails on every scene (its two expressions are the same)"
     if _degenerate(tree):
         return "degenerate on every scene (a set intersected with itself)"
@@ -611,8 +667,42 @@ def _answers(kind: str, attribute: str | None, values: Mapping) -> list:
     return ["yes"]
 
 
+def _differ_tree(kind: str, a, b):
+    """The BOOL tree saying that two filled, renamed OUT_NEQ operands differ: two referents
+    (``a b same_shape a shape? b shape? = not or``: same_* never holds between an object and
+    itself), two counts (``a b = not``), or two sets (some object is in one and not in the
+    other; each set ``S BODY filter:v`` of the scene)."""
+    t = _operand_type(a)
+    if t == "OBJ":
+        same = ("same_shape", (a, b))
+        equal = ("=", (("shape?", (a,)), ("shape?", (b,))))
+        return ("or", (same, ("not", (equal,))))
+    if t == "NUM":
+        return ("not", (("=", (a, b)),))
+    bodies = []
+    for e in (a, b):
+        m = _BINDER.match(e[0])
+        if not (m and m.group(1) == "filter" and e[1][0] == ("S", ())):
+            raise ClosureFamilyError(f"OUT_NEQ compares sets that are not filtered objects of the scene: {e!r}")
+        bodies.append((m.group(2), e[1][1]))
+    (va, ba), (vb, bb) = bodies
+    if va != vb:
+        raise ClosureFamilyError("OUT_NEQ compares sets whose binders have different variables")
+    either = ("or", (("and", (ba, ("not", (bb,)))), ("and", (bb, ("not", (ba,))))))
+    return (f"exists:{va}", (("S", ()), either))
+
+
+def _constraint_trees(family: Family, env: Mapping, slots: Mapping, order: tuple) -> list:
+    """The BOOL trees of a filled question's domain constraints, renamed by depth."""
+    out = []
+    for kind, a, b in family.constraints:
+        filled = [_rename(_fill(t, env, slots, family), order, 0, {}, family) for t in (a, b)]
+        out.append(_differ_tree(kind, *filled))
+    return out
+
+
 def _family_trees(family: Family, filling: Filling, values=None, variables=None) -> list:
-    """``[(answer, tree)]`` of one filled question, trees renamed by depth."""
+    """``[(answer, tree, constraint trees)]`` of one filled question, trees renamed by depth."""
     values, order = _values(values), _variables(variables)
     slots = dict(filling.slots)
     env = dict(filling.relations)
@@ -622,11 +712,17 @@ def _family_trees(family: Family, filling: Filling, values=None, variables=None)
         env["<Q>?"] = f"{filling.query}?"
         env["same_<Q>"] = f"same_{filling.query}"
     out = []
+    constraints = _constraint_trees(family, env, slots, order)
     for answer in _answers(family.answer_kind, filling.query, values):
         if family.answer_kind in ("query", "count"):
             env["<ANS>"] = str(answer)
-        out.append((answer, _rename(_fill(family.tree, env, slots, family), order, 0, {}, family)))
+        out.append((answer, _rename(_fill(family.tree, env, slots, family), order, 0, {}, family), constraints))
     return out
+
+
+def _concept_text(tree, constraints) -> str:
+    """The concept's program string: the program, then ``where C`` per domain constraint."""
+    return " ".join(_postfix(tree) + [t for c in constraints for t in [WHERE] + _postfix(c)])
 
 
 def fill_instances(family: Family, filling: Filling, values=None, *, variables=None) -> list:
@@ -636,15 +732,16 @@ def fill_instances(family: Family, filling: Filling, values=None, *, variables=N
     :data:`DEPTH_VARIABLES`; ``("y", "z", "w")`` gives ``hypotheses/clevr.pcfg``'s names).
     """
     question = render_question(family, filling)
-    return [Instance(" ".join(_postfix(tree)), answer, question)
-            for answer, tree in _family_trees(family, filling, values, variables)]
+    return [Instance(_concept_text(tree, constraints), answer, question)
+            for answer, tree, constraints in _family_trees(family, filling, values, variables)]
 
 
 def family_rejection(family, filling: Filling) -> str | None:
     """Why CLEVR's generator never asks the filled question of a family (on any scene): its
     two OUT_NEQ expressions are the same, or it intersects a set with itself; else None."""
     family = _family_arg(family)
-    return _rejection(_family_trees(family, filling)[0][1])
+    _, tree, constraints = _family_trees(family, filling)[0]
+    return _rejection(tree, constraints)
 
 
 def fill_programs(family: Family, filling: Filling, values=None, *, variables=None) -> list:
@@ -715,12 +812,12 @@ def family_instances_of(family, values=None, *, rng, n: int, max_filters: int = 
             continue
         seen.add(filling.key())
         trees = _family_trees(family, filling, values, variables)
-        if _rejection(trees[0][1]) is not None:  # every answer's concept shares the rejected part
+        if _rejection(trees[0][1], trees[0][2]) is not None:  # every answer's concept shares the rejected part
             continue
         done += 1
         question = render_question(family, filling)
-        for answer, tree in trees:
-            program = " ".join(_postfix(tree))
+        for answer, tree, constraints in trees:
+            program = _concept_text(tree, constraints)
             out.setdefault(program, Instance(program, answer, question))
     return list(out.values())
 
