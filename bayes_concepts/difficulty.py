@@ -10,8 +10,9 @@ claim only against simpler predictors computed on the same conditions:
 * ``n_test_concepts``: the number of test concepts;
 * ``unseen_token_share``: the share of test concepts with a token (an atom: bound variables
   renamed away; a pair's attribute or object) that no training concept has, in [0, 1];
-* ``chance_level``: the chance level of the answer, where a benchmark's answers differ in
-  kind (given per condition by the caller, e.g. CLOSURE's families);
+* ``chance_level``: 100 − the chance level of the answer (percent), where a benchmark's answers
+  differ in kind (given per condition by the caller, e.g. CLOSURE's families): a lower chance
+  level is read as harder (a drop measured against chance is larger where chance is low);
 * ``memoriser``: the memoriser's gap (a rung's, taken from the ladder's rows by
   :func:`bayes_concepts.ladder.ladder_correlations`).
 
@@ -35,12 +36,12 @@ PREDICTOR_DEFINITIONS = {
     "mean_length": "mean description length of the test concepts (tokens)",
     "n_test_concepts": "number of test concepts",
     "unseen_token_share": "share of test concepts with a token no training concept has",
-    "chance_level": "chance level of the answer (percent), where answers differ in kind",
+    "chance_level": "100 - the answer's chance level (percent), where answers differ in kind: lower chance = harder",
     "memoriser": "the memoriser's gap (strong - memoriser, mAP points)",
 }
 _LABELS = {"compound_divergence": "compound divergence", "atom_divergence": "atom divergence",
            "mean_length": "mean length", "n_test_concepts": "test concepts", "unseen_token_share": "unseen-token share",
-           "chance_level": "chance level", "memoriser": "memoriser"}
+           "chance_level": "low chance level", "memoriser": "memoriser"}
 
 
 def predictor_label(name: str) -> str:
@@ -54,7 +55,7 @@ def split_predictors(space, splits: dict, *, structure=None, chance_levels: dict
 
     structure: a :func:`~bayes_concepts.divergence.concept_structure` of ``space`` to reuse;
     chance_levels: ``{condition: percent}`` where answers differ in kind (absent: no
-    ``chance_level``); episode_shape: the splits' episode shape (the divergences weigh
+    ``chance_level``; the predictor is 100 − it); episode_shape: the splits' episode shape (the divergences weigh
     concepts by the episode distribution; default 5+20)."""
     from .episodes import EpisodeShape
     st = structure if structure is not None else concept_structure(space)
@@ -74,6 +75,6 @@ def split_predictors(space, splits: dict, *, structure=None, chance_levels: dict
                "n_test_concepts": float(len(test)),
                "unseen_token_share": float(unseen.mean()) if len(test) else float("nan")}
         if chance_levels is not None and name in chance_levels:
-            row["chance_level"] = float(chance_levels[name])
+            row["chance_level"] = 100.0 - float(chance_levels[name])
         out[str(name)] = row
     return out

@@ -89,8 +89,9 @@ def run(kind: str, space_dirs: list, args) -> int:
                                 query_negatives=query_negatives, hard_mode=hard_mode, progress=True)
             key = f"{d}:{prefix.rstrip('/')}" if prefix else str(d)
             timing[key] = round(time.perf_counter() - t, 1)
-            out_nc = Path("benchmarks/out") / f"ladder_{kind}_{Path(d).name}_{prefix.rstrip('/') or 'all'}.nc"
-            save_results(ds, out_nc)  # the per-episode results, kept out of git, for a re-summary
+            out_nc = (Path("benchmarks/out") / f"ladder_{kind}{'_' + args.protocol if args.protocol else ''}_"
+                      f"{Path(d).name}_{prefix.rstrip('/') or 'all'}.nc")
+            save_results(ds, out_nc, overwrite=True)  # per-episode results, kept out of git, for a re-summary
             rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
             for r in rows:
                 r["split"] = prefix + r["split"]
