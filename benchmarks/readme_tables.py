@@ -489,7 +489,7 @@ def _rho(e: dict) -> str:
         return "flat"
     d = e.get("direct_test")
     if d:
-        return f"singles out {d['condition']}: rank {d['target_rank']} (p {d['p_value']:.2f})"
+        return f"singles out {d['condition']} ({d['side']}): models' rank {d['target_rank']} (p {d['p_value']:.2f})"
     if e["spearman"] != e["spearman"]:  # NaN
         return "–"
     lo, hi = e["spearman_ci"]
