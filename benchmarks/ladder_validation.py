@@ -12,7 +12,7 @@ Three stages, one at a time (``bayes_concepts.validation`` does the work):
    on the split's training concepts within the budget, checks that it learned, scores
    every rung and the learners on the same test episodes, computes the predictors; one
    record per split in ``benchmarks/out/ladder_validation/`` (a finished split is not
-   redone: an interrupted run resumes).  Two shards run side by side on two cores.
+   redone: an interrupted run resumes).  Two workers side by side share the queue.
 3. ``summarise``: ranks every rung and predictor against each learner's difficulty on the
    confirmatory half (primary), the exploratory half, all splits, and learned splits only;
    writes ``benchmarks/results/ladder_validation.json`` with the pre-registration's sha256
