@@ -46,7 +46,7 @@ from .splits import side_space
 from .difficulty import PREDICTORS
 from .ranking import percentile_interval, rank_series
 
-__all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "MIN_RANKED", "parse_rungs", "published_difficulty", "format_correlations", "ladder_profile", "ladder_summary", "format_ladder",
+__all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "MIN_RANKED", "rho_text", "difference_text", "parse_rungs", "published_difficulty", "format_correlations", "ladder_profile", "ladder_summary", "format_ladder",
            "ladder_correlations", "pooled_correlations", "rung_spreads", "LadderError"]
 
 #: the default ladder: every built-in rung, knobs at their defaults
@@ -373,24 +373,43 @@ def _series(table: dict, predictors: dict | None, conds: list, labels: list, nam
 MIN_RANKED = 5
 
 
-def _format_entry(e: dict) -> str:
-    """One correlation entry as text: ρ with its interval, the direct test, or why not."""
+def _signed(x: float) -> str:
+    return f"{x:+.2f}"
+
+
+def rho_text(e: dict, number=_signed) -> str:
+    """A correlation entry in a table cell: ``flat``, the direct test, or ρ [95 % interval]
+    (``number`` formats each value)."""
     if e.get("flat"):
-        return "flat (every pair of conditions within 2 standard errors: ranks nothing)"
+        return "flat"
     d = e.get("direct_test")
     if d:
-        word = "hardest" if d["side"] == "hardest" else "easiest"
-        return (f"singles out {d['condition']} as the {word}: the models' {word}? "
-                f"{'yes' if d['hit'] else 'no'} (rank {d['target_rank']} of {e['n_conditions']}; chance "
-                f"1/{e['n_conditions']}, p = {d['p_value']:.2f})")
+        return (f"singles out {d['condition']} ({d['side']}): models' rank {d['target_rank']} of "
+                f"{e['n_conditions']} (p {d['p_value']:.2f})")
     if not np.isfinite(e["spearman"]):
-        return "no correlation (a side is constant)"
+        return "–"
     lo, hi = e["spearman_ci"]
-    text = f"ρ {e['spearman']:+.2f} [{lo:+.2f}, {hi:+.2f}]  tied pairs {100 * e.get('tied_share', 0):.0f} %"
-    vs = e.get("vs_best")
-    if vs and vs["predictor"] is not None:
-        dlo, dhi = vs["difference_ci"]
-        text += f"  − best predictor {vs['difference']:+.2f} [{dlo:+.2f}, {dhi:+.2f}]"
+    return f"{number(e['spearman'])} [{number(lo)}, {number(hi)}]"
+
+
+def difference_text(v: dict | None, number=_signed) -> str:
+    """A ``vs_*`` entry (ρ − ρ of a predictor) in a table cell: the difference [95 % interval]."""
+    if not v or not np.isfinite(v["difference"]):
+        return "–"
+    lo, hi = v["difference_ci"]
+    return f"{number(v['difference'])} [{number(lo)}, {number(hi)}]"
+
+
+def _format_entry(e: dict) -> str:
+    """One correlation entry as a line's text: ρ with its interval and tied pairs, and the
+    difference to the best predictor; flat or the direct test in words."""
+    if e.get("flat"):
+        return "flat (every pair of conditions within 2 standard errors: ranks nothing)"
+    if e.get("direct_test") or not np.isfinite(e["spearman"]):
+        return rho_text(e)
+    text = f"ρ {rho_text(e)}  tied pairs {100 * e.get('tied_share', 0):.0f} %"
+    if e.get("vs_best"):
+        text += f"  − best predictor {difference_text(e['vs_best'])}"
     return text
 
 

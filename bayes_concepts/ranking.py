@@ -57,12 +57,10 @@ def tie_ranks(values, ses=None, z: float = TIE_Z) -> np.ndarray:
         anchor = np.where(tied, anchor, k)
     # average position (1-based) of each group, given back to its members
     pos = np.broadcast_to(np.arange(1, c + 1, dtype=np.float64), (b, c))
-    ranks_sorted = np.empty((b, c))
-    for r in range(b):
-        g = group[r]
-        sums = np.bincount(g, weights=pos[r])
-        counts = np.bincount(g)
-        ranks_sorted[r] = (sums / counts)[g]
+    gid = (group + np.arange(b)[:, None] * c).ravel()  # a row's groups numbered apart from other rows'
+    sums = np.bincount(gid, weights=pos.ravel(), minlength=b * c)
+    counts = np.bincount(gid, minlength=b * c)
+    ranks_sorted = (sums[gid] / counts[gid]).reshape(b, c)
     out = np.empty((b, c))
     np.put_along_axis(out, order, ranks_sorted, axis=1)
     return out if np.ndim(values) == 2 else out[0]

@@ -62,7 +62,8 @@ import numpy as np
 
 from .difficulty import PREDICTORS, predictor_label, split_predictors
 from .errors import BayesConceptsError
-from .ladder import ladder_correlations, ladder_profile, ladder_summary, parse_rungs, strip_draws
+from .ladder import (difference_text, ladder_correlations, ladder_profile, ladder_summary, parse_rungs,
+                     rho_text, strip_draws)
 from .ranking import rank_series
 from .rungs import RungError, rung_label
 
@@ -320,26 +321,6 @@ def _memoriser(records, negatives):
     return np.array([x["gap"] for x in g]), np.array([x["gap_se"] for x in g])
 
 
-def _cell(e: dict) -> str:
-    if e.get("flat"):
-        return "flat"
-    d = e.get("direct_test")
-    if d:
-        return f"singles out {d['condition']} ({d['side']}): rank {d['target_rank']}, p = {d['p_value']:.2f}"
-    if not np.isfinite(e["spearman"]):
-        return "–"
-    lo, hi = e["spearman_ci"]
-    return f"{e['spearman']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-
-
-def _versus(e: dict, key: str) -> str:
-    v = e.get(key)
-    if not v:
-        return "–"
-    lo, hi = v["difference_ci"]
-    return f"{v['difference']:+.2f} [{lo:+.2f}, {hi:+.2f}]"
-
-
 def format_validation(table: dict, compare_to: str = "compound_divergence") -> str:
     """A :func:`validation_table` as text: one block per learner, one line per rung and
     predictor: ρ with its 95 % interval, ρ − ρ(best predictor), ρ − ρ(``compare_to``)."""
@@ -358,7 +339,7 @@ def format_validation(table: dict, compare_to: str = "compound_divergence") -> s
         body = []
         for name, e in t["series"].items():
             label = f"{predictor_label(name[2:])} (predictor)" if name.startswith("p:") else name
-            body.append([label, _cell(e), _versus(e, "vs_best"), _versus(e, "vs_compare_to"),
+            body.append([label, rho_text(e), difference_text(e.get("vs_best")), difference_text(e.get("vs_compare_to")),
                          f"{100 * e.get('tied_share', 0):.0f} %"])
         widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
         lines.append("  " + "  ".join(str(x).ljust(w) for x, w in zip(head, widths)))

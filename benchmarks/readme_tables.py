@@ -485,23 +485,13 @@ def mcmc_cost() -> str:
 
 
 def _rho(e: dict) -> str:
-    if e.get("flat"):
-        return "flat"
-    d = e.get("direct_test")
-    if d:
-        return f"singles out {d['condition']} ({d['side']}): models' rank {d['target_rank']} (p {d['p_value']:.2f})"
-    if e["spearman"] != e["spearman"]:  # NaN
-        return "–"
-    lo, hi = e["spearman_ci"]
-    return f"{_signed(e['spearman'], 2)} [{_signed(lo, 2)}, {_signed(hi, 2)}]"
+    from bayes_concepts.ladder import rho_text
+    return rho_text(e, lambda x: _signed(x, 2))
 
 
 def _vs(e: dict, key: str = "vs_best") -> str:
-    v = e.get(key)
-    if not v or v["difference"] != v["difference"]:
-        return "–"
-    lo, hi = v["difference_ci"]
-    return f"{_signed(v['difference'], 2)} [{_signed(lo, 2)}, {_signed(hi, 2)}]"
+    from bayes_concepts.ladder import difference_text
+    return difference_text(e.get(key), lambda x: _signed(x, 2))
 
 
 def ladder_correlations() -> str:
