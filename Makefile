@@ -29,7 +29,7 @@ test: $(STAMP)
 	$(MAKE) docs-check
 	$(BIN)/python -m pytest tests -n auto --dist loadfile
 
-# The README's "Speed" table: executor, space build (demo and paper presets), then
+# The guide's "Speed" table (docs/performance.md): executor, space build (demo and paper presets), then
 # episodes and the full comp-gap table on a paper-scale space (built once, kept in
 # $(BENCH_SPACE); results in benchmarks/out/).
 BENCH_SPACE ?= spaces/paper
@@ -43,14 +43,14 @@ bench: $(STAMP) $(BENCH_SPACE)/manifest.json
 	$(BIN)/python benchmarks/episodes.py $(BENCH_SPACE)
 	$(BIN)/python benchmarks/gap.py $(BENCH_SPACE)
 
-# The "Scaling out" figures (benchmarks/scale.py): the comp-gap table's peak memory on
+# The "Scaling" figures of docs/performance.md (benchmarks/scale.py): the comp-gap table's peak memory on
 # $(BENCH_SPACE), the 990,000-scene build in-process vs a 2-process LocalCluster, and a
 # 5,000,000-scene space built and scored on local:2 (26 GB of disk in spaces/curi5m).
 # One job at a time; hours on this 2-core machine.
 bench-scale: $(STAMP) $(BENCH_SPACE)/manifest.json
 	$(BIN)/python benchmarks/scale.py all --space $(BENCH_SPACE)
 
-# The committed paper_figs/, as the README says they are made: comp gap (hard, easy), entropy,
+# The committed paper_figs/, as the guide (docs/jobs/figures.md) says they are made: comp gap (hard, easy), entropy,
 # episode view, synonym classes and scene properties from the curi space with protocol
 # curi-release (seed 0, 20,000 episodes per cell; the tables in analyses/out/reproduce_curi_full/),
 # gap vs divergence from the paper-scale space (seed 0, 2,000 episodes per cell), modalities.png
@@ -74,7 +74,7 @@ figures: $(STAMP) $(CURI_SPACE)/manifest.json $(BENCH_SPACE)/manifest.json $(DEM
 	$(BIN)/python paper_figs/modalities.py $(DEMO_SPACE)
 	$(BIN)/python benchmarks/shj_fit.py fit --seed 0 --figures paper_figs
 
-# The API reference in docs/_build/html/ (open index.html): the docstrings, the README and the
+# The guide and API reference in docs/_build/html/ (open index.html): the pages of docs/, the docstrings and the
 # notebooks, which `make docs` runs on the demo space first (built if missing; minutes the first
 # time, their outputs cached in docs/_build/.jupyter_cache/ afterwards).  Warnings are
 # errors.  `docs-check` (part of `make test`) builds it without running the notebooks.

@@ -42,7 +42,7 @@ Run (the curi space: ``bayes-concepts space build spaces/curi --preset curi``)::
     .venv/bin/python analyses/reproduce_curi.py --space spaces/curi --episodes 20000 \\
         --isolate --variant-dir spaces/curi_variants --figures paper_figs
 
-or in pieces, as the README's figures were made (the table at 20,000 episodes, the oracle and
+or in pieces, as the guide's figures were made (the table at 20,000 episodes, the oracle and
 split differences at 3,000, the rebuilt spaces at 2,000 against the 20,000-episode run)::
 
     .venv/bin/python analyses/reproduce_curi.py --space spaces/curi --episodes 20000 \\

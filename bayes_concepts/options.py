@@ -723,4 +723,4 @@ def scheduler_option(p, what: str, reads_space: bool = False):
                         "ADDRESS (tcp://host:8786) joins a running cluster whose workers have this package "
                         "installed" + (" and see the space at the same path" if reads_space else "")
                         + "; default: this process.  The "
-                        "results are the same, value for value, wherever they run (README: Scaling out).")
+                        "results are the same, value for value, wherever they run (guide: Scale out with Dask).")

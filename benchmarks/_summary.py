@@ -2,7 +2,7 @@
 
 A summary holds what produced the figures (the command line, the commit and whether the
 tree had uncommitted changes, the date, the machine) beside the figures themselves, so a
-number in the README can be traced to the run that measured it
+number in the docs can be traced to the run that measured it
 (``tests/test_readme_numbers.py`` checks that it can).  Large outputs (netCDF results,
 models, logs) stay in ``benchmarks/out/``, which is not committed.
 """

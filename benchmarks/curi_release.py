@@ -1,4 +1,4 @@
-"""The `curi` preset against CURI's release: the space's size and its split sizes (README tables).
+"""The `curi` preset against CURI's release: the space's size and its split sizes (the tables of docs/benchmarks/curi.md).
 
 Builds the release's space with ``--preset curi`` into SPACE (default ``spaces/curi``) unless
 a saved space is there, timing the build (wall seconds, peak RSS of the build's process),

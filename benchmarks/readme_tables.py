@@ -1,15 +1,18 @@
-"""The README's measured tables, generated from the committed summaries in ``benchmarks/results/``.
+"""The guide's measured tables, generated from the committed summaries in ``benchmarks/results/``.
 
-Each generated table sits in README.md between two markers::
+Each generated table sits in a page of the guide (``docs/**/*.md``; the results pages, the
+benchmark chapters, the performance page) or in README.md, between two markers::
 
     <!-- generated: NAME -->
     | ... the table ... |
     <!-- end generated -->
 
-``python benchmarks/readme_tables.py`` rewrites every such block from its source files;
-``--check`` only compares and exits 1 naming each stale block (``tests/test_readme_numbers.py``
-runs the check, so a README number that no committed result gives fails the tests).  A
-table's numbers are formatted here and nowhere else.
+``python benchmarks/readme_tables.py`` rewrites every such block of every page from its source
+files; ``--check`` only compares and exits 1 naming each stale block, each table with numbers
+that is neither generated nor declared as definitions, and each generated table that is in no
+page or in more than one (``tests/test_readme_numbers.py`` runs the check, so a number in the
+docs that no committed result gives fails the tests).  ``--page FILE`` restricts both to the
+pages named.  A table's numbers are formatted here and nowhere else.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 SPLIT_NAMES = {"binding_color": "Binding (colour)", "binding_shape": "Binding (shape)", "boolean": "Boolean",
@@ -51,7 +55,7 @@ def _sci(x: float) -> str:
 
 
 def _signed(x: float, digits: int = 1) -> str:
-    """+2.5 or −2.8 (a typographic minus, as the README writes it)."""
+    """+2.5 or −2.8 (a typographic minus, as the docs write it)."""
     return f"{x:+.{digits}f}".replace("-", "−")
 
 
@@ -386,7 +390,7 @@ def real_files() -> str:
                   "gap hard [95 %] = arr. + comp. + atoms", "gap easy", "solved at (hard)", "left out, noted"], rows)
 
 
-#: the ladder's summaries shown in the README, and the rungs of its profile table
+#: the ladder's summaries shown in the docs, and the rungs of its profile table
 LADDER_SUMMARIES = {"CURI": "ladder_curi", "CLOSURE": "ladder_closure", "CLOSURE (baselines only)":
                     "ladder_closure_closure-baselines", "ConceptWorld": "ladder_conceptworld",
                     "RLCL lists": "ladder_pairs"}
@@ -640,14 +644,28 @@ def unsourced_tables(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def render(text: str) -> tuple[str, list[str]]:
-    """README ``text`` with every generated block rewritten; and the names of blocks that changed."""
+def pages() -> list[Path]:
+    """README.md and every Markdown page of the guide (``docs/``, its build folder and the
+    notebooks' copies excluded), in a fixed order."""
+    found = [p for p in sorted(DOCS.rglob("*.md")) if not {"_build", "notebooks"} & set(p.relative_to(DOCS).parts[:-1])]
+    return [README] + found
+
+
+def _name(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def render(text: str, where: str = "README.md") -> tuple[str, list[str]]:
+    """Page ``text`` with every generated block rewritten; and the names of blocks that changed."""
     changed = []
 
     def sub(m):
         name = m.group("name")
         if name not in GENERATORS:
-            raise SystemExit(f"README.md: unknown generated table {name!r} (known: {', '.join(GENERATORS)})")
+            raise SystemExit(f"{where}: unknown generated table {name!r} (known: {', '.join(GENERATORS)})")
         try:
             body = GENERATORS[name]()
         except FileNotFoundError as exc:  # its committed result is missing
@@ -663,27 +681,47 @@ def render(text: str) -> tuple[str, list[str]]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare only; exit 1 naming each stale table")
-    ap.add_argument("--readme", default=str(README), help="the README to rewrite or check (default README.md)")
+    ap.add_argument("--page", "--readme", dest="pages", action="append", metavar="FILE",
+                    help="a page to rewrite or check (repeatable; default README.md and every page of docs/)")
     args = ap.parse_args(argv)
-    path = Path(args.readme)
-    text = path.read_text()
-    new, changed = render(text)
+    paths = [Path(p) for p in args.pages] if args.pages else pages()
+    status, rewritten, where = 0, [], {}
+    for path in paths:
+        name = _name(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"{name}: cannot read it ({exc.strerror})", file=sys.stderr)
+            return 2
+        for m in BLOCK.finditer(text):
+            where.setdefault(m.group("name"), []).append(name)
+        new, changed = render(text, name)
+        if args.check:
+            for line, row in unsourced_tables(text):
+                print(f"{name} line {line}: a table with numbers that is neither generated from benchmarks/results/ "
+                      f"nor declared '{DEFINITIONS} -->': {row[:80]}", file=sys.stderr)
+                status = 1
+            if changed:
+                diff = "".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), name,
+                                                    "generated", n=0))
+                print(f"{name}: stale generated table(s): {', '.join(changed)} "
+                      f"(run python benchmarks/readme_tables.py)\n{diff}", file=sys.stderr)
+                status = 1
+        elif changed:
+            path.write_text(new, encoding="utf-8")
+            rewritten.append(f"{name}: {', '.join(changed)}")
+    twice = {n: w for n, w in where.items() if len(w) > 1}
+    for n, w in twice.items():
+        print(f"generated table {n!r} is in more than one place: {', '.join(w)}", file=sys.stderr)
     if args.check:
-        loose = unsourced_tables(text)
-        for line, row in loose:
-            print(f"README.md line {line}: a table with numbers that is neither generated from benchmarks/results/ "
-                  f"nor declared '{DEFINITIONS} -->': {row[:80]}", file=sys.stderr)
-        if changed:
-            diff = "".join(difflib.unified_diff(text.splitlines(True), new.splitlines(True), "README.md",
-                                                "generated", n=0))
-            print(f"README.md: stale generated table(s): {', '.join(changed)} "
-                  f"(run python benchmarks/readme_tables.py)\n{diff}", file=sys.stderr)
-            return 1
-        return 1 if loose else 0
-    if changed:
-        path.write_text(new)
-    print(f"README.md: {len(changed)} table(s) rewritten" + (f": {', '.join(changed)}" if changed else ""))
-    return 0
+        if not args.pages:
+            for n in GENERATORS:
+                if n not in where:
+                    print(f"generated table {n!r} is in no page (README.md, docs/)", file=sys.stderr)
+                    status = 1
+        return 1 if twice else status
+    print(f"{len(rewritten)} page(s) rewritten" + (": " + "; ".join(rewritten) if rewritten else ""))
+    return 1 if twice else 0
 
 
 if __name__ == "__main__":

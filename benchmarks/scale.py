@@ -546,7 +546,7 @@ def main():
     a = sub.add_parser("all", help="every job of the issue, one after the other")
     a.add_argument("--space", default="spaces/paper", help="the CURI-scale space (default spaces/paper)")
     a.add_argument("--big", default="spaces/curi5m", help="where to build the 5,000,000-scene space")
-    r = sub.add_parser("table", help="the README's scaling table: the comp-gap table of SPACE in-process, then the "
+    r = sub.add_parser("table", help="the scaling table of docs/performance.md: the comp-gap table of SPACE in-process, then the "
                                      "990,000-scene build in-process and on local:2; writes the committed summary")
     r.add_argument("space", nargs="?", default="spaces/paper", help="a saved CURI-scale space (default spaces/paper)")
     r.add_argument("--results", default=str(RESULTS / "scale.json"),

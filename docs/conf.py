@@ -1,7 +1,7 @@
-"""Sphinx configuration of the bayes_concepts reference (``make docs``).
+"""Sphinx configuration of the bayes_concepts guide and reference (``make docs``).
 
-The reference is built from the package's docstrings (autodoc, read by numpydoc), the
-README and the notebooks (myst-nb).  ``api.rst`` is written here from the package's public
+The guide is the Markdown pages of ``docs/`` (MyST), the reference is built from the package's
+docstrings (autodoc, read by numpydoc), and the notebooks are rendered by myst-nb.  ``api.rst`` is written here from the package's public
 names (``bayes_concepts.__all__``), one section per defining module, so the reference lists
 every public name and nothing else.  Notebooks are shown as stored (no outputs) unless
 ``BAYES_CONCEPTS_DOCS_EXECUTE`` is ``cache`` or ``force`` (myst-nb's execution modes):

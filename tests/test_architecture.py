@@ -1,4 +1,4 @@
-"""The architecture on one page: the import-linter contract in pyproject.toml, the README's
+"""The architecture on one page: the import-linter contract in pyproject.toml, the guide's
 layer table and the package's modules agree, and the contract catches an upward import."""
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ def _children() -> set:
 
 
 def _readme_layers() -> dict:
-    """module -> layer number, from the README's table of layers."""
+    """module -> layer number, from the guide's table of layers (docs/overview.md)."""
     out = {}
-    for line in (ROOT / "README.md").read_text().splitlines():
+    for line in (ROOT / "docs" / "overview.md").read_text().splitlines():
         m = re.match(r"^\| (\d+) \| (.+?) \|", line)
         if m:
             for name in re.findall(r"`(?:bayes_concepts)?\.(\w+)`", m.group(2)):
@@ -50,7 +50,7 @@ def test_the_readme_table_lists_the_contract_s_layers_in_its_order():
     assert set(readme) == _children()
     layers = _top_layers()
     numbers = [{readme[m] for m in layer} for layer in layers]
-    assert all(len(n) == 1 for n in numbers), numbers  # one README layer per contract layer
+    assert all(len(n) == 1 for n in numbers), numbers  # one layer of the guide's table per contract layer
     flat = [n.pop() for n in numbers]
     assert flat == sorted(flat, reverse=True), flat  # top first in both
 

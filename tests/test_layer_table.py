@@ -1,4 +1,4 @@
-"""The README's layer table is the import-linter layers contract, row for row."""
+"""The guide's layer table (docs/overview.md, *The pipeline*) is the import-linter layers contract, row for row."""
 import re
 import tomllib
 from pathlib import Path
@@ -14,7 +14,7 @@ def _contract_layers() -> list:
 
 
 def _readme_layers() -> list:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "overview.md").read_text(encoding="utf-8")
     table = text[text.index("| layer (top to bottom) |"):]
     rows = []
     for line in table.splitlines()[2:]:
@@ -26,7 +26,7 @@ def _readme_layers() -> list:
     return rows
 
 
-def test_readme_layer_table_is_the_layers_contract_row_for_row():
+def test_the_guide_s_layer_table_is_the_layers_contract_row_for_row():
     rows = _readme_layers()
     assert [names for _, names in rows] == _contract_layers()
     assert [number for number, _ in rows] == list(range(len(rows) - 1, -1, -1))

@@ -1,6 +1,6 @@
 """The newcomer's list, the rest: figures of a user's own split, the training budget and its
 progress lines, counts in the singular, tables with long split names, rendering without
-recompiling, the README's and the Makefile's promises, the Python API refusing what the
+recompiling, the README's, the guide's and the Makefile's promises, the Python API refusing what the
 command line refuses, and intervals for learners beside the oracles.
 
 Most tests use the shared small space (``conftest.small_space``: the demo preset's grammar
@@ -30,6 +30,11 @@ from conftest import TrainingClock, assert_one_line_error, run
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: a page of the guide (docs/), by its path under docs/
+def _page(name: str) -> str:
+    return (ROOT / "docs" / name).read_text(encoding="utf-8")
+
+
 MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8")
 
 #: a split of the user's own: every concept using green and sphere held out
@@ -263,18 +268,18 @@ def test_render_does_not_load_torch(small_space_dir, tmp_path):
 
 
 # ------------------------------------------------------------------- item 10: the docs
-def _readme_block(lang):
-    return re.findall(rf"^```{lang}\n(.*?)^```", README, re.S | re.M)
+def _block(lang, text):
+    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.S | re.M)
 
 
-def test_the_readme_split_spec_works_on_a_demo_space(small_space):
-    (toml,) = _readme_block("toml")
+def test_the_guide_s_split_spec_works_on_a_demo_space(small_space):
+    (toml,) = _block("toml", _page("jobs/gap.md"))
     split = bc.make_split(small_space, tomllib.loads(toml))
     assert split.name == "no_red_cubes" and len(split.test) and len(split.train)
 
 
 def test_make_figures_regenerates_paper_figs_from_the_curi_space():
-    """`make figures` draws paper_figs/ as the README says they were made -- the curi space with
+    """`make figures` draws paper_figs/ as the guide (Set up) says they were made -- the curi space with
     protocol curi-release -- and never the demo space's table into paper_figs/."""
     recipe = re.search(r"^figures:(.*?)\n\n", MAKEFILE, re.S | re.M).group(1)
     assert "bayes-concepts demo" not in recipe
@@ -291,12 +296,14 @@ def test_make_figures_regenerates_paper_figs_from_the_curi_space():
     made = set().union(*(names for script, names in writers.items() if script in recipe))
     committed = {p.stem for p in (ROOT / "paper_figs").iterdir() if p.suffix in (".png", ".pdf", ".csv")}
     assert committed <= made, committed - made
-    assert "`make figures` regenerates the committed `paper_figs/`" in README
-    assert "regenerates `paper_figs/` from the demo space" not in README
+    setup = _page("setup.md")
+    assert "`make figures` regenerates the committed `paper_figs/`" in setup
+    assert "regenerates `paper_figs/` from the demo space" not in setup + README
 
 
-def test_the_readme_gap_numbers_say_seed_and_episodes():
-    gaps = README[README.index("**Gaps** (`curi-release`"):]
+def test_the_guide_s_gap_numbers_say_seed_and_episodes():
+    curi = _page("benchmarks/curi.md")
+    gaps = curi[curi.index("**Gaps** (`curi-release`"):]
     first_number = re.search(r"Counting \d+\.\d \[", gaps)
     assert first_number and gaps.index("seed 0, 20,000 episodes per cell") < first_number.start()
     assert "--episodes 20000 --seed 0" in gaps[:600]
@@ -312,6 +319,8 @@ def test_make_docs_builds_the_reference_and_make_test_checks_it():
     assert {d.split(">")[0] for d in extras["docs"]} == {"sphinx", "numpydoc", "myst-nb"}
     assert "/docs/_build/" in (ROOT / ".gitignore").read_text().splitlines()
     assert "make docs" in README and "docs/_build/html/index.html" in README
+    setup = _page("setup.md")
+    assert "make docs" in setup and "docs/_build/html/index.html" in setup
 
 
 def test_docs_reference_every_public_name(tmp_path, monkeypatch):
@@ -329,9 +338,10 @@ def test_docs_reference_every_public_name(tmp_path, monkeypatch):
     assert len(list((docs / "notebooks").glob("*.ipynb"))) == len(list((ROOT / "notebooks").glob("*.ipynb")))
 
 
-def test_the_readme_says_how_to_run_notebooks_headless_and_lists_sample():
-    assert "jupyter execute notebooks/" in README and "BAYES_CONCEPTS_SPACE" in README
-    (synopsis,) = [b for b in _readme_block("text") if "bayes-concepts explain" in b]
+def test_the_guide_says_how_to_run_notebooks_headless_and_lists_sample():
+    setup = _page("setup.md")
+    assert "jupyter execute notebooks/" in setup and "BAYES_CONCEPTS_SPACE" in setup
+    (synopsis,) = [b for b in _block("text", _page("cli.md")) if "bayes-concepts explain" in b]
     assert re.search(r"^bayes-concepts sample ", synopsis, re.M)
 
 

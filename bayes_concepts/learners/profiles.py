@@ -77,7 +77,7 @@ def resolve_profile(name: str, modality: str, pooling: str, explicit: dict | Non
 
 
 def describe(name: str) -> str:
-    """One line per modality: what profile ``name`` sets (for help and the README)."""
+    """One line per modality: what profile ``name`` sets (for help and the guide)."""
     profile = training_profiles.get(name)
     parts = []
     for modality in MODALITIES:

@@ -27,7 +27,7 @@ class Rung:
     """One rung of the ladder.
 
     name: its registered name; summary: one line (help texts); definition: what the learner
-    knows, fixed before any comparison with models (the README's ladder table).
+    knows, fixed before any comparison with models (the ladder's table in the guide, docs/jobs/audit.md).
     ``build(space, split, settings, **knobs)`` -> learner with ``evaluate(episodes)`` (the dict of
     the oracles' results) and ``fit``/``predict_proba``; its ``name`` is set by
     :func:`rung_learner`.  knobs: knob name -> (default, one-line help); only these are
