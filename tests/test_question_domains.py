@@ -253,3 +253,79 @@ def test_concepts_with_too_few_negatives_in_their_domain_are_counted_and_a_proto
     assert "outside its extension" in excluded["not_scored"]["bad"]["reason"]
     with pytest.raises(EpisodeError, match="split bad"):  # no split left: the error
         episode_shapes(space, {"bad": splits["bad"]}, shape, skip_undrawable=True)
+
+
+# ------------------------------------------------------------------ a user's own constraints
+MY_TEMPLATES = '''[[template]]
+name = "mine_compare"
+question = "Is the <Z> <C> <M> <S> the same size as the <Z2> <C2> <M2> <S2>?"
+nodes = ["scene", "filter_unique <Z> <C> <M> <S> <- 0", "scene", "filter_unique <Z2> <C2> <M2> <S2> <- 2",
+         "query_size <- 1", "query_size <- 3", "equal_size <- 4 5"]
+constraints = ["OUT_NEQ 1 3"]
+'''
+
+
+def test_a_user_s_template_declares_constraints_that_become_the_question_s_domain(tmp_path):
+    """A CLEVR-like template file of one's own declares its generator's constraints as CLEVR's
+    do (OUT_NEQ here): its questions carry them as their domain (``where``), not as conjuncts,
+    and a space built from them stores the domains they ask for."""
+    from bayes_concepts.suites.closure import clevr_instances, load_clevr_templates
+    path = tmp_path / "mine.toml"
+    path.write_text(MY_TEMPLATES)
+    templates = load_clevr_templates(path)
+    assert templates["mine_compare"].constraints == (("OUT_NEQ", 1, 3),)
+    programs = [i.program for i in clevr_instances(templates, 12, 0)["mine_compare"]]
+    assert programs and all(" where " in p for p in programs)
+    for p in programs:
+        (differ,) = Program.parse(p, CLEVR).constraint_programs
+        bare = Program.parse(p, CLEVR).bare.postfix
+        assert differ.postfix not in bare  # beside the program, not a conjunct of it
+    space = HypothesisSpace.from_programs(programs, grammar=data_file("clevr.pcfg"), scenes=800, min_count=1,
+                                          max_rate=1.0, seed=0)
+    assert space.has_domains
+    for i in range(space.n_concepts):  # every stored domain is the interpreter's, scene by scene
+        p = space.programs[i]
+        want = [evaluate_with_domain(p, space.scene(s), CLEVR)[0] for s in range(0, space.n_scenes, 7)]
+        assert space.domain(i)[::7].tolist() == want
+
+
+@pytest.mark.parametrize("constraint, words", [
+    ("OUT_NEQ 1 9", "names node 9, which the template lacks"),
+    ("SAME_AS 1 3", "unknown kind 'SAME_AS'"),
+    ("OUT_NEQ 1", "OUT_NEQ takes two node numbers"),
+])
+def test_a_bad_constraint_in_a_user_s_template_is_one_line(tmp_path, constraint, words):
+    from bayes_concepts.suites.closure import load_clevr_templates
+    path = tmp_path / "mine.toml"
+    path.write_text(MY_TEMPLATES.replace('"OUT_NEQ 1 3"', f'"{constraint}"'))
+    with pytest.raises(BayesConceptsError, match=words) as info:
+        load_clevr_templates(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_a_program_file_s_constraints_through_the_command_line(tmp_path, capsys):
+    """``space build --programs FILE``: a program's ``where`` constraints are its domain; a
+    constraint that holds on no scene of the bank drops the concept, counted and shown; an
+    unknown operator in a constraint is one line, exit 2, and nothing is written."""
+    from conftest import assert_one_line_error, run
+    red = "S y color? red = filter:y unique"
+    cube = "S y shape? cube = filter:y unique"
+    never = "S y color? red = filter:y exist S y color? red = filter:y exist not and"
+    lines = [f"{red} {cube} left where {red} {cube} same_shape {red} shape? {cube} shape? = not or",
+             f"{red} {cube} front",
+             f"{red} {cube} behind where {never}"]  # a constraint that never holds
+    good = tmp_path / "programs.txt"
+    good.write_text("\n".join(lines) + "\n")
+    status, out, err = run(["space", "build", tmp_path / "s", "--programs", good, "--grammar",
+                            data_file("clevr.pcfg"), "--scenes", 2000, "--quiet"], capsys)
+    assert status == 0, err
+    assert "dropped: 1 concepts defined on no scene of the bank" in out, out
+    space = HypothesisSpace.load(tmp_path / "s")
+    assert space.stages["empty_domain"] == 1 and space.n_concepts == 2 and space.has_domains
+    assert not any(never in p for p in space.programs)
+    bad = tmp_path / "bad.txt"
+    bad.write_text(f"{red} {cube} left where {red} {cube} out_neq\n")
+    status, out, err = run(["space", "build", tmp_path / "b", "--programs", bad, "--grammar",
+                            data_file("clevr.pcfg"), "--scenes", 2000, "--quiet"], capsys)
+    assert_one_line_error(status, err, "out_neq")
+    assert not (tmp_path / "b").exists()

@@ -107,6 +107,9 @@ def cmd_space_build(args) -> int:
                        ("synonym_classes", "synonym classes"), ("test_bank", "test-bank scenes")]:
         if key in st:
             print(f"{label:<26} {st[key]:>10,}")
+    if st.get("empty_domain"):  # a constraint or a unique referent that holds on no scene of the bank
+        print(f"dropped: {st['empty_domain']:,} concepts defined on no scene of the bank (a domain constraint or a "
+              "unique referent that never holds)")
     return 0
 
 

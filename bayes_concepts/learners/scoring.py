@@ -6,7 +6,8 @@ records
 
 * ``ap``: average precision on the space's test bank against the true concept's
   labels (scikit-learn's definition, ties as one threshold), ranking by the
-  learner's ``decision_function`` when it has one, else by ``predict_proba``;
+  learner's ``decision_function`` when it has one, else by ``predict_proba``; in a space
+  with question domains, over the test-bank scenes in the concept's domain;
 * ``cba``: class-balanced accuracy on the query set (positive iff p > 0.5);
 * ``predictive_entropy``: mean binary entropy of the query predictions (nats);
 * ``posterior_entropy``: entropy of a posterior over concepts (NaN for learners
@@ -27,7 +28,7 @@ from typing import Mapping
 import numba
 import numpy as np
 
-from ..bits import popcount64
+from ..bits import pack_bits, popcount64, unpack_bits
 from ..metrics import average_precision_sparse, class_balanced_accuracy_kernel
 from .protocol import LearnerError, is_learner
 
@@ -141,14 +142,29 @@ def _sorted_rows(scores: np.ndarray) -> np.ndarray:
 
 
 def ap_on_test_bank(space, scores, concepts) -> np.ndarray:
-    """AP per row of ``scores`` float (E, T) (test-bank order) for the true ``concepts`` (E,)."""
+    """AP per row of ``scores`` float (E, T) (test-bank order) for the true ``concepts`` (E,).
+
+    In a space with question domains, a row whose concept has one is ranked over the test-bank
+    scenes in its domain only (the others are no items of its AP): those rows are scored again
+    on their domain's scenes, the other rows' numbers are those of the whole bank."""
     scores = np.ascontiguousarray(scores)
     if scores.ndim != 2 or scores.shape[1] != space.test_bank.n_scenes:
         raise LearnerError(f"test-bank scores: expected shape (E, {space.test_bank.n_scenes}), got {scores.shape}")
     if np.isnan(scores).any():
         raise LearnerError("test-bank scores: NaN")
-    return ap_rows_sorted(scores, _sorted_rows(scores), np.asarray(concepts, np.int64),
-                          np.ascontiguousarray(space.test_bank.signatures), positives_in_test_bank(space))
+    concepts = np.asarray(concepts, np.int64)
+    signatures = np.ascontiguousarray(space.test_bank.signatures)
+    out = ap_rows_sorted(scores, _sorted_rows(scores), concepts, signatures, positives_in_test_bank(space))
+    test_domains, domain_row = space.index.test_domain_rows()
+    if len(domain_row):
+        for e in np.flatnonzero(domain_row[concepts] >= 0):
+            c = int(concepts[e])
+            keep = np.flatnonzero(unpack_bits(test_domains[domain_row[c]], space.test_bank.n_scenes))
+            row = np.ascontiguousarray(scores[e, keep][None, :])
+            labels = pack_bits(unpack_bits(signatures[c], space.test_bank.n_scenes)[keep])[None, :]
+            out[e] = ap_rows_sorted(row, np.sort(row, axis=1), np.zeros(1, np.int64), labels,
+                                    np.array([int(np.bitwise_count(labels).sum())], np.int64))[0]
+    return out
 
 
 def _vector(x, n: int, what: str, name: str, e: int) -> np.ndarray:

@@ -10,7 +10,9 @@ For one episode and one oracle Ω (a concept set given as a bitset ``omega``):
 2. log posterior = log prior + the likelihood's tabulated log terms (:mod:`.likelihoods`),
    normalised by log-sum-exp;
 3. predictive p(y=1 | u) = Σ_h p(h | D)·h(u) on the query scenes (CBA, entropy) and
-   on the test bank (AP; only scenes some candidate covers get a non-zero score).
+   on the test bank (AP; only scenes some candidate covers get a non-zero score).  In a space
+   with question domains, the target's ranking is over the test-bank scenes in its domain:
+   a scene outside it is no item of the episode's AP (neither positive nor negative).
 
 Episodes are independent: ``prange`` over them gives the same numbers for any
 number of threads.
@@ -37,6 +39,53 @@ def no_outside() -> np.ndarray:
     """The ``outside`` table of :func:`episode_candidates` of a space without question
     domains: uint64 (0, 1)."""
     return np.zeros((0, 1), np.uint64)
+
+
+def no_test_domains() -> tuple:
+    """``(test_domains, domain_row)`` of a space without question domains (:class:`TestBankTables`):
+    uint64 (0, 1) and int64 (0,)."""
+    return np.zeros((0, 1), np.uint64), np.zeros(0, np.int64)
+
+
+@numba.njit(inline="always")
+def every_scene() -> np.ndarray:
+    """The ``dom`` of a target defined on every test-bank scene (no question domain): uint64 (0,)."""
+    return np.zeros(0, np.uint64)
+
+
+@numba.njit(inline="always")
+def in_domain(dom, t):
+    """Whether test scene ``t`` is in the target's domain ``dom`` (a packed bitset over the test
+    bank, uint64 (ceil(T/64),); length 0: every scene is)."""
+    return dom.shape[0] == 0 or has_bit(dom, t) != 0
+
+
+@numba.njit(inline="always")
+def domain_size(dom, n_test):
+    """The number of test scenes in ``dom`` (``n_test`` when it has length 0: every scene)."""
+    return np.int64(n_test) if dom.shape[0] == 0 else count_bits(dom)
+
+
+@numba.njit(inline="always")
+def _drop_outside(dom, touched, m, scores, mark):
+    """Keep in ``touched[:m]`` (order kept) only the scenes of the target's domain ``dom``; the
+    others' ``scores`` are set to 0 and their ``mark`` cleared (as for a scene never touched).
+    Returns how many are kept.  A target's ranking is over its domain: a scene outside it is no
+    item of its AP at all (not a negative), and with it gone from ``touched`` and the item count
+    :func:`domain_size`, :func:`~bayes_concepts.metrics.average_precision_sparse` computes
+    exactly the AP of the domain's scenes alone."""
+    if dom.shape[0] == 0:
+        return m
+    k = 0
+    for i in range(m):
+        t = touched[i]
+        if has_bit(dom, t):
+            touched[k] = t
+            k += 1
+        else:
+            scores[t] = 0.0
+            mark[t] = False
+    return k
 
 
 @numba.njit(inline="always")
@@ -256,7 +305,7 @@ def _touch(c, cls_ptr, cls_idx, mark, touched, m):
 
 @numba.njit(cache=True)
 def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test, scores, mark,
-                 touched):
+                 touched, dom):
     """AP on the test bank of the predictive Σ_c w_c·c(t) over synonym classes ``cls_list``
     (weights ``cls_weight``), against the packed labels ``truth``.
 
@@ -266,7 +315,9 @@ def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, tr
     Light classes (typically broad ones with a tiny posterior) are only added to scenes
     some heavy class touched.  Scores are summed in ``cls_list`` order everywhere, so ties
     come out as in a full computation.  ``scores``/``mark``/``touched`` are work arrays of
-    length n_test (scores zero, mark False on entry; restored on exit).
+    length n_test (scores zero, mark False on entry; restored on exit).  ``dom``: the target's
+    question domain over the test bank (packed; length 0: every scene, :func:`every_scene`):
+    the ranking is over its scenes only (the positives lie within it).
     """
     n_cls = cls_list.shape[0]
     if n_pos == 0:
@@ -278,7 +329,7 @@ def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, tr
         full += cls_ptr[cls_list[q] + 1] - cls_ptr[cls_list[q]]
     if full <= n_pos * n_cls:  # spreading every class costs less than scoring the positives first
         return _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test,
-                                 scores, mark, touched, light)
+                                 scores, mark, touched, light, dom)
     u = np.inf
     for w in range(tw):
         word = truth[w]
@@ -292,16 +343,17 @@ def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, tr
             if 0.0 < sc < u:
                 u = sc
     if u == np.inf:  # no positive scores above 0: all of them sit at the last threshold
-        return n_pos / n_test
+        return n_pos / domain_size(dom, n_test)
     mark_light_classes(cls_weight, u, light)
     return _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test,
-                             scores, mark, touched, light)
+                             scores, mark, touched, light, dom)
 
 
 @numba.njit(cache=True)
 def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test, scores,
-                      mark, touched, light):
-    """Scores of the scenes heavy (not ``light``) classes touch, summed in class order, and their AP."""
+                      mark, touched, light, dom):
+    """Scores of the scenes heavy (not ``light``) classes touch, summed in class order, and their
+    AP over the scenes of ``dom`` (:func:`test_bank_ap`)."""
     n_cls = cls_list.shape[0]
     m = 0
     for q in range(n_cls):
@@ -319,7 +371,8 @@ def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_si
             c = cls_list[q]
             for r in range(cls_ptr[c], cls_ptr[c + 1]):
                 scores[cls_idx[r]] += wq
-    ap = average_precision_sparse(touched[:m], scores, truth, n_test, n_pos)
+    m = _drop_outside(dom, touched, m, scores, mark)
+    ap = average_precision_sparse(touched[:m], scores, truth, domain_size(dom, n_test), n_pos)
     for i in range(m):
         scores[touched[i]] = 0.0
         mark[touched[i]] = False
@@ -511,13 +564,19 @@ def score_rows16_kernel(lane_ptr, lane_cls, n_test, weights, out):
 
 
 @numba.njit(cache=True)
-def average_precision_every_score(scores, truth):
+def average_precision_every_score(scores, truth, dom=None):
     """:func:`~bayes_concepts.metrics.average_precision_sparse` of every item of ``scores``
     (float64 (n,); the items scoring 0 being the ones it is not given) against the packed
     labels ``truth`` (uint64 words), the same float: the same levels, counts and sums, each
     item's level found in the table of :func:`~bayes_concepts.metrics.level_table` -- no sort
-    of the scores, the cost that matters once every test scene has a score."""
+    of the scores, the cost that matters once every test scene has a score.  ``dom``: the
+    target's domain (packed; None or length 0: every item): only its items are ranked."""
+    if dom is None:
+        d = every_scene()
+    else:
+        d = dom
     n = scores.shape[0]
+    n_items = domain_size(d, n)
     n_pos = count_bits(truth)
     if n_pos == 0:
         return np.nan
@@ -535,18 +594,37 @@ def average_precision_every_score(scores, truth):
         u, cnt, nu = descending_levels(pv[:k])
         first, lo_key, shift = level_table(u, nu)
         hist = np.zeros(nu + 1, np.int64)  # hist[nu]: below every positive (0 included)
-        if nu <= TABLE_MIN_LEVELS:
+        if d.shape[0] > 0:  # a question domain: its items only
+            for t in range(n):
+                if has_bit(d, t):
+                    hist[level_search(u, nu, scores[t]) if nu <= TABLE_MIN_LEVELS
+                         else level_of(u, nu, first, lo_key, shift, scores[t])] += 1
+        elif nu <= TABLE_MIN_LEVELS:
             for t in range(n):
                 hist[level_search(u, nu, scores[t])] += 1
         else:
             for t in range(n):
                 hist[level_of(u, nu, first, lo_key, shift, scores[t])] += 1
-        return ap_from_levels(hist, cnt, nu, n_pos, n)
-    return ap_from_levels(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, n_pos, n)
+        return ap_from_levels(hist, cnt, nu, n_pos, n_items)
+    return ap_from_levels(np.zeros(0, np.int64), np.zeros(0, np.int64), 0, n_pos, n_items)
+
+
+@numba.njit(inline="always")
+def target_domain(test_domains, domain_row, concept, everywhere):
+    """The test-bank domain of ``concept`` (a row of ``test_domains``, uint64 (D, Tw)), or
+    ``everywhere`` (length 0: every scene) when it has none: ``domain_row`` int64 (H,) gives each
+    concept's row (-1: none), or has length 0 when no concept has a domain."""
+    if domain_row.shape[0] == 0:
+        return everywhere
+    r = domain_row[concept]
+    if r < 0:
+        return everywhere
+    return test_domains[r]
 
 
 @numba.njit(parallel=True, cache=True)
-def _score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, true_concept, out_ap):
+def _score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, true_concept, out_ap, test_domains,
+                    domain_row):
     n_cls = class_w.shape[1]
     n_batches = (deferred.shape[0] + DEFER_BATCH - 1) // DEFER_BATCH
     for k in numba.prange(n_batches):
@@ -559,18 +637,24 @@ def _score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, tru
                 weights[c * DEFER_BATCH + j] = row[c]
         scores = np.empty((DEFER_BATCH, n_test))
         score_rows16(lane_ptr, lane_cls, n_test, weights, scores)
+        everywhere = np.zeros(0, np.uint64)
         for j in range(hi - lo):
             e = deferred[lo + j]
-            out_ap[e] = average_precision_every_score(scores[j], test_sig[true_concept[e]])
+            out_ap[e] = average_precision_every_score(
+                scores[j], test_sig[true_concept[e]],
+                target_domain(test_domains, domain_row, true_concept[e], everywhere))
 
 
-def score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, true_concept, out_ap):
+def score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, true_concept, out_ap,
+                   test_domains=None, domain_row=None):
     """Fill ``out_ap[e]`` for the episodes ``deferred`` (int64 (D,)) that
     :func:`evaluate_episodes` left (AP :data:`DEFERRED`: too wide to prune), from their class
     weights ``class_w[e]`` (float64 (E, C), dense by class id): every test scene's
     :func:`scene_score`, :data:`DEFER_BATCH` episodes per pass over the rows
     (:func:`score_rows16`), then the exact AP, as :func:`test_bank_ap_wide` computes it when it
-    scores every scene.  ``test_sig``/``true_concept`` as for :func:`evaluate_episodes`.
+    scores every scene.  ``test_sig``/``true_concept`` as for :func:`evaluate_episodes`;
+    ``test_domains``/``domain_row``: the targets' question domains (:class:`TestBankTables`;
+    None: every concept is defined on every scene).
 
     The kernel is compiled with LLVM's SLP vectorizer on (numba leaves it off by default):
     it turns the 8 additions of a class into one vector add, about 6x faster per episode than
@@ -582,8 +666,10 @@ def score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, true
     old = config.SLP_VECTORIZE
     config.SLP_VECTORIZE = 1  # read by the compiler when it builds this kernel (a cached one is loaded as is)
     try:
+        if domain_row is None:
+            test_domains, domain_row = no_test_domains()
         _score_deferred(class_w, np.asarray(deferred, np.int64), lane_ptr, lane_cls, n_test, test_sig,
-                        true_concept, out_ap)
+                        true_concept, out_ap, test_domains, domain_row)
     finally:
         config.SLP_VECTORIZE = old
 
@@ -728,7 +814,7 @@ def _score_every_scene(scene_ptr, scene_cls, class_w, n_test, scores, touched):
 
 @numba.njit(cache=True)
 def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth, n_pos, n_test, scores,
-                      mark, touched, speculative_share=SPECULATIVE_SHARE, defer=False):
+                      mark, touched, speculative_share=SPECULATIVE_SHARE, defer=False, dom=None):
     """AP on the test bank of the predictive Σ_c w_c·c(t), for posteriors spread over many
     classes (the ``noisy`` likelihood).  Exact, with the work bounded by what can matter.
 
@@ -760,7 +846,15 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
 
     The choice of where to stop changes the work, never the AP (up to the float rounding of
     adding the same precisions in a different grouping, ~1e-16).
+
+    ``dom``: the target's question domain over the test bank (packed; None or length 0: every
+    scene): the ranking is over its scenes only; a scene outside it is dropped like a pruned
+    one, and the items at the last threshold are the domain's.
     """
+    if dom is None:
+        d = every_scene()
+    else:
+        d = dom
     if n_pos == 0:
         return np.nan
     order, start, ext, rest, _, _ = _bucket_classes(cls_list, class_w, cls_ptr)
@@ -773,6 +867,7 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
         if defer:
             return DEFERRED
         keep = _score_every_scene(scene_ptr, scene_cls, class_w, n_test, scores, touched)
+        keep = _drop_outside(d, touched, keep, scores, mark)
         separated = False
     else:
         m = _list_touched(scores, n_test, mark, touched)
@@ -785,7 +880,7 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
         n_neg = 0
         for i in range(m):
             t = touched[i]
-            if scores[t] >= level:
+            if scores[t] >= level and in_domain(d, t):
                 touched[keep] = t
                 keep += 1
                 if not has_bit(truth, t):
@@ -811,7 +906,7 @@ def test_bank_ap_wide(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls,
                         scores[t] = SAFE_SCORE
                     else:
                         scores[t] = scene_score(scene_ptr, scene_cls, t, class_w)
-    ap = 1.0 if separated else average_precision_sparse(touched[:keep], scores, truth, n_test, n_pos)
+    ap = 1.0 if separated else average_precision_sparse(touched[:keep], scores, truth, domain_size(d, n_test), n_pos)
     for i in range(keep):
         scores[touched[i]] = 0.0
         mark[touched[i]] = False
@@ -993,7 +1088,7 @@ def _level(u, n_levels, first, k_bot, x):
 @numba.njit(cache=True)
 def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth, n_pos, n_test,
                            tolerance, max_deg, scores, mark, touched, tops, queue, stats,
-                           speculative_share=SPECULATIVE_SHARE, defer=False):
+                           speculative_share=SPECULATIVE_SHARE, defer=False, dom=None):
     """AP on the test bank of the predictive Σ_c w_c·c(t) to within ``tolerance``, with a
     certificate: returns ``(ap, bound)`` with |ap - exact AP| <= bound <= tolerance, where the
     exact AP is that of every scene scored by :func:`scene_score` (what
@@ -1039,10 +1134,17 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
        in doubt has its exact score the two ends meet: ``bound`` is 0 and ``ap`` the exact AP
        (up to how :func:`test_bank_ap_wide` groups its own sum, ~1e-16).
 
-    ``scores``/``mark``/``tops`` are restored on exit.
+    ``scores``/``mark``/``tops`` are restored on exit.  ``dom``: the target's question domain
+    over the test bank (packed; None or length 0: every scene): only its scenes are items of
+    the ranking, so only its negatives get intervals and counts.
     """
+    if dom is None:
+        d = every_scene()
+    else:
+        d = dom
     if n_pos == 0:
         return np.nan, 0.0
+    n_items = domain_size(d, n_test)
     order, start, ext, rest, mass, count = _bucket_classes(cls_list, class_w, cls_ptr)
     up = 1.0 + ROUND_SLACK
     down = 1.0 - ROUND_SLACK
@@ -1057,8 +1159,9 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
         if defer:
             return DEFERRED, 0.0
         keep = _score_every_scene(scene_ptr, scene_cls, class_w, n_test, scores, touched)
+        keep = _drop_outside(d, touched, keep, scores, mark)
         stats[1] += n_test
-        ap = average_precision_sparse(touched[:keep], scores, truth, n_test, n_pos)
+        ap = average_precision_sparse(touched[:keep], scores, truth, n_items, n_pos)
         for i in range(keep):
             scores[touched[i]] = 0.0
         return ap, 0.0
@@ -1073,13 +1176,13 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
     n_touched_neg = 0
     for i in range(n_test if in_order else m):
         t = i if in_order else touched[i]
-        if not mark[t] or has_bit(truth, t):
+        if not mark[t] or has_bit(truth, t) or not in_domain(d, t):
             continue
         hi = (scores[t] + cap[_degree(scene_ptr, t)]) * up
         tops[t] = hi
         v_hi = max(v_hi, hi)
         n_touched_neg += 1
-    n_untouched = (n_test - n_pos) - n_touched_neg
+    n_untouched = (n_items - n_pos) - n_touched_neg  # the domain's negatives no class touched
     if n_untouched > 0:
         v_hi = max(v_hi, untouched_top)
     # 2. the positives: exact, or SAFE_SCORE above every negative
@@ -1105,7 +1208,7 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
             scores[t] = 0.0
             mark[t] = False
             tops[t] = 0.0
-        return (n_pos / n_test) * (n_pos / n_pos), 0.0
+        return (n_pos / n_items) * (n_pos / n_pos), 0.0
     first, k_bot = _level_table(u, n_levels)
     # 3. the negatives' intervals as counts per level; those in doubt queued (queue[0]: scene,
     # [1]: the level of its interval's bottom, [2]: of its top)
@@ -1116,7 +1219,7 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
     u_floor = u[n_levels - 1]
     for i in range(n_test if in_order else m):
         t = i if in_order else touched[i]
-        if not mark[t] or has_bit(truth, t):
+        if not mark[t] or has_bit(truth, t) or not in_domain(d, t):
             continue
         hi = tops[t]
         tops[t] = 0.0
@@ -1137,7 +1240,7 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
     if n_untouched > 0:  # their intervals: [0, their cap]
         if untouched_top >= u_floor:  # some may reach a level: each by its own cap
             for t in range(n_test):
-                if mark[t] or has_bit(truth, t):
+                if mark[t] or has_bit(truth, t) or not in_domain(d, t):
                     continue
                 z = _level(u, n_levels, first, k_bot, cap[_degree(scene_ptr, t)] * up)
                 hist_lo[n_levels] += 1
@@ -1151,7 +1254,7 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
         else:
             hist_lo[n_levels] += n_untouched
             hist_hi[n_levels] += n_untouched
-    lower, upper = ap_bounds_from_levels(cnt, nu, zero_level, hist_lo, hist_hi, n_pos, n_test)
+    lower, upper = ap_bounds_from_levels(cnt, nu, zero_level, hist_lo, hist_hi, n_pos, n_items)
     stats[2] += 1
     bound = _half_width(lower, upper, nu)
     # 4. exact scores for the negatives in doubt, from the highest level down, until bound <= tolerance
@@ -1192,7 +1295,7 @@ def test_bank_ap_certified(cls_list, class_w, cls_ptr, cls_idx, scene_ptr, scene
                 hist_lo[z] += 1
                 hist_hi[z] += 1
             stats[1] += hi_end - lo
-            lower, upper = ap_bounds_from_levels(cnt, nu, zero_level, hist_lo, hist_hi, n_pos, n_test)
+            lower, upper = ap_bounds_from_levels(cnt, nu, zero_level, hist_lo, hist_hi, n_pos, n_items)
             stats[2] += 1
             bound = _half_width(lower, upper, nu)
             if bound <= tolerance:
@@ -1270,6 +1373,8 @@ class TestBankTables(NamedTuple):
     class_rep: np.ndarray  #: int64 (C,) a concept of each class
     scene_ptr: np.ndarray  #: int64 (4T + 1,) lane pointers of each scene's classes (:func:`scene_score`)
     scene_cls: np.ndarray  #: uint16 (pairs,) the classes, lane by lane
+    test_domains: np.ndarray  #: uint64 (D, Tw) the test-bank domains of the concepts that have one ((0, 1): none)
+    domain_row: np.ndarray  #: int64 (H,) each concept's row of ``test_domains``, -1: every scene ((0,): none has one)
 
 
 class EvaluateOptions(NamedTuple):
@@ -1325,7 +1430,7 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
     fixed_scene_scores, fixed_test_scores = oracle.fixed_scene_scores, oracle.fixed_test_scores
     fixed_entropy = oracle.fixed_entropy
     outside = oracle.outside
-    test_sig, n_test, classes, cls_ptr, cls_idx, class_rep, scene_ptr, scene_cls = bank
+    test_sig, n_test, classes, cls_ptr, cls_idx, class_rep, scene_ptr, scene_cls, test_domains, domain_row = bank
     allow_wide, ap_tolerance, defer, speculative_share = options
     out_ap, out_ap_bound, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_query_pred = out
     n_ep = support.shape[0]
@@ -1349,6 +1454,7 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
         stats = np.zeros(3, np.int64)
         dense_p = np.zeros(n_concepts)
         cand = np.zeros(omega.shape[0], np.uint64)
+        everywhere = np.zeros(0, np.uint64)
         for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
             n = episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, first, second,
                                    consistent_only, ids, logw, outside)
@@ -1363,21 +1469,23 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
             qpred = out_query_pred[e]
             truth = test_sig[true_concept[e]]
             n_pos = count_bits(truth)
+            dom = target_domain(test_domains, domain_row, true_concept[e], everywhere)  # the ranking's scenes
             if empty and not refit:
                 for j in range(kq):
                     qpred[j] = min(fixed_scene_scores[query[e, j]], 1.0)
                 out_post_ent[e] = fixed_entropy
                 m = 0
                 for t in range(n_test):
-                    if fixed_test_scores[t] > 0:
+                    if fixed_test_scores[t] > 0 and in_domain(dom, t):
                         touched[m] = t
                         m += 1
-                out_ap[e] = average_precision_sparse(touched[:m], fixed_test_scores, truth, n_test, n_pos)
+                out_ap[e] = average_precision_sparse(touched[:m], fixed_test_scores, truth, domain_size(dom, n_test),
+                                                     n_pos)
             elif n == 0:  # the refit found nothing either: every score 0
                 for j in range(kq):
                     qpred[j] = 0.0
                 out_post_ent[e] = np.nan
-                out_ap[e] = n_pos / n_test if n_pos else np.nan
+                out_ap[e] = n_pos / domain_size(dom, n_test) if n_pos else np.nan
             else:
                 out_post_ent[e] = normalise(logw, n, probs)
                 wide = allow_wide and not (refit_consistent_only if empty and refit else consistent_only)
@@ -1393,11 +1501,11 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
                         out_ap[e], out_ap_bound[e] = test_bank_ap_certified(
                             class_list[:n_cls], class_w, cls_ptr, cls_idx, scene_ptr, scene_cls, truth, n_pos, n_test,
                             ap_tolerance, max_deg, scores, mark, touched, tops, queue, stats, speculative_share,
-                            defer)
+                            defer, dom)
                     else:
                         out_ap[e] = test_bank_ap_wide(class_list[:n_cls], class_w, cls_ptr, cls_idx, scene_ptr,
                                                       scene_cls, truth, n_pos, n_test, scores, mark, touched,
-                                                      speculative_share, defer)
+                                                      speculative_share, defer, dom)
                     if out_ap[e] == DEFERRED:  # its class weights wait for score_deferred
                         for q in range(n_cls):
                             defer_w[e, class_list[q]] = class_w[class_list[q]]
@@ -1408,7 +1516,7 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
                         cls_weight[q] = class_w[class_list[q]]
                         class_w[class_list[q]] = 0.0
                     out_ap[e] = test_bank_ap(class_list[:n_cls], cls_weight[:n_cls], cls_ptr, cls_idx, class_rep,
-                                             test_sig, truth, n_pos, n_test, scores, mark, touched)
+                                             test_sig, truth, n_pos, n_test, scores, mark, touched, dom)
             out_cba[e] = class_balanced_accuracy_kernel(qpred, query_labels[e])
             ent = 0.0
             for j in range(kq):

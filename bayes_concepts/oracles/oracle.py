@@ -119,7 +119,7 @@ def test_bank_tables(space, wide: bool = True) -> K.TestBankTables:
     scene_classes = (space.test_bank_scene_classes() if wide else (np.zeros(1, np.int64), np.zeros(1, np.uint16)))
     return K.TestBankTables(np.ascontiguousarray(space.test_bank.signatures), int(space.test_bank.n_scenes),
                             np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(),
-                            space.class_representatives(), *scene_classes)
+                            space.class_representatives(), *scene_classes, *space.index.test_domain_rows())
 
 
 class Oracle:
@@ -269,7 +269,8 @@ class Oracle:
                                 bank, options, results, defer_w)
             if defer:
                 K.score_deferred(defer_w, np.flatnonzero(out["ap"][sl] == K.DEFERRED), bank.scene_ptr,
-                                 bank.scene_cls, bank.n_test, bank.signatures, concept[sl], out["ap"][sl])
+                                 bank.scene_cls, bank.n_test, bank.signatures, concept[sl], out["ap"][sl],
+                                 bank.test_domains, bank.domain_row)
         return out
 
     # ------------------------------------------------------ learner protocol

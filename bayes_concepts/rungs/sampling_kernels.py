@@ -163,7 +163,7 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
                      query_labels, true_concept, scene_concepts, outside, first, second, consistent_only, policy,
                      refit_first,
                      refit_second, refit_consistent_only, test_sig, n_test, classes, cls_ptr, cls_idx, class_rep,
-                     out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_n_hypotheses,
+                     test_domains, domain_row, out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_n_hypotheses,
                      out_query_pred):
     """Score every episode with the sampling learner.
 
@@ -182,7 +182,9 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
     :data:`PRIOR` (the prior predictive over the drawn set) or :data:`REFIT` (condition again
     with the refit_* tables) when no drawn concept fits the support.  test_sig: uint64
     (n_concepts, ceil(T/64)); classes: int (n_concepts,) synonym classes; cls_ptr/cls_idx:
-    CSR test-bank scenes of each class; class_rep: a concept per class.
+    CSR test-bank scenes of each class; class_rep: a concept per class; test_domains/domain_row:
+    the targets' question domains over the test bank
+    (:class:`~bayes_concepts.oracles.kernels.TestBankTables`): a target's ranking is over its domain.
 
     Outputs (E,): out_ap (exact AP on the test bank), out_cba, out_post_ent,
     out_pred_ent (nats), out_empty (no drawn concept fits), out_n_candidates (drawn
@@ -210,6 +212,7 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
         scores = np.zeros(n_test)
         seen = np.zeros(n_test, np.bool_)
         touched = np.empty(n_test, np.int64)
+        everywhere = np.zeros(0, np.uint64)
         for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
             state = episode_stream(key, first_index + e)
             m = draw_distinct(state, cum, guide, last, n, mark, pos)
@@ -231,11 +234,12 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
                 c = m
             truth = test_sig[true_concept[e]]
             n_pos = count_bits(truth)
+            dom = K.target_domain(test_domains, domain_row, true_concept[e], everywhere)
             qpred = out_query_pred[e]
             if c == 0:  # nothing to go on: every score 0 (ties at the last threshold)
                 for j in range(kq):
                     qpred[j] = 0.0
-                out_ap[e] = n_pos / n_test if n_pos else np.nan
+                out_ap[e] = n_pos / K.domain_size(dom, n_test) if n_pos else np.nan
             else:
                 ent = K.normalise(logw, c, probs)
                 for j in range(kq):
@@ -246,7 +250,7 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
                     cls_weight[q] = class_w[class_list[q]]
                     class_w[class_list[q]] = 0.0
                 out_ap[e] = K.test_bank_ap(class_list[:n_cls], cls_weight[:n_cls], cls_ptr, cls_idx, class_rep,
-                                           test_sig, truth, n_pos, n_test, scores, seen, touched)
+                                           test_sig, truth, n_pos, n_test, scores, seen, touched, dom)
             out_post_ent[e] = ent
             out_cba[e] = class_balanced_accuracy_kernel(qpred, query_labels[e])
             h_sum = 0.0

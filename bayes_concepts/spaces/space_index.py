@@ -14,6 +14,8 @@ structure is computed once, on the first call that needs it:
 ``test_bank_scene_classes``  the transpose, split into lanes by class id (what the noisy
                              oracle's test-bank scores sum)
 ``positives_in_test_bank``   int64 (n,): test-bank scenes each concept is true on
+``test_domain_rows()``       the test-bank domains of the concepts that have one, and each
+                             concept's row (question domains: a target's ranking is over it)
 ``concept_ids()``            dict: a concept's description string -> its id
 ``item_ids()``               dict: an item's name -> its id (spaces of named items)
 ``scene_bank()``             the scene bank as packed bitsets (spaces over scenes), with
@@ -75,6 +77,22 @@ class SpaceIndex:
         rows = np.zeros((space.n_concepts, n_words), np.uint64)
         rows[np.asarray(space.domain_ids, np.int64)] = ~np.asarray(space.domains) & valid
         return transpose_bits(rows, n)
+
+    def test_domain_rows(self) -> tuple:
+        """``(test_domains, domain_row)``: the test-bank domains of the concepts that have one,
+        uint64 (D, ceil(T/64)), and each concept's row in it, int64 (n_concepts,) (-1: defined on
+        every scene); uint64 (0, 1) and int64 (0,) in a space without question domains (what the
+        test-bank scoring kernels read: a target's ranking is over its domain)."""
+        return self._memo("test_domain_rows", self._build_test_domain_rows)
+
+    def _build_test_domain_rows(self) -> tuple:
+        space = self.space
+        if not space.has_domains:
+            return np.zeros((0, 1), np.uint64), np.zeros(0, np.int64)
+        rows = np.full(space.n_concepts, -1, np.int64)
+        ids = np.asarray(space.domain_ids, np.int64)
+        rows[ids] = np.arange(len(ids))
+        return np.ascontiguousarray(space.test_domains, np.uint64), rows
 
     def class_representatives(self) -> np.ndarray:
         """int64 (n_classes,): the first concept of each synonym class."""
