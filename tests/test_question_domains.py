@@ -257,7 +257,7 @@ def test_concepts_with_too_few_negatives_in_their_domain_are_counted_and_a_proto
 
 # ------------------------------------------------------------------ a user's own constraints
 MY_TEMPLATES = '''[[template]]
-name = "mine_compare"
+name = "mine_0"
 question = "Is the <Z> <C> <M> <S> the same size as the <Z2> <C2> <M2> <S2>?"
 nodes = ["scene", "filter_unique <Z> <C> <M> <S> <- 0", "scene", "filter_unique <Z2> <C2> <M2> <S2> <- 2",
          "query_size <- 1", "query_size <- 3", "equal_size <- 4 5"]
@@ -273,8 +273,8 @@ def test_a_user_s_template_declares_constraints_that_become_the_question_s_domai
     path = tmp_path / "mine.toml"
     path.write_text(MY_TEMPLATES)
     templates = load_clevr_templates(path)
-    assert templates["mine_compare"].constraints == (("OUT_NEQ", 1, 3),)
-    programs = [i.program for i in clevr_instances(templates, 12, 0)["mine_compare"]]
+    assert templates["mine_0"].constraints == (("OUT_NEQ", 1, 3),)
+    programs = [i.program for i in clevr_instances(templates, 12, 0)["mine_0"]]
     assert programs and all(" where " in p for p in programs)
     for p in programs:
         (differ,) = Program.parse(p, CLEVR).constraint_programs

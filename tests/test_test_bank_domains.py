@@ -37,7 +37,8 @@ value LOC <   1 2 3 4
 property color?  color  COLOR
 property shape?  shape  SHAPE
 property locationX?  x  LOC
-operators = > and or not unique filter exists forall exist count union intersect left right front behind same_color same_shape exists= for-all= count= +
+operators = > and or not unique filter exists forall exist count union intersect left right front behind \
+    same_color same_shape exists= for-all= count= +
 variables y z w
 relations left right front behind
 objects 1 2 5

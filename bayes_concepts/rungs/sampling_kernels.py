@@ -163,7 +163,8 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
                      query_labels, true_concept, scene_concepts, outside, first, second, consistent_only, policy,
                      refit_first,
                      refit_second, refit_consistent_only, test_sig, n_test, classes, cls_ptr, cls_idx, class_rep,
-                     test_domains, domain_row, out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_n_hypotheses,
+                     test_domains, domain_row,
+                     out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_n_hypotheses,
                      out_query_pred):
     """Score every episode with the sampling learner.
 
