@@ -316,8 +316,8 @@ def test_a_program_file_s_constraints_through_the_command_line(tmp_path, capsys)
              f"{red} {cube} behind where {never}"]  # a constraint that never holds
     good = tmp_path / "programs.txt"
     good.write_text("\n".join(lines) + "\n")
-    status, out, err = run(["space", "build", tmp_path / "s", "--programs", good, "--grammar",
-                            data_file("clevr.pcfg"), "--scenes", 2000, "--quiet"], capsys)
+    status, out, err = run(["--grammar", data_file("clevr.pcfg"), "space", "build", tmp_path / "s", "--programs",
+                            good, "--scenes", 2000, "--quiet"], capsys)
     assert status == 0, err
     assert "dropped: 1 concepts defined on no scene of the bank" in out, out
     space = HypothesisSpace.load(tmp_path / "s")
@@ -325,7 +325,7 @@ def test_a_program_file_s_constraints_through_the_command_line(tmp_path, capsys)
     assert not any(never in p for p in space.programs)
     bad = tmp_path / "bad.txt"
     bad.write_text(f"{red} {cube} left where {red} {cube} out_neq\n")
-    status, out, err = run(["space", "build", tmp_path / "b", "--programs", bad, "--grammar",
-                            data_file("clevr.pcfg"), "--scenes", 2000, "--quiet"], capsys)
+    status, out, err = run(["--grammar", data_file("clevr.pcfg"), "space", "build", tmp_path / "b", "--programs",
+                            bad, "--scenes", 2000, "--quiet"], capsys)
     assert_one_line_error(status, err, "out_neq")
     assert not (tmp_path / "b").exists()
