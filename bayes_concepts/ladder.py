@@ -45,7 +45,6 @@ from .rungs.oracle_rungs import space_structure
 from .splits import side_space
 from .difficulty import PREDICTORS
 from .ranking import percentile_interval, rank_series
-from .learners.learned import did_learn, not_learned_text
 
 __all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "MIN_RANKED", "rho_text", "difference_text", "parse_rungs", "published_difficulty", "format_correlations", "ladder_profile", "ladder_summary", "format_ladder",
            "ladder_correlations", "pooled_correlations", "rung_spreads", "LadderError"]
@@ -233,6 +232,7 @@ def ladder_summary(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0, solved_wit
                     "cba_gap": cgap, "cba_gap_ci": [clo, chi],
                     "empty_share": float(np.nanmean(cell["empty"].sel(learner=lb).values))}
                 if lb in models:  # "did it learn?": its validation against the random learner's (learners.learned)
+                    from .learners.learned import did_learn, not_learned_text  # a model was scored: torch is loaded
                     record = (info.get(lb) or {}).get(split) or {}
                     learned = did_learn(record)
                     scored[lb]["learned"] = learned
