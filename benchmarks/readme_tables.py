@@ -620,7 +620,33 @@ def closure_learners() -> str:
                  rows)
 
 
-GENERATORS = {"closure_learners": closure_learners, "conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
+def closure_learning_curve() -> str:
+    """The CLOSURE learner's learning curve (``closure_learning_curve.json``): validation mAP and
+    CBA every few steps, then the trained model against the random learner on the same
+    episodes (held-out instantiations, and training concepts), the test bank ranked whole and
+    over the question's domain, with 95 % intervals over episodes."""
+    d = load("closure_learning_curve")
+
+    def ci(e) -> str:
+        return f"{e['mean']:.1f} {_ci(e['ci95'])}"
+    rows = [[f"step {c['step']:,}", f"{c['val_map']:.1f}", f"{c['val_cba']:.1f}",
+             "–" if c["train_loss"] is None else f"{c['train_loss']:.2f}", f"{c['elapsed_s']:.0f} s"]
+            for c in d["curve"]]
+    for side, f in d["final"].items():
+        rows.append([f"final, {side} concepts: model / random", f"{ci(f['model']['map'])} / {ci(f['random']['map'])}",
+                     f"{ci(f['model']['cba'])} / {ci(f['random']['cba'])}", "learned" if f["learned"]["learned"]
+                     else "did not learn", ""])
+    dom = d.get("in_domain")
+    if dom:
+        rows.append(["validation, bank ranked whole: model / random / chance",
+                     f"{ci(dom['model_all'])} / {ci(dom['random_all'])} / {dom['chance_all']['mean']:.1f}", "", "", ""])
+        rows.append(["validation, question's domain only: model / random / chance",
+                     f"{ci(dom['model_domain'])} / {ci(dom['random_domain'])} / {dom['chance_domain']['mean']:.1f}",
+                     "", "", f"domain {dom['domain_share']['mean']:.0f} % of the bank"])
+    return table(["", "validation mAP", "validation CBA", "training loss", "elapsed"], rows)
+
+
+GENERATORS = {"closure_learning_curve": closure_learning_curve, "closure_learners": closure_learners, "conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
               "ladder_correlations": ladder_correlations, "ladder_versus": ladder_versus, "ladder_validation": ladder_validation, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "roofline": roofline, "noisy_breakdown": noisy_breakdown, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
