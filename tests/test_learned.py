@@ -122,3 +122,12 @@ def test_a_trained_model_card_records_its_validation_against_random(small_space,
     assert rec["episodes"] == 20 and {"map", "cba", "random_map", "random_cba", "learned"} <= set(rec)
     assert rec["learned"] == (rec["map"]["ci95"][0] > rec["random_map"]["ci95"][1])
     assert learner.info()["validation"] == rec
+
+
+def test_a_grid_net_records_its_validation_accuracy_against_a_random_guess():
+    from bayes_concepts.suites.conceptworld.baselines import QUICK_SETTINGS, experiment_data, train_grid_net
+    data = experiment_data("productivity", seed=0, settings=QUICK_SETTINGS)
+    _, record = train_grid_net("mlp", data, seed=0, settings=QUICK_SETTINGS)
+    rec = record["validation"]
+    assert rec["episodes"] == record["n_val"] and isinstance(rec["learned"], bool)
+    assert rec["learned"] == (rec["map"]["ci95"][0] > rec["random_map"]["ci95"][1])
