@@ -84,6 +84,9 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--batch", type=int, default=64, help="episodes per Adam step")
     ap.add_argument("--schedule", choices=("constant", "cosine"), default="constant")
+    ap.add_argument("--negatives", choices=("hard", "easy"), default="hard",
+                    help="support and query negatives of the training episodes (and of the curve's validation "
+                         "episodes); the final scoring is on hard negatives either way")
     ap.add_argument("--val-every", type=int, default=50)
     ap.add_argument("--val-episodes", type=int, default=200)
     ap.add_argument("--episodes", type=int, default=500, help="final scoring episodes per side")
@@ -105,7 +108,7 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     history = learner.train(train_split, protocol=protocol, val_episodes=args.val_episodes, val_every=args.val_every,
                             threads=1, progress=False, max_steps=args.steps, chunk_episodes=1024, patience=0,
-                            lr=args.lr, batch_episodes=args.batch, lr_schedule=args.schedule,
+                            lr=args.lr, batch_episodes=args.batch, negatives=args.negatives, lr_schedule=args.schedule,
                             warmup_steps=min(50, args.steps // 10),
                             out=args.model_dir)
     train_s = time.perf_counter() - t
@@ -137,7 +140,7 @@ def main(argv=None) -> int:
                             "test_bank_ranking": "every test-bank scene (the question's domain not applied)",
                             "model": args.model, "seed": args.seed, "steps": history["steps"],
                             "episodes_trained": history["episodes"], "lr": args.lr, "batch_episodes": args.batch,
-                            "schedule": args.schedule, "val_episodes": args.val_episodes,
+                            "schedule": args.schedule, "negatives": args.negatives, "val_episodes": args.val_episodes,
                             "episodes_scored": args.episodes, "train_seconds": round(train_s, 1),
                             "concepts": {"train": int(len(train_split.train)), "validation": int(len(val))},
                             "torch_threads": 1, "wall_seconds": round(time.perf_counter() - t0, 1),

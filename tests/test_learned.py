@@ -131,3 +131,17 @@ def test_a_grid_net_records_its_validation_accuracy_against_a_random_guess():
     rec = record["validation"]
     assert rec["episodes"] == record["n_val"] and isinstance(rec["learned"], bool)
     assert rec["learned"] == (rec["map"]["ci95"][0] > rec["random_map"]["ci95"][1])
+
+
+def test_gap_marks_a_learner_that_did_not_learn(small_space, marked):
+    from bayes_concepts.gap import compute_gap, format_table, summarise
+    splits, _ = marked
+    one = {"counting": splits["counting"]}
+    ds = compute_gap(small_space, one, ("hard",), 20, seed=1,
+                     learners={"noise": _Marked(RandomLearner(small_space, seed=1), False),
+                               "proto": _Marked(NearestPrototype(small_space), True)})
+    rows = summarise(ds, n_boot=50)
+    got = rows[0]["learners"]
+    assert got["noise"]["learned"] is False and got["proto"]["learned"] is True
+    text = format_table(rows)
+    assert "did not learn" in text
