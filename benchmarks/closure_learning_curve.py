@@ -124,6 +124,8 @@ def main(argv=None) -> int:
         final[side] = {name: {"map": mean_ci(100 * r["ap"]), "cba": mean_ci(100 * r["cba"])} for name, r in got.items()}
         final[side]["learned"] = learned_check(100 * got["model"]["ap"], 100 * got["random"]["ap"],
                                                100 * got["model"]["cba"], 100 * got["random"]["cba"])
+        if history["best_step"] == 0:  # the kept weights are the untrained net's
+            final[side]["learned"].update(learned=False, untrained=True)
     domain = in_domain_ap(learner, space, sampler, val, min(args.episodes, 300), 12_000 + args.seed, protocol)
     curve = [{"step": c["step"], "val_map": round(100 * c["val_map"], 3), "val_cba": round(100 * c["val_cba"], 3),
               "train_loss": None if c["train_loss"] is None else round(c["train_loss"], 4),
@@ -140,7 +142,7 @@ def main(argv=None) -> int:
                             "test_bank_ranking": "every test-bank scene (the question's domain not applied)",
                             "model": args.model, "seed": args.seed, "steps": history["steps"],
                             "episodes_trained": history["episodes"], "lr": args.lr, "batch_episodes": args.batch,
-                            "schedule": args.schedule, "negatives": args.negatives, "val_episodes": args.val_episodes,
+                            "schedule": args.schedule, "negatives": args.negatives, "best_step": history["best_step"], "val_episodes": args.val_episodes,
                             "episodes_scored": args.episodes, "train_seconds": round(train_s, 1),
                             "concepts": {"train": int(len(train_split.train)), "validation": int(len(val))},
                             "torch_threads": 1, "wall_seconds": round(time.perf_counter() - t0, 1),

@@ -635,6 +635,7 @@ def closure_learning_curve() -> str:
     for side, f in d["final"].items():
         rows.append([f"final, {side} concepts: model / random", f"{ci(f['model']['map'])} / {ci(f['random']['map'])}",
                      f"{ci(f['model']['cba'])} / {ci(f['random']['cba'])}", "learned" if f["learned"]["learned"]
+                     else "did not learn (untrained weights kept)" if f["learned"].get("untrained")
                      else "did not learn", ""])
     dom = d.get("in_domain")
     if dom:

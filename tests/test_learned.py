@@ -120,7 +120,9 @@ def test_a_trained_model_card_records_its_validation_against_random(small_space,
     card = read_card(tmp_path / "m")
     rec = card["validation"]
     assert rec["episodes"] == 20 and {"map", "cba", "random_map", "random_cba", "learned"} <= set(rec)
-    assert rec["learned"] == (rec["map"]["ci95"][0] > rec["random_map"]["ci95"][1])
+    above = rec["map"]["ci95"][0] > rec["random_map"]["ci95"][1]
+    assert rec["learned"] == (above and rec["best_step"] > 0)  # weights kept from step 0 are the untrained net's
+    assert rec.get("untrained", False) == (rec["best_step"] == 0)
     assert learner.info()["validation"] == rec
 
 

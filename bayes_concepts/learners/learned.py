@@ -4,7 +4,9 @@ A trained learner is scored on its validation episodes beside the random learner
 (:class:`~bayes_concepts.learners.reference.RandomLearner`) on the *same* episodes.  It
 *learned* when its validation mAP is clearly above random: the lower end of its 95 %
 interval is above the upper end of the random learner's (the intervals do not overlap).
-A learner that did not learn has no drops, gaps or rank correlations worth printing: the
+A trained learner whose kept weights are its initial ones (no training step improved its
+validation) did not learn either, whatever its margin over random: an untrained net's random
+features can rank above chance.  A learner that did not learn has no drops, gaps or rank correlations worth printing: the
 scorer, the ladder and the tables mark it *did not learn* and print none for it.
 
 The record (:func:`learned_check`, kept in a model's card as ``"validation"``)::
@@ -72,4 +74,7 @@ def not_learned_text(record: dict) -> str:
             return "?"
         lo, hi = e["ci95"]
         return f"{e['mean']:.1f} [{lo:.1f}, {hi:.1f}]"
+    if rec.get("untrained"):
+        return (f"did not learn (no training step improved on the untrained net's validation mAP {cell(m)}; "
+                f"random {cell(r)})")
     return f"did not learn (validation mAP {cell(m)}, random {cell(r)} on the same episodes)"

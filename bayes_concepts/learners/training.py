@@ -696,7 +696,7 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
         learner.model.load_state_dict(best_weights)
     learner.weights_changed()
     hist = history()
-    hist["validation"] = _learned_record(learner, space, val_eps, best_eval)
+    hist["validation"] = _learned_record(learner, space, val_eps, best_eval, state.best_step, state.step)
     learner.card = {"training": hist, "validation": hist["validation"]}
     learner.training_space = space  # the very space object (tells an unsaved space apart: binding)
     if out is not None:
@@ -710,10 +710,11 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
     return hist
 
 
-def _learned_record(learner, space, val_eps, best_eval: dict) -> dict:
+def _learned_record(learner, space, val_eps, best_eval: dict, best_step: int = 0, steps: int = 0) -> dict:
     """"Did it learn?" (:func:`~.learned.learned_check`): the kept weights' validation AP and
     CBA per episode (from their validation, or scored again after a resumed run) against the
-    random learner's on the same validation episodes."""
+    random learner's on the same validation episodes.  Weights kept from step 0 of a run that
+    took steps are the untrained net's: not learned, whatever their margin over random."""
     from .learned import learned_check
     from .reference import RandomLearner
     from .scoring import score_learner
@@ -721,7 +722,12 @@ def _learned_record(learner, space, val_eps, best_eval: dict) -> dict:
         r = learner.evaluate(val_eps)
         best_eval = {"ap": np.asarray(r["ap"], float), "cba": np.asarray(r["cba"], float)}
     rnd = score_learner(RandomLearner(space, seed=learner.seed), space, val_eps, "random")
-    return learned_check(100 * best_eval["ap"], 100 * rnd["ap"], 100 * best_eval["cba"], 100 * rnd["cba"])
+    rec = learned_check(100 * best_eval["ap"], 100 * rnd["ap"], 100 * best_eval["cba"], 100 * rnd["cba"])
+    rec["best_step"] = int(best_step)
+    if steps > 0 and best_step == 0:
+        rec["learned"] = False
+        rec["untrained"] = True  # no step improved on the initial weights' validation
+    return rec
 
 
 def _run_warmup(settings: TrainSettings, steps_done: int, max_steps, budget, run_s: float, cost: dict) -> int:
