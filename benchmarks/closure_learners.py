@@ -189,6 +189,8 @@ def main(argv=None) -> int:
             train_s = time.perf_counter() - t
             t = time.perf_counter()
             check = validation_check(learner, space, sampler, val, args.episodes, 10_000 + seed, protocol)
+            if history["steps"] > 0 and history["best_step"] == 0:  # the kept weights are the untrained net's
+                check.update(learned=False, untrained=True)
             val_map = check["map"]["mean"]
             family_map = {f: mean_ap(learner, sampler, splits[f].test, args.episodes, 20_000 + 100 * seed + k, protocol)
                           for k, f in enumerate(families)}
