@@ -333,6 +333,7 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
     Results with the atom and compound oracles (``compute_gap(..., parts=True)``) add ``atom``
     and ``compound`` (their means, as ``strong``) and ``parts`` (:func:`gap_parts`)."""
     rows = []
+    info = json.loads(ds.attrs.get("learners", "{}"))
     learners_here = [str(x) for x in ds.learner.values.tolist()]
     has_parts = all(lr in learners_here for lr in NESTED_ORACLES)
     for split in ds.split.values.tolist():
@@ -359,6 +360,10 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
                 if learner in ALL_ORACLES or not np.isfinite(ap).any():
                     continue
                 models[learner] = _learner_row(cell, learner, n_boot, seed)
+                from .learners.learned import did_learn  # only where a learner was scored (the package loads torch)
+                learned = did_learn((info.get(learner) or {}).get(split) or {})
+                if learned is not None:  # a trained model: did it learn? (learners.learned)
+                    models[learner]["learned"] = learned
             if models:  # other learners scored in this cell: means and differences from the weak oracle
                 r["learners"] = models
             r["weak_empty_share"] = float(cell["weak_empty"].mean())
@@ -497,7 +502,8 @@ def format_models(rows: list, models: list) -> str:
                              *[ci(got[m][metric], got[m][f"{metric}_ci"]) if m in got else "-" for m in models],
                              f"{r['strong'][metric]:.1f}"])
             lines_of.append(["", "", f"{label} - weak", "", *([""] * len(nested)),
-                             *[ci(got[m]["vs_weak"][metric], got[m]["vs_weak"][f"{metric}_ci"])
+                             *["did not learn" if m in got and got[m].get("learned") is False
+                               else ci(got[m]["vs_weak"][metric], got[m]["vs_weak"][f"{metric}_ci"])
                                if m in got and "vs_weak" in got[m] else "-" for m in models],
                              ci(r["gap"][metric], r["gap"][f"{metric}_ci"])])
     head = ["split", "neg", "metric", "weak", *nested, *models, "strong"]
@@ -509,7 +515,9 @@ def format_models(rows: list, models: list) -> str:
     lines = [fmt(head), "  ".join("-" * w for w in widths)] + [fmt(x) for x in lines_of]
     lines.append("learners on the same test episodes as the oracles, metrics in percent with bootstrap 95% intervals "
                  "of the mean; '- weak': difference from the weak oracle on the same episodes (percentage points, "
-                 "paired bootstrap 95% interval; under strong: the comp gap); '-': not scored there")
+                 "paired bootstrap 95% interval; under strong: the comp gap); '-': not scored there"
+                 + ("; did not learn: its validation mAP is not above the random learner's (no difference printed)"
+                    if any(v.get("learned") is False for r in rows for v in r.get("learners", {}).values()) else ""))
     return "\n".join(lines)
 
 

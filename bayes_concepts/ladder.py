@@ -209,6 +209,7 @@ def ladder_summary(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0, solved_wit
     (:func:`ladder_profile`'s ``models``), which ``solved_at`` never names."""
     labels = _ladder_labels(ds)
     models = _ladder_models(ds)
+    info = json.loads(ds.attrs.get("learners", "{}"))
     rows = []
     for split in ds.split.values.tolist():
         for neg in ds.negatives.values.tolist():
@@ -230,6 +231,13 @@ def ladder_summary(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0, solved_wit
                     "gap_se": float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan"),
                     "cba_gap": cgap, "cba_gap_ci": [clo, chi],
                     "empty_share": float(np.nanmean(cell["empty"].sel(learner=lb).values))}
+                if lb in models:  # "did it learn?": its validation against the random learner's (learners.learned)
+                    from .learners.learned import did_learn, not_learned_text  # a model was scored: torch is loaded
+                    record = (info.get(lb) or {}).get(split) or {}
+                    learned = did_learn(record)
+                    scored[lb]["learned"] = learned
+                    if learned is False:
+                        scored[lb]["not_learned"] = not_learned_text(record)
             solved = next((lb for lb in labels if lb != "strong" and out[lb]["gap"] <= solved_within), None)
             row = {"split": split, "negatives": neg, "episodes": int(cell.sizes["episode"]), "rungs": out,
                    "solved_at": solved}
@@ -250,7 +258,7 @@ def format_ladder(rows: list, metric: str = "gap") -> str:
     head = ["split", "neg", *labels, "solved at", *models]
     body = [[r["split"], r["negatives"], *(f"{r['rungs'][lb][metric]:.1f}" for lb in labels),
              r["solved_at"] or "-",
-             *(f"{r['models'][m][metric]:.1f}" if m in r.get("models", {}) else "-" for m in models)] for r in rows]
+             *(_model_cell(r["models"][m], metric) if m in r.get("models", {}) else "-" for m in models)] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(head, widths))]
     lines += ["  ".join(str(x).ljust(w) for x, w in zip(line, widths)) for line in body]
@@ -258,18 +266,32 @@ def format_ladder(rows: list, metric: str = "gap") -> str:
     lines.append(f"({what}; solved at: the lowest rung within {SOLVED_WITHIN:g} mAP points of the strong oracle"
                  + ("; after it, the models scored on the same episodes, on their training splits" if models else "")
                  + ")")
+    for r in rows:
+        for m, v in r.get("models", {}).items():
+            if v.get("learned") is False:
+                lines.append(f"{m} on {r['split']}: {v['not_learned']}: no gap or rank correlation printed")
     return "\n".join(lines)
 
 
+def _model_cell(v: dict, metric: str) -> str:
+    """A model's cell in the ladder's table: its number, or ``did not learn``."""
+    return "did not learn" if v.get("learned") is False else f"{v[metric]:.1f}"
+
+
 # ------------------------------------------------------------------------------ correlations
-def _cell_table(rows, negatives, metric) -> dict:
-    """condition -> rung -> (mean, se) of the gap (``metric``: ``gap`` or ``cba_gap``)."""
+def _cell_table(rows, negatives, metric, models: bool = False) -> dict:
+    """condition -> rung -> (mean, se) of the gap (``metric``: ``gap`` or ``cba_gap``); with
+    ``models``, the models scored beside the rungs too, except where one did not learn
+    (:mod:`bayes_concepts.learners.learned`)."""
     table = {}
     for r in rows:
         if r["negatives"] != negatives:
             continue
         cell = {}
-        for lb, v in r["rungs"].items():
+        entries = dict(r["rungs"])
+        if models:
+            entries.update({m: v for m, v in r.get("models", {}).items() if v.get("learned") is not False})
+        for lb, v in entries.items():
             if metric == "gap":
                 cell[lb] = (v["gap"], v.get("gap_se", 0.0))
             else:
@@ -308,15 +330,21 @@ def ladder_correlations(rows: list, published, negatives: str = "hard", metric: 
     ranked: the rows' conditions without published numbers are listed (``unmatched``), and so
     are the published conditions the rows do not score (``unscored``).  Check a published set
     against the space's splits first (``published.check``: the command line does)."""
-    table = _cell_table(rows, negatives, metric)
+    table = _cell_table(rows, negatives, metric, models=True)
     if not table:
         raise LadderError(f"no {negatives}-negative cells in the ladder's rows")
     targets = published_difficulty(published, list(table), negatives, measure, each_model)
-    labels = list(next(iter(table.values())))
+    rungs_here = list(next(iter(r["rungs"] for r in rows if r["negatives"] == negatives)))
+    # a model is ranked with the rungs where it has a gap in every condition (it learned in each)
+    learners = [m for m in dict.fromkeys(m for c in table.values() for m in c if m not in rungs_here)
+                if all(m in c for c in table.values())]
+    not_learned = {m: v["not_learned"] for r in rows if r["negatives"] == negatives
+                   for m, v in r.get("models", {}).items() if v.get("learned") is False}
+    labels = rungs_here + learners
     names = _predictor_names(predictors, labels)
     out = {"negatives": negatives, "metric": metric, "measure": measure or published.measure,
            "rungs": {lb: {"models": {}} for lb in labels}, "predictors": {p: {"models": {}} for p in names},
-           "best_predictor": {}, "compare_to": compare_to}
+           "best_predictor": {}, "compare_to": compare_to, "learners": learners, "not_learned": not_learned}
     for k, (who, series) in enumerate(targets.items()):
         series = series.dropna()
         conds = [c for c in table if c in series.index]
@@ -426,9 +454,17 @@ def format_correlations(corr: dict, what: str = "models") -> str:
     best = corr.get("best_predictor", {}).get("mean_model")
     lines = [head + "; ties: gaps within 2 standard errors share a rank; 95 % intervals bootstrap conditions and "
              f"episodes; best baseline predictor: {predictor_label(best) if best else 'none ranks'}"]
+    learners = corr.get("learners", [])
     width = max([len(lb) for lb in corr["rungs"]] + [len(predictor_label(p)) for p in corr.get("predictors", {})]) + 2
     for lb, v in corr["rungs"].items():
-        lines.append(f"  {lb:{width}s}{_format_entry(v['mean_model'])}")
+        if lb not in learners:
+            lines.append(f"  {lb:{width}s}{_format_entry(v['mean_model'])}")
+    if learners or corr.get("not_learned"):
+        lines.append("  learners scored beside the rungs:")
+        for lb in learners:
+            lines.append(f"  {lb:{width}s}{_format_entry(corr['rungs'][lb]['mean_model'])}")
+        for lb, why in corr.get("not_learned", {}).items():
+            lines.append(f"  {lb}: {why}: no ρ")
     if corr.get("predictors"):
         lines.append("  baseline predictors:")
         for p, v in corr["predictors"].items():

@@ -54,7 +54,8 @@ import torch
 from scipy import stats
 
 from bayes_concepts.episodes import EpisodeSampler
-from bayes_concepts.learners import ProtoNetLearner, parse_architecture
+from bayes_concepts.learners import ProtoNetLearner, RandomLearner, parse_architecture, score_learner
+from bayes_concepts.learners.learned import learned_check
 from bayes_concepts.protocols import get_protocol
 from bayes_concepts.spaces import load_space
 from bayes_concepts.suites.closure import load_reported
@@ -116,6 +117,17 @@ def mean_ap(learner, sampler, concepts, n: int, seed: int, protocol) -> float:
     return 100 * float(np.nanmean(learner.evaluate(episodes)["ap"]))
 
 
+def validation_check(learner, space, sampler, concepts, n: int, seed: int, protocol) -> dict:
+    """"Did it learn?" (:func:`bayes_concepts.learners.learned.learned_check`): ``learner``'s
+    mAP and CBA on ``n`` hard-negative episodes of the validation ``concepts`` against the
+    random learner's on the same episodes, with 95 % intervals over episodes."""
+    episodes = sampler.sample(concepts, n, "hard", seed=seed, query_negatives=protocol.query_negatives,
+                              hard_mode=protocol.hard_mode)
+    ours = score_learner(learner, space, episodes)
+    rnd = score_learner(RandomLearner(space, seed=seed), space, episodes, "random")
+    return learned_check(100 * ours["ap"], 100 * rnd["ap"], 100 * ours["cba"], 100 * rnd["cba"])
+
+
 def make_learner(space, model: str, seed: int, quick: bool) -> ProtoNetLearner:
     encoder, pooling = parse_architecture(model)
     options = dict(QUICK_OPTIONS) if quick else {}
@@ -137,6 +149,9 @@ def main(argv=None) -> int:
     ap.add_argument("--val-every", type=int, default=50, help="training steps between validations")
     ap.add_argument("--val-fraction", type=float, default=0.2,
                     help="share of each baseline template's instantiations held out for validation")
+    ap.add_argument("--lr", type=float, default=1e-3, help="Adam's learning rate (default 1e-3)")
+    ap.add_argument("--schedule", choices=("cosine", "constant"), default="cosine",
+                    help="learning-rate schedule (default cosine, the training default)")
     ap.add_argument("--quick", action="store_true", help="tiny networks, a few steps, few episodes (seconds)")
     ap.add_argument("--out", default=str(DEFAULT_OUT))
     args = ap.parse_args(argv)
@@ -160,7 +175,7 @@ def main(argv=None) -> int:
         space.rendered_bank("image", **PICTURE)
         rendered = {"picture": PICTURE, "seconds": round(time.perf_counter() - t, 1)}
     training = dict(max_steps=12, batch_episodes=8, chunk_episodes=64) if args.quick else \
-        dict(max_steps=args.steps, budget=args.budget, chunk_episodes=1024)
+        dict(max_steps=args.steps, budget=args.budget, chunk_episodes=1024, lr=args.lr, lr_schedule=args.schedule)
     models = {}
     for model in args.models:
         runs = []
@@ -173,25 +188,39 @@ def main(argv=None) -> int:
                                     val_every=args.val_every, threads=1, progress=False, **training, **batch)
             train_s = time.perf_counter() - t
             t = time.perf_counter()
-            val_map = mean_ap(learner, sampler, val, args.episodes, 10_000 + seed, protocol)
+            check = validation_check(learner, space, sampler, val, args.episodes, 10_000 + seed, protocol)
+            if history["steps"] > 0 and history["best_step"] == 0:  # the kept weights are the untrained net's
+                check.update(learned=False, untrained=True)
+            val_map = check["map"]["mean"]
             family_map = {f: mean_ap(learner, sampler, splits[f].test, args.episodes, 20_000 + 100 * seed + k, protocol)
                           for k, f in enumerate(families)}
             runs.append({"seed": seed, "steps": history["steps"], "episodes": history["episodes"],
                          "stopped": history["stopped"], "best_val_map_training": round(100 * history["best_val_map"], 3),
                          "train_seconds": round(train_s, 1), "score_seconds": round(time.perf_counter() - t, 1),
                          "precision": learner.precision, "parameters": learner.architecture()["parameters"],
-                         "val_map": round(val_map, 3), "family_map": {f: round(v, 3) for f, v in family_map.items()},
-                         "drop": {f: round(val_map - v, 3) for f, v in family_map.items()}})
-            print(f"{model} seed {seed}: {history['steps']} steps in {train_s:.0f} s; val mAP {val_map:.1f}; drops "
-                  + ", ".join(f"{f} {val_map - v:+.1f}" for f, v in family_map.items()), flush=True)
-        models[model] = {"runs": runs,
+                         "val_map": round(val_map, 3), "validation": check,
+                         "family_map": {f: round(v, 3) for f, v in family_map.items()},
+                         **({"drop": {f: round(val_map - v, 3) for f, v in family_map.items()}} if check["learned"]
+                            else {})})
+            print(f"{model} seed {seed}: {history['steps']} steps in {train_s:.0f} s; val mAP {val_map:.1f} "
+                  f"{check['map']['ci95']}, random {check['random_map']['mean']:.1f} {check['random_map']['ci95']}; "
+                  + ("drops " + ", ".join(f"{f} {val_map - v:+.1f}" for f, v in family_map.items()) if check["learned"]
+                     else "did not learn: no drops"), flush=True)
+        learned = all(r["validation"]["learned"] for r in runs)
+        models[model] = {"runs": runs, "learned": learned,
+                         "learned_rule": "every seed's validation mAP interval above the random learner's on the same "
+                                         "episodes (learners.learned)",
                          "val_map": mean_interval([r["val_map"] for r in runs]),
-                         "family_map": {f: mean_interval([r["family_map"][f] for r in runs]) for f in families},
-                         "drop": {f: mean_interval([r["drop"][f] for r in runs]) for f in families}}
+                         "random_val_map": mean_interval([r["validation"]["random_map"]["mean"] for r in runs]),
+                         "family_map": {f: mean_interval([r["family_map"][f] for r in runs]) for f in families}}
+        if learned:  # a learner that did not learn has no drops and no rho
+            models[model]["drop"] = {f: mean_interval([r["drop"][f] for r in runs]) for f in families}
     reported = load_reported()
     published = {m: {f: round(reported.drop(m, f), 2) for f in families} for m in reported.models}
     published_mean = {f: round(float(np.mean([published[m][f] for m in published])), 2) for f in families}
     for model, block in models.items():
+        if not block["learned"]:
+            continue
         ours = [block["drop"][f]["mean"] for f in families]
         block["spearman"] = {m: spearman(ours, [published[m][f] for f in families]) for m in published}
         block["spearman"]["mean of the published models"] = spearman(ours, [published_mean[f] for f in families])
@@ -204,6 +233,7 @@ def main(argv=None) -> int:
         "benchmark": {"script": "benchmarks/closure_learners.py", "argv": sys.argv[1:] if argv is None else argv,
                       "quick": args.quick, "protocol": PROTOCOL, "space": args.space,
                       "space_manifest_sha256": space.manifest_sha256(),
+                      "test_bank_scenes": int(space.test_bank.n_scenes),
                       "space_params": {k: v for k, v in space.params.items() if k != "grammar"},
                       "seeds": args.seeds, "training": {k: v for k, v in training.items() if v is not None},
                       "torch_threads": 1, "episodes_per_cell": args.episodes, "val_episodes": args.val_episodes,
@@ -222,7 +252,10 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     for model, block in models.items():
-        print(f"{model}: val mAP {block['val_map']['mean']:.1f}")
+        print(f"{model}: val mAP {block['val_map']['mean']:.1f}, random {block['random_val_map']['mean']:.1f}"
+              + ("" if block["learned"] else ": did not learn (no drops, no rho)"))
+        if not block["learned"]:
+            continue
         for f in families:
             d = block["drop"][f]
             ci = f"[{d['ci95'][0]:+.1f}, {d['ci95'][1]:+.1f}]" if d["ci95"] else ""

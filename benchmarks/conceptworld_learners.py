@@ -177,6 +177,9 @@ def summarise(results, reported: dict, learners: list, experiments: list) -> tup
                                                            + t.test_cpu_seconds.sum() <= CPU_BUDGET_SECONDS)},
                      "epochs": [int(x) for x in t.epochs], "best_epoch": [int(x) for x in t.best_epoch],
                      "parameters": int(t.parameters.iloc[0]), "n_train": int(t.n_train.iloc[0])}
+            if "validation" in t:  # did it learn? every seed's validation accuracy above a random guess's
+                entry["validation"] = [v for v in t.validation]
+                entry["learned"] = bool(all(v["learned"] for v in t.validation))
             if len(conditions) > 1 and seed_f1:
                 entry["ordering_over_conditions"] = orderings(ours_mean, seed_f1, conditions, classes)
             elif seed_f1:

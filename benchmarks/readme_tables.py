@@ -550,7 +550,8 @@ def ladder_validation() -> str:
     compound divergence."""
     from bayes_concepts.difficulty import predictor_label
     doc = load("ladder_validation")
-    conf = doc["figures"]["tables"]["confirmatory"]
+    # a learner's difficulty on a split where it did not learn is no measurement: the splits where it learned only
+    conf = doc["figures"]["tables"]["confirmatory_learned_only"]
     kinds = list(conf)
     names = list(dict.fromkeys(n for k in kinds for n in conf[k]["series"]))
     rows = []
@@ -559,13 +560,14 @@ def ladder_validation() -> str:
         cells = []
         for k in kinds:
             e = conf[k]["series"].get(n)
-            cells += [_rho(e) if e else "–", _vs(e, "vs_compare_to") if e else "–"]
+            few = "too few splits where it learned" if conf[k].get("too_few") else "–"
+            cells += [_rho(e) if e else few, _vs(e, "vs_compare_to") if e else few]
         rows.append([label, *cells])
     head = []
     for k in kinds:
         t = conf[k]
-        head += [f"{k}: ρ ({len(t['conditions'])} splits, {len(t['not_learned'])} not learned)",
-                 f"{k}: − compound divergence"]
+        head += [f"{k}: ρ over the {len(t['conditions'])} splits where it learned ({len(t['not_learned'])} did not: "
+                 "left out)", f"{k}: − compound divergence"]
     return table(["rung or predictor", *head], rows)
 
 
@@ -578,6 +580,10 @@ def conceptworld_learners() -> str:
     for exp, fig in d["figures"].items():
         conds = fig["conditions"]
         for name, lv in fig["learners"].items():
+            if lv.get("learned") is False:  # validation accuracy not above chance: no F1 to compare
+                rows.append([exp, name, lv.get("seed_model") or "-", "did not learn (validation accuracy not above "
+                             "chance): no F1", f"{lv['cpu_seconds']['total']:.0f}"])
+                continue
             seed = lv.get("seed_f1") or {}
             cells = []
             for c in conds:
@@ -596,6 +602,11 @@ def closure_learners() -> str:
     d = load("closure_learners")
     rows = []
     for name, m in d["models"].items():
+        if m.get("learned") is False or "drop" not in m:  # no drops or rho for a learner that did not learn
+            rnd = m.get("random_val_map") or {}
+            rows.append([name, "did not learn", "", f"validation mAP {m['val_map']['mean']:.1f} {_ci(m['val_map']['ci95']) if m['val_map']['ci95'] else ''}"
+                         + (f", random {rnd['mean']:.1f} {_ci(rnd['ci95']) if rnd.get('ci95') else ''}" if rnd else "") + ": no drops, no ρ", ""])
+            continue
         pub = d["published"]["drop"]
         for fam in d["families"]:
             drop = m["drop"][fam]
@@ -609,7 +620,34 @@ def closure_learners() -> str:
                  rows)
 
 
-GENERATORS = {"closure_learners": closure_learners, "conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
+def closure_learning_curve() -> str:
+    """The CLOSURE learner's learning curve (``closure_learning_curve.json``): validation mAP and
+    CBA every few steps, then the trained model against the random learner on the same
+    episodes (held-out instantiations, and training concepts), the test bank ranked whole and
+    over the question's domain, with 95 % intervals over episodes."""
+    d = load("closure_learning_curve")
+
+    def ci(e) -> str:
+        return f"{e['mean']:.1f} {_ci(e['ci95'])}"
+    rows = [[f"step {c['step']:,}", f"{c['val_map']:.1f}", f"{c['val_cba']:.1f}",
+             "–" if c["train_loss"] is None else f"{c['train_loss']:.2f}", f"{c['elapsed_s']:.0f} s"]
+            for c in d["curve"]]
+    for side, f in d["final"].items():
+        rows.append([f"final, {side} concepts: model / random", f"{ci(f['model']['map'])} / {ci(f['random']['map'])}",
+                     f"{ci(f['model']['cba'])} / {ci(f['random']['cba'])}", "learned" if f["learned"]["learned"]
+                     else "did not learn (untrained weights kept)" if f["learned"].get("untrained")
+                     else "did not learn", ""])
+    dom = d.get("in_domain")
+    if dom:
+        rows.append(["validation, bank ranked whole: model / random / chance",
+                     f"{ci(dom['model_all'])} / {ci(dom['random_all'])} / {dom['chance_all']['mean']:.1f}", "", "", ""])
+        rows.append(["validation, question's domain only: model / random / chance",
+                     f"{ci(dom['model_domain'])} / {ci(dom['random_domain'])} / {dom['chance_domain']['mean']:.1f}",
+                     "", "", f"domain {dom['domain_share']['mean']:.0f} % of the bank"])
+    return table(["", "validation mAP", "validation CBA", "training loss", "elapsed"], rows)
+
+
+GENERATORS = {"closure_learning_curve": closure_learning_curve, "conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
               "ladder_correlations": ladder_correlations, "ladder_versus": ladder_versus, "ladder_validation": ladder_validation, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "roofline": roofline, "noisy_breakdown": noisy_breakdown, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 

@@ -113,6 +113,64 @@ def cmd_space_build(args) -> int:
     return 0
 
 
+def _from_sets_arguments(p):
+    p.add_argument("sets", metavar="FILE",
+                   help="the concepts and their items: JSON Lines ({\"concept\": NAME, \"items\": [ID, ...]} per "
+                        "line) or CSV/TSV with a header (concept,item: a row per membership; or concept,items: a row "
+                        "per concept, ids separated by spaces or ;)")
+    p.add_argument("out", metavar="OUT", help="directory to write the space to")
+    p.add_argument("--items", metavar="FILE", default=None,
+                   help="the items, in order: JSON Lines or CSV/TSV with an item key or column, further keys or "
+                        "columns as the items' labels (the learners' schema features); an id the sets file names "
+                        "that this file does not list is refused (default: the ids the sets file names, labelled "
+                        "by their names)")
+    p.add_argument("--split", nargs="+", metavar="SPEC.toml", default=(),
+                   help="split spec files to save with the space (each must make a split of it; names as in "
+                        "a spec's name or the file name)")
+    p.add_argument("--min-count", type=whole(1), default=1, metavar="N",
+                   help="concepts with fewer items are left out and counted (default 1)")
+    p.add_argument("--test-positives", type=whole(1), default=3, metavar="N",
+                   help="positives per concept in the test bank (default 3, as CURI's)")
+    p.add_argument("--seed", type=whole(0), default=0, help="seed of the test bank (a whole number >= 0; default 0)")
+    p.add_argument("--force", action="store_true", help="replace OUT if it is a saved space")
+
+
+@command("space from-sets", order=25, arguments=_from_sets_arguments,
+         help="a space of concepts given as item sets (JSON Lines or CSV) into OUT")
+def cmd_space_from_sets(args) -> int:
+    from ..engine.store import check_save_target
+    from ..spaces.sets_file import read_sets
+    from ..splits import make_split
+    from ..text_files import read_text
+    check_save_target(args.out, args.force)
+    t = time.perf_counter()
+    sets = read_sets(args.sets, items=args.items)
+    specs = {}
+    for f in args.split:
+        if not Path(f).is_file():
+            raise BayesConceptsError(f"--split {f}: no such file")
+        name = Path(f).name if Path(f).suffix == ".toml" else Path(f).name + ".toml"
+        if name in specs:
+            raise BayesConceptsError(f"--split {f}: a spec file named {name} is given twice")
+        specs[name] = read_text(f, what="split spec")
+    space = sets.space(min_count=args.min_count, test_positives=args.test_positives, seed=args.seed,
+                       spec_files=specs)
+    splits = {name: make_split(space, path) for name, path in zip(specs, args.split)}  # each must make a split
+    with nothing_written(args.out):
+        space.save(args.out, overwrite=args.force)
+    print(f"built {args.out} in {time.perf_counter() - t:.1f} s: {space.n_concepts:,} concepts over "
+          f"{space.n_scenes:,} items; {space.n_synonym_classes:,} synonym classes; test bank "
+          f"{space.test_bank.n_scenes:,} items")
+    for line in sets.exclusion_lines():
+        print(line)
+    for fname, split in splits.items():
+        sz = split.sizes()
+        print(f"split {split.name}: train {sz['train']:,}, val {sz['val']:,}, test {sz['test']:,} concepts "
+              f"({Path(args.out) / 'splits' / fname})")
+    print(f"next: bayes-concepts audit {args.out}")
+    return 0
+
+
 #: Bytes a sampled program holds at least while a build runs (its tokens, parse and dedup
 #: entries), besides its signature over the scene bank (one bit per scene).
 _BUILD_PROGRAM_BYTES = 200

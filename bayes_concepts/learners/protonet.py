@@ -270,6 +270,7 @@ class ProtoNetLearner(PrototypeLearner):
                 "settings": training.get("settings"), "best_step": training.get("best_step"),
                 "best_val_map": training.get("best_val_map"), "stopped": training.get("stopped"),
                 "weights_sha256": self.card.get("weights_sha256"),
+                "validation": self.card.get("validation") or training.get("validation"),
                 "model_dir": str(self.model_dir) if self.model_dir else None}
 
     def __repr__(self):

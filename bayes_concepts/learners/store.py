@@ -109,7 +109,7 @@ def model_card(learner, extra: dict | None = None) -> dict:
             "architecture": learner.architecture(), "precision": learner.precision, "seed": learner.seed,
             "space": space_record(space),
             "torch_version": torch.__version__, "toolkit_version": __version__}
-    card.update({k: v for k, v in learner.card.items() if k in ("training",)})
+    card.update({k: v for k, v in learner.card.items() if k in ("training", "validation")})
     card.update(extra or {})
     return card
 

@@ -561,6 +561,8 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
     val_every = settings.val_every or VAL_EVERY
     last_validated = state.curve[-1]["step"] if state.curve else 0
 
+    best_eval = {}  # per-episode AP and CBA of the best validation (for "did it learn?")
+
     def validate():
         nonlocal best_weights, loss_sum, loss_n, last_validated, bank_embedded_s
         t_val = time.perf_counter()
@@ -579,6 +581,7 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
         last_validated = state.step
         if val_map > state.best_map:
             state.best_map, state.best_step, state.bad_validations = val_map, state.step, 0
+            best_eval["ap"], best_eval["cba"] = np.asarray(r["ap"], float), np.asarray(r["cba"], float)
             best_weights = {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
             if out is not None:
                 learner.card = {"training": history()}
@@ -693,7 +696,8 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
         learner.model.load_state_dict(best_weights)
     learner.weights_changed()
     hist = history()
-    learner.card = {"training": hist}
+    hist["validation"] = _learned_record(learner, space, val_eps, best_eval, state.best_step, state.step)
+    learner.card = {"training": hist, "validation": hist["validation"]}
     learner.training_space = space  # the very space object (tells an unsaved space apart: binding)
     if out is not None:
         save_model(learner, out)
@@ -704,6 +708,26 @@ def train(learner, split, *, protocol=None, settings: TrainSettings | None = Non
                    f"{rate():.0f} episodes/s); "
                    f"best val mAP {100 * state.best_map:.1f} at step {state.best_step:,}")
     return hist
+
+
+def _learned_record(learner, space, val_eps, best_eval: dict, best_step: int = 0, steps: int = 0) -> dict:
+    """"Did it learn?" (:func:`~.learned.learned_check`): the kept weights' validation AP and
+    CBA per episode (from their validation, or scored again after a resumed run) against the
+    random learner's on the same validation episodes.  Weights kept from step 0 of a run that
+    took steps are the untrained net's: not learned, whatever their margin over random."""
+    from .learned import learned_check
+    from .reference import RandomLearner
+    from .scoring import score_learner
+    if "ap" not in best_eval:
+        r = learner.evaluate(val_eps)
+        best_eval = {"ap": np.asarray(r["ap"], float), "cba": np.asarray(r["cba"], float)}
+    rnd = score_learner(RandomLearner(space, seed=learner.seed), space, val_eps, "random")
+    rec = learned_check(100 * best_eval["ap"], 100 * rnd["ap"], 100 * best_eval["cba"], 100 * rnd["cba"])
+    rec["best_step"] = int(best_step)
+    if steps > 0 and best_step == 0:
+        rec["learned"] = False
+        rec["untrained"] = True  # no step improved on the initial weights' validation
+    return rec
 
 
 def _run_warmup(settings: TrainSettings, steps_done: int, max_steps, budget, run_s: float, cost: dict) -> int:
