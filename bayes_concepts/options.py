@@ -38,6 +38,7 @@ from typing import Callable
 
 from .errors import BayesConceptsError
 from .registry import Registry
+from .run import PROTOCOL_FIXES  # the options a protocol fixes (their dests)
 
 
 # ------------------------------------------------------------------ the registry of commands
@@ -424,58 +425,6 @@ def open_space(path):
     return load_space(path)
 
 
-def splits_for(space, names=None, specs=None):
-    from pathlib import Path
-    from .splits import load_splits
-    specs = list(specs or ())
-    given = {Path(s).resolve() for s in specs if not isinstance(s, dict)}
-    # the split specs a space was saved with (space from-pairs writes DIR/splits/*.toml)
-    specs += [str(p) for p in space.spec_paths().values() if p.resolve() not in given]
-    return load_splits(space, names, specs)
-
-
-def release_protocol(space):
-    """The ``curi-release`` protocol when ``space`` was built with CURI's release grammar (its
-    manifest's ``params.grammar.file`` is ``curi_release.pcfg``: ``space build --preset curi``),
-    else None.  Such a space has no built-in splits of its own: its splits are the protocol's."""
-    grammar = space.params.get("grammar")
-    if isinstance(grammar, dict) and grammar.get("file") == "curi_release.pcfg":
-        from .protocols import get_protocol
-        return get_protocol("curi-release")
-    return None
-
-
-def no_splits_error(args, what: str, space=None):
-    """The one-line error for a space that offers no split to ``what``."""
-    hint = suggested_protocols(space) if space is not None and hasattr(args, "protocol") else None
-    why = (hint.why if hint is not None and hint.why
-           else "the space's grammar is not CURI's and it has no saved split specs")
-    return BayesConceptsError(f"{args.dir}: no splits to {what}: {why}; give --spec FILE (a split spec, TOML)"
-                              + (f" or --protocol {hint.names} ({hint.what})" if hint is not None else ""))
-
-
-def suggested_protocols(space):
-    """The protocols a space without split specs could be scored with, as the first registered
-    protocol's :meth:`~bayes_concepts.protocols.Protocol.suggestion` for ``space`` that offers
-    one (a :class:`~bayes_concepts.protocols.Suggestion`), or None."""
-    from .protocols import protocols
-    for _, protocol in protocols.items():
-        hint = protocol.suggestion(space)
-        if hint is not None:
-            return hint
-    return None
-
-
-#: Oracle and episode options whose values a protocol fixes (``args`` attribute names).  Given
-#: explicitly together with --protocol, each replaces the protocol's value for the run (a
-#: recorded override); left out, the protocol's value applies -- never the option's default.
-PROTOCOL_FIXES = ("prior", "beta", "likelihood", "epsilon", "weak_empty", "ap_tolerance", "query_negatives",
-                   "hard_mode")
-
-
-_SETTINGS_FIELDS = ("prior", "beta", "likelihood", "epsilon", "weak_empty", "ap_tolerance")
-
-
 OVERRIDE_NOTE = "; with --protocol: given explicitly, replaces the protocol's value (recorded as an override)"
 
 
@@ -489,75 +438,32 @@ def protocol_option(p, help_text: str | None = None):
                                       "(attrs protocol_overrides) and in the printed settings"))
 
 
-def protocol_of(args):
-    """The protocol named by --protocol (None without it)."""
-    name = getattr(args, "protocol", None)
-    if name is None:
-        return None
-    from .protocols import protocols
-    return protocols.get(name)
-
-
-def protocol_overrides(args, protocol) -> dict:
-    """The options of :data:`PROTOCOL_FIXES` given explicitly on the command line, as overrides
-    of ``protocol`` (the keyword arguments :meth:`Protocol.compute_gap` takes): ``settings``
-    (the protocol's oracle settings with the given fields replaced), ``query_negatives``,
-    ``hard_mode``.  An option left out keeps the protocol's value."""
+def resolve_args(args, what: str = "score", splits=None, space=None):
+    """The :class:`~bayes_concepts.run.Run` the command line describes (``what``: the verb an
+    error names): the space ``DIR``, ``--protocol``, ``--split`` (or ``splits``), ``--spec``,
+    ``--episode-shape`` and the oracle and negatives options given explicitly (an option left
+    out: the protocol's value, else the library's default, which is the option's).  A refused
+    value is one line naming its option."""
+    from .run import RunError, resolve
     given = given_options(args)
-    overrides = {}
-    fields = {k: getattr(args, k) for k in _SETTINGS_FIELDS if k in given}
-    if fields:
-        try:
-            overrides["settings"] = protocol.settings_with(**fields)
-        except BayesConceptsError:
-            raise
-        except ValueError as exc:  # "beta must be in ..." names the field: name the option
-            raise _option_error(exc) from None
-    for k in ("query_negatives", "hard_mode"):
-        if k in given:
-            overrides[k] = getattr(args, k)
-    return overrides
+    settings = {k: getattr(args, k) for k in PROTOCOL_FIXES if k in given}
+    try:
+        return resolve(space if space is not None else open_space(args.dir), getattr(args, "protocol", None),
+                       split_names(args) if splits is None else splits, getattr(args, "spec", None),
+                       episode_shape=episode_shape(args), what=what, **settings)
+    except RunError as exc:
+        if exc.field is not None:
+            raise BayesConceptsError(f"--{exc.field.replace('_', '-')} {str(exc).partition(' ')[2]}") from None
+        raise
 
 
-def override_text(args) -> str:
-    """``--prior length, --query-negatives hard``: the options given explicitly that replace the
-    protocol's values (empty when none)."""
-    given = given_options(args)
-    return ", ".join(f"--{k.replace('_', '-')} {getattr(args, k)}" for k in PROTOCOL_FIXES if k in given)
-
-
-def protocol_splits(space, protocol, names=None, specs=None) -> dict:
-    """The protocol's splits (``names``, default all) plus any --spec files, treated by the protocol."""
-    from .splits import SplitSpecError, make_splits
-    own = {n: protocol.adapt(space, s) for n, s in make_splits(space, specs or ()).items()}
-    if names is None:
-        splits = protocol.splits(space)
-        clash = sorted(set(splits) & set(own))
-        if clash:
-            raise SplitSpecError(f"split name {clash[0]!r} is a split of protocol {protocol.name}; rename your split")
-        return {**splits, **own}
-    return {n: own[n] if n in own else protocol.splits(space, [n])[n] for n in names}
+def override_text(args, run) -> str:
+    """How the run of ``args`` is computed, as a line's part: ``protocol curi-release overridden
+    by --prior length`` (empty without a protocol)."""
+    return run.describe(lambda k: f"--{k.replace('_', '-')} {getattr(args, k)}")
 
 
 # ------------------------------------------------------------------ oracle and episode options
-def _option_error(exc: ValueError) -> BayesConceptsError:
-    """``beta must be in [0, 1e6], got ...`` (an OracleSettings field's message) as the option's
-    one-line error: ``--beta must be ...``, ``--ap-tolerance must be ...``."""
-    field, _, rest = str(exc).partition(" ")
-    return BayesConceptsError(f"--{field.replace('_', '-')} {rest}")
-
-
-def oracle_settings(args):
-    from .oracles import OracleSettings
-    try:
-        return OracleSettings(prior=args.prior, beta=args.beta, likelihood=args.likelihood, epsilon=args.epsilon,
-                              weak_empty=args.weak_empty, ap_tolerance=getattr(args, "ap_tolerance", None))
-    except BayesConceptsError:
-        raise
-    except ValueError as exc:  # "beta must be in [0, 1e6], got ..." names the field: name the option
-        raise _option_error(exc) from None
-
-
 def run_info(ds) -> dict:
     """The run's settings from a results Dataset's attributes, for --json output: the oracle
     settings as an object, the seed, episodes per cell, negatives and the space's hash."""
@@ -611,15 +517,6 @@ def episode_shape(args):
     from .episodes import EpisodeShape
     text = getattr(args, "episode_shape", None)
     return None if text is None else EpisodeShape.parse(text, "--episode-shape")
-
-
-def dropped_conditions_note(splits) -> list:
-    """Lines on the ConceptWorld conditions a protocol could not make a split of on this space
-    (:func:`~bayes_concepts.conceptworld.space.experiment_splits`), once each."""
-    seen = {}
-    for split in splits.values():
-        seen.update(getattr(split, "dropped_conditions", None) or {})
-    return [f"note: condition {c!r} left out: {why}" for c, why in seen.items()]
 
 
 # ------------------------------------------------------------------ choices and help from registries

@@ -199,9 +199,9 @@ protocols = Registry("protocol", builtins=("bayes_concepts.suites:protocols",))
 
 
 
-def get_protocol(name) -> Protocol:
-    """The registered protocol ``name`` (a :class:`Protocol` passes through)."""
-    return name if isinstance(name, Protocol) else protocols.get(name)
+def get_protocol(name) -> Protocol | None:
+    """The registered protocol ``name`` (a :class:`Protocol` passes through, None stays None)."""
+    return name if name is None or isinstance(name, Protocol) else protocols.get(name)
 
 
 __all__ = ["Protocol", "Suggestion", "protocols", "get_protocol", "mixed_values"]

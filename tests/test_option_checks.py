@@ -104,7 +104,7 @@ def test_one_split_commands_say_why_several_are_refused(argv, needle, small_spac
 def test_episodes_draws_a_closure_family_with_protocol(clevr_space_dir, tmp_path, capsys):
     from bayes_concepts.episodes import Episodes
     from bayes_concepts.protocols import get_protocol
-    from bayes_concepts.options import protocol_splits
+    from bayes_concepts.run import protocol_splits
     from bayes_concepts.spaces import load_space
     space = load_space(clevr_space_dir)
     protocol = get_protocol("closure")

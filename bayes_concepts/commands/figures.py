@@ -6,7 +6,8 @@ from pathlib import Path
 
 from ..errors import BayesConceptsError
 from ..options import (check_gap_memory, check_output_dir, check_results_out, command, log_line, open_space,
-                       progress_output, protocol_of, protocol_option, results_out_option, splits_for, whole)
+                       progress_output, protocol_option, results_out_option, whole)
+from ..run import results_split, splits_for  # noqa: F401 (results_split: figures.results_split)
 
 
 def _figures_arguments(p):
@@ -39,7 +40,7 @@ def cmd_figures(args) -> int:
         raise BayesConceptsError(f"{args.results} was computed on another space than {args.space} "
                                  "(space manifest hashes differ)")
     name = args.episode_split or default_episode_split(ds)
-    split = results_split(ds, space, name, args.spec, protocol_of(args), args.results)
+    split = results_split(ds, space, name, args.spec, args.protocol, args.results)
     paths = _write_figures(ds, space, args.out, split, args.seed)
     print(f"wrote {len(paths)} files to {args.out}:")
     for p in paths:
@@ -65,46 +66,6 @@ def _write_figures(ds, space, out, episode_split, seed: int = 0):
     entropy = strong.evaluate(eps)["posterior_entropy"]
     return write_figures(ds, space, out, episodes=eps, episode_index=int(np.nanargmax(entropy)),
                          oracles=(strong, weak), seed=seed)
-
-
-def results_split(ds, space, name, specs=None, protocol=None, results: str = "the results"):
-    """Split ``name`` made again on ``space`` as results ``ds`` were computed with it, for the
-    episode view: from the ``--spec`` files ``specs`` when one defines it, else from the spec
-    the results recorded (:func:`bayes_concepts.gap.recorded_splits`), else a split of the
-    results' protocol (or of ``protocol``) or of the space; treated by the protocol the results
-    were computed with.  A split made again whose concepts differ from the recorded ones, a
-    ``protocol`` other than the results', and a split made from a Python predicate (no spec to
-    make it from) are one-line errors."""
-    from ..gap import recorded_splits
-    from ..protocols import get_protocol
-    from ..splits import make_split, make_splits
-    recorded = ds.attrs.get("protocol")
-    if protocol is not None and recorded and recorded != protocol.name:
-        raise BayesConceptsError(f"--protocol {protocol.name}: {results} were computed with protocol {recorded}")
-    proto = get_protocol(recorded) if recorded else protocol
-    record = recorded_splits(ds).get(name) or {}
-    spec = record.get("spec") if isinstance(record.get("spec"), dict) else None
-    own = make_splits(space, specs or ())
-    if name in own:
-        split = proto.adapt(space, own[name]) if proto is not None else own[name]
-    elif spec is not None and spec.get("kind") in ("all", "random", "held_out"):
-        split = make_split(space, spec)
-        treated_by = record.get("protocol")
-        if treated_by:
-            split = get_protocol(treated_by).adapt(space, split)
-    elif spec is not None and spec.get("kind") == "predicate":
-        raise BayesConceptsError(f"--episode-split {name}: the split of {results} was made from a Python predicate "
-                                 "(split_from_predicate), which a command cannot make again; draw its episode view "
-                                 "in Python (plot_episode), or give a spec file defining it with --spec")
-    elif proto is not None:
-        split = proto.splits(space, [name])[name]
-    else:
-        split = splits_for(space, [name])[name]
-    want = record.get("concepts_sha256")
-    if want and split.concepts_sha256() != want:
-        raise BayesConceptsError(f"--episode-split {name}: the split made here has other concepts than the one "
-                                 f"{results} were computed with; give the spec file it was made from with --spec")
-    return split
 
 
 def default_episode_split(ds) -> str:
