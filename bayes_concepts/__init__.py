@@ -68,6 +68,8 @@ _EXPORTS = {
     "reference_limited_spec": ".suites.pairs", "split_divergence": ".divergence", "divergence_table": ".divergence",
     "audit_splits": ".report", "write_report": ".report", "nested_concepts": ".divergence",
     "search_split": ".split_search",
+    # one run settled: protocol, splits, oracle settings, episodes, published results, learners
+    "resolve": ".run", "Run": ".run",
     # the oracle ladder: rungs between the memoriser and the strong oracle, published model results
     "rungs": ".rungs", "rung_learner": ".rungs", "Rung": ".rungs", "ladder_profile": ".ladder",
     "ladder_summary": ".ladder", "format_ladder": ".ladder", "ladder_correlations": ".ladder",
@@ -85,7 +87,7 @@ _EXPORTS = {
 _MODULES = ("lot", "scenes", "engine", "splits", "episodes", "oracles", "metrics", "gap", "results", "plots",
             "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli", "suites", "divergence", "report",
             "resources", "protocols", "scale", "spaces", "modalities", "rng", "gap_cells", "split_search",
-            "published")
+            "published", "run")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
