@@ -30,8 +30,9 @@ from .errors import BayesConceptsError
 from .gap_cells import NESTED_ORACLES, gap_cells
 from .oracles import OracleSettings
 from .results import empty_dataset
-from .scale import check_memory, gap_bytes, scheduler_scope
+from .scale import Scheduler, check_memory, gap_bytes, parse_scheduler, scheduler_scope
 from .splits import by_set, side_space, split_stats
+from .params import FLAG, RUN_PARAMS, Interval, Options, validate_params, whole_number
 
 LEARNERS = ("strong", "weak")
 ORACLES = LEARNERS
@@ -103,20 +104,14 @@ def _learner_info(table: dict, checks: dict | None = None, parts: bool = False) 
     return info
 
 
-def _whole_number(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def _check_gap_input(splits, negatives, n_episodes, seed, query_negatives) -> tuple:
     """Raise a one-line :class:`BayesConceptsError` for input :func:`compute_gap` cannot score;
     returns ``negatives`` as a tuple (a single string is one setting)."""
     if not splits:
         raise BayesConceptsError("no splits to score: give a dict {name: Split} with at least one split "
                                  "(e.g. load_splits(space), or a protocol's splits(space))")
-    if not _whole_number(n_episodes) or n_episodes < 1:
-        raise BayesConceptsError(f"n_episodes must be a whole number >= 1, got {n_episodes!r}")
-    if not _whole_number(seed) or seed < 0:
-        raise BayesConceptsError(f"seed must be a whole number >= 0, got {seed!r}")
+    whole_number("n_episodes", n_episodes, 1, error=BayesConceptsError)
+    whole_number("seed", seed, 0, error=BayesConceptsError)
     negatives = (negatives,) if isinstance(negatives, str) else tuple(negatives)
     if not negatives:
         raise BayesConceptsError("negatives is empty: give 'hard', 'easy' or both, e.g. ('hard', 'easy')")
@@ -130,6 +125,8 @@ def _check_gap_input(splits, negatives, n_episodes, seed, query_negatives) -> tu
     return negatives
 
 
+@validate_params({**RUN_PARAMS, "parts": FLAG, "skip_undrawable": FLAG, "progress": FLAG,
+                  "allow_other_space": FLAG, "query_negatives": [Options({"hard", "easy", "random"}), None]})
 def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
                 progress: bool = False, hard_mode: str = "union", learners=None, scheduler=None,
@@ -189,6 +186,8 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     from .learners.scoring import score_learners
     settings = settings or OracleSettings()
     negatives = _check_gap_input(splits, negatives, n_episodes, seed, query_negatives)
+    if scheduler is not None and not isinstance(scheduler, Scheduler):
+        parse_scheduler(scheduler)  # a bad scheduler before any work
     if not isinstance(parts, (bool, np.bool_)):
         raise BayesConceptsError(f"parts must be True or False, got {parts!r}")
     if not isinstance(skip_undrawable, (bool, np.bool_)):
@@ -302,8 +301,7 @@ def paired_bootstrap(strong: np.ndarray, weak: np.ndarray, n_boot: int = 1000, s
     (pairs) with replacement.  NaN pairs are dropped.  Returns (mean, lo, hi).  ``n_boot`` not a
     whole number >= 1, a ``level`` outside (0, 1) or arrays of other shapes raise a one-line
     :class:`~bayes_concepts.errors.BayesConceptsError`."""
-    if not _whole_number(n_boot) or n_boot < 1:
-        raise BayesConceptsError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
+    whole_number("n_boot", n_boot, 1, error=BayesConceptsError)
     if not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
         raise BayesConceptsError(f"level must be a number in (0, 1), got {level!r}")
     if np.shape(strong) != np.shape(weak):
@@ -513,6 +511,7 @@ def format_models(rows: list, models: list) -> str:
     return "\n".join(lines)
 
 
+@validate_params({**RUN_PARAMS, "n_worst": Interval(int, 0), "parts": FLAG})
 def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None = None, seed: int = 0,
           n_worst: int = 10, structure=None, query_negatives: str | None = None, hard_mode: str = "union",
           parts: bool = True, episode_shape=None) -> dict:
@@ -660,3 +659,24 @@ def format_audit(report: dict) -> str:
     for w in report["worst"]:
         lines.append(f"{w['weak_map']:>9.1f}{w['strong_map']:>11.1f}{w['episodes']:>9}  {w['readable']}   [#{w['id']}]")
     return "\n".join(lines)
+
+
+def exclusion_lines(ds) -> list:
+    """Lines on a gap run's episodes: each split's shape and the test concepts too small for it
+    (count, first names, rule), and what the space's build left out and noted (results' attributes)."""
+    try:
+        shapes = json.loads(ds.attrs.get("episode_shape", "{}"))
+        excluded = json.loads(ds.attrs.get("excluded", "{}"))
+    except ValueError:
+        return []
+    lines = []
+    for name, sh in shapes.items():
+        ex = excluded.get(name, {}).get("too_small", {"count": 0, "first": []})
+        lines.append(f"{name}: episodes {sh['positives']}+{sh['negatives']} support, {sh['query_positives']}+"
+                     f"{sh['query_negatives']} query; {excluded.get(name, {}).get('usable', 0):,} usable test "
+                     f"concepts, {ex['count']:,} excluded" + (f" ({', '.join(ex['first'])}"
+                                                             + (", ..." if ex["count"] > len(ex["first"]) else "")
+                                                             + f"): {ex['rule']}" if ex["count"] else ""))
+    for name, rec in (excluded.get("not_scored") or {}).items():
+        lines.append(f"{name}: not scored: {rec['reason']}")
+    return lines + build_exclusion_lines(excluded.get("space")) + build_note_lines(excluded.get("space_notes"))

@@ -37,6 +37,7 @@ import pandas as pd
 import xarray as xr
 
 from .errors import BayesConceptsError
+from .params import FLAG, RUN_PARAMS, validate_params
 from .gap import compute_gap, paired_bootstrap
 from .gap_cells import NESTED_ORACLES
 from .rungs import LADDER_ORDER, RungError, check_rung, parse_rung_text, rung_label, rung_learner
@@ -120,6 +121,7 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None, skipped: list
     return [specs[i] for i in order]
 
 
+@validate_params({**RUN_PARAMS, "progress": FLAG, "skip_undrawable": FLAG})
 def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000,
                    settings=None, seed: int = 0, query_negatives=None, hard_mode: str = "union",
                    progress: bool = False, episode_shape=None, scheduler=None, alphas=None,

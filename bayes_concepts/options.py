@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import BayesConceptsError
+from .params import Interval, cli_type
 from .registry import Registry
 from .run import PROTOCOL_FIXES  # the options a protocol fixes (their dests)
 
@@ -238,28 +239,13 @@ def given_options(args) -> set:
 
 
 def whole(minimum: int):
-    """argparse type: a whole number >= ``minimum``."""
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-    parse.__name__ = "whole number"
-    return parse
+    """argparse type: a whole number >= ``minimum`` (:class:`~bayes_concepts.params.Interval`, as
+    the API checks it)."""
+    return cli_type(Interval(int, minimum))
 
 
-def finite(text):
-    """argparse type: a finite float (no nan, inf or overflow)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
+#: argparse type: a finite float (no nan, inf or overflow).
+finite = cli_type(Interval(float))
 
 
 def check_output_file(path, option: str, create_parents: bool = False):

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesConceptsError
+from .params import RUN_PARAMS, Interval, validate_params
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import episode_shapes
 from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed
@@ -66,6 +67,7 @@ def check_drawable(space, splits, episode_shape=None):
     episode_shapes(space, named, episode_shape)
 
 
+@validate_params({**RUN_PARAMS, "n_worst": Interval(int, 0)})
 def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
                  log=None, query_negatives: str | None = None, hard_mode: str = "union", episode_shape=None) -> list:
     """:func:`~bayes_concepts.gap.audit` of every split (a dict ``{name: Split}`` or a list),

@@ -362,6 +362,14 @@ class Run:
                                         self.protocol.results_note(ds) if ds is not None else "") if line]
         return lines
 
+    def gap_notes(self, ds) -> list:
+        """Lines under a comp-gap table of this run: each split's episode shape and exclusions,
+        why a gap is 0 by construction, and :meth:`notes`."""
+        from .gap import exclusion_lines, zero_gap_notes
+        return [*exclusion_lines(ds), *(f"note: {line}" for line in zero_gap_notes(self.space, self.scored(ds),
+                                                                                     self.settings)),
+                *self.notes(ds)]
+
     def describe(self, override_names=None) -> str:
         """``protocol curi-release overridden by --prior length`` (how overrides are named:
         ``override_names(field) -> str``, default ``field=value``), with why a protocol was

@@ -64,7 +64,7 @@ def test_a_plugin_command_runs_like_a_built_in_one(capsys):
         return 0
     try:
         assert run(["hello", "--n", "3"], capsys)[:2] == (0, "hello hello hello \n")
-        assert_one_line_error(*run(["hello", "--n", "0"], capsys)[::2], "argument --n: must be >= 1, got 0")
+        assert_one_line_error(*run(["hello", "--n", "0"], capsys)[::2], "argument --n: must be a whole number >= 1, got 0")
         assert "say hello" in cli.build_parser().format_help()
     finally:
         options.commands.unregister("hello")

@@ -513,7 +513,7 @@ def test_gap_out_under_a_file_is_refused(release_dir, workdir, capsys):
 
 
 @pytest.mark.parametrize("extra, needle", [
-    (["--threads", "0"], "--threads: must be >= 1, got 0"),
+    (["--threads", "0"], "--threads: must be a whole number >= 1, got 0"),
     (["--threads", "100000"], "--threads 100000: more than the"),
 ])
 def test_train_threads_out_of_range(extra, needle, workdir, capsys):

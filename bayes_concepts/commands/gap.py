@@ -1,7 +1,6 @@
 """``gap DIR``: the compositionality gap of splits, strong vs weak oracle."""
 from __future__ import annotations
 
-import json
 import time
 
 from ..options import (OVERRIDE_NOTE, Given, ap_tolerance_option, check_gap_memory, check_results_out, command,
@@ -49,10 +48,8 @@ def cmd_gap(args) -> int:
     n_learners = (4 if args.parts else 2) + len(args.learner or ())
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     check_gap_memory(args.episodes, len(negatives), n_learners)  # the least it can need (one split): before any import
-    from ..gap import format_table, summarise, zero_gap_notes
+    from ..gap import format_table, summarise
     from ..results import save_results
-    from ..scale import parse_scheduler
-    parse_scheduler(args.scheduler)
     out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
     run = resolve_args(args)
     t = time.perf_counter()
@@ -69,34 +66,10 @@ def cmd_gap(args) -> int:
         print_json({**run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
         return 0
     print(format_table(rows))
-    notes = [*_exclusion_note(ds), *(f"note: {line}" for line in zero_gap_notes(run.space, run.scored(ds), run.settings)),
-             *run.notes(ds)]
-    for line in notes:
+    for line in run.gap_notes(ds):
         print(line)
     how = override_text(args, run)
     print(f"\n{counted(args.episodes, 'test episode')} per cell; " + (f"{how}; " if how else "")
           + f"oracle settings {ds.attrs['oracle_settings']}; "
           f"{time.perf_counter() - t:.1f} s" + (f"; results written to {args.out}" if args.out else ""))
     return 0
-
-
-def _exclusion_note(ds) -> list:
-    """Lines on a gap run's episodes: each split's shape and the test concepts too small for it
-    (count, first names, rule), and what the space's build left out and noted (results' attributes)."""
-    try:
-        shapes = json.loads(ds.attrs.get("episode_shape", "{}"))
-        excluded = json.loads(ds.attrs.get("excluded", "{}"))
-    except ValueError:
-        return []
-    lines = []
-    for name, sh in shapes.items():
-        ex = excluded.get(name, {}).get("too_small", {"count": 0, "first": []})
-        lines.append(f"{name}: episodes {sh['positives']}+{sh['negatives']} support, {sh['query_positives']}+"
-                     f"{sh['query_negatives']} query; {excluded.get(name, {}).get('usable', 0):,} usable test "
-                     f"concepts, {ex['count']:,} excluded" + (f" ({', '.join(ex['first'])}"
-                                                             + (", ..." if ex["count"] > len(ex["first"]) else "")
-                                                             + f"): {ex['rule']}" if ex["count"] else ""))
-    for name, rec in (excluded.get("not_scored") or {}).items():
-        lines.append(f"{name}: not scored: {rec['reason']}")
-    from ..gap import build_exclusion_lines, build_note_lines
-    return lines + build_exclusion_lines(excluded.get("space")) + build_note_lines(excluded.get("space_notes"))

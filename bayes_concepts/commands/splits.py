@@ -77,16 +77,15 @@ def cmd_splits_search(args) -> int:
     split again."""
     import re
     from ..gap import format_audit
+    from ..params import SEARCH_PARAMS, check_param
     from ..split_search import SearchError, objective_rung, parse_constraint, spec_toml
     from ..splits import make_split
     objective_rung(args.objective)  # a bad objective before any work
     constraints = [parse_constraint(c) for c in (args.constraint or ["atom-divergence<=0.02"])]
-    for option, value, ok, rule in (("--test-share", args.test_share, 0 < args.test_share < 1, "in (0, 1)"),
-                                    ("--share-tolerance", args.share_tolerance, 0 < args.share_tolerance < 0.5,
-                                     "in (0, 0.5)"),
-                                    ("--budget", args.budget, args.budget > 0, "> 0 seconds")):
-        if not ok:
-            raise SearchError(f"{option} {value:g}: must be {rule}")
+    for option, name, value in (("--test-share", "test_share", args.test_share),
+                                 ("--share-tolerance", "share_tolerance", args.share_tolerance),
+                                 ("--budget", "budget_s", args.budget)):  # as search_split declares them
+        check_param(option, value, SEARCH_PARAMS[name], SearchError)
     if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", args.name):
         raise SearchError(f"--name {args.name!r}: letters, digits, '_', '.' or '-'")
     check_output_file(args.out, "--out", create_parents=True)
