@@ -38,7 +38,9 @@ from pathlib import Path
 
 from . import __version__
 from .errors import BayesConceptsError
-from .options import Parser, caused_by_interrupt, commands, subcommands
+from .command_registry import commands, subcommands
+from .options import Parser
+from .terminal import caused_by_interrupt
 
 
 def build_parser() -> Parser:

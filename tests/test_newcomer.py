@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import bayes_concepts as bc
-from bayes_concepts import cli, options
+from bayes_concepts import cli, options, run_args
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.protocols import Protocol, get_protocol
@@ -61,7 +61,7 @@ def test_every_oracle_setting_is_an_option_that_overrides_a_protocol():
     gap = cli.build_parser()._subparsers._group_actions[0].choices["gap"]
     actions = {a.dest: a for a in gap._actions}
     fixed = {f.name for f in dataclasses.fields(OracleSettings)} | {"query_negatives", "hard_mode"}
-    assert set(options.PROTOCOL_FIXES) == fixed
+    assert set(run_args.PROTOCOL_FIXES) == fixed
     for dest in fixed:
         assert isinstance(actions[dest], options.Given), dest
         assert "replaces the protocol's value" in actions[dest].help, dest
@@ -79,7 +79,7 @@ def test_every_oracle_setting_is_an_option_that_overrides_a_protocol():
 ])
 def test_protocol_options_given_explicitly_are_overrides(release_space, option, value, key, field):
     args = cli.build_parser().parse_args(["gap", "SPACE", "--protocol", "curi-release", option, value])
-    run = options.resolve_args(args, splits=["complexity"], space=release_space)
+    run = run_args.resolve_args(args, splits=["complexity"], space=release_space)
     protocol, overrides = run.protocol, run.overrides
     assert set(overrides) == {key}
     if field:
@@ -88,13 +88,13 @@ def test_protocol_options_given_explicitly_are_overrides(release_space, option, 
         assert all(getattr(overrides["settings"], f) == getattr(protocol.settings, f) for f in others)
     else:
         assert overrides[key] == value
-    assert options.override_text(args, run) == f"protocol curi-release overridden by {option} {value}"
+    assert run_args.override_text(args, run) == f"protocol curi-release overridden by {option} {value}"
 
 
 def test_protocol_without_options_has_no_overrides(release_space):
     args = cli.build_parser().parse_args(["gap", "SPACE", "--protocol", "curi-release"])
-    run = options.resolve_args(args, splits=["complexity"], space=release_space)
-    assert run.overrides == {} and options.override_text(args, run) == "protocol curi-release"
+    run = run_args.resolve_args(args, splits=["complexity"], space=release_space)
+    assert run.overrides == {} and run_args.override_text(args, run) == "protocol curi-release"
 
 
 def test_gap_protocol_prior_is_applied_and_recorded(release_dir, workdir, capsys):

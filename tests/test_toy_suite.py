@@ -17,7 +17,7 @@ from functools import partial
 
 import numpy as np
 
-from bayes_concepts.options import PresetBuild, command, preset_builds
+from bayes_concepts.command_registry import PresetBuild, command, preset_builds
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.plots import figures
 from bayes_concepts.protocols import Protocol, protocols

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import time
 
-from ..options import (ap_tolerance_option, check_gap_memory, check_output_file, command, counted,
-                       episode_shape_option, oracle_options, override_text, progress_output, protocol_option,
-                       resolve_args, split_option, whole)
+from ..command_registry import command
+from ..options import whole
+from ..preflight import check_gap_memory, check_output_file
+from ..run_args import (ap_tolerance_option, episode_shape_option, oracle_options, override_text, protocol_option,
+                        resolve_args, split_option)
+from ..terminal import counted, progress_output
 
 
 def _audit_arguments(p):

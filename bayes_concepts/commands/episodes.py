@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 from ..errors import BayesConceptsError
-from ..options import (Given, check_output_file, command, counted, episode_shape, episode_shape_option,
-                       hard_mode_option, one_split, open_space, protocol_option, resolve_args, split_option, whole)
+from ..command_registry import command
+from ..options import Given, whole
+from ..preflight import check_output_file
+from ..run_args import (episode_shape, episode_shape_option, hard_mode_option, one_split, open_space, protocol_option,
+                        resolve_args, split_option)
+from ..terminal import counted
 
 
 def _episodes_arguments(p):

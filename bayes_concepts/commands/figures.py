@@ -5,8 +5,11 @@ import time
 from pathlib import Path
 
 from ..errors import BayesConceptsError
-from ..options import (check_gap_memory, check_output_dir, check_results_out, command, log_line, open_space,
-                       progress_output, protocol_option, results_out_option, whole)
+from ..command_registry import command
+from ..options import results_out_option, whole
+from ..preflight import check_gap_memory, check_output_dir, check_results_out
+from ..run_args import open_space, protocol_option
+from ..terminal import log_line, progress_output
 from ..run import results_split, splits_for  # noqa: F401 (results_split: figures.results_split)
 
 

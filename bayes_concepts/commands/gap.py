@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import time
 
-from ..options import (OVERRIDE_NOTE, Given, ap_tolerance_option, check_gap_memory, check_results_out, command,
-                       counted, episode_shape_option, hard_mode_option, oracle_options, override_text, print_json,
-                       progress_output, protocol_option, resolve_args, results_out_option, run_info, scheduler_option,
-                       split_option, whole)
+from ..command_registry import command
+from ..options import Given, results_out_option, whole
+from ..preflight import check_gap_memory, check_results_out
+from ..run_args import (OVERRIDE_NOTE, ap_tolerance_option, episode_shape_option, hard_mode_option, oracle_options,
+                        override_text, protocol_option, resolve_args, scheduler_option, split_option)
+from ..terminal import counted, print_json, progress_output, run_info
 
 
 def _gap_arguments(p):

@@ -6,10 +6,12 @@ import json
 import time
 from pathlib import Path
 
-from ..options import (OVERRIDE_NOTE, Given, LazyHelp, check_gap_memory, check_output_dir, check_results_out,
-                       command, counted, describe_choices, episode_shape_option, finite, hard_mode_option,
-                       lazy_registry, oracle_options, override_text, print_json, progress_output, protocol_option,
-                       resolve_args, results_out_option, run_info, scheduler_option, whole)
+from ..command_registry import command
+from ..options import Given, LazyHelp, describe_choices, finite, lazy_registry, results_out_option, whole
+from ..preflight import check_gap_memory, check_output_dir, check_results_out
+from ..run_args import (OVERRIDE_NOTE, episode_shape_option, hard_mode_option, oracle_options, override_text,
+                        protocol_option, resolve_args, scheduler_option)
+from ..terminal import counted, print_json, progress_output, run_info
 
 
 def _ladder_arguments(p):

@@ -5,7 +5,10 @@ import json
 import sys
 
 from ..errors import BayesConceptsError
-from ..options import (command, one_split, oracle_options, print_json, resolve_args, split_option, whole)
+from ..command_registry import command
+from ..options import whole
+from ..run_args import one_split, oracle_options, resolve_args, split_option
+from ..terminal import print_json
 
 
 def _posterior_arguments(p):

@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 from ..errors import BayesConceptsError
-from ..options import (LazyChoices, LazyHelp, check_depth_option, command, command_group, grammar_of, grammar_path,
-                       log_line, nothing_written, preset_builds, preset_settings, print_json, progress_output,
-                       scheduler_option, space_presets, whole)
+from ..command_registry import command, command_group, preset_builds, preset_settings, space_presets
+from ..options import LazyChoices, LazyHelp, check_depth_option, grammar_of, grammar_path, whole
+from ..run_args import scheduler_option
+from ..terminal import log_line, nothing_written, print_json, progress_output
 
 command_group("space", help="build, inspect and browse hypothesis spaces", order=40)
 

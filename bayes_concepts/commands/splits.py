@@ -5,8 +5,11 @@ import json
 import time
 from pathlib import Path
 
-from ..options import (check_output_file, command, episode_shape_option, finite, log_line,
-                       protocol_option, resolve_args, whole)
+from ..command_registry import command
+from ..options import finite, whole
+from ..preflight import check_output_file
+from ..run_args import episode_shape_option, protocol_option, resolve_args
+from ..terminal import log_line
 
 
 def _splits_arguments(p):

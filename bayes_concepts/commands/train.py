@@ -6,8 +6,11 @@ import os
 from pathlib import Path
 
 from ..errors import BayesConceptsError
-from ..options import (Given, LazyChoices, caused_by_interrupt, check_output_dir, command, counted, hard_mode_option,
-                       lazy_registry, one_split, open_space, protocol_option, resolve_args, split_option, whole)
+from ..command_registry import command
+from ..options import Given, LazyChoices, lazy_registry, whole
+from ..preflight import check_output_dir
+from ..run_args import hard_mode_option, one_split, open_space, protocol_option, resolve_args, split_option
+from ..terminal import caused_by_interrupt, counted
 
 
 def _train_arguments(p):

@@ -7,8 +7,10 @@ the direct test where a rung singles out one condition, and each rung's ρ minus
 predictor's and compound divergence's."""
 from __future__ import annotations
 
-from ..options import (LazyHelp, command, describe_choices, lazy_registry, print_json, progress_output,
-                       protocol_option, resolve_args, whole)
+from ..command_registry import command
+from ..options import LazyHelp, describe_choices, lazy_registry, whole
+from ..run_args import protocol_option, resolve_args
+from ..terminal import print_json, progress_output
 
 
 def _arguments(p):

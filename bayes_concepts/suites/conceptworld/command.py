@@ -6,7 +6,8 @@ import time
 from pathlib import Path
 
 from ...errors import BayesConceptsError
-from ...options import PresetBuild, log_line, nothing_written, preset_builds
+from ...command_registry import PresetBuild, preset_builds
+from ...terminal import log_line, nothing_written
 
 
 def _space_build_conceptworld(args) -> int:

@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 
 from ...errors import BayesConceptsError
-from ...options import (Given, PresetBuild, check_output_dir, command, command_group, given_options, grammar_path,
-                       preset_builds, whole)
+from ...command_registry import PresetBuild, command, command_group, preset_builds
+from ...options import Given, given_options, grammar_path, whole
+from ...preflight import check_output_dir
 
 
 def _space_build_shj(args) -> int:
