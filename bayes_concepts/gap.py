@@ -32,7 +32,7 @@ from .oracles import OracleSettings
 from .results import empty_dataset
 from .scale import Scheduler, check_memory, gap_bytes, parse_scheduler, scheduler_scope
 from .splits import by_set, side_space, split_stats
-from .params import FLAG, RUN_PARAMS, Interval, Options, validate_params, whole_number
+from .params import FLAG, RUN_PARAMS, Interval, Options, run_given, validate_params, whole_number
 
 LEARNERS = ("strong", "weak")
 ORACLES = LEARNERS
@@ -127,7 +127,7 @@ def _check_gap_input(splits, negatives, n_episodes, seed, query_negatives) -> tu
 
 @validate_params({**RUN_PARAMS, "parts": FLAG, "skip_undrawable": FLAG, "progress": FLAG,
                   "allow_other_space": FLAG, "query_negatives": [Options({"hard", "easy", "random"}), None]})
-def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
+def compute_gap(space, splits: dict | None = None, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
                 progress: bool = False, hard_mode: str = "union", learners=None, scheduler=None,
                 allow_other_space: bool = False, parts: bool = False, structure=None,
@@ -181,7 +181,15 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     >= 0, ``negatives`` empty or other than ``"hard"``/``"easy"`` (a single string, e.g.
     ``"hard"``, is one setting), ``query_negatives`` other than None/hard/easy/random; and a
     request whose results cannot fit in the memory available
-    (:class:`~bayes_concepts.scale.MemoryLimitError`, as ``gap --episodes`` is refused)."""
+    (:class:`~bayes_concepts.scale.MemoryLimitError`, as ``gap --episodes`` is refused).
+
+    space may be a :class:`~bayes_concepts.run.Run` (``bc.resolve(...)``), which settles the
+    splits, oracle settings and episodes itself (and a protocol's record of the results):
+    ``compute_gap(run, n_episodes=2000)`` is ``run.gap(n_episodes=2000)``."""
+    if run_given(space, splits=splits, settings=settings, query_negatives=query_negatives, structure=structure,
+                 episode_shape=episode_shape, hard_mode=None if hard_mode == "union" else hard_mode):
+        return space.gap(negatives, n_episodes, seed, learners=learners, progress=progress, scheduler=scheduler,
+                         allow_other_space=allow_other_space, parts=parts)
     from tqdm.auto import tqdm
     from .learners.scoring import score_learners
     settings = settings or OracleSettings()

@@ -37,7 +37,7 @@ import pandas as pd
 import xarray as xr
 
 from .errors import BayesConceptsError
-from .params import FLAG, RUN_PARAMS, validate_params
+from .params import FLAG, RUN_PARAMS, run_given, validate_params
 from .gap import compute_gap, paired_bootstrap
 from .gap_cells import NESTED_ORACLES
 from .rungs import LADDER_ORDER, RungError, check_rung, parse_rung_text, rung_label, rung_learner
@@ -122,7 +122,7 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None, skipped: list
 
 
 @validate_params({**RUN_PARAMS, "progress": FLAG, "skip_undrawable": FLAG})
-def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000,
+def ladder_profile(space, splits: dict | None = None, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000,
                    settings=None, seed: int = 0, query_negatives=None, hard_mode: str = "union",
                    progress: bool = False, episode_shape=None, scheduler=None, alphas=None,
                    budgets=None, models=None, skip_undrawable: bool = False) -> xr.Dataset:
@@ -141,6 +141,10 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     attribute ``ladder_models``.  ``skip_undrawable``: a split none of whose test concepts can be
     an episode's concept is not scored, and counted with the reason in the attribute
     ``excluded`` (``not_scored``), as :func:`~bayes_concepts.gap.compute_gap` does."""
+    if run_given(space, splits=splits, settings=settings, query_negatives=query_negatives,
+                 episode_shape=episode_shape, hard_mode=None if hard_mode == "union" else hard_mode):
+        return space.ladder(rungs, negatives, n_episodes, seed, learners=models, progress=progress,
+                            scheduler=scheduler, alphas=alphas, budgets=budgets)
     from .oracles import OracleSettings
     settings = settings or OracleSettings()
     skipped = []

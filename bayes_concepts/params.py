@@ -204,5 +204,17 @@ SEARCH_PARAMS = {"test_share": Interval(float, 0, 1, open_left=True, open_right=
                  "log_every_s": Interval(float, 0, open_left=True)}
 
 
-__all__ = ["EPISODES", "SEED", "RUN_PARAMS", "SEARCH_PARAMS", "Interval", "Options", "ParamError", "check_param", "validate_params", "validated", "bad_values",
+def run_given(space, **settled) -> bool:
+    """True when ``space`` is a :class:`~bayes_concepts.run.Run` (it settles its own splits and
+    settings), after checking that none of ``settled`` (what a Run settles: splits, settings,
+    episodes) is given beside it; False for a space."""
+    if not (hasattr(space, "splits") and hasattr(space, "settings") and hasattr(space, "gap")):
+        return False
+    given = sorted(k for k, v in settled.items() if v is not None)
+    if given:
+        raise ParamError(f"{', '.join(given)}: a Run settles these itself; give them to resolve() instead")
+    return True
+
+
+__all__ = ["run_given", "EPISODES", "SEED", "RUN_PARAMS", "SEARCH_PARAMS", "Interval", "Options", "ParamError", "check_param", "validate_params", "validated", "bad_values",
            "cli_type", "whole_number"]

@@ -160,7 +160,8 @@ class Protocol:
                     progress: bool = False, splits=None, **overrides):
         """The comp-gap results Dataset of the protocol's splits (or ``splits``, a dict of splits
         already made); ``overrides`` replace ``settings``, ``query_negatives`` or ``hard_mode``
-        for one run (recorded in ``attrs["protocol_overrides"]``); an unknown override, and the bad
+        for one run (recorded in ``attrs["protocol_overrides"]``), annotated as the ``gap`` command annotates them
+        (:meth:`annotate`); an unknown override, and the bad
         input :func:`~bayes_concepts.gap.compute_gap` refuses, raise a one-line
         :class:`~bayes_concepts.errors.BayesConceptsError`.  A run of all the protocol's splits
         (``names`` None) leaves out -- counts and says why, in ``attrs["excluded"]["not_scored"]``
@@ -172,11 +173,14 @@ class Protocol:
             raise BayesConceptsError(f"protocol {self.name}: unknown override {', '.join(sorted(bad))} "
                                      f"(expected {', '.join(sorted(known))})")
         splits = self.splits(space, names) if splits is None else splits
-        ds = compute_gap(space, splits, negatives, n_episodes, overrides.get("settings", self.settings), seed,
+        settings = overrides.get("settings", self.settings)
+        ds = compute_gap(space, splits, negatives, n_episodes, settings, seed,
                          query_negatives=overrides.get("query_negatives", self.query_negatives),
                          hard_mode=overrides.get("hard_mode", self.hard_mode), progress=progress,
                          skip_undrawable=names is None)
-        return self.record(ds, overrides)
+        scored = set(ds["split"].values.tolist())  # as the gap command records and annotates them
+        return self.annotate(space, {n: s for n, s in splits.items() if n in scored}, self.record(ds, overrides),
+                             settings, seed, n_episodes)
 
     def record(self, ds, overrides: dict | None = None):
         """Mark results ``ds`` as computed by this protocol (``attrs["protocol"]``,

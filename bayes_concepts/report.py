@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesConceptsError
-from .params import RUN_PARAMS, Interval, validate_params
+from .params import RUN_PARAMS, Interval, run_given, validate_params
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import episode_shapes
 from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed
@@ -68,7 +68,7 @@ def check_drawable(space, splits, episode_shape=None):
 
 
 @validate_params({**RUN_PARAMS, "n_worst": Interval(int, 0)})
-def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
+def audit_splits(space, splits=None, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
                  log=None, query_negatives: str | None = None, hard_mode: str = "union", episode_shape=None) -> list:
     """:func:`~bayes_concepts.gap.audit` of every split (a dict ``{name: Split}`` or a list),
     with the concept structure for the divergences computed once.  Each report gains
@@ -76,7 +76,11 @@ def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int
     receives one line per split.  ``query_negatives`` and ``hard_mode`` draw the episodes as
     :func:`~bayes_concepts.gap.compute_gap` does (a protocol's; default: as the support's,
     union).  Works on relational spaces alike (their atoms and compounds: see
-    :mod:`bayes_concepts.divergence`)."""
+    :mod:`bayes_concepts.divergence`).  ``space`` may be a :class:`~bayes_concepts.run.Run`,
+    which settles the splits, settings and episodes itself."""
+    if run_given(space, splits=splits, settings=settings, query_negatives=query_negatives,
+                 episode_shape=episode_shape, hard_mode=None if hard_mode == "union" else hard_mode):
+        return space.audit(n_episodes, seed, n_worst=n_worst, log=log)
     check_drawable(space, splits, episode_shape)
     structure = concept_structure(space)
     out = []

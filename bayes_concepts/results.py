@@ -38,6 +38,8 @@ Every file :func:`save_results` writes also has the attribute ``format``
 """
 from __future__ import annotations
 
+import json
+
 import os
 from pathlib import Path
 
@@ -174,3 +176,17 @@ def empty_dataset(splits, negatives, learners, n_episodes, n_query: int | None =
         coords["query"] = np.arange(n_query)
         data["query_pred"] = ((*dims4, "query"), np.full((*shape, n_query), np.nan))
     return xr.Dataset(data, coords=coords)
+
+
+def attrs_info(ds) -> dict:
+    """The run's settings from a results Dataset's attributes, for --json output: the oracle
+    settings as an object, the seed, episodes per cell, negatives and the space's hash."""
+    info = {}
+    for key, value in ds.attrs.items():
+        if isinstance(value, str) and value.startswith(("{", "[")):  # attributes holding JSON (settings, ...)
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        info["settings" if key == "oracle_settings" else key] = value
+    return info

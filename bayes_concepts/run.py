@@ -7,7 +7,7 @@ cannot disagree::
     import bayes_concepts as bc
 
     run = bc.resolve(space, splits=["counting"], prior="uniform")   # a Run
-    ds = run.compute_gap(n_episodes=2000, seed=0)                     # what `gap` computes
+    ds = run.gap(n_episodes=2000, seed=0)                             # what `gap` computes
     rows = run.audit(n_episodes=2000)                                 # what `audit` computes
 
 :func:`resolve` takes the space, a protocol (a name of :data:`~bayes_concepts.protocols.protocols`
@@ -261,7 +261,7 @@ class Run:
         return learners_for_gap(self.space, self.splits, list(specs), seed, allow_other_space=allow_other_space)
 
     # ---------------------------------------------------------------- computing
-    def compute_gap(self, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0, learners=None,
+    def gap(self, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0, learners=None,
                     progress: bool = False, scheduler=None, allow_other_space: bool = False, parts: bool = False):
         """The comp-gap results Dataset of this run (:func:`~bayes_concepts.gap.compute_gap`),
         recorded and annotated by its protocol when it has one.  ``learners``: learner specs
@@ -278,7 +278,7 @@ class Run:
             self.protocol.annotate(self.space, self.scored(ds), ds, self.settings, seed, n_episodes)
         return ds
 
-    def ladder_profile(self, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000, seed: int = 0,
+    def ladder(self, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000, seed: int = 0,
                        learners=None, progress: bool = False, scheduler=None, alphas=None, budgets=None,
                        allow_other_space: bool = False):
         """The ladder's results Dataset of this run (:func:`~bayes_concepts.ladder.ladder_profile`),
@@ -361,6 +361,21 @@ class Run:
             lines += [line for line in (self.protocol.left_out_note(self.splits),
                                         self.protocol.results_note(ds) if ds is not None else "") if line]
         return lines
+
+    def gap_lines(self, ds, n_boot: int = 1000, seed: int = 0) -> list:
+        """The comp-gap table of results ``ds`` of this run and the lines under it (:meth:`gap_notes`)."""
+        from .gap import format_table, summarise
+        return [format_table(summarise(ds, n_boot=n_boot, seed=seed)), *self.gap_notes(ds)]
+
+    def gap_json(self, ds, n_boot: int = 1000, seed: int = 0) -> dict:
+        """Results ``ds`` of this run as the ``gap --json`` object: the run's settings (the
+        results' attributes) and one entry per (split, negatives)."""
+        from .gap import summarise
+        from .results import attrs_info
+        keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share", "posterior_entropy",
+                "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom", "compound", "parts")
+        rows = summarise(ds, n_boot=n_boot, seed=seed)
+        return {**attrs_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]}
 
     def gap_notes(self, ds) -> list:
         """Lines under a comp-gap table of this run: each split's episode shape and exclusions,

@@ -89,17 +89,3 @@ def caused_by_interrupt(exc):
             return exc
         exc = exc.__cause__ or exc.__context__
     return None
-
-
-def run_info(ds) -> dict:
-    """The run's settings from a results Dataset's attributes, for --json output: the oracle
-    settings as an object, the seed, episodes per cell, negatives and the space's hash."""
-    info = {}
-    for key, value in ds.attrs.items():
-        if isinstance(value, str) and value.startswith(("{", "[")):  # attributes holding JSON (settings, ...)
-            try:
-                value = json.loads(value)
-            except ValueError:
-                pass
-        info["settings" if key == "oracle_settings" else key] = value
-    return info

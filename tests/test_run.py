@@ -71,7 +71,7 @@ def test_gap(case, tmp_path, capsys):
     kind, path, cli_split, api_split = case
     out = tmp_path / "gap.nc"
     printed, ds = _twin(["gap", path, *cli_split, "--episodes", "6", "--negatives", "hard", "--out", out],
-                        lambda: bc.resolve(bc.load_space(path), **api_split).compute_gap(("hard",), 6, 0), capsys)
+                        lambda: bc.resolve(bc.load_space(path), **api_split).gap(("hard",), 6, 0), capsys)
     if ds is not None:
         _same_results(bc.load_results(out), ds)
         assert bc.format_table(bc.summarise(ds)) in printed
@@ -85,7 +85,7 @@ def test_ladder(case, tmp_path, capsys):
     def api():
         from bayes_concepts.ladder import parse_rungs
         run_ = bc.resolve(bc.load_space(path), **api_split)
-        return run_.ladder_profile(parse_rungs(rungs, None, None, run_.space), ("hard",), 6, 0)
+        return run_.ladder(parse_rungs(rungs, None, None, run_.space), ("hard",), 6, 0)
     printed, ds = _twin(["ladder", path, *cli_split, "--rungs", *rungs, "--episodes", "6", "--negatives", "hard",
                          "--published", "none", "--n-boot", "10", "--out", out], api, capsys)
     if ds is not None:

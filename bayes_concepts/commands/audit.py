@@ -60,7 +60,7 @@ def cmd_audit(args) -> int:
     if args.ladder:
         from ..ladder import format_ladder, ladder_summary
         with progress_output():
-            ds = run.ladder_profile(None, ("hard",), args.episodes, args.seed, progress=True)
+            ds = run.ladder(None, ("hard",), args.episodes, args.seed, progress=True)
         ladder_rows = ladder_summary(ds, seed=args.seed)
         print("\nthe oracle ladder (hard negatives):\n" + format_ladder(ladder_rows))
     if args.report:

@@ -8,7 +8,7 @@ from ..options import Given, results_out_option, whole
 from ..preflight import check_gap_memory, check_results_out
 from ..run_args import (OVERRIDE_NOTE, ap_tolerance_option, episode_shape_option, hard_mode_option, oracle_options,
                         override_text, protocol_option, resolve_args, scheduler_option, split_option)
-from ..terminal import counted, print_json, progress_output, run_info
+from ..terminal import counted, print_json, progress_output
 
 
 def _gap_arguments(p):
@@ -50,28 +50,21 @@ def cmd_gap(args) -> int:
     n_learners = (4 if args.parts else 2) + len(args.learner or ())
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     check_gap_memory(args.episodes, len(negatives), n_learners)  # the least it can need (one split): before any import
-    from ..gap import format_table, summarise
-    from ..results import save_results
     out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
     run = resolve_args(args)
     t = time.perf_counter()
     with progress_output():
-        ds = run.compute_gap(negatives, args.episodes, args.seed, learners=args.learner, progress=not args.json,
-                             scheduler=args.scheduler, allow_other_space=args.allow_other_space, parts=args.parts)
+        ds = run.gap(negatives, args.episodes, args.seed, learners=args.learner, progress=not args.json,
+                     scheduler=args.scheduler, allow_other_space=args.allow_other_space, parts=args.parts)
     if args.out:
+        from ..results import save_results
         save_results(ds, args.out, target=out_target)
-    rows = summarise(ds, seed=args.seed)
     if args.json:
-        keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
-                "posterior_entropy", "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom",
-                "compound", "parts")
-        print_json({**run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
+        print_json(run.gap_json(ds, seed=args.seed))
         return 0
-    print(format_table(rows))
-    for line in run.gap_notes(ds):
-        print(line)
     how = override_text(args, run)
-    print(f"\n{counted(args.episodes, 'test episode')} per cell; " + (f"{how}; " if how else "")
-          + f"oracle settings {ds.attrs['oracle_settings']}; "
-          f"{time.perf_counter() - t:.1f} s" + (f"; results written to {args.out}" if args.out else ""))
+    print("\n".join([*run.gap_lines(ds, seed=args.seed),
+                     f"\n{counted(args.episodes, 'test episode')} per cell; " + (f"{how}; " if how else "")
+                     + f"oracle settings {ds.attrs['oracle_settings']}; {time.perf_counter() - t:.1f} s"
+                     + (f"; results written to {args.out}" if args.out else "")]))
     return 0

@@ -11,7 +11,8 @@ from ..options import Given, LazyHelp, describe_choices, finite, lazy_registry, 
 from ..preflight import check_gap_memory, check_output_dir, check_results_out
 from ..run_args import (OVERRIDE_NOTE, episode_shape_option, hard_mode_option, oracle_options, override_text,
                         protocol_option, resolve_args, scheduler_option)
-from ..terminal import counted, print_json, progress_output, run_info
+from ..results import attrs_info
+from ..terminal import counted, print_json, progress_output
 
 
 def _ladder_arguments(p):
@@ -78,7 +79,7 @@ def cmd_ladder(args) -> int:
     check_gap_memory(args.episodes, len(run.splits) * len(negatives), len(specs) + len(args.learner or ()))
     t = time.perf_counter()
     with progress_output():
-        ds = run.ladder_profile(specs, negatives, args.episodes, args.seed, learners=args.learner,
+        ds = run.ladder(specs, negatives, args.episodes, args.seed, learners=args.learner,
                                 progress=not args.json, scheduler=args.scheduler,
                                 allow_other_space=args.allow_other_space)
     rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
@@ -102,7 +103,7 @@ def cmd_ladder(args) -> int:
                 figures.append(str(path))
             data.to_csv(out / f"ladder_{neg}.csv", index=False)
     if args.json:
-        print_json({**run_info(ds), "results": rows, "skipped_rungs": [{"rung": n, "why": w} for n, w in skipped],
+        print_json({**attrs_info(ds), "results": rows, "skipped_rungs": [{"rung": n, "why": w} for n, w in skipped],
                      "spread": {neg: rung_spreads(rows, neg) for neg in negatives},
                      "published": None if published is None else {"benchmark": published.benchmark,
                                                                   "measure": published.measure},

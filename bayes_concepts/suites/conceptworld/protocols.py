@@ -42,13 +42,6 @@ class ConceptWorldProtocol(Protocol):
     def spec_files(self) -> list:
         return []
 
-    def compute_gap(self, space, names=None, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0,
-                    progress: bool = False, splits=None, **overrides):
-        """:meth:`Protocol.compute_gap`, with the multi-class accuracy of :meth:`annotate`."""
-        splits = self.splits(space, names) if splits is None else splits
-        ds = super().compute_gap(space, names, negatives, n_episodes, seed, progress, splits, **overrides)
-        return self.annotate(space, splits, ds, overrides.get("settings", self.settings), seed, n_episodes)
-
     def annotate(self, space, splits, ds, settings: OracleSettings | None = None, seed: int = 0,
                  n_episodes: int | None = None):
         """The seed's multi-class form beside the binary gap: per split, the strong and the weak
