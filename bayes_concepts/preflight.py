@@ -63,6 +63,15 @@ def check_output_dir(path, option: str):
         raise BayesConceptsError(f"{option} {path}: cannot write into {first} (permission denied)")
 
 
+def check_before_work(args, n_cells: int, n_learners: int = 2):
+    """What a comp-gap or ladder command checks before any import or work: that its ``--out``
+    results file may be written (:func:`check_results_out`), then that ``args.episodes`` episodes
+    of ``n_cells`` cells and ``n_learners`` learners fit in memory; the checked ``--out`` target."""
+    target = check_results_out(args)
+    check_gap_memory(args.episodes, n_cells, n_learners)
+    return target
+
+
 def check_gap_memory(n_episodes: int, n_cells: int, n_learners: int = 2, option: str = "--episodes"):
     """Refuse, before any allocation, a comp-gap run whose results (``n_cells`` cells of
     ``n_episodes`` episodes, ``n_learners`` learners) cannot fit in the memory available:

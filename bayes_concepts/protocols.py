@@ -99,6 +99,19 @@ class Protocol:
                                  f"(its splits: {', '.join(files)})")
         return {n: self.adapt(space, make_split(space, files[n])) for n in dict.fromkeys(wanted)}
 
+    def splits_with(self, space, names=None, specs=None) -> dict:
+        """The protocol's splits (``names``, default all) and the splits of the spec files
+        ``specs``, treated by the protocol (a spec split named like one of the protocol's is an error)."""
+        from .splits import make_splits
+        own = {n: self.adapt(space, s) for n, s in make_splits(space, specs or ()).items()}
+        if names is None:
+            splits = self.splits(space)
+            clash = sorted(set(splits) & set(own))
+            if clash:
+                raise SplitSpecError(f"split name {clash[0]!r} is a split of protocol {self.name}; rename your split")
+            return {**splits, **own}
+        return {n: own[n] if n in own else self.splits(space, [n])[n] for n in names}
+
     def adapt(self, space, split):
         """Apply the protocol's treatment to a split made from a spec: drop mixed programs,
         let the strong oracle know every concept."""

@@ -89,30 +89,6 @@ def no_splits_error(space, what: str, where=None, protocols: bool = True) -> Run
                     + (f" or --protocol {hint.names} ({hint.what})" if hint is not None else ""))
 
 
-def splits_for(space, names=None, specs=None) -> dict:
-    """The space's own splits (CURI's nine on a CURI-grammar space, its saved split specs) and
-    the splits of the spec files ``specs``: ``names`` of them in that order, or all."""
-    from .splits import load_splits
-    specs = list(specs or ())
-    given = {Path(s).resolve() for s in specs if not isinstance(s, dict)}
-    # the split specs a space was saved with (space from-pairs writes DIR/splits/*.toml)
-    specs += [str(p) for p in space.spec_paths().values() if p.resolve() not in given]
-    return load_splits(space, names, specs)
-
-
-def protocol_splits(space, protocol, names=None, specs=None) -> dict:
-    """The protocol's splits (``names``, default all) plus any spec files', treated by the protocol."""
-    from .splits import SplitSpecError, make_splits
-    own = {n: protocol.adapt(space, s) for n, s in make_splits(space, specs or ()).items()}
-    if names is None:
-        splits = protocol.splits(space)
-        clash = sorted(set(splits) & set(own))
-        if clash:
-            raise SplitSpecError(f"split name {clash[0]!r} is a split of protocol {protocol.name}; rename your split")
-        return {**splits, **own}
-    return {n: own[n] if n in own else protocol.splits(space, [n])[n] for n in names}
-
-
 def split_list(names):
     """Split names as a list, None for all (None, empty, or ``all`` alone); ``all`` beside
     other names is an error."""
@@ -145,7 +121,7 @@ def results_split(ds, space, name, specs=None, protocol=None, results: str = "th
     make it from) are one-line errors."""
     from .gap import recorded_splits
     from .protocols import get_protocol
-    from .splits import make_split, make_splits
+    from .splits import make_split, make_splits, space_splits
     recorded = ds.attrs.get("protocol")
     protocol = get_protocol(protocol)
     if protocol is not None and recorded and recorded != protocol.name:
@@ -168,7 +144,7 @@ def results_split(ds, space, name, specs=None, protocol=None, results: str = "th
     elif proto is not None:
         split = proto.splits(space, [name])[name]
     else:
-        split = splits_for(space, [name])[name]
+        split = space_splits(space, [name])[name]
     want = record.get("concepts_sha256")
     if want and split.concepts_sha256() != want:
         raise BayesConceptsError(f"--episode-split {name}: the split made here has other concepts than the one "
@@ -204,7 +180,9 @@ class Run:
     names: list | None = None
     specs: tuple = ()
     skip_undrawable: bool = False
-    exclusions: dict = field(default_factory=dict)
+    #: how an override is named in :meth:`describe` (``field -> text``; default ``field=value``;
+    #: the command line names its options: ``--prior length``)
+    naming: object = None
 
     # ---------------------------------------------------------------- what the run offers
     def every_split(self) -> dict:
@@ -213,8 +191,9 @@ class Run:
         if self.names is None:
             return self.splits
         if self.protocol is not None:
-            return protocol_splits(self.space, self.protocol, None, self.specs)
-        return splits_for(self.space, None, self.specs)
+            return self.protocol.splits_with(self.space, None, self.specs)
+        from .splits import space_splits
+        return space_splits(self.space, None, self.specs)
 
     @property
     def episode_options(self) -> dict:
@@ -362,10 +341,18 @@ class Run:
                                         self.protocol.results_note(ds) if ds is not None else "") if line]
         return lines
 
-    def gap_lines(self, ds, n_boot: int = 1000, seed: int = 0) -> list:
-        """The comp-gap table of results ``ds`` of this run and the lines under it (:meth:`gap_notes`)."""
+    def gap_lines(self, ds, n_boot: int = 1000, seed: int = 0, seconds: float | None = None, out=None) -> list:
+        """The comp-gap table of results ``ds`` of this run, the lines under it (:meth:`gap_notes`)
+        and, given the run's ``seconds``, the footer: episodes per cell, the protocol and its
+        overrides, the oracle settings, the time and where the results were written (``out``)."""
         from .gap import format_table, summarise
-        return [format_table(summarise(ds, n_boot=n_boot, seed=seed)), *self.gap_notes(ds)]
+        lines = [format_table(summarise(ds, n_boot=n_boot, seed=seed)), *self.gap_notes(ds)]
+        if seconds is not None:
+            n, how = int(ds.sizes["episode"]), self.describe()
+            lines.append(f"\n{n:,} test episode{'' if n == 1 else 's'} per cell; " + (f"{how}; " if how else "")
+                         + f"oracle settings {ds.attrs['oracle_settings']}; {seconds:.1f} s"
+                         + (f"; results written to {out}" if out else ""))
+        return lines
 
     def gap_json(self, ds, n_boot: int = 1000, seed: int = 0) -> dict:
         """Results ``ds`` of this run as the ``gap --json`` object: the run's settings (the
@@ -391,7 +378,7 @@ class Run:
         chosen by the space; empty without a protocol."""
         if self.protocol is None:
             return ""
-        name = override_names or (lambda k: f"{k}={self.overridden[k]}")
+        name = override_names or self.naming or (lambda k: f"{k}={self.overridden[k]}")
         text = f"protocol {self.protocol.name}"
         if self.chosen_by_space:
             text += (f" ({self.space.path or 'the space'} was built with CURI's release grammar, curi_release.pcfg: "
@@ -417,7 +404,7 @@ def resolve(space, protocol=None, splits=None, specs=None, *, episode_shape=None
             **overrides) -> Run:
     """The :class:`Run` of ``space`` under the rules of this module's docstring.
 
-    space: a ConceptSpace; protocol: a protocol name or object, None for the space's own splits
+    space: a ConceptSpace, or the folder of a saved one; protocol: a protocol name or object, None for the space's own splits
     (a release-grammar space without ``specs``: ``curi-release``); splits: split names (None
     or ``"all"``: every split on offer) or ``{name: Split}`` already made; specs: split spec
     files; episode_shape: an EpisodeShape, its text ``"P,N[,QP,QN]"``, or None; what: the verb
@@ -426,10 +413,14 @@ def resolve(space, protocol=None, splits=None, specs=None, *, episode_shape=None
     An unknown keyword is an error."""
     from .episodes import EpisodeShape
     from .protocols import get_protocol
+    from .splits import space_splits
     unknown = sorted(set(overrides) - set(PROTOCOL_FIXES) - {"settings"})
     if unknown:
         raise RunError(f"resolve: unknown setting {', '.join(unknown)} (expected {', '.join(PROTOCOL_FIXES)} or "
                        "settings)")
+    if isinstance(space, (str, Path)):
+        from .spaces import load_space
+        space = load_space(space)
     specs = tuple(specs or ())
     chosen_by_space = False
     protocol = get_protocol(protocol) if protocol is not None else None
@@ -454,8 +445,8 @@ def resolve(space, protocol=None, splits=None, specs=None, *, episode_shape=None
         names, made = list(splits), dict(splits)
     else:
         names = split_list(splits)
-        made = (protocol_splits(space, protocol, names, specs) if protocol is not None
-                else splits_for(space, names, specs))
+        made = (protocol.splits_with(space, names, specs) if protocol is not None
+                else space_splits(space, names, specs))
     if not made and not (isinstance(splits, dict) and not splits):  # {}: a run that makes its own split
         raise no_splits_error(space, what)
     if isinstance(episode_shape, str):
@@ -479,5 +470,5 @@ def _settings(base, fields: dict):
         raise RunError(str(exc), str(exc).partition(" ")[0]) from None
 
 
-__all__ = ["Run", "RunError", "resolve", "release_protocol", "suggested_protocols", "no_splits_error", "splits_for",
-           "protocol_splits", "split_list", "dropped_conditions_note", "results_split", "oracle_settings", "PROTOCOL_FIXES"]
+__all__ = ["Run", "RunError", "resolve", "release_protocol", "suggested_protocols", "no_splits_error", "split_list",
+           "dropped_conditions_note", "results_split", "oracle_settings", "PROTOCOL_FIXES"]

@@ -133,14 +133,16 @@ def resolve_args(args, what: str = "score", splits=None, space=None):
     from .run import RunError, resolve
     given = given_options(args)
     settings = {k: getattr(args, k) for k in PROTOCOL_FIXES if k in given}
+    names, shape = split_names(args) if splits is None else splits, episode_shape(args)
     try:
-        return resolve(space if space is not None else open_space(args.dir), getattr(args, "protocol", None),
-                       split_names(args) if splits is None else splits, getattr(args, "spec", None),
-                       episode_shape=episode_shape(args), what=what, **settings)
+        run = resolve(space if space is not None else args.dir, getattr(args, "protocol", None), names,
+                      getattr(args, "spec", None), episode_shape=shape, what=what, **settings)
     except RunError as exc:
         if exc.field is not None:
             raise BayesConceptsError(f"--{exc.field.replace('_', '-')} {str(exc).partition(' ')[2]}") from None
         raise
+    run.naming = lambda k: f"--{k.replace('_', '-')} {getattr(args, k)}"  # overrides named as options
+    return run
 
 
 def override_text(args, run) -> str:

@@ -10,7 +10,7 @@ from ..options import results_out_option, whole
 from ..preflight import check_gap_memory, check_output_dir, check_results_out
 from ..run_args import open_space, protocol_option
 from ..terminal import log_line, progress_output
-from ..run import results_split, splits_for  # noqa: F401 (results_split: figures.results_split)
+from ..run import results_split  # noqa: F401 (figures.results_split)
 
 
 def _figures_arguments(p):
@@ -59,8 +59,9 @@ def _write_figures(ds, space, out, episode_split, seed: int = 0):
     import numpy as np
     from ..episodes import sample_episodes
     from ..plots import oracles_for, write_figures
+    from ..splits import space_splits
     split = episode_split if not isinstance(episode_split, str) else \
-        splits_for(space, [episode_split])[episode_split]
+        space_splits(space, [episode_split])[episode_split]
     query_negatives = ds.attrs.get("query_negatives")
     eps = sample_episodes(space, split, "test", "hard", 200, seed=seed,
                           query_negatives=None if query_negatives in (None, "same as support") else query_negatives,

@@ -5,10 +5,10 @@ import time
 
 from ..command_registry import command
 from ..options import Given, results_out_option, whole
-from ..preflight import check_gap_memory, check_results_out
+from ..preflight import check_before_work
 from ..run_args import (OVERRIDE_NOTE, ap_tolerance_option, episode_shape_option, hard_mode_option, oracle_options,
-                        override_text, protocol_option, resolve_args, scheduler_option, split_option)
-from ..terminal import counted, print_json, progress_output
+                        protocol_option, resolve_args, scheduler_option, split_option)
+from ..terminal import print_json, progress_output
 
 
 def _gap_arguments(p):
@@ -49,8 +49,7 @@ def _gap_arguments(p):
 def cmd_gap(args) -> int:
     n_learners = (4 if args.parts else 2) + len(args.learner or ())
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
-    check_gap_memory(args.episodes, len(negatives), n_learners)  # the least it can need (one split): before any import
-    out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
+    out_target = check_before_work(args, len(negatives), n_learners)  # the least it can need (one split)
     run = resolve_args(args)
     t = time.perf_counter()
     with progress_output():
@@ -62,9 +61,5 @@ def cmd_gap(args) -> int:
     if args.json:
         print_json(run.gap_json(ds, seed=args.seed))
         return 0
-    how = override_text(args, run)
-    print("\n".join([*run.gap_lines(ds, seed=args.seed),
-                     f"\n{counted(args.episodes, 'test episode')} per cell; " + (f"{how}; " if how else "")
-                     + f"oracle settings {ds.attrs['oracle_settings']}; {time.perf_counter() - t:.1f} s"
-                     + (f"; results written to {args.out}" if args.out else "")]))
+    print("\n".join(run.gap_lines(ds, seed=args.seed, seconds=time.perf_counter() - t, out=args.out)))
     return 0
