@@ -33,6 +33,7 @@ SPACES = {
               dict(protocol="closure", splits=["and_mat_spa"])),
     "pairs": (FIXTURES / "pairs", ["--split", "unseen_pairs"], dict(splits=["unseen_pairs"])),
 }
+REFUSED = []  # (command, message) of the twins that both refused
 VOLATILE = {"seconds", "wall_s", "elapsed_s", "created"}
 
 
@@ -62,6 +63,7 @@ def _twin(cli, api, capsys):
         value = api()
     except BayesConceptsError as exc:
         assert status == 2 and str(exc) in err, (cli, err, str(exc))
+        REFUSED.append((cli[0], str(exc)))
         return None, None
     assert status == 0, (cli, err)
     return out, value
@@ -113,6 +115,15 @@ def test_splits(case, capsys):
         assert json.loads(printed) == json.loads(json.dumps(splits_json(run_.space, run_.splits)))
 
 
+def _tensors(path) -> tuple:
+    """A safetensors file's tensors (their table and bytes), its free-text metadata aside."""
+    raw = path.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    table = json.loads(raw[8:8 + n])
+    table.pop("__metadata__", None)
+    return table, raw[8 + n:]
+
+
 def test_train(case, tmp_path, capsys):
     kind, path, cli_split, api_split = case
     from bayes_concepts.learners import ProtoNetLearner
@@ -135,7 +146,8 @@ def test_train(case, tmp_path, capsys):
         a, b = (json.loads((d / "card.json").read_text()) for d in (tmp_path / "cli", api_dir))
         for card in (a, b):
             card.get("training", {}).pop("wall_s", None)
-        assert (tmp_path / "cli" / "model.safetensors").read_bytes() == (api_dir / "model.safetensors").read_bytes()
+        assert _tensors(tmp_path / "cli" / "model.safetensors") == _tensors(api_dir / "model.safetensors")
+        assert a["training"]["split"] == b["training"]["split"] and a["training"]["steps"] == b["training"]["steps"]
 
 
 def test_split_search(case, tmp_path, capsys):
@@ -151,3 +163,9 @@ def test_split_search(case, tmp_path, capsys):
     if result is not None:
         written = tomllib.loads(out.read_text())
         assert written == json.loads(json.dumps(result.spec))
+
+
+def test_the_twins_ran():
+    """Only listing every split of the tiny CURI-grammar fixtures is refused (their extrinsic
+    split holds no concept), and both sides refused it with the same line; everything else ran."""
+    assert {command for command, _ in REFUSED} <= {"splits"}
