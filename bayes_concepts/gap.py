@@ -29,7 +29,7 @@ from .episodes import episode_shapes
 from .errors import BayesConceptsError
 from .gap_cells import NESTED_ORACLES, gap_cells
 from .oracles import OracleSettings
-from .results import empty_dataset
+from .results import ResultsError, empty_dataset, get_attr, set_attrs
 from .scale import Scheduler, check_memory, gap_bytes, parse_scheduler, scheduler_scope
 from .splits import by_set, side_space, split_stats
 from .params import FLAG, RUN_PARAMS, Interval, Options, run_given, validate_params, whole_number
@@ -260,22 +260,14 @@ def compute_gap(space, splits: dict | None = None, negatives=("hard", "easy"), n
         ds = empty_dataset(names, negatives, all_learners, n_episodes, n_query=0)
         ds["ap_bound"] = xr.zeros_like(ds["ap"])
     ds["weak_empty"] = ds["empty"].sel(learner="weak", drop=True)
-    ds.attrs.update({
-        "space_manifest_sha256": space.manifest_sha256() or "unsaved",
-        "oracle_settings": json.dumps(settings.as_dict(), sort_keys=True),
-        "ap_tolerance": settings.tolerance,
-        "seed": int(seed), "episodes_per_cell": int(n_episodes),
-        "query_negatives": query_negatives or "same as support",
-        "hard_mode": hard_mode,
-        "toolkit_version": __version__,
-        "metric_units": "ap, ap_bound, cba: fraction in [0, 1]; entropies: nats",
-        "learners": json.dumps(_learner_info(table, checks, nested is not None), sort_keys=True, default=str),
-        "splits": json.dumps(split_records(splits), sort_keys=True, default=str),
-        "episode_shape": json.dumps(shapes, sort_keys=True),
-        "excluded": json.dumps(excluded, sort_keys=True),
-    })
+    set_attrs(ds, space_manifest_sha256=space.manifest_sha256() or "unsaved", oracle_settings=settings.as_dict(),
+              ap_tolerance=settings.tolerance, seed=seed, episodes_per_cell=n_episodes,
+              query_negatives=query_negatives or "same as support", hard_mode=hard_mode, toolkit_version=__version__,
+              metric_units="ap, ap_bound, cba: fraction in [0, 1]; entropies: nats",
+              learners=_learner_info(table, checks, nested is not None), splits=split_records(splits),
+              episode_shape=shapes, excluded=excluded)
     if nested is not None:
-        ds.attrs["gap_parts"] = json.dumps(sizes, sort_keys=True)
+        set_attrs(ds, gap_parts=sizes)
     return ds
 
 
@@ -293,13 +285,7 @@ def split_records(splits: dict) -> dict:
 def recorded_splits(ds: xr.Dataset) -> dict:
     """The split records of results ``ds`` (:func:`split_records`); ``{}`` for results written
     before splits were recorded."""
-    text = ds.attrs.get("splits")
-    if not text:
-        return {}
-    try:
-        records = json.loads(text)
-    except ValueError:
-        raise BayesConceptsError("results: attribute 'splits' is not valid JSON") from None
+    records = get_attr(ds, "splits") if ds.attrs.get("splits") else {}
     return records if isinstance(records, dict) else {}
 
 
@@ -539,8 +525,8 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
     ds = compute_gap(space, {split.name: split}, ("hard", "easy"), n_episodes, settings, seed,
                      query_negatives=query_negatives, hard_mode=hard_mode, parts=parts, structure=structure,
                      episode_shape=episode_shape)
-    excluded = json.loads(ds.attrs["excluded"])
-    episodes = {"shape": json.loads(ds.attrs["episode_shape"])[split.name],
+    excluded = get_attr(ds, "excluded")
+    episodes = {"shape": get_attr(ds, "episode_shape")[split.name],
                 "usable": excluded[split.name]["usable"], "excluded": excluded[split.name]["too_small"],
                 "space": excluded.get("space", {}), "notes": excluded.get("space_notes", {})}
     rows = summarise(ds)
@@ -553,7 +539,7 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
         sel = concepts == c
         worst.append((float(np.mean(weak_ap[sel])), float(np.mean(strong_ap[sel])), int(sel.sum()), int(c)))
     worst.sort()
-    sizes = json.loads(ds.attrs["gap_parts"])[split.name] if "gap_parts" in ds.attrs else None
+    sizes = get_attr(ds, "gap_parts", {}).get(split.name)
     return {"split": split.name, "stats": split_stats(space, split), "gap": rows, "results": ds,
             **({"oracle_sizes": sizes} if sizes else {}), "episodes": episodes,
             "divergence": split_divergence(space, split, structure=structure,
@@ -673,9 +659,9 @@ def exclusion_lines(ds) -> list:
     """Lines on a gap run's episodes: each split's shape and the test concepts too small for it
     (count, first names, rule), and what the space's build left out and noted (results' attributes)."""
     try:
-        shapes = json.loads(ds.attrs.get("episode_shape", "{}"))
-        excluded = json.loads(ds.attrs.get("excluded", "{}"))
-    except ValueError:
+        shapes = get_attr(ds, "episode_shape", {})
+        excluded = get_attr(ds, "excluded", {})
+    except ResultsError:
         return []
     lines = []
     for name, sh in shapes.items():

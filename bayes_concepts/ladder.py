@@ -30,7 +30,6 @@ a time.
 """
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pandas as pd
@@ -38,6 +37,7 @@ import xarray as xr
 
 from .errors import BayesConceptsError
 from .params import FLAG, RUN_PARAMS, run_given, validate_params
+from .results import get_attr, set_attrs
 from .gap import compute_gap, paired_bootstrap
 from .gap_cells import NESTED_ORACLES
 from .rungs import (RungError, check_rung, default_rungs, ladder_order, oracle_names, parse_rung_text, rung_label,
@@ -176,22 +176,21 @@ def ladder_profile(space, splits: dict | None = None, rungs=None, negatives=("ha
     for (name, knobs), label in zip(specs, labels):
         source[label] = oracle_of[name] if name in oracle_of and not knobs else label
     ds = ds.sel(learner=[source[lb] for lb in labels] + list(models)).assign_coords(learner=labels + list(models))
-    info = json.loads(ds.attrs.get("learners", "{}"))
+    info = get_attr(ds, "learners", {})
     info = {lb: info.get(source.get(lb, lb), {"kind": "rung"}) for lb in labels + list(models)}
     for (name, knobs), label in zip(specs, labels):
         info[label] = {"kind": "rung", "rung": name, "knobs": knobs}
-    ds.attrs["learners"] = json.dumps(info, sort_keys=True, default=str)
-    ds.attrs["ladder"] = json.dumps([{"label": lb, "rung": n, "knobs": k, "definition": rung_registry.get(n).definition}
-                                     for (n, k), lb in zip(specs, labels)], default=str)
-    ds.attrs["ladder_models"] = json.dumps(list(models))
-    ds.attrs["ladder_skipped"] = json.dumps([{"rung": n, "why": why} for n, why in skipped])
-    ds.attrs["solved_within"] = SOLVED_WITHIN
+    set_attrs(ds, learners=info,
+              ladder=[{"label": lb, "rung": n, "knobs": k, "definition": rung_registry.get(n).definition}
+                      for (n, k), lb in zip(specs, labels)],
+              ladder_models=list(models), ladder_skipped=[{"rung": n, "why": why} for n, why in skipped],
+              solved_within=SOLVED_WITHIN)
     return ds
 
 
 def _ladder_models(ds) -> list:
     """The names of the models scored beside the rungs (attribute ``ladder_models``)."""
-    return json.loads(ds.attrs.get("ladder_models", "[]"))
+    return get_attr(ds, "ladder_models", [])
 
 
 def _ladder_labels(ds) -> list:

@@ -17,7 +17,6 @@ same type, which a protocol's ``drop_mixed`` splits move out of their test side.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -27,6 +26,7 @@ from .gap import compute_gap
 from .oracles import OracleSettings
 from .registry import Registry
 from .resources import data_file
+from .results import set_attrs
 from .splits import SplitSpecError, make_split, spec_files
 
 
@@ -198,12 +198,10 @@ class Protocol:
     def record(self, ds, overrides: dict | None = None):
         """Mark results ``ds`` as computed by this protocol (``attrs["protocol"]``,
         ``"protocol_info"`` and, when any, ``"protocol_overrides"``); returns ``ds``."""
-        ds.attrs["protocol"] = self.name
-        ds.attrs["protocol_info"] = json.dumps(self.info(), sort_keys=True)
+        set_attrs(ds, protocol=self.name, protocol_info=self.info())
         if overrides:
-            ds.attrs["protocol_overrides"] = json.dumps(
-                {k: (v.as_dict() if isinstance(v, OracleSettings) else v) for k, v in overrides.items()},
-                sort_keys=True)
+            set_attrs(ds, protocol_overrides={k: (v.as_dict() if isinstance(v, OracleSettings) else v)
+                                              for k, v in overrides.items()})
         return ds
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import time
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from .gap_cells import draw_cell
 from .oracles import OracleSettings, strong_and_weak
 from .plots import plot_episode, plot_gap_parts
 from .plots.style import figure_style, split_label
+from .results import get_attr
 from .splits import side_space
 
 __all__ = ["audit_splits", "audit_frame", "format_audit_table", "rank_disagreements", "plot_gap_vs_divergence",
@@ -449,7 +449,7 @@ def hardest_episode(space, report, settings=None, seed: int = 0) -> tuple:
     shown = side_space(space, split, "test")
     eps = draw_cell(shown, name, split, n, "hard", cell_seed(seed, name, "hard"),
                     None if query_negatives == "same as support" else query_negatives,
-                    ds.attrs.get("hard_mode", "union"), json.loads(ds.attrs.get("episode_shape", "{}")).get(name))
+                    ds.attrs.get("hard_mode", "union"), get_attr(ds, "episode_shape", {}).get(name))
     if not np.array_equal(eps.concept, cell["concept"].values):
         raise ReportError(f"split {name!r}: the redrawn episodes differ from the audited ones (different seed?)")
     diff = cell["ap"].sel(learner="strong").values - cell["ap"].sel(learner="weak").values

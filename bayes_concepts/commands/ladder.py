@@ -2,7 +2,6 @@
 with published models."""
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from ..options import Given, LazyHelp, describe_choices, finite, lazy_registry, 
 from ..preflight import check_gap_memory, check_output_dir, check_results_out
 from ..run_args import (OVERRIDE_NOTE, episode_shape_option, hard_mode_option, oracle_options, override_text,
                         protocol_option, resolve_args, scheduler_option)
-from ..results import attrs_info
+from ..results import attrs_info, get_attr
 from ..terminal import counted, print_json, progress_output
 
 
@@ -112,7 +111,7 @@ def cmd_ladder(args) -> int:
     print(format_ladder(rows))
     for name, why in skipped:
         print(f"(rung {name} skipped: {why})")
-    for name, rec in (json.loads(ds.attrs.get("excluded", "{}")).get("not_scored") or {}).items():
+    for name, rec in (get_attr(ds, "excluded", {}).get("not_scored") or {}).items():
         print(f"{name}: not scored: {rec['reason']}")
     for neg in negatives:
         spread = rung_spreads(rows, neg)
