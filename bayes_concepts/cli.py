@@ -93,7 +93,7 @@ def load_plugins(argv) -> list:
     ``argv``, and every entry point of the group ``bayes_concepts.plugins`` of installed
     packages.  Returns ``argv`` without the ``--plugin`` options."""
     from importlib import import_module
-    from importlib.metadata import entry_points
+    from .registry import load_installed_plugins
     rest, modules = [], []
     i = 0
     while i < len(argv):
@@ -106,12 +106,7 @@ def load_plugins(argv) -> list:
         else:
             rest.append(argv[i])
             i += 1
-    for ep in entry_points(group="bayes_concepts.plugins"):
-        try:
-            ep.load()
-        except Exception as exc:  # noqa: BLE001 -- any error of a plugin's code is one line naming it
-            raise BayesConceptsError(f"plugin {ep.value} (entry point {ep.name} of group bayes_concepts.plugins): "
-                                     f"{_plugin_problem(exc)}") from None
+    load_installed_plugins()  # as every registry's first use does: the API and notebooks see them too
     for name in modules:
         try:
             import_module(name)

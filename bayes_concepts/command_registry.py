@@ -1,4 +1,4 @@
-"""The registry of the command line's commands, and of the presets a benchmark builds its own way.
+"""The registry of the command line's commands.
 
 A command of ``bayes-concepts`` is a :class:`Command` in the registry :data:`commands`: its
 words on the command line (``gap``, or ``space build`` inside the group ``space``), its help,
@@ -92,36 +92,3 @@ def subcommands(words: tuple = ()) -> list:
     their help order."""
     inside = [c for _, c in commands.items() if c.words[:-1] == tuple(words)]
     return sorted(inside, key=lambda c: c.order)  # stable: registration order among equals
-
-
-#: Presets of ``space build --preset`` that build a space their own way (enumerated, or made
-#: from a benchmark's definitions) instead of sampling programs from a grammar:
-#: :class:`PresetBuild` objects by preset name.
-preset_builds = Registry("space build preset", builtins=("bayes_concepts.commands", "bayes_concepts.suites:command"))
-
-
-@dataclass(frozen=True)
-class PresetBuild:
-    """``space build OUT --preset NAME`` done by ``build(args) -> exit status`` (``args`` as
-    the ``space build`` parser gives them); ``summary`` describes it in ``--preset``'s help.
-    ``add_arguments(parser)`` adds the preset's own options to ``space build`` (default None
-    each), listed in ``options`` as ``(option, dest, what it is)``: given with another preset,
-    such an option is a one-line error."""
-
-    summary: str
-    build: Callable
-    add_arguments: Callable | None = None
-    options: tuple = ()
-
-
-def space_presets() -> tuple:
-    """The names ``space build --preset`` takes: the build settings of
-    :data:`bayes_concepts.spaces.build.PRESETS`, then the presets of :data:`preset_builds`."""
-    from .spaces.build import PRESETS
-    return (*PRESETS, *preset_builds.names())
-
-
-def preset_settings(preset) -> dict:
-    """The build settings of ``preset`` (empty for None and for a preset of :data:`preset_builds`)."""
-    from .spaces.build import PRESETS, preset_params
-    return preset_params(preset) if preset in PRESETS else {}

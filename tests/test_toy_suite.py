@@ -17,7 +17,8 @@ from functools import partial
 
 import numpy as np
 
-from bayes_concepts.command_registry import PresetBuild, command, preset_builds
+from bayes_concepts.command_registry import command
+from bayes_concepts.spaces.build import PRESETS, Preset
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.plots import figures
 from bayes_concepts.protocols import Protocol, protocols
@@ -37,7 +38,7 @@ def build_toy(args):
     return 0
 
 
-preset_builds.register("toy3", PresetBuild("three toy concepts over 60 items", build_toy))
+PRESETS.register("toy3", Preset("three toy concepts over 60 items", cli_build=build_toy))
 
 
 class ToyProtocol(Protocol):

@@ -64,16 +64,25 @@ FILTER_BOUNDS = ("closed", "open")
 # ------------------------------------------------------------------ presets and program sources
 @dataclass(frozen=True)
 class Preset:
-    """A named set of build parameters: ``space build OUT --preset NAME``.
+    """A named way to build a space: ``space build OUT --preset NAME``, ``bc.build_space(NAME)``.
 
     summary: one line for help texts.  params: the build parameters of a space of sampled
     programs (:meth:`HypothesisSpace.build <bayes_concepts.spaces.hypothesis_space.HypothesisSpace.build>`),
-    over :data:`DEFAULTS`.  (A benchmark whose space is not sampled programs registers its
-    build with the command line instead: :data:`bayes_concepts.options.preset_builds`.)
+    over :data:`DEFAULTS`.  A benchmark whose space is not sampled programs gives ``make``
+    instead: ``make(seed=0, **options) -> ConceptSpace`` (what :func:`bayes_concepts.spaces.build_space`
+    calls); for the command line, ``cli_build(args) -> exit status`` when the preset reads options
+    of ``space build`` (else ``make(seed=...)`` is saved to OUT), ``add_arguments(parser)`` adding
+    its own options (default None each), listed in ``options`` as ``(option, dest, what it is)``:
+    given with another preset, such an option is a one-line error.  One registry, :data:`PRESETS`,
+    holds every preset, whoever builds it.
     """
 
     summary: str
     params: Mapping = field(default_factory=dict)
+    make: Callable | None = None
+    cli_build: Callable | None = None
+    add_arguments: Callable | None = None
+    options: tuple = ()
 
 
 #: Named build settings, registered by the benchmark suites (:mod:`bayes_concepts.suites`):
@@ -123,6 +132,8 @@ def resolve_params(preset=None, **given) -> dict:
     """Build parameters: ``given`` values that are not None, else the preset's, else DEFAULTS."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r} (expected one of {', '.join(PRESETS.names())})")
+    if preset is not None and PRESETS.get(preset).make is not None:
+        raise ValueError(f"preset {preset!r} builds its own space, not sampled programs: build_space({preset!r})")
     p = dict(DEFAULTS)
     p.update(_source_defaults())
     p.update(preset_params(preset))
