@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_toy_suite import TOY_PROTOCOL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,27 +33,13 @@ toysuite = "toysuite"
 packages = ["toysuite"]
 '''
 
-PROTOCOLS = '''
-"""The toy suite's protocol: train on concept a, test on b and c."""
+PROTOCOLS = """
 import numpy as np
 
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.protocols import Protocol, protocols
 from bayes_concepts.splits import Split
-
-
-class ToyProtocol(Protocol):
-    def spec_files(self):
-        return []
-
-    def splits(self, space, names=None):
-        split = Split("b_and_c", np.array([0]), np.zeros(0, np.int64), np.array([1, 2]), {"kind": "toy"}, None,
-                      "toy: train a, test b and c", space.n_concepts)
-        return {"b_and_c": self.adapt(space, split)}
-
-
-protocols.register("toy", ToyProtocol("toy", "the toy suite's one split", "toy", OracleSettings()))
-'''
+""" + TOY_PROTOCOL
 
 PRESETS = '''
 """The toy suite's space, buildable from Python and from the command line."""

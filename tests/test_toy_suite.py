@@ -11,6 +11,24 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: the toy benchmark's protocol (also the installed suite's, tests/test_installed_suite.py)
+TOY_PROTOCOL = '''
+class ToyProtocol(Protocol):
+    """Train on concept a, test on b and c."""
+
+    def spec_files(self):
+        return []
+
+    def splits(self, space, names=None):
+        split = Split("b_and_c", np.array([0]), np.zeros(0, np.int64), np.array([1, 2]), {"kind": "toy"}, None,
+                      "toy: train a, test b and c", space.n_concepts)
+        return {"b_and_c": self.adapt(space, split)}
+
+
+protocols.register("toy", ToyProtocol("toy", "the toy benchmark's one split", "toy",
+                                      OracleSettings(prior="length", likelihood="size", weak_empty="zero")))
+'''
+
 TOY_SUITE = '''
 """A toy benchmark: three concepts over 60 items, one protocol, one figure, one command."""
 from functools import partial
@@ -41,21 +59,7 @@ def build_toy(args):
 PRESETS.register("toy3", Preset("three toy concepts over 60 items", cli_build=build_toy))
 
 
-class ToyProtocol(Protocol):
-    """Train on concept a, test on b and c."""
-
-    def spec_files(self):
-        return []
-
-    def splits(self, space, names=None):
-        split = Split("b_and_c", np.array([0]), np.zeros(0, np.int64), np.array([1, 2]), {"kind": "toy"}, None,
-                      "toy: train a, test b and c", space.n_concepts)
-        return {"b_and_c": self.adapt(space, split)}
-
-
-protocols.register("toy", ToyProtocol("toy", "the toy benchmark's one split", "toy",
-                                      OracleSettings(prior="length", likelihood="size", weak_empty="zero")))
-
+''' + TOY_PROTOCOL + '''
 
 def plot_toy_gap(ds, ax=None):
     """The strong oracle's mean AP per split, one bar each."""
