@@ -690,7 +690,7 @@ class EpisodeSampler:
             raise EpisodeError(f"negatives must be 'hard' or 'easy', got {negatives!r}")
         if query_negatives not in (None, "hard", "easy", "random"):
             raise EpisodeError(f"query_negatives must be 'hard', 'easy' or 'random', got {query_negatives!r}")
-        whole_number("n (episodes to draw)", n, 0, error=EpisodeError)
+        whole_number("n", n, 0, error=EpisodeError, note=" (episodes to draw)")
         drawn = n if part is None else max(0, min(int(part[1]), n) - int(part[0]))
         check_memory(episodes_bytes(drawn, n_positive + n_negative, n_positive + n_negative), f"n {n:,}",
                      "draw fewer episodes", f"{drawn:,} episodes")

@@ -31,15 +31,15 @@ class ParamError(BayesConceptsError, ValueError):
 
 
 def whole_number(name: str, value, least: int | None = 0, most: int | None = None, error=ParamError,
-                 prefix: str = ""):
+                 prefix: str = "", note: str = ""):
     """``value`` as an int when it is a whole number (an int or numpy integer, never a bool)
-    within ``[least, most]``; else ``error(f"{prefix}{name} must be a whole number >= least, got
-    value")`` -- the package's one whole-number check."""
+    within ``[least, most]``; else ``error(f"{prefix}{name} must be a whole number >= least{note},
+    got value")`` -- the package's one whole-number check."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
             (least is not None and value < least) or (most is not None and value > most):
         bound = (f" in {least}..{most}" if least is not None and most is not None
                  else f" >= {least}" if least is not None else f" <= {most}" if most is not None else "")
-        raise error(f"{prefix}{name} must be a whole number{bound}, got {value!r}")
+        raise error(f"{prefix}{name} must be a whole number{bound}{note}, got {value!r}")
     return int(value)
 
 
