@@ -83,7 +83,8 @@ def no_splits_error(space, what: str, where=None, protocols: bool = True) -> Run
     hint = suggested_protocols(space) if protocols else None
     grammar = getattr(space, "grammar", None)
     why = (hint.why if hint is not None and hint.why
-           else "it has no saved split specs and its grammar has no built-in splits" if grammar is not None
+           else "it has no saved split specs and lists no built-in splits (a space of CURI's grammar does)"
+           if grammar is not None
            else "it has no saved split specs")
     return RunError(f"{where or space.path}: no splits to {what}: {why}; give --spec FILE (a split spec, TOML)"
                     + (f" or --protocol {hint.names} ({hint.what})" if hint is not None else ""))

@@ -169,3 +169,18 @@ def test_the_twins_ran():
     """Only listing every split of the tiny CURI-grammar fixtures is refused (their extrinsic
     split holds no concept), and both sides refused it with the same line; everything else ran."""
     assert {command for command, _ in REFUSED} <= {"splits"}
+
+
+@pytest.mark.parametrize("argv", [
+    ["gap", "--split", "complexity", "--episodes", "3", "--negatives", "hard"],
+    ["ladder", "--split", "complexity", "--episodes", "3", "--negatives", "hard", "--rungs", "memoriser", "strong",
+     "--published", "none", "--n-boot", "10"],
+    ["audit", "--split", "complexity", "--episodes", "3"],
+])
+def test_a_release_grammar_space_is_computed_as_curi_release_by_every_command(argv, capsys):
+    """One behaviour on a space built with CURI's release grammar: the protocol's splits *and*
+    its oracle settings (audit included), said in the output."""
+    status, out, err = run([argv[0], SPACES["release"][0], *argv[1:]], capsys)
+    assert status == 0, err
+    assert "protocol curi-release (" in out and "built with CURI's release grammar" in out
+    assert '"likelihood": "size_release"' in out  # the protocol's oracle settings, not the options' defaults
