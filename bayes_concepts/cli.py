@@ -19,8 +19,8 @@ Subcommands::
     bayes-concepts demo                       the main job on the built-in demo space
     bayes-concepts people shj [--out DIR]     the ideal observer fitted to people (Shepard, Hovland & Jenkins)
 
-Every command is a :class:`~bayes_concepts.options.Command` of the registry
-:data:`bayes_concepts.options.commands` (the built-in ones in :mod:`bayes_concepts.commands`);
+Every command is a :class:`~bayes_concepts.command_registry.Command` of the registry
+:data:`bayes_concepts.command_registry.commands` (the built-in ones in :mod:`bayes_concepts.commands`);
 this module assembles the parser from it and runs the command asked for.
 
 Bad input (a malformed program, a bad scene file, an option out of range, an output
@@ -46,7 +46,7 @@ from .terminal import caused_by_interrupt
 def build_parser() -> Parser:
     """The parser of ``bayes-concepts``: its global options, then every registered command (a
     group as a subparser holding its commands), in help order; commands with a parser of their
-    own (:attr:`~bayes_concepts.options.Command.own_parser`) are left to :func:`own_parser`."""
+    own (:attr:`~bayes_concepts.command_registry.Command.own_parser`) are left to :func:`own_parser`."""
     ap = Parser(prog="bayes-concepts", description="Bayesian oracles for compositional concept learning")
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     ap.add_argument("--plugin", metavar="MODULE", action="append",

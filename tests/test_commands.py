@@ -1,4 +1,4 @@
-"""The command line as registered commands (bayes_concepts/options.py, bayes_concepts/commands/):
+"""The command line as registered commands (bayes_concepts/command_registry.py, bayes_concepts/commands/):
 the parser is assembled from the registry, groups hold their commands, commands with a parser
 of their own claim their words, a plugin's command runs like a built-in one, and the choices
 of --preset and render --modality come from their registries."""
