@@ -184,3 +184,17 @@ def test_a_release_grammar_space_is_computed_as_curi_release_by_every_command(ar
     assert status == 0, err
     assert "protocol curi-release (" in out and "built with CURI's release grammar" in out
     assert '"likelihood": "size_release"' in out  # the protocol's oracle settings, not the options' defaults
+
+
+def test_the_library_functions_take_a_run():
+    """compute_gap, ladder_profile and audit_splits take a Run as they take a space, and refuse
+    what the Run settles itself given beside it."""
+    from bayes_concepts.ladder import ladder_profile
+    from bayes_concepts.report import audit_splits
+    run_ = bc.resolve(SPACES["release"][0], splits=["complexity"])
+    _same_results(bc.compute_gap(run_, negatives="hard", n_episodes=4), run_.gap("hard", 4))
+    _same_results(ladder_profile(run_, rungs=["memoriser", "strong"], negatives="hard", n_episodes=4),
+                  run_.ladder(["memoriser", "strong"], "hard", 4))
+    assert bc.format_audit(audit_splits(run_, n_episodes=4)[0]) == bc.format_audit(run_.audit(4)[0])
+    with pytest.raises(BayesConceptsError, match="settings: a Run settles these itself"):
+        bc.compute_gap(run_, settings=bc.OracleSettings(), n_episodes=4)
