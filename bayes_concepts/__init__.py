@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 #: public name -> module that defines it
 _EXPORTS = {
     # hypothesis spaces and their parts
-    "HypothesisSpace": ".spaces.hypothesis_space", "build_space": ".spaces", "TestBank": ".engine.test_bank", "PRESETS": ".spaces.build",
+    "HypothesisSpace": ".spaces.hypothesis_space", "build_space": ".spaces", "TestBank": ".engine.test_bank", "PRESETS": ".presets",
     "Program": ".lot.program", "Grammar": ".lot.grammar", "load_grammar": ".lot.grammar",
     "curi_grammar": ".lot.grammar", "sample_programs": ".lot.sampler", "rejection_rules": ".lot.rejection",
     "SceneBank": ".scenes.bank", "SceneSchema": ".scenes.schema", "sample_scenes": ".scenes.samplers",

@@ -63,12 +63,18 @@ def check_output_dir(path, option: str):
         raise BayesConceptsError(f"{option} {path}: cannot write into {first} (permission denied)")
 
 
-def check_before_work(args, n_cells: int, n_learners: int = 2):
+def check_before_work(args, n_cells: int | None = None, n_learners: int = 2, folders=None):
     """What a comp-gap or ladder command checks before any import or work: that its ``--out``
-    results file may be written (:func:`check_results_out`), then that ``args.episodes`` episodes
-    of ``n_cells`` cells and ``n_learners`` learners fit in memory; the checked ``--out`` target."""
+    results file may be written (:func:`check_results_out`), that each output folder of
+    ``folders`` (``{option: path or None}``) can be, then (given ``n_cells``) that
+    ``args.episodes`` episodes of ``n_cells`` cells and ``n_learners`` learners fit in memory;
+    the checked ``--out`` target."""
     target = check_results_out(args)
-    check_gap_memory(args.episodes, n_cells, n_learners)
+    for option, path in (folders or {}).items():
+        if path:
+            check_output_dir(path, option)
+    if n_cells is not None:
+        check_gap_memory(args.episodes, n_cells, n_learners)
     return target
 
 

@@ -365,6 +365,54 @@ class Run:
         rows = summarise(ds, n_boot=n_boot, seed=seed)
         return {**attrs_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]}
 
+    def ladder_report(self, ds, published=None, n_boot: int = 1000, seed: int = 0) -> dict:
+        """What the ladder reports of results ``ds`` of this run: ``rows`` (each split's profile,
+        :func:`~bayes_concepts.ladder.ladder_summary`), ``spread`` (per negatives, each rung's
+        max - min gap over splits), ``correlations`` (per negatives, with ``published``, every rung
+        and the baseline predictors ranked against the models' difficulty) and ``published``."""
+        from .ladder import ladder_correlations, ladder_summary, rung_spreads
+        negatives = [str(n) for n in ds["negatives"].values]
+        rows = ladder_summary(ds, n_boot=n_boot, seed=seed)
+        predictors = self.predictors() if published is not None else None  # beside every rung
+        corr = {neg: ladder_correlations(rows, published, neg, n_boot=n_boot, seed=seed, predictors=predictors)
+                for neg in negatives} if published is not None else {}
+        return {"rows": rows, "negatives": negatives, "spread": {neg: rung_spreads(rows, neg) for neg in negatives},
+                "correlations": corr, "published": published}
+
+    def ladder_lines(self, ds, report: dict, skipped=(), seconds: float | None = None, out=None,
+                     figures=None) -> list:
+        """The ladder's table of this run, the rungs skipped, the splits not scored, the spreads,
+        the correlations and, given ``seconds``, the footer (as :meth:`gap_lines`)."""
+        from .ladder import format_correlations, format_ladder
+        from .results import get_attr
+        lines = [format_ladder(report["rows"]), *(f"(rung {name} skipped: {why})" for name, why in skipped),
+                 *(f"{name}: not scored: {rec['reason']}"
+                   for name, rec in (get_attr(ds, "excluded", {}).get("not_scored") or {}).items())]
+        for neg, spread in report["spread"].items():
+            lines.append(f"\nspread over splits ({neg}, max − min gap, mAP points): "
+                         + ", ".join(f"{lb} {v:.1f}" for lb, v in spread.items()))
+        for c in report["correlations"].values():
+            lines.append("\n" + format_correlations(c, f"{report['published'].benchmark} models"))
+        if seconds is not None:
+            n, how = int(ds.sizes["episode"]), self.describe()
+            lines.append(f"\n{n:,} test episode{'' if n == 1 else 's'} per cell; " + (f"{how}; " if how else "")
+                         + f"oracle settings {ds.attrs['oracle_settings']}; {seconds:.1f} s"
+                         + (f"; results written to {out}" if out else "") + (f"; figures in {figures}" if figures else ""))
+        return lines
+
+    def ladder_json(self, ds, report: dict, skipped=(), figures=()) -> dict:
+        """The ``ladder --json`` object: the run's settings, the profiles, the rungs skipped, the
+        spreads, the published results named and the correlations (without their draws)."""
+        from .ladder import strip_draws
+        from .results import attrs_info
+        published = report["published"]
+        return {**attrs_info(ds), "results": report["rows"],
+                "skipped_rungs": [{"rung": n, "why": w} for n, w in skipped], "spread": report["spread"],
+                "published": None if published is None else {"benchmark": published.benchmark,
+                                                             "measure": published.measure},
+                "correlations": {neg: strip_draws(c) for neg, c in report["correlations"].items()},
+                "figures": list(figures)}
+
     def gap_notes(self, ds) -> list:
         """Lines under a comp-gap table of this run: each split's episode shape and exclusions,
         why a gap is 0 by construction, and :meth:`notes`."""

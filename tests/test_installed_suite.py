@@ -45,7 +45,7 @@ PRESETS = '''
 """The toy suite's space, buildable from Python and from the command line."""
 import numpy as np
 
-from bayes_concepts.spaces.build import PRESETS, Preset
+from bayes_concepts.presets import PRESETS, Preset
 
 
 def toy_space(seed=0):

@@ -36,7 +36,7 @@ from functools import partial
 import numpy as np
 
 from bayes_concepts.command_registry import command
-from bayes_concepts.spaces.build import PRESETS, Preset
+from bayes_concepts.presets import PRESETS, Preset
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.plots import figures
 from bayes_concepts.protocols import Protocol, protocols

@@ -3,15 +3,13 @@ with published models."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from ..command_registry import command
 from ..options import Given, LazyHelp, describe_choices, finite, lazy_registry, results_out_option, whole
-from ..preflight import check_gap_memory, check_output_dir, check_results_out
-from ..run_args import (OVERRIDE_NOTE, episode_shape_option, hard_mode_option, oracle_options, override_text,
-                        protocol_option, resolve_args, scheduler_option)
-from ..results import attrs_info, get_attr
-from ..terminal import counted, print_json, progress_output
+from ..preflight import check_before_work, check_gap_memory
+from ..run_args import (OVERRIDE_NOTE, episode_shape_option, hard_mode_option, oracle_options, protocol_option,
+                        resolve_args, scheduler_option)
+from ..terminal import print_json, progress_output
 
 
 def _ladder_arguments(p):
@@ -63,12 +61,8 @@ def _ladder_arguments(p):
          help="the oracle ladder: every rung's mAP on the same episodes, from the memoriser to the strong oracle, "
               "and rank correlations with published models")
 def cmd_ladder(args) -> int:
-    from ..ladder import (format_correlations, format_ladder, ladder_correlations, ladder_summary, parse_rungs,
-                         rung_spreads, strip_draws)
-    from ..results import save_results
-    out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
-    if args.figures:
-        check_output_dir(args.figures, "--figures")
+    from ..ladder import parse_rungs
+    out_target = check_before_work(args, folders={"--figures": args.figures})
     run = resolve_args(args, splits=args.split)
     skipped = []  # default rungs that cannot apply to this space: named, not fatal
     specs = parse_rungs(args.rungs, args.alpha, args.budget, run.space, skipped=skipped)  # bad rungs: before any work
@@ -78,52 +72,21 @@ def cmd_ladder(args) -> int:
     check_gap_memory(args.episodes, len(run.splits) * len(negatives), len(specs) + len(args.learner or ()))
     t = time.perf_counter()
     with progress_output():
-        ds = run.ladder(specs, negatives, args.episodes, args.seed, learners=args.learner,
-                                progress=not args.json, scheduler=args.scheduler,
-                                allow_other_space=args.allow_other_space)
-    rows = ladder_summary(ds, n_boot=args.n_boot, seed=args.seed)
-    predictors = run.predictors() if published is not None else None  # baseline predictors, beside every rung
-    corr = {neg: ladder_correlations(rows, published, neg, n_boot=args.n_boot, seed=args.seed, predictors=predictors)
-            for neg in negatives} if published is not None else {}
+        ds = run.ladder(specs, negatives, args.episodes, args.seed, learners=args.learner, progress=not args.json,
+                        scheduler=args.scheduler, allow_other_space=args.allow_other_space)
+    report = run.ladder_report(ds, published, n_boot=args.n_boot, seed=args.seed)
     if args.out:
+        from ..results import save_results
         save_results(ds, args.out, target=out_target)
     figures = []
     if args.figures:
-        from ..plots import figure_of, plot_ladder
-        out = Path(args.figures)
-        out.mkdir(parents=True, exist_ok=True)
-        for neg in negatives:
-            drawn, data = plot_ladder(rows, neg, corr.get(neg), published)
-            fig = figure_of(drawn)
-            for fmt in ("png", "pdf"):
-                path = out / f"ladder_{neg}.{fmt}"
-                fig.savefig(path, dpi=150 if fmt == "png" else None, format=fmt,
-                            metadata={"CreationDate": None} if fmt == "pdf" else {"Software": None})
-                figures.append(str(path))
-            data.to_csv(out / f"ladder_{neg}.csv", index=False)
+        from ..plots import write_ladder_figures
+        figures = write_ladder_figures(report["rows"], negatives, report["correlations"], published, args.figures)
     if args.json:
-        print_json({**attrs_info(ds), "results": rows, "skipped_rungs": [{"rung": n, "why": w} for n, w in skipped],
-                     "spread": {neg: rung_spreads(rows, neg) for neg in negatives},
-                     "published": None if published is None else {"benchmark": published.benchmark,
-                                                                  "measure": published.measure},
-                     "correlations": {neg: strip_draws(c) for neg, c in corr.items()}, "figures": figures})
+        print_json(run.ladder_json(ds, report, skipped, figures))
         return 0
-    print(format_ladder(rows))
-    for name, why in skipped:
-        print(f"(rung {name} skipped: {why})")
-    for name, rec in (get_attr(ds, "excluded", {}).get("not_scored") or {}).items():
-        print(f"{name}: not scored: {rec['reason']}")
-    for neg in negatives:
-        spread = rung_spreads(rows, neg)
-        print(f"\nspread over splits ({neg}, max − min gap, mAP points): "
-              + ", ".join(f"{lb} {v:.1f}" for lb, v in spread.items()))
-    for neg, c in corr.items():
-        print("\n" + format_correlations(c, f"{published.benchmark} models"))
-    print(f"\n{counted(args.episodes, 'test episode')} per cell; "
-          + (f"{how}; " if (how := override_text(args, run)) else "")
-          + f"oracle settings {ds.attrs['oracle_settings']}; {time.perf_counter() - t:.1f} s"
-          + (f"; results written to {args.out}" if args.out else "")
-          + (f"; figures in {args.figures}" if figures else ""))
+    print("\n".join(run.ladder_lines(ds, report, skipped, seconds=time.perf_counter() - t, out=args.out,
+                                     figures=args.figures if figures else None)))
     return 0
 
 

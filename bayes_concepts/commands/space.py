@@ -1,7 +1,7 @@
 """``space build|info|show``: build, inspect and browse hypothesis spaces.
 
 ``space build --preset NAME`` builds the space of a preset of
-:data:`~bayes_concepts.spaces.build.PRESETS` (the one registry of presets): with its build
+:data:`~bayes_concepts.presets.PRESETS` (the one registry of presets): with its build
 settings, or by its own ``make`` / ``cli_build`` (SHJ's, ConceptWorld's, a plugin's) -- what
 ``bc.build_space(NAME)`` builds from Python.
 """
@@ -24,14 +24,14 @@ command_group("space", help="build, inspect and browse hypothesis spaces", order
 def _preset_help() -> str:
     """``--preset``'s help: every preset's summary, the presets of build settings first."""
     from ..registry import describe
-    from ..spaces.build import PRESETS
+    from ..presets import PRESETS
     entries = PRESETS.items()
     return "; ".join(f"{name}: {describe(entry)}" for name, entry in entries).replace("%", "%%")
 
 
 def _build_arguments(p):
     p.add_argument("out", metavar="OUT", help="directory to write: new, empty, or (with --force) a saved space")
-    from ..spaces.build import PRESETS
+    from ..presets import PRESETS
     for _, preset in PRESETS.items():  # a preset's own options (e.g. ConceptWorld's --definitions)
         if preset.add_arguments is not None:
             preset.add_arguments(p)
@@ -60,7 +60,7 @@ def _build_arguments(p):
 def cmd_space_build(args) -> int:
     from ..spaces.hypothesis_space import HypothesisSpace
     from ..engine.store import check_save_target
-    from ..spaces.build import PRESETS, preset_params
+    from ..presets import PRESETS, preset_params
     check_save_target(args.out, args.force)  # before the build: never delete what the toolkit did not write
     entry = PRESETS.get(args.preset) if args.preset is not None else None
     if entry is not None and entry.cli_build is not None:  # a preset that reads the options its own way
@@ -145,7 +145,7 @@ def _check_build_memory(args):
     programs and their signatures (``--samples``) cannot fit in the memory available: one
     line naming the option, as ``gap --episodes`` is refused."""
     from ..scale import check_memory, scene_bank_bytes
-    from ..spaces.build import preset_params
+    from ..presets import preset_params
     preset = preset_params(args.preset or "paper")
     scenes = int(args.scenes or preset.get("scenes") or 0)
     if args.grammar:

@@ -29,6 +29,7 @@ from ..lot.grammar import Grammar, curi_grammar, load_grammar
 from ..lot.program import Program
 from ..lot.rejection import rejection_reason
 from ..lot.sampler import sample_programs
+from ..presets import PRESETS, Preset, PresetRegistry, ProgramSource, preset_params, program_sources  # noqa: F401
 from ..registry import Registry
 from ..resources import data_file
 from ..scenes import (SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_clevr_scenes, sample_scenes,
@@ -62,66 +63,8 @@ FILTER_BOUNDS = ("closed", "open")
 
 
 # ------------------------------------------------------------------ presets and program sources
-@dataclass(frozen=True)
-class Preset:
-    """A named way to build a space: ``space build OUT --preset NAME``, ``bc.build_space(NAME)``.
-
-    summary: one line for help texts.  params: the build parameters of a space of sampled
-    programs (:meth:`HypothesisSpace.build <bayes_concepts.spaces.hypothesis_space.HypothesisSpace.build>`),
-    over :data:`DEFAULTS`.  A benchmark whose space is not sampled programs gives ``make``
-    instead: ``make(seed=0, **options) -> ConceptSpace`` (what :func:`bayes_concepts.spaces.build_space`
-    calls); for the command line, ``cli_build(args) -> exit status`` when the preset reads options
-    of ``space build`` (else ``make(seed=...)`` is saved to OUT), ``add_arguments(parser)`` adding
-    its own options (default None each), listed in ``options`` as ``(option, dest, what it is)``:
-    given with another preset, such an option is a one-line error.  One registry, :data:`PRESETS`,
-    holds every preset, whoever builds it.
-    """
-
-    summary: str
-    params: Mapping = field(default_factory=dict)
-    make: Callable | None = None
-    cli_build: Callable | None = None
-    add_arguments: Callable | None = None
-    options: tuple = ()
-
-
-#: Named build settings, registered by the benchmark suites (:mod:`bayes_concepts.suites`):
-#: ``demo`` builds in seconds and is what ``make demo`` and the tests use; ``paper`` is CURI's
-#: scale; ``PRESETS["paper"]`` is a preset's parameters.
-class PresetRegistry(Registry):
-    """The registry of presets; ``PRESETS[name]`` is the parameters of a sampled-program preset."""
-
-    def __getitem__(self, name: str) -> dict:
-        return dict(self.get(name).params)
-
-
-PRESETS = PresetRegistry("preset", builtins=("bayes_concepts.suites:presets",))
-
-
-def preset_params(name: str | None) -> dict:
-    """The build parameters of preset ``name`` (``{}`` for None)."""
-    return {} if name is None else dict(PRESETS.get(name).params)
-
-
-@dataclass(frozen=True)
-class ProgramSource:
-    """Programs a benchmark adds to a build whose parameters ask for them.
-
-    params: the build options it reads, with their defaults (None: off); they are recorded
-    in a space's manifest only when set.  programs: ``programs(grammar, p)`` -> a tuple of
-    ``(Program, log-prob)`` for resolved parameters ``p`` (empty when its options are off).
-    stage: the build's stage count of the programs it added.  describe: ``describe(p, added)``
-    -> the build's log line.
-    """
-
-    params: Mapping
-    programs: Callable
-    stage: str
-    describe: Callable
-
-
-#: name -> :class:`ProgramSource`; the benchmark suites register theirs
-program_sources = Registry("source of build programs", builtins=("bayes_concepts.suites:presets",))
+# Preset, PRESETS, preset_params, ProgramSource and program_sources live in bayes_concepts.presets
+# (light: the command line reads them while building its parser); named here as before.
 
 
 def _source_defaults() -> dict:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ...errors import BayesConceptsError
-from ...spaces.build import PRESETS, Preset
+from ...presets import PRESETS, Preset
 from ...terminal import log_line, nothing_written
 
 

@@ -6,7 +6,7 @@ import time
 
 from ...errors import BayesConceptsError
 from ...options import grammar_path
-from ...spaces.build import PRESETS, Preset
+from ...presets import PRESETS, Preset
 
 
 def _space_build_shj(args) -> int:
