@@ -204,11 +204,16 @@ SEARCH_PARAMS = {"test_share": Interval(float, 0, 1, open_left=True, open_right=
                  "log_every_s": Interval(float, 0, open_left=True)}
 
 
-def run_given(space, **settled) -> bool:
-    """True when ``space`` is a :class:`~bayes_concepts.run.Run` (it settles its own splits and
-    settings), after checking that none of ``settled`` (what a Run settles: splits, settings,
-    episodes) is given beside it; False for a space."""
-    if not (hasattr(space, "splits") and hasattr(space, "settings") and hasattr(space, "gap")):
+class Settled:
+    """Base of what settles its own splits, oracle settings and episodes
+    (:class:`bayes_concepts.run.Run`): the functions that take a space take one in its place."""
+
+
+def run_given(given, **settled) -> bool:
+    """True when ``given`` is :class:`Settled` (a :class:`~bayes_concepts.run.Run`), after
+    checking that none of ``settled`` (what a Run settles: splits, settings, episodes) is given
+    beside it; False for a space."""
+    if not isinstance(given, Settled):
         return False
     given = sorted(k for k, v in settled.items() if v is not None)
     if given:
@@ -216,5 +221,5 @@ def run_given(space, **settled) -> bool:
     return True
 
 
-__all__ = ["run_given", "EPISODES", "SEED", "RUN_PARAMS", "SEARCH_PARAMS", "Interval", "Options", "ParamError", "check_param", "validate_params", "validated", "bad_values",
+__all__ = ["Settled", "run_given", "EPISODES", "SEED", "RUN_PARAMS", "SEARCH_PARAMS", "Interval", "Options", "ParamError", "check_param", "validate_params", "validated", "bad_values",
            "cli_type", "whole_number"]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import BayesConceptsError
+from .params import Settled
 
 #: OracleSettings fields a protocol fixes and a run may override.
 SETTINGS_FIELDS = ("prior", "beta", "likelihood", "epsilon", "weak_empty", "ap_tolerance")
@@ -56,7 +57,7 @@ def release_protocol(space):
     """The ``curi-release`` protocol when ``space`` was built with CURI's release grammar (its
     manifest's ``params.grammar.file`` is ``curi_release.pcfg``: ``space build --preset curi``),
     else None.  Such a space has no built-in splits of its own: its splits are the protocol's."""
-    grammar = getattr(space, "params", {}).get("grammar")
+    grammar = space.params.get("grammar")
     if isinstance(grammar, dict) and grammar.get("file") == "curi_release.pcfg":
         from .protocols import get_protocol
         return get_protocol("curi-release")
@@ -81,10 +82,9 @@ def no_splits_error(space, what: str, where=None, protocols: bool = True) -> Run
     applies.  Every reason it states is true of the space: a space built with CURI's release
     grammar never gets here (its splits are protocol ``curi-release``'s)."""
     hint = suggested_protocols(space) if protocols else None
-    grammar = getattr(space, "grammar", None)
     why = (hint.why if hint is not None and hint.why
            else "it has no saved split specs and lists no built-in splits (a space of CURI's grammar does)"
-           if grammar is not None
+           if space.has_grammar
            else "it has no saved split specs")
     return RunError(f"{where or space.path}: no splits to {what}: {why}; give --spec FILE (a split spec, TOML)"
                     + (f" or --protocol {hint.names} ({hint.what})" if hint is not None else ""))
@@ -155,7 +155,7 @@ def results_split(ds, space, name, specs=None, protocol=None, results: str = "th
 
 # ------------------------------------------------------------------ the run
 @dataclass
-class Run:
+class Run(Settled):
     """One settled run: the space, its splits and every setting a computation over them uses.
 
     space; splits ``{name: Split}``; protocol (a :class:`~bayes_concepts.protocols.Protocol`

@@ -7,8 +7,8 @@ import time
 from ..command_registry import command
 from ..options import Given, LazyHelp, describe_choices, finite, lazy_registry, results_out_option, whole
 from ..preflight import check_before_work, check_gap_memory
-from ..run_args import (OVERRIDE_NOTE, episode_shape_option, hard_mode_option, oracle_options, protocol_option,
-                        resolve_args, scheduler_option)
+from ..run_args import (OVERRIDE_NOTE, episode_shape_option, hard_mode_option, open_space, oracle_options,
+                        protocol_option, resolve_args, scheduler_option)
 from ..terminal import print_json, progress_output
 
 
@@ -63,10 +63,11 @@ def _ladder_arguments(p):
 def cmd_ladder(args) -> int:
     from ..ladder import parse_rungs
     out_target = check_before_work(args, folders={"--figures": args.figures})
-    run = resolve_args(args, splits=args.split)
+    space = open_space(args.dir)
     skipped = []  # default rungs that cannot apply to this space: named, not fatal
-    specs = parse_rungs(args.rungs, args.alpha, args.budget, run.space, skipped=skipped)  # bad rungs: before any work
+    specs = parse_rungs(args.rungs, args.alpha, args.budget, space, skipped=skipped)  # bad rungs: before the splits
     _check_chosen_rungs(args, specs)  # no strong oracle, a curve no rung takes: before any work
+    run = resolve_args(args, splits=args.split, space=space)
     published = run.published(args.published)  # against every split the run offers, not only those scored
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     check_gap_memory(args.episodes, len(run.splits) * len(negatives), len(specs) + len(args.learner or ()))
