@@ -365,6 +365,24 @@ class Run(Settled):
         rows = summarise(ds, n_boot=n_boot, seed=seed)
         return {**attrs_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]}
 
+    def audit_lines(self, reports: list) -> list:
+        """The audit of this run's splits (one split's in full, several as a table with their
+        episodes' note) and the notes under it."""
+        from .gap import format_audit
+        from .report import audit_frame, episode_note, format_audit_table
+        lines = ([format_audit(reports[0])] if len(reports) == 1
+                 else [format_audit_table(audit_frame(reports)), *episode_note(reports)])
+        return lines + self.notes()
+
+    def audit_footer(self, n_splits: int, n_episodes: int, seconds: float) -> str:
+        """The audit's last line: splits, the protocol and its overrides, the oracle settings,
+        episodes and time."""
+        import json
+        how = self.describe()
+        return (f"\n{n_splits} split(s)" + (f" of {how}" if how else "")
+                + f"; oracle settings {json.dumps(self.settings.as_dict(), sort_keys=True)}"
+                + f", {n_episodes:,} test episodes per split and negatives; {seconds:.1f} s")
+
     def ladder_report(self, ds, published=None, n_boot: int = 1000, seed: int = 0) -> dict:
         """What the ladder reports of results ``ds`` of this run: ``rows`` (each split's profile,
         :func:`~bayes_concepts.ladder.ladder_summary`), ``spread`` (per negatives, each rung's

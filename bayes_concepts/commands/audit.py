@@ -2,13 +2,12 @@
 one-page difficulty report."""
 from __future__ import annotations
 
-import json
 import time
 
 from ..command_registry import command
 from ..options import whole
 from ..preflight import check_gap_memory, check_output_file
-from ..run_args import (ap_tolerance_option, episode_shape_option, oracle_options, override_text, protocol_option,
+from ..run_args import (ap_tolerance_option, episode_shape_option, oracle_options, protocol_option,
                         resolve_args, split_option)
 from ..terminal import counted, progress_output
 
@@ -41,8 +40,7 @@ def cmd_audit(args) -> int:
     is audited as protocol ``curi-release`` (its splits and oracle settings; the output says
     so), as every command does; a space that offers no split at all is an error."""
     check_gap_memory(args.episodes, 2)  # the least it can need (one split, hard and easy): before any import
-    from ..gap import format_audit
-    from ..report import audit_frame, episode_note, format_audit_table, report_format, write_report
+    from ..report import report_format, write_report
     from ..splits import load_spec
     if args.report:  # a report that cannot be written is an error before any work, not after it
         report_format(args.report)
@@ -53,22 +51,17 @@ def cmd_audit(args) -> int:
     check_gap_memory(args.episodes, 2 * len(run.splits))
     t = time.perf_counter()
     reports = run.audit(args.episodes, args.seed)
-    print(format_audit(reports[0]) if len(reports) == 1 else format_audit_table(audit_frame(reports)))
-    for line in [*(episode_note(reports) if len(reports) > 1 else ()), *run.notes()]:
-        print(line)
+    print("\n".join(run.audit_lines(reports)))
     ladder_rows = None
     if args.ladder:
-        from ..ladder import format_ladder, ladder_summary
         with progress_output():
             ds = run.ladder(None, ("hard",), args.episodes, args.seed, progress=True)
-        ladder_rows = ladder_summary(ds, seed=args.seed)
-        print("\nthe oracle ladder (hard negatives):\n" + format_ladder(ladder_rows))
+        report = run.ladder_report(ds, seed=args.seed)
+        ladder_rows = report["rows"]
+        print("\nthe oracle ladder (hard negatives):\n" + run.ladder_lines(ds, report)[0])
     if args.report:
         paths = write_report(run.space, reports, args.report, settings=run.settings, seed=args.seed, title=run.title,
                              ladder=ladder_rows)
         print(f"\nreport: {paths[0]}" + (f" (+ {counted(len(paths) - 1, 'figure')})" if len(paths) > 1 else ""))
-    how = override_text(args, run)
-    print(f"\n{len(reports)} split(s)" + (f" of {how}" if how else "")
-          + f"; oracle settings {json.dumps(run.settings.as_dict(), sort_keys=True)}"
-          + f", {args.episodes:,} test episodes per split and negatives; {time.perf_counter() - t:.1f} s")
+    print(run.audit_footer(len(reports), args.episodes, time.perf_counter() - t))
     return 0
