@@ -242,7 +242,7 @@ class Run(Settled):
 
     # ---------------------------------------------------------------- computing
     def gap(self, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0, learners=None,
-                    progress: bool = False, scheduler=None, allow_other_space: bool = False, parts: bool = False):
+            progress: bool = False, scheduler=None, allow_other_space: bool = False, parts: bool = False):
         """The comp-gap results Dataset of this run (:func:`~bayes_concepts.gap.compute_gap`),
         recorded and annotated by its protocol when it has one.  ``learners``: learner specs
         (as :meth:`learners` takes them) or ``{name: learner}``."""
@@ -259,8 +259,8 @@ class Run(Settled):
         return ds
 
     def ladder(self, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000, seed: int = 0,
-                       learners=None, progress: bool = False, scheduler=None, alphas=None, budgets=None,
-                       allow_other_space: bool = False):
+               learners=None, progress: bool = False, scheduler=None, alphas=None, budgets=None,
+               allow_other_space: bool = False):
         """The ladder's results Dataset of this run (:func:`~bayes_concepts.ladder.ladder_profile`),
         recorded by its protocol when it has one."""
         from .ladder import ladder_profile
