@@ -702,8 +702,9 @@ def markdown(tables, checks, sbs, diff, datasets, space, args, sizes=None) -> st
              "interval over episodes; weak empty = share of episodes in which no training concept fits the "
              "support (the weak oracle then scores 0); entropies (nats) of the strong oracle. "
              "Published = CURI's reported oracle gap (hard negatives; CURI §5, G.6).", ""]
+    from bayes_concepts.results import get_attr
     for p in protos:
-        info = json.loads(datasets[p].attrs.get("protocol_info", "{}"))
+        info = get_attr(datasets[p], "protocol_info", {})
         lines += [f"Protocol `{p}`: oracle settings `{datasets[p].attrs.get('oracle_settings')}`, query negatives "
                   f"{datasets[p].attrs.get('query_negatives')}, splits `hypotheses/{info.get('splits_dir')}/`, strong "
                   f"oracle over {'every concept' if info.get('strong_knows_all') else 'H_train ∪ H_test'}."]

@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 #: public name -> module that defines it
 _EXPORTS = {
     # hypothesis spaces and their parts
-    "HypothesisSpace": ".spaces.hypothesis_space", "TestBank": ".engine.test_bank", "PRESETS": ".spaces.build",
+    "HypothesisSpace": ".spaces.hypothesis_space", "build_space": ".spaces", "TestBank": ".engine.test_bank", "PRESETS": ".presets",
     "Program": ".lot.program", "Grammar": ".lot.grammar", "load_grammar": ".lot.grammar",
     "curi_grammar": ".lot.grammar", "sample_programs": ".lot.sampler", "rejection_rules": ".lot.rejection",
     "SceneBank": ".scenes.bank", "SceneSchema": ".scenes.schema", "sample_scenes": ".scenes.samplers",
@@ -68,6 +68,8 @@ _EXPORTS = {
     "reference_limited_spec": ".suites.pairs", "split_divergence": ".divergence", "divergence_table": ".divergence",
     "audit_splits": ".report", "write_report": ".report", "nested_concepts": ".divergence",
     "search_split": ".split_search",
+    # one run settled: protocol, splits, oracle settings, episodes, published results, learners
+    "resolve": ".run", "Run": ".run",
     # the oracle ladder: rungs between the memoriser and the strong oracle, published model results
     "rungs": ".rungs", "rung_learner": ".rungs", "Rung": ".rungs", "ladder_profile": ".ladder",
     "ladder_summary": ".ladder", "format_ladder": ".ladder", "ladder_correlations": ".ladder",
@@ -85,7 +87,7 @@ _EXPORTS = {
 _MODULES = ("lot", "scenes", "engine", "splits", "episodes", "oracles", "metrics", "gap", "results", "plots",
             "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli", "suites", "divergence", "report",
             "resources", "protocols", "scale", "spaces", "modalities", "rng", "gap_cells", "split_search",
-            "published")
+            "published", "run")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -19,8 +19,8 @@ Subcommands::
     bayes-concepts demo                       the main job on the built-in demo space
     bayes-concepts people shj [--out DIR]     the ideal observer fitted to people (Shepard, Hovland & Jenkins)
 
-Every command is a :class:`~bayes_concepts.options.Command` of the registry
-:data:`bayes_concepts.options.commands` (the built-in ones in :mod:`bayes_concepts.commands`);
+Every command is a :class:`~bayes_concepts.command_registry.Command` of the registry
+:data:`bayes_concepts.command_registry.commands` (the built-in ones in :mod:`bayes_concepts.commands`);
 this module assembles the parser from it and runs the command asked for.
 
 Bad input (a malformed program, a bad scene file, an option out of range, an output
@@ -38,13 +38,15 @@ from pathlib import Path
 
 from . import __version__
 from .errors import BayesConceptsError
-from .options import Parser, caused_by_interrupt, commands, subcommands
+from .command_registry import commands, subcommands
+from .options import Parser
+from .terminal import caused_by_interrupt
 
 
 def build_parser() -> Parser:
     """The parser of ``bayes-concepts``: its global options, then every registered command (a
     group as a subparser holding its commands), in help order; commands with a parser of their
-    own (:attr:`~bayes_concepts.options.Command.own_parser`) are left to :func:`own_parser`."""
+    own (:attr:`~bayes_concepts.command_registry.Command.own_parser`) are left to :func:`own_parser`."""
     ap = Parser(prog="bayes-concepts", description="Bayesian oracles for compositional concept learning")
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     ap.add_argument("--plugin", metavar="MODULE", action="append",
@@ -91,7 +93,7 @@ def load_plugins(argv) -> list:
     ``argv``, and every entry point of the group ``bayes_concepts.plugins`` of installed
     packages.  Returns ``argv`` without the ``--plugin`` options."""
     from importlib import import_module
-    from importlib.metadata import entry_points
+    from .registry import load_installed_plugins
     rest, modules = [], []
     i = 0
     while i < len(argv):
@@ -104,12 +106,7 @@ def load_plugins(argv) -> list:
         else:
             rest.append(argv[i])
             i += 1
-    for ep in entry_points(group="bayes_concepts.plugins"):
-        try:
-            ep.load()
-        except Exception as exc:  # noqa: BLE001 -- any error of a plugin's code is one line naming it
-            raise BayesConceptsError(f"plugin {ep.value} (entry point {ep.name} of group bayes_concepts.plugins): "
-                                     f"{_plugin_problem(exc)}") from None
+    load_installed_plugins()  # as every registry's first use does: the API and notebooks see them too
     for name in modules:
         try:
             import_module(name)

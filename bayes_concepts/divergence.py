@@ -52,6 +52,7 @@ import scipy.sparse as sp
 
 from .lot.operators import operators, split_binder
 from .lot.program import postorder_nodes
+from .params import whole_number
 
 
 def nested_sizes(splits: dict, nested: dict) -> dict:
@@ -177,8 +178,7 @@ def _needed(n_positive, n_query_positive) -> int:
     ``n_positive``); each a whole number >= 1, else a one-line ValueError naming it."""
     q = n_positive if n_query_positive is None else n_query_positive
     for name, v in (("n_positive", n_positive), ("n_query_positive", q)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"episode_weights: {name} must be a whole number >= 1, got {v!r}")
+        whole_number(name, v, 1, error=ValueError, prefix="episode_weights: ")
     return int(n_positive) + int(q)
 
 

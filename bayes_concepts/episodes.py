@@ -46,6 +46,7 @@ from .registry import Registry
 from .scale import check_memory, episodes_bytes
 from .splits import by_set, item_sets, side_items, side_space
 from .rng import block_seeds, next_below
+from .params import whole_number
 
 BLOCK = 64
 #: union hard negatives are drawn by scanning the bank when the alternatives' extensions add
@@ -91,9 +92,7 @@ class EpisodeShape:
             if v is None and name.startswith("query_"):
                 object.__setattr__(self, name, getattr(self, name[len("query_"):]))
                 continue
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < least:
-                raise EpisodeError(f"episode shape: {name} must be a whole number >= {least}, got {v!r}")
-            object.__setattr__(self, name, int(v))
+            object.__setattr__(self, name, whole_number(name, v, least, error=EpisodeError, prefix="episode shape: "))
 
     @property
     def needed(self) -> int:
@@ -691,8 +690,7 @@ class EpisodeSampler:
             raise EpisodeError(f"negatives must be 'hard' or 'easy', got {negatives!r}")
         if query_negatives not in (None, "hard", "easy", "random"):
             raise EpisodeError(f"query_negatives must be 'hard', 'easy' or 'random', got {query_negatives!r}")
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise EpisodeError(f"n must be a whole number >= 0 (episodes to draw), got {n!r}")
+        whole_number("n", n, 0, error=EpisodeError, note=" (episodes to draw)")
         drawn = n if part is None else max(0, min(int(part[1]), n) - int(part[0]))
         check_memory(episodes_bytes(drawn, n_positive + n_negative, n_positive + n_negative), f"n {n:,}",
                      "draw fewer episodes", f"{drawn:,} episodes")

@@ -29,9 +29,10 @@ from .episodes import episode_shapes
 from .errors import BayesConceptsError
 from .gap_cells import NESTED_ORACLES, gap_cells
 from .oracles import OracleSettings
-from .results import empty_dataset
-from .scale import check_memory, gap_bytes, scheduler_scope
+from .results import ResultsError, empty_dataset, get_attr, set_attrs
+from .scale import Scheduler, check_memory, gap_bytes, parse_scheduler, scheduler_scope
 from .splits import by_set, side_space, split_stats
+from .params import FLAG, RUN_PARAMS, Interval, Options, run_given, validate_params, whole_number
 
 LEARNERS = ("strong", "weak")
 ORACLES = LEARNERS
@@ -103,20 +104,14 @@ def _learner_info(table: dict, checks: dict | None = None, parts: bool = False) 
     return info
 
 
-def _whole_number(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def _check_gap_input(splits, negatives, n_episodes, seed, query_negatives) -> tuple:
     """Raise a one-line :class:`BayesConceptsError` for input :func:`compute_gap` cannot score;
     returns ``negatives`` as a tuple (a single string is one setting)."""
     if not splits:
         raise BayesConceptsError("no splits to score: give a dict {name: Split} with at least one split "
                                  "(e.g. load_splits(space), or a protocol's splits(space))")
-    if not _whole_number(n_episodes) or n_episodes < 1:
-        raise BayesConceptsError(f"n_episodes must be a whole number >= 1, got {n_episodes!r}")
-    if not _whole_number(seed) or seed < 0:
-        raise BayesConceptsError(f"seed must be a whole number >= 0, got {seed!r}")
+    whole_number("n_episodes", n_episodes, 1, error=BayesConceptsError)
+    whole_number("seed", seed, 0, error=BayesConceptsError)
     negatives = (negatives,) if isinstance(negatives, str) else tuple(negatives)
     if not negatives:
         raise BayesConceptsError("negatives is empty: give 'hard', 'easy' or both, e.g. ('hard', 'easy')")
@@ -130,7 +125,9 @@ def _check_gap_input(splits, negatives, n_episodes, seed, query_negatives) -> tu
     return negatives
 
 
-def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int = 20_000,
+@validate_params({**RUN_PARAMS, "parts": FLAG, "skip_undrawable": FLAG, "progress": FLAG,
+                  "allow_other_space": FLAG, "query_negatives": [Options({"hard", "easy", "random"}), None]})
+def compute_gap(space, splits: dict | None = None, negatives=("hard", "easy"), n_episodes: int = 20_000,
                 settings: OracleSettings | None = None, seed: int = 0, query_negatives: str | None = None,
                 progress: bool = False, hard_mode: str = "union", learners=None, scheduler=None,
                 allow_other_space: bool = False, parts: bool = False, structure=None,
@@ -184,11 +181,21 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
     >= 0, ``negatives`` empty or other than ``"hard"``/``"easy"`` (a single string, e.g.
     ``"hard"``, is one setting), ``query_negatives`` other than None/hard/easy/random; and a
     request whose results cannot fit in the memory available
-    (:class:`~bayes_concepts.scale.MemoryLimitError`, as ``gap --episodes`` is refused)."""
+    (:class:`~bayes_concepts.scale.MemoryLimitError`, as ``gap --episodes`` is refused).
+
+    space may be a :class:`~bayes_concepts.run.Run` (``bc.resolve(...)``), which settles the
+    splits, oracle settings and episodes itself (and a protocol's record of the results):
+    ``compute_gap(run, n_episodes=2000)`` is ``run.gap(n_episodes=2000)``."""
+    if run_given(space, splits=splits, settings=settings, query_negatives=query_negatives, structure=structure,
+                 episode_shape=episode_shape, hard_mode=None if hard_mode == "union" else hard_mode):
+        return space.gap(negatives, n_episodes, seed, learners=learners, progress=progress, scheduler=scheduler,
+                         allow_other_space=allow_other_space, parts=parts)
     from tqdm.auto import tqdm
     from .learners.scoring import score_learners
     settings = settings or OracleSettings()
     negatives = _check_gap_input(splits, negatives, n_episodes, seed, query_negatives)
+    if scheduler is not None and not isinstance(scheduler, Scheduler):
+        parse_scheduler(scheduler)  # a bad scheduler before any work
     if not isinstance(parts, (bool, np.bool_)):
         raise BayesConceptsError(f"parts must be True or False, got {parts!r}")
     if not isinstance(skip_undrawable, (bool, np.bool_)):
@@ -253,22 +260,14 @@ def compute_gap(space, splits: dict, negatives=("hard", "easy"), n_episodes: int
         ds = empty_dataset(names, negatives, all_learners, n_episodes, n_query=0)
         ds["ap_bound"] = xr.zeros_like(ds["ap"])
     ds["weak_empty"] = ds["empty"].sel(learner="weak", drop=True)
-    ds.attrs.update({
-        "space_manifest_sha256": space.manifest_sha256() or "unsaved",
-        "oracle_settings": json.dumps(settings.as_dict(), sort_keys=True),
-        "ap_tolerance": settings.tolerance,
-        "seed": int(seed), "episodes_per_cell": int(n_episodes),
-        "query_negatives": query_negatives or "same as support",
-        "hard_mode": hard_mode,
-        "toolkit_version": __version__,
-        "metric_units": "ap, ap_bound, cba: fraction in [0, 1]; entropies: nats",
-        "learners": json.dumps(_learner_info(table, checks, nested is not None), sort_keys=True, default=str),
-        "splits": json.dumps(split_records(splits), sort_keys=True, default=str),
-        "episode_shape": json.dumps(shapes, sort_keys=True),
-        "excluded": json.dumps(excluded, sort_keys=True),
-    })
+    set_attrs(ds, space_manifest_sha256=space.manifest_sha256() or "unsaved", oracle_settings=settings.as_dict(),
+              ap_tolerance=settings.tolerance, seed=seed, episodes_per_cell=n_episodes,
+              query_negatives=query_negatives or "same as support", hard_mode=hard_mode, toolkit_version=__version__,
+              metric_units="ap, ap_bound, cba: fraction in [0, 1]; entropies: nats",
+              learners=_learner_info(table, checks, nested is not None), splits=split_records(splits),
+              episode_shape=shapes, excluded=excluded)
     if nested is not None:
-        ds.attrs["gap_parts"] = json.dumps(sizes, sort_keys=True)
+        set_attrs(ds, gap_parts=sizes)
     return ds
 
 
@@ -286,13 +285,7 @@ def split_records(splits: dict) -> dict:
 def recorded_splits(ds: xr.Dataset) -> dict:
     """The split records of results ``ds`` (:func:`split_records`); ``{}`` for results written
     before splits were recorded."""
-    text = ds.attrs.get("splits")
-    if not text:
-        return {}
-    try:
-        records = json.loads(text)
-    except ValueError:
-        raise BayesConceptsError("results: attribute 'splits' is not valid JSON") from None
+    records = get_attr(ds, "splits") if ds.attrs.get("splits") else {}
     return records if isinstance(records, dict) else {}
 
 
@@ -302,8 +295,7 @@ def paired_bootstrap(strong: np.ndarray, weak: np.ndarray, n_boot: int = 1000, s
     (pairs) with replacement.  NaN pairs are dropped.  Returns (mean, lo, hi).  ``n_boot`` not a
     whole number >= 1, a ``level`` outside (0, 1) or arrays of other shapes raise a one-line
     :class:`~bayes_concepts.errors.BayesConceptsError`."""
-    if not _whole_number(n_boot) or n_boot < 1:
-        raise BayesConceptsError(f"n_boot must be a whole number >= 1, got {n_boot!r}")
+    whole_number("n_boot", n_boot, 1, error=BayesConceptsError)
     if not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
         raise BayesConceptsError(f"level must be a number in (0, 1), got {level!r}")
     if np.shape(strong) != np.shape(weak):
@@ -521,6 +513,7 @@ def format_models(rows: list, models: list) -> str:
     return "\n".join(lines)
 
 
+@validate_params({**RUN_PARAMS, "n_worst": Interval(int, 0), "parts": FLAG})
 def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None = None, seed: int = 0,
           n_worst: int = 10, structure=None, query_negatives: str | None = None, hard_mode: str = "union",
           parts: bool = True, episode_shape=None) -> dict:
@@ -540,8 +533,8 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
     ds = compute_gap(space, {split.name: split}, ("hard", "easy"), n_episodes, settings, seed,
                      query_negatives=query_negatives, hard_mode=hard_mode, parts=parts, structure=structure,
                      episode_shape=episode_shape)
-    excluded = json.loads(ds.attrs["excluded"])
-    episodes = {"shape": json.loads(ds.attrs["episode_shape"])[split.name],
+    excluded = get_attr(ds, "excluded")
+    episodes = {"shape": get_attr(ds, "episode_shape")[split.name],
                 "usable": excluded[split.name]["usable"], "excluded": excluded[split.name]["too_small"],
                 "space": excluded.get("space", {}), "notes": excluded.get("space_notes", {})}
     rows = summarise(ds)
@@ -554,7 +547,7 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
         sel = concepts == c
         worst.append((float(np.mean(weak_ap[sel])), float(np.mean(strong_ap[sel])), int(sel.sum()), int(c)))
     worst.sort()
-    sizes = json.loads(ds.attrs["gap_parts"])[split.name] if "gap_parts" in ds.attrs else None
+    sizes = get_attr(ds, "gap_parts", {}).get(split.name)
     return {"split": split.name, "stats": split_stats(space, split), "gap": rows, "results": ds,
             **({"oracle_sizes": sizes} if sizes else {}), "episodes": episodes,
             "divergence": split_divergence(space, split, structure=structure,
@@ -668,3 +661,24 @@ def format_audit(report: dict) -> str:
     for w in report["worst"]:
         lines.append(f"{w['weak_map']:>9.1f}{w['strong_map']:>11.1f}{w['episodes']:>9}  {w['readable']}   [#{w['id']}]")
     return "\n".join(lines)
+
+
+def exclusion_lines(ds) -> list:
+    """Lines on a gap run's episodes: each split's shape and the test concepts too small for it
+    (count, first names, rule), and what the space's build left out and noted (results' attributes)."""
+    try:
+        shapes = get_attr(ds, "episode_shape", {})
+        excluded = get_attr(ds, "excluded", {})
+    except ResultsError:
+        return []
+    lines = []
+    for name, sh in shapes.items():
+        ex = excluded.get(name, {}).get("too_small", {"count": 0, "first": []})
+        lines.append(f"{name}: episodes {sh['positives']}+{sh['negatives']} support, {sh['query_positives']}+"
+                     f"{sh['query_negatives']} query; {excluded.get(name, {}).get('usable', 0):,} usable test "
+                     f"concepts, {ex['count']:,} excluded" + (f" ({', '.join(ex['first'])}"
+                                                             + (", ..." if ex["count"] > len(ex["first"]) else "")
+                                                             + f"): {ex['rule']}" if ex["count"] else ""))
+    for name, rec in (excluded.get("not_scored") or {}).items():
+        lines.append(f"{name}: not scored: {rec['reason']}")
+    return lines + build_exclusion_lines(excluded.get("space")) + build_note_lines(excluded.get("space_notes"))

@@ -30,16 +30,18 @@ a time.
 """
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from .errors import BayesConceptsError
+from .params import FLAG, RUN_PARAMS, run_given, validate_params
+from .results import get_attr, set_attrs
 from .gap import compute_gap, paired_bootstrap
 from .gap_cells import NESTED_ORACLES
-from .rungs import LADDER_ORDER, RungError, check_rung, parse_rung_text, rung_label, rung_learner
+from .rungs import (RungError, check_rung, default_rungs, ladder_order, oracle_names, parse_rung_text, rung_label,
+                    rung_learner)
 from .rungs import rungs as rung_registry
 from .rungs.oracle_rungs import space_structure
 from .splits import side_space
@@ -50,12 +52,8 @@ __all__ = ["DEFAULT_RUNGS", "SOLVED_WITHIN", "MIN_RANKED", "rho_text", "differen
            "ladder_correlations", "pooled_correlations", "rung_spreads", "LadderError"]
 
 #: the default ladder: every built-in rung, knobs at their defaults
-DEFAULT_RUNGS = ("memoriser", "compound", "atom", "bounded_length", "sampling", "learned_prior",
-                 "learned_prior_parent", "strong")
 #: a rung whose mAP is within this many points of the strong oracle's has "solved" the split
 SOLVED_WITHIN = 5.0
-#: rungs that are the oracles compute_gap scores itself: rung name -> its learner name there
-_ORACLE_NAMES = {"memoriser": "weak", "strong": "strong", "compound": "compound", "atom": "atom"}
 
 
 class LadderError(BayesConceptsError):
@@ -84,7 +82,7 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None, skipped: list
     (``names`` None) a rung that cannot apply to ``space`` is left out and appended to
     ``skipped`` as ``(name, why)``."""
     defaults = names is None
-    names = DEFAULT_RUNGS if names is None else names
+    names = default_rungs() if names is None else names
     if isinstance(names, str):
         names = [names]
     specs = []
@@ -114,13 +112,14 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None, skipped: list
                 specs.append(spec)
     if not specs:
         raise RungError("no rungs given: name at least one (" + ", ".join(rung_registry.names()) + ")")
-    rank = {n: i for i, n in enumerate(LADDER_ORDER)}
+    rank = {n: i for i, n in enumerate(ladder_order())}
     order = sorted(range(len(specs)), key=lambda i: (rank.get(specs[i][0], len(rank) - 1 if specs[i][0] != "strong"
                                                               else len(rank)), i))
     return [specs[i] for i in order]
 
 
-def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000,
+@validate_params({**RUN_PARAMS, "progress": FLAG, "skip_undrawable": FLAG})
+def ladder_profile(space, splits: dict | None = None, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000,
                    settings=None, seed: int = 0, query_negatives=None, hard_mode: str = "union",
                    progress: bool = False, episode_shape=None, scheduler=None, alphas=None,
                    budgets=None, models=None, skip_undrawable: bool = False) -> xr.Dataset:
@@ -139,6 +138,10 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     attribute ``ladder_models``.  ``skip_undrawable``: a split none of whose test concepts can be
     an episode's concept is not scored, and counted with the reason in the attribute
     ``excluded`` (``not_scored``), as :func:`~bayes_concepts.gap.compute_gap` does."""
+    if run_given(space, splits=splits, settings=settings, query_negatives=query_negatives,
+                 episode_shape=episode_shape, hard_mode=None if hard_mode == "union" else hard_mode):
+        return space.ladder(rungs, negatives, n_episodes, seed, learners=models, progress=progress,
+                            scheduler=scheduler, alphas=alphas, budgets=budgets)
     from .oracles import OracleSettings
     settings = settings or OracleSettings()
     skipped = []
@@ -146,9 +149,10 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
     labels = [rung_label(n, k) for n, k in specs]
     if len(set(labels)) != len(labels):
         raise LadderError(f"a rung is listed twice: {', '.join(labels)}")
+    oracle_of = oracle_names()  # rungs that are oracles compute_gap scores itself -> their learner there
     parts = any(n in NESTED_ORACLES for n, _ in specs)
     models = dict(models or {})
-    clash = sorted(set(models) & ({*labels, *_ORACLE_NAMES.values()}))
+    clash = sorted(set(models) & ({*labels, *oracle_of.values()}))
     if clash:
         raise LadderError(f"a model is named like a rung ({', '.join(clash)}): give it another name")
     learners = {}
@@ -158,7 +162,7 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
         shapes, _ = episode_shapes(space, splits, episode_shape, skip_undrawable=True)
         scored = {s: split for s, split in splits.items() if s in shapes}
     for (name, knobs), label in zip(specs, labels):
-        if name in _ORACLE_NAMES and not knobs:
+        if name in oracle_of and not knobs:
             continue
         # a by-set split's rungs know its test-set items, where its episodes are drawn (splits.side_space)
         learners[label] = {s: rung_learner(name, side_space(space, split, "test"), split, settings, **knobs)
@@ -170,24 +174,23 @@ def ladder_profile(space, splits: dict, rungs=None, negatives=("hard", "easy"), 
                      skip_undrawable=bool(skip_undrawable))
     source = {}
     for (name, knobs), label in zip(specs, labels):
-        source[label] = _ORACLE_NAMES[name] if name in _ORACLE_NAMES and not knobs else label
+        source[label] = oracle_of[name] if name in oracle_of and not knobs else label
     ds = ds.sel(learner=[source[lb] for lb in labels] + list(models)).assign_coords(learner=labels + list(models))
-    info = json.loads(ds.attrs.get("learners", "{}"))
+    info = get_attr(ds, "learners", {})
     info = {lb: info.get(source.get(lb, lb), {"kind": "rung"}) for lb in labels + list(models)}
     for (name, knobs), label in zip(specs, labels):
         info[label] = {"kind": "rung", "rung": name, "knobs": knobs}
-    ds.attrs["learners"] = json.dumps(info, sort_keys=True, default=str)
-    ds.attrs["ladder"] = json.dumps([{"label": lb, "rung": n, "knobs": k, "definition": rung_registry.get(n).definition}
-                                     for (n, k), lb in zip(specs, labels)], default=str)
-    ds.attrs["ladder_models"] = json.dumps(list(models))
-    ds.attrs["ladder_skipped"] = json.dumps([{"rung": n, "why": why} for n, why in skipped])
-    ds.attrs["solved_within"] = SOLVED_WITHIN
+    set_attrs(ds, learners=info,
+              ladder=[{"label": lb, "rung": n, "knobs": k, "definition": rung_registry.get(n).definition}
+                      for (n, k), lb in zip(specs, labels)],
+              ladder_models=list(models), ladder_skipped=[{"rung": n, "why": why} for n, why in skipped],
+              solved_within=SOLVED_WITHIN)
     return ds
 
 
 def _ladder_models(ds) -> list:
     """The names of the models scored beside the rungs (attribute ``ladder_models``)."""
-    return json.loads(ds.attrs.get("ladder_models", "[]"))
+    return get_attr(ds, "ladder_models", [])
 
 
 def _ladder_labels(ds) -> list:
@@ -586,3 +589,9 @@ def rung_spreads(rows: list, negatives: str = "hard") -> dict:
         return {}
     labels = list(next(iter(table.values())))
     return {lb: float(np.ptp([table[c][lb][0] for c in table])) for lb in labels}
+
+
+def __getattr__(name):
+    if name == "DEFAULT_RUNGS":  # the rungs registered with default=True, read when asked for
+        return default_rungs()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

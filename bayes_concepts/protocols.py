@@ -17,7 +17,6 @@ same type, which a protocol's ``drop_mixed`` splits move out of their test side.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -27,6 +26,7 @@ from .gap import compute_gap
 from .oracles import OracleSettings
 from .registry import Registry
 from .resources import data_file
+from .results import set_attrs
 from .splits import SplitSpecError, make_split, spec_files
 
 
@@ -99,6 +99,19 @@ class Protocol:
                                  f"(its splits: {', '.join(files)})")
         return {n: self.adapt(space, make_split(space, files[n])) for n in dict.fromkeys(wanted)}
 
+    def splits_with(self, space, names=None, specs=None) -> dict:
+        """The protocol's splits (``names``, default all) and the splits of the spec files
+        ``specs``, treated by the protocol (a spec split named like one of the protocol's is an error)."""
+        from .splits import make_splits
+        own = {n: self.adapt(space, s) for n, s in make_splits(space, specs or ()).items()}
+        if names is None:
+            splits = self.splits(space)
+            clash = sorted(set(splits) & set(own))
+            if clash:
+                raise SplitSpecError(f"split name {clash[0]!r} is a split of protocol {self.name}; rename your split")
+            return {**splits, **own}
+        return {n: own[n] if n in own else self.splits(space, [n])[n] for n in names}
+
     def adapt(self, space, split):
         """Apply the protocol's treatment to a split made from a spec: drop mixed programs,
         let the strong oracle know every concept."""
@@ -160,7 +173,8 @@ class Protocol:
                     progress: bool = False, splits=None, **overrides):
         """The comp-gap results Dataset of the protocol's splits (or ``splits``, a dict of splits
         already made); ``overrides`` replace ``settings``, ``query_negatives`` or ``hard_mode``
-        for one run (recorded in ``attrs["protocol_overrides"]``); an unknown override, and the bad
+        for one run (recorded in ``attrs["protocol_overrides"]``), annotated as the ``gap`` command annotates them
+        (:meth:`annotate`); an unknown override, and the bad
         input :func:`~bayes_concepts.gap.compute_gap` refuses, raise a one-line
         :class:`~bayes_concepts.errors.BayesConceptsError`.  A run of all the protocol's splits
         (``names`` None) leaves out -- counts and says why, in ``attrs["excluded"]["not_scored"]``
@@ -172,21 +186,22 @@ class Protocol:
             raise BayesConceptsError(f"protocol {self.name}: unknown override {', '.join(sorted(bad))} "
                                      f"(expected {', '.join(sorted(known))})")
         splits = self.splits(space, names) if splits is None else splits
-        ds = compute_gap(space, splits, negatives, n_episodes, overrides.get("settings", self.settings), seed,
+        settings = overrides.get("settings", self.settings)
+        ds = compute_gap(space, splits, negatives, n_episodes, settings, seed,
                          query_negatives=overrides.get("query_negatives", self.query_negatives),
                          hard_mode=overrides.get("hard_mode", self.hard_mode), progress=progress,
                          skip_undrawable=names is None)
-        return self.record(ds, overrides)
+        scored = set(ds["split"].values.tolist())  # as the gap command records and annotates them
+        return self.annotate(space, {n: s for n, s in splits.items() if n in scored}, self.record(ds, overrides),
+                             settings, seed, n_episodes)
 
     def record(self, ds, overrides: dict | None = None):
         """Mark results ``ds`` as computed by this protocol (``attrs["protocol"]``,
         ``"protocol_info"`` and, when any, ``"protocol_overrides"``); returns ``ds``."""
-        ds.attrs["protocol"] = self.name
-        ds.attrs["protocol_info"] = json.dumps(self.info(), sort_keys=True)
+        set_attrs(ds, protocol=self.name, protocol_info=self.info())
         if overrides:
-            ds.attrs["protocol_overrides"] = json.dumps(
-                {k: (v.as_dict() if isinstance(v, OracleSettings) else v) for k, v in overrides.items()},
-                sort_keys=True)
+            set_attrs(ds, protocol_overrides={k: (v.as_dict() if isinstance(v, OracleSettings) else v)
+                                              for k, v in overrides.items()})
         return ds
 
 
@@ -199,9 +214,9 @@ protocols = Registry("protocol", builtins=("bayes_concepts.suites:protocols",))
 
 
 
-def get_protocol(name) -> Protocol:
-    """The registered protocol ``name`` (a :class:`Protocol` passes through)."""
-    return name if isinstance(name, Protocol) else protocols.get(name)
+def get_protocol(name) -> Protocol | None:
+    """The registered protocol ``name`` (a :class:`Protocol` passes through, None stays None)."""
+    return name if name is None or isinstance(name, Protocol) else protocols.get(name)
 
 
 __all__ = ["Protocol", "Suggestion", "protocols", "get_protocol", "mixed_values"]

@@ -17,6 +17,7 @@ the manner of scikit-learn's scorers or pynndescent's named distances::
 from __future__ import annotations
 
 import re
+import functools
 import sys
 from importlib import import_module
 from typing import Callable, Iterator
@@ -32,10 +33,14 @@ class Registry:
 
     ``builtins`` names the modules or packages (dotted paths) whose import registers the
     built-in entries (an entry registered by a module inside a built-in package is built in),
-    or ``"PACKAGE:MODULE"``: the module ``MODULE`` of each package that ``PACKAGE.SUITES`` lists
-    (in that order; a suite without one is skipped), as the registries the benchmark suites
-    fill name them (``"bayes_concepts.suites:protocols"``), so that only the part of each suite
-    a registry needs is imported.  They are imported on the registry's first use, so every
+    or ``"PACKAGE:MODULE"``: the module ``MODULE`` of each suite (:func:`suite_packages`: the
+    packages ``PACKAGE.SUITES`` lists, then every installed suite, an entry point of the group
+    :data:`SUITE_GROUP`; a suite without that module is skipped), as the registries the benchmark
+    suites fill name them (``"bayes_concepts.suites:protocols"``), so that only the part of each
+    suite a registry needs is imported.  The package's own suites and installed ones are found
+    the same way, whoever asks first: ``import bayes_concepts``, a notebook or the command line.
+    The modules of the entry points of :data:`PLUGIN_GROUP` (plugins that register on import)
+    are imported on the first use of any registry with built-ins (:func:`load_installed_plugins`).  They are imported on the registry's first use, so every
     built-in name resolves in a fresh process whichever modules happen to have been imported,
     and the module holding the registry never imports the modules that fill it (no import
     cycle).
@@ -57,6 +62,7 @@ class Registry:
             for spec in self._builtins:
                 for module in _builtin_modules(spec):
                     import_module(module)
+            load_installed_plugins()
         return self._registered
 
     def register(self, name: str, obj=None, *, replace: bool = False):
@@ -115,8 +121,49 @@ class Registry:
         return f"Registry({self.what!r}: {', '.join(self.names())})"
 
 
-def _suites_of(package: str) -> tuple:
-    return tuple(getattr(import_module(package), "SUITES", ()))
+#: The entry-point group of suites: name = the suite's package (``bayes_concepts.suites.curi``,
+#: ``toybench``), whose modules ``protocols``, ``presets``, ``published``, ``plots``, ``parts``
+#: and ``command`` the registries import when first used.  The package declares its own suites
+#: in this group too (pyproject.toml).
+SUITE_GROUP = "bayes_concepts.suites"
+#: The entry-point group of plugins: a module that registers extensions when imported.
+PLUGIN_GROUP = "bayes_concepts.plugins"
+
+
+@functools.lru_cache(maxsize=None)
+def _entry_points(group: str) -> tuple:
+    """The installed entry points of ``group`` (read once per process)."""
+    from importlib.metadata import entry_points
+    return tuple(entry_points(group=group))
+
+
+def suite_packages(package: str = "bayes_concepts.suites") -> tuple:
+    """The suites' packages, in the order registries list their entries: ``package``'s own
+    (``package.SUITES``, the order its pyproject declares them in group :data:`SUITE_GROUP`),
+    then the installed suites of that group, by entry-point name."""
+    own = [f"{package}.{s}" for s in getattr(import_module(package), "SUITES", ())]
+    installed = sorted(_entry_points(SUITE_GROUP), key=lambda ep: ep.name)
+    return tuple(dict.fromkeys([*own, *(ep.value for ep in installed)]))
+
+
+_plugins_loaded = False
+
+
+def load_installed_plugins():
+    """Import the module of every entry point of :data:`PLUGIN_GROUP` (once per process); a
+    plugin that fails to import is one line naming it."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for ep in _entry_points(PLUGIN_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # noqa: BLE001 -- any error of a plugin's code is one line naming it
+            from .errors import BayesConceptsError
+            text = " ".join(str(exc).split()) or type(exc).__name__
+            raise BayesConceptsError(f"plugin {ep.value} (entry point {ep.name} of group {PLUGIN_GROUP}): "
+                                     f"{text}") from None
 
 
 def _builtin_modules(spec: str) -> list:
@@ -125,8 +172,8 @@ def _builtin_modules(spec: str) -> list:
         return [spec]
     package, module = spec.split(":", 1)
     out = []
-    for suite in _suites_of(package):
-        name = f"{package}.{suite}.{module}"
+    for suite in suite_packages(package):
+        name = f"{suite}.{module}"
         try:
             import_module(name)
         except ModuleNotFoundError as exc:
@@ -143,14 +190,13 @@ def _builtin_rank(spec: str) -> Callable:
     if ":" not in spec:
         return lambda origin: 0 if origin == spec or origin.startswith(spec + ".") else None
     package, module = spec.split(":", 1)
-    suites = _suites_of(package)
+    suites = suite_packages(package)
 
     def rank(origin):
-        head, _, rest = origin.partition(package + ".")
-        suite, _, tail = rest.partition(".")
-        if head or suite not in suites or not (tail == module or tail.startswith(module + ".")):
-            return None
-        return suites.index(suite)
+        for i, suite in enumerate(suites):
+            if origin == f"{suite}.{module}" or origin.startswith(f"{suite}.{module}."):
+                return i
+        return None
     return rank
 
 

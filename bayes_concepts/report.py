@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import time
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import BayesConceptsError
+from .params import RUN_PARAMS, Interval, run_given, validate_params
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import episode_shapes
 from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed
@@ -41,6 +41,7 @@ from .gap_cells import draw_cell
 from .oracles import OracleSettings, strong_and_weak
 from .plots import plot_episode, plot_gap_parts
 from .plots.style import figure_style, split_label
+from .results import get_attr
 from .splits import side_space
 
 __all__ = ["audit_splits", "audit_frame", "format_audit_table", "rank_disagreements", "plot_gap_vs_divergence",
@@ -66,7 +67,8 @@ def check_drawable(space, splits, episode_shape=None):
     episode_shapes(space, named, episode_shape)
 
 
-def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
+@validate_params({**RUN_PARAMS, "n_worst": Interval(int, 0)})
+def audit_splits(space, splits=None, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
                  log=None, query_negatives: str | None = None, hard_mode: str = "union", episode_shape=None) -> list:
     """:func:`~bayes_concepts.gap.audit` of every split (a dict ``{name: Split}`` or a list),
     with the concept structure for the divergences computed once.  Each report gains
@@ -74,7 +76,11 @@ def audit_splits(space, splits, n_episodes: int = 2000, settings=None, seed: int
     receives one line per split.  ``query_negatives`` and ``hard_mode`` draw the episodes as
     :func:`~bayes_concepts.gap.compute_gap` does (a protocol's; default: as the support's,
     union).  Works on relational spaces alike (their atoms and compounds: see
-    :mod:`bayes_concepts.divergence`)."""
+    :mod:`bayes_concepts.divergence`).  ``space`` may be a :class:`~bayes_concepts.run.Run`,
+    which settles the splits, settings and episodes itself."""
+    if run_given(space, splits=splits, settings=settings, query_negatives=query_negatives,
+                 episode_shape=episode_shape, hard_mode=None if hard_mode == "union" else hard_mode):
+        return space.audit(n_episodes, seed, n_worst=n_worst, log=log)
     check_drawable(space, splits, episode_shape)
     structure = concept_structure(space)
     out = []
@@ -443,7 +449,7 @@ def hardest_episode(space, report, settings=None, seed: int = 0) -> tuple:
     shown = side_space(space, split, "test")
     eps = draw_cell(shown, name, split, n, "hard", cell_seed(seed, name, "hard"),
                     None if query_negatives == "same as support" else query_negatives,
-                    ds.attrs.get("hard_mode", "union"), json.loads(ds.attrs.get("episode_shape", "{}")).get(name))
+                    ds.attrs.get("hard_mode", "union"), get_attr(ds, "episode_shape", {}).get(name))
     if not np.array_equal(eps.concept, cell["concept"].values):
         raise ReportError(f"split {name!r}: the redrawn episodes differ from the audited ones (different seed?)")
     diff = cell["ap"].sel(learner="strong").values - cell["ap"].sel(learner="weak").values

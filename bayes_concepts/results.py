@@ -38,7 +38,9 @@ Every file :func:`save_results` writes also has the attribute ``format``
 """
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -174,3 +176,101 @@ def empty_dataset(splits, negatives, learners, n_episodes, n_query: int | None =
         coords["query"] = np.arange(n_query)
         data["query_pred"] = ((*dims4, "query"), np.full((*shape, n_query), np.nan))
     return xr.Dataset(data, coords=coords)
+
+
+# ------------------------------------------------------------------ the attributes: one schema, one writer, one reader
+@dataclass(frozen=True)
+class Attribute:
+    """One attribute of a results Dataset: ``kind`` (``text``, ``int``, ``float`` or ``json``: a
+    value netCDF cannot hold, stored as JSON text) and ``meaning``; a json attribute's keys are
+    written sorted unless ``sort_keys`` is False (lists whose order is the run's)."""
+
+    kind: str
+    meaning: str
+    sort_keys: bool = True
+
+
+#: Every attribute a results Dataset carries: name -> :class:`Attribute`.  The one writer is
+#: :func:`set_attrs`, the one reader :func:`get_attr`; a suite declares its own with
+#: :func:`declare_attribute`.
+ATTRIBUTES: dict = {}
+
+
+def declare_attribute(name: str, kind: str, meaning: str, sort_keys: bool = True) -> Attribute:
+    """Declare the results attribute ``name`` (see :class:`Attribute`); declaring it again the
+    same way is a no-op, another way an error."""
+    if kind not in ("text", "int", "float", "json"):
+        raise ValueError(f"results attribute {name!r}: kind must be text, int, float or json, got {kind!r}")
+    attr = Attribute(kind, meaning, sort_keys)
+    if ATTRIBUTES.setdefault(name, attr) != attr:
+        raise ValueError(f"results attribute {name!r} is declared already, otherwise")
+    return attr
+
+
+for _name, _kind, _meaning, *_sort in (
+        ("space_manifest_sha256", "text", "sha256 of the space's manifest.json (\"unsaved\" for a space never saved)"),
+        ("oracle_settings", "json", "the oracles' OracleSettings.as_dict(): prior, beta, likelihood, epsilon, "
+                                    "weak_empty, ap_tolerance"),
+        ("ap_tolerance", "float", "the largest error allowed in each episode's AP (a fraction; 0: exact)"),
+        ("seed", "int", "seed of the episodes (each cell's from it, its split and its negatives)"),
+        ("episodes_per_cell", "int", "test episodes per (split, negatives)"),
+        ("query_negatives", "text", "how the query sets' negatives were drawn (hard, easy, random, or "
+                                    "\"same as support\")"),
+        ("hard_mode", "text", "how hard negatives were drawn (a name of episodes.hard_negative_modes)"),
+        ("toolkit_version", "text", "bayes_concepts.__version__ of the run"),
+        ("metric_units", "text", "the units of the metrics"),
+        ("learners", "json", "learner -> what it is: oracle, reference learner, rung, or a model with its "
+                             "architecture, training split, seed, weights checksum and where it was scored"),
+        ("splits", "json", "split -> the spec it was made from, its source file, the protocol that treated it, "
+                           "its concepts' sha256 and sizes (gap.split_records)"),
+        ("episode_shape", "json", "split -> its episodes' shape: positives, negatives, query_positives, "
+                                  "query_negatives"),
+        ("excluded", "json", "split -> its test concepts too small for its shape (count, first names, rule) and "
+                             "usable count; not_scored: splits left out and why; space, space_notes: what the "
+                             "space's build left out and noted"),
+        ("gap_parts", "json", "split -> the concepts each of the four oracles knows (compute_gap(parts=True))"),
+        ("protocol", "text", "the protocol the results were computed with"),
+        ("protocol_info", "json", "that protocol as Protocol.info(): splits folder, settings, negatives, mode, "
+                                  "strong_knows_all, drop_mixed"),
+        ("protocol_overrides", "json", "the protocol's values this run replaced (settings, query_negatives, "
+                                       "hard_mode)"),
+        ("ladder", "json", "the ladder's rungs in order: label, rung, knobs, definition", False),
+        ("ladder_models", "json", "models scored beside the rungs, in order", False),
+        ("ladder_skipped", "json", "default rungs that could not apply to the space, and why", False),
+        ("solved_within", "float", "a rung within this many mAP points of the strong oracle has solved a split"),
+):
+    declare_attribute(_name, _kind, _meaning, *_sort)
+
+
+def set_attrs(ds, **values):
+    """Write the attributes ``values`` on results ``ds`` as :data:`ATTRIBUTES` declares them (a
+    json one as JSON text); an undeclared name is an error.  Returns ``ds``."""
+    for name, value in values.items():
+        attr = ATTRIBUTES.get(name)
+        if attr is None:
+            raise ResultsError(f"results attribute {name!r} is not declared (results.declare_attribute)")
+        ds.attrs[name] = (json.dumps(value, sort_keys=attr.sort_keys, default=str) if attr.kind == "json"
+                          else int(value) if attr.kind == "int" else float(value) if attr.kind == "float"
+                          else str(value))
+    return ds
+
+
+def get_attr(ds, name: str, default=None):
+    """The attribute ``name`` of results ``ds`` as :data:`ATTRIBUTES` declares it (a json one
+    parsed), ``default`` when the results lack it; JSON that does not parse is a ResultsError."""
+    if name not in ds.attrs:
+        return default
+    value = ds.attrs[name]
+    attr = ATTRIBUTES.get(name)
+    if attr is not None and attr.kind == "json" and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ResultsError(f"results: attribute {name!r} is not valid JSON") from None
+    return value
+
+
+def attrs_info(ds) -> dict:
+    """The run's settings from a results Dataset's attributes, for --json output (each as
+    :func:`get_attr` reads it; the oracle settings under ``settings``)."""
+    return {"settings" if key == "oracle_settings" else key: get_attr(ds, key) for key in ds.attrs}

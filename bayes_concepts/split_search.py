@@ -57,6 +57,7 @@ import scipy.sparse as sp
 from .divergence import ATOM_ALPHA, COMPOUND_ALPHA, concept_structure, episode_weights
 from .episodes import Episodes, ARRAY_FIELDS, EpisodeShape, sampler_for
 from .errors import BayesConceptsError
+from .params import SEARCH_PARAMS, validate_params
 from .oracles import Oracle, OracleSettings
 from .oracles.likelihoods import likelihoods
 from .rungs import RungError, check_rung, parse_rung_text, rung_learner
@@ -333,20 +334,10 @@ def objective_rung(objective: str, space=None) -> tuple:
     return (name, knobs)
 
 
-def _check_search_input(test_share, share_tolerance, method, iterations, budget_s):
-    for name, v, lo, hi in (("test_share", test_share, 0.0, 1.0), ("share_tolerance", share_tolerance, 0.0, 0.5)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not lo < v < hi:
-            raise SearchError(f"{name} must be a number in ({lo:g}, {hi:g}), got {v!r}")
-    if method not in ("anneal", "greedy"):
-        raise SearchError(f"method must be 'anneal' or 'greedy', got {method!r}")
+def _check_search_input(iterations, budget_s):
+    """The search's stopping rule (each value is checked by its declaration, :data:`SEARCH_PARAMS`)."""
     if iterations is None and budget_s is None:
         raise SearchError("give iterations or budget_s (or both): the search needs a stopping rule")
-    if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer))
-                                   or iterations < 1):
-        raise SearchError(f"iterations must be a whole number >= 1, got {iterations!r}")
-    if budget_s is not None and (isinstance(budget_s, bool) or not isinstance(budget_s, (int, float))
-                                 or not budget_s > 0):
-        raise SearchError(f"budget_s must be a number of seconds > 0, got {budget_s!r}")
 
 
 def _feasible(div: dict, constraints: list) -> bool:
@@ -403,6 +394,7 @@ def _initial(masses: SideMasses, target: int, rng) -> np.ndarray:
     return test
 
 
+@validate_params(SEARCH_PARAMS, error=SearchError)
 def search_split(space, objective: str = "compound-divergence", *, test_share: float = 0.2,
                  share_tolerance: float = 0.01, constraints=("atom-divergence<=0.02",), seed: int = 0,
                  iterations: int | None = None, budget_s: float | None = 300.0, method: str = "anneal",
@@ -431,7 +423,7 @@ def search_split(space, objective: str = "compound-divergence", *, test_share: f
     Returns a :class:`SearchResult`; a search that never meets the constraints is a
     :class:`SearchError`."""
     rung = objective_rung(objective, space)  # (name, knobs) of the rung whose gap is searched; None: divergence
-    _check_search_input(test_share, share_tolerance, method, iterations, budget_s)
+    _check_search_input(iterations, budget_s)
     constraints = [parse_constraint(c) for c in (constraints or ())]
     log = log or (lambda line: None)
     t0 = time.perf_counter()

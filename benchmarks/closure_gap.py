@@ -31,7 +31,7 @@ from scipy.stats import spearmanr
 
 from bayes_concepts.suites.closure import family_drops, load_reported
 from bayes_concepts.gap import summarise
-from bayes_concepts.options import run_info
+from bayes_concepts.terminal import attrs_info
 from bayes_concepts.protocols import protocols
 from bayes_concepts.spaces import load_space
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
                                   splits=splits)
         rows = summarise(ds, seed=args.seed)
         seconds = round(time.perf_counter() - t, 1)
-        result = {**run_info(ds), "results": [{k: r[k] for k in KEEP if k in r} for r in rows],
+        result = {**attrs_info(ds), "results": [{k: r[k] for k in KEEP if k in r} for r in rows],
                   "closure": closure_block(rows, splits),
                   "benchmark": {"script": "benchmarks/closure_gap.py", "episodes_per_cell": args.episodes,
                                 "space": ("space build --preset clevr" if build_seconds is not None

@@ -34,7 +34,7 @@ from bayes_concepts import published as pub
 from bayes_concepts.difficulty import split_predictors
 from bayes_concepts.ladder import (ladder_correlations, ladder_profile, ladder_summary, parse_rungs,
                                    pooled_correlations, rung_spreads, strip_draws)
-from bayes_concepts.results import save_results
+from bayes_concepts.results import get_attr, save_results
 from bayes_concepts.rungs import rungs as rung_registry
 from bayes_concepts.spaces import load_space
 
@@ -99,7 +99,7 @@ def run(kind: str, space_dirs: list, args) -> int:
             all_rows += rows
             cells_info[key] = {"space_manifest_sha256": ds.attrs["space_manifest_sha256"],
                                "splits": [prefix + s for s in splits],
-                               "settings": json.loads(ds.attrs["oracle_settings"]),
+                               "settings": get_attr(ds, "oracle_settings"),
                                "protocol": proto.name if proto is not None else None}
             print(f"{key}: {len(splits)} splits x {len(args.negatives)} negatives x {len(specs)} rungs, "
                   f"{args.episodes:,} episodes per cell: {timing[key]} s", file=sys.stderr)

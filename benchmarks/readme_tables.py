@@ -23,6 +23,8 @@ import re
 import sys
 from pathlib import Path
 
+from bayes_concepts.rungs import readme_columns
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 README = ROOT / "README.md"
@@ -394,9 +396,8 @@ def real_files() -> str:
 LADDER_SUMMARIES = {"CURI": "ladder_curi", "CLOSURE": "ladder_closure", "CLOSURE (baselines only)":
                     "ladder_closure_closure-baselines", "ConceptWorld": "ladder_conceptworld",
                     "RLCL lists": "ladder_pairs"}
-LADDER_COLUMNS = ("memoriser", "compound", "atom", "bounded_length", "sampling[n=100]", "sampling[n=1000]",
-                  "sampling[n=10000]", "learned_prior[alpha=1]", "learned_prior[alpha=100]",
-                  "learned_prior_parent[alpha=1]")
+#: the ladder's columns, as each rung's registration declares them (bayes_concepts.rungs.readme_columns)
+LADDER_COLUMNS = readme_columns()
 
 
 def _pts(x: float) -> str:

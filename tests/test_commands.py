@@ -1,4 +1,4 @@
-"""The command line as registered commands (bayes_concepts/options.py, bayes_concepts/commands/):
+"""The command line as registered commands (bayes_concepts/command_registry.py, bayes_concepts/commands/):
 the parser is assembled from the registry, groups hold their commands, commands with a parser
 of their own claim their words, a plugin's command runs like a built-in one, and the choices
 of --preset and render --modality come from their registries."""
@@ -9,7 +9,7 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
-from bayes_concepts import cli, options
+from bayes_concepts import cli, command_registry, options
 from bayes_concepts.modalities import Modality, modalities
 from conftest import assert_one_line_error, run, saved_copy
 
@@ -20,7 +20,7 @@ def _subparsers(parser) -> dict:
 
 def test_every_registered_command_is_in_the_parser_in_its_group():
     parser = cli.build_parser()
-    for _, cmd in options.commands.items():
+    for _, cmd in command_registry.commands.items():
         found, place = True, parser
         for word in cmd.words:
             choices = _subparsers(place)
@@ -31,7 +31,7 @@ def test_every_registered_command_is_in_the_parser_in_its_group():
         assert found != cmd.own_parser, cmd.name  # own-parser commands are parsed apart
         if found and not cmd.is_group:
             assert place.get_default("func") is cmd.run and place.get_default("command_entry") is cmd
-    assert list(_subparsers(parser)) == [c.words[0] for c in options.subcommands()]
+    assert list(_subparsers(parser)) == [c.words[0] for c in command_registry.subcommands()]
     assert list(_subparsers(_subparsers(parser)["space"])) == ["build", "from-pairs", "info", "show"]
 
 
@@ -49,7 +49,7 @@ def test_a_command_with_a_parser_of_its_own_claims_its_words(argv, name, rest):
 
 
 def test_the_commands_that_compile_the_kernels_say_so():
-    compiling = {c.name for _, c in options.commands.items() if c.compiles}
+    compiling = {c.name for _, c in command_registry.commands.items() if c.compiles}
     assert compiling == {"gap", "ladder", "ladder-validate", "audit", "demo", "posterior", "space build", "splits search", "train",
                          "people shj", "episodes"}
 
@@ -58,24 +58,24 @@ def test_a_plugin_command_runs_like_a_built_in_one(capsys):
     def add_arguments(p):
         p.add_argument("--n", type=options.whole(1), default=2)
 
-    @options.command("hello", help="say hello", order=1000, arguments=add_arguments)
+    @command_registry.command("hello", help="say hello", order=1000, arguments=add_arguments)
     def hello(args) -> int:
         print("hello " * args.n)
         return 0
     try:
         assert run(["hello", "--n", "3"], capsys)[:2] == (0, "hello hello hello \n")
-        assert_one_line_error(*run(["hello", "--n", "0"], capsys)[::2], "argument --n: must be >= 1, got 0")
+        assert_one_line_error(*run(["hello", "--n", "0"], capsys)[::2], "argument --n: must be a whole number >= 1, got 0")
         assert "say hello" in cli.build_parser().format_help()
     finally:
-        options.commands.unregister("hello")
+        command_registry.commands.unregister("hello")
 
 
 def test_preset_choices_come_from_the_registries(capsys):
     from bayes_concepts.spaces.build import PRESETS
-    assert options.space_presets() == (*PRESETS.names(), *options.preset_builds.names())
-    assert {"shj", "conceptworld"} <= set(options.preset_builds.names())
+    assert {"demo", "paper", "curi", "clevr", "shj", "conceptworld"} <= set(PRESETS.names())  # one registry
+    assert PRESETS.get("shj").make is not None and PRESETS.get("demo").make is None
     status, _, err = run(["space", "build", "OUT", "--preset", "nope"], capsys)
-    assert_one_line_error(status, err, "invalid choice: 'nope'", *(repr(n) for n in options.space_presets()))
+    assert_one_line_error(status, err, "invalid choice: 'nope'", *(repr(n) for n in PRESETS.names()))
 
 
 def test_a_presets_own_option_goes_with_it_only(tmp_path, capsys):

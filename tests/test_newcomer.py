@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import bayes_concepts as bc
-from bayes_concepts import cli, options
+from bayes_concepts import cli, options, run_args
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.protocols import Protocol, get_protocol
@@ -61,7 +61,7 @@ def test_every_oracle_setting_is_an_option_that_overrides_a_protocol():
     gap = cli.build_parser()._subparsers._group_actions[0].choices["gap"]
     actions = {a.dest: a for a in gap._actions}
     fixed = {f.name for f in dataclasses.fields(OracleSettings)} | {"query_negatives", "hard_mode"}
-    assert set(options.PROTOCOL_FIXES) == fixed
+    assert set(run_args.PROTOCOL_FIXES) == fixed
     for dest in fixed:
         assert isinstance(actions[dest], options.Given), dest
         assert "replaces the protocol's value" in actions[dest].help, dest
@@ -77,10 +77,10 @@ def test_every_oracle_setting_is_an_option_that_overrides_a_protocol():
     ("--hard-mode", "union", "hard_mode", None),
     ("--query-negatives", "random", "query_negatives", None),  # the protocol's own value
 ])
-def test_protocol_options_given_explicitly_are_overrides(option, value, key, field):
+def test_protocol_options_given_explicitly_are_overrides(release_space, option, value, key, field):
     args = cli.build_parser().parse_args(["gap", "SPACE", "--protocol", "curi-release", option, value])
-    protocol = options.protocol_of(args)
-    overrides = options.protocol_overrides(args, protocol)
+    run = run_args.resolve_args(args, splits=["complexity"], space=release_space)
+    protocol, overrides = run.protocol, run.overrides
     assert set(overrides) == {key}
     if field:
         assert str(getattr(overrides["settings"], field)) == value
@@ -88,12 +88,13 @@ def test_protocol_options_given_explicitly_are_overrides(option, value, key, fie
         assert all(getattr(overrides["settings"], f) == getattr(protocol.settings, f) for f in others)
     else:
         assert overrides[key] == value
-    assert options.override_text(args) == f"{option} {value}"
+    assert run_args.override_text(args, run) == f"protocol curi-release overridden by {option} {value}"
 
 
-def test_protocol_without_options_has_no_overrides():
+def test_protocol_without_options_has_no_overrides(release_space):
     args = cli.build_parser().parse_args(["gap", "SPACE", "--protocol", "curi-release"])
-    assert options.protocol_overrides(args, options.protocol_of(args)) == {}
+    run = run_args.resolve_args(args, splits=["complexity"], space=release_space)
+    assert run.overrides == {} and run_args.override_text(args, run) == "protocol curi-release"
 
 
 def test_gap_protocol_prior_is_applied_and_recorded(release_dir, workdir, capsys):
@@ -175,9 +176,17 @@ def test_audit_of_a_release_space_uses_the_protocols_splits(release_dir, workdir
     assert "0 split(s)" not in out
 
 
-def test_gap_of_a_release_space_asks_for_the_protocol(release_dir, workdir, capsys):
-    status, _, err = run(["gap", release_dir, "--episodes", "3"], capsys)
-    assert_one_line_error(status, err, "--protocol curi-release", str(release_dir))
+def test_gap_of_a_release_space_is_the_protocols(release_dir, workdir, capsys):
+    """gap, like splits, audit and ladder, computes a release-grammar space as protocol
+    curi-release (its splits and oracle settings) and says so."""
+    args = ["gap", release_dir, "--split", "complexity", "--episodes", "3"]
+    status, out, err = run(args, capsys)
+    assert status == 0, err
+    assert "protocol curi-release (" in out and "built with CURI's release grammar" in out
+    chosen = json.loads(run([*args, "--json"], capsys)[1])
+    given = json.loads(run([*args, "--protocol", "curi-release", "--json"], capsys)[1])
+    assert chosen["results"] == given["results"] and chosen["settings"] == given["settings"]
+    assert chosen["settings"]["likelihood"] == "size_release"
 
 
 @pytest.mark.parametrize("content", ["", "\n\n  \n"])
@@ -504,7 +513,7 @@ def test_gap_out_under_a_file_is_refused(release_dir, workdir, capsys):
 
 
 @pytest.mark.parametrize("extra, needle", [
-    (["--threads", "0"], "--threads: must be >= 1, got 0"),
+    (["--threads", "0"], "--threads: must be a whole number >= 1, got 0"),
     (["--threads", "100000"], "--threads 100000: more than the"),
 ])
 def test_train_threads_out_of_range(extra, needle, workdir, capsys):

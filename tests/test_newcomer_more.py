@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import bayes_concepts as bc
-from bayes_concepts import cli, options
+from bayes_concepts import cli, options, terminal
 from bayes_concepts.commands import figures
 from bayes_concepts.errors import BayesConceptsError
 from bayes_concepts.gap import format_models, format_table, paired_bootstrap, recorded_splits, summarise
@@ -183,7 +183,7 @@ def test_budget_help_states_the_rule():
                                                (2_000, "step", "2,000 steps"), (1, "class", "1 class"),
                                                (3, "class", "3 classes")])
 def test_counted(n, word, expected):
-    assert options.counted(n, word, "classes" if word == "class" else None) == expected
+    assert terminal.counted(n, word, "classes" if word == "class" else None) == expected
 
 
 def test_train_of_one_step_says_one_step(small_space_dir, workdir, capsys):

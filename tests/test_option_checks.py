@@ -104,7 +104,6 @@ def test_one_split_commands_say_why_several_are_refused(argv, needle, small_spac
 def test_episodes_draws_a_closure_family_with_protocol(clevr_space_dir, tmp_path, capsys):
     from bayes_concepts.episodes import Episodes
     from bayes_concepts.protocols import get_protocol
-    from bayes_concepts.options import protocol_splits
     from bayes_concepts.spaces import load_space
     space = load_space(clevr_space_dir)
     protocol = get_protocol("closure")
@@ -115,7 +114,7 @@ def test_episodes_draws_a_closure_family_with_protocol(clevr_space_dir, tmp_path
     assert status == 0, err
     eps = Episodes.load(out)
     assert len(eps) == 6 and eps.meta["protocol"] == "closure" and eps.meta["split"] == family
-    test = set(protocol_splits(space, protocol, [family])[family].test.tolist())
+    test = set(protocol.splits_with(space, [family])[family].test.tolist())
     assert set(np.asarray(eps.concept).tolist()) <= test  # drawn from the family's test concepts
     # without --protocol the family is not a split of the space
     status, _, err = run(["episodes", clevr_space_dir, "--split", family, "--negatives", "hard", "--n", "6",

@@ -11,13 +11,32 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: the toy benchmark's protocol (also the installed suite's, tests/test_installed_suite.py)
+TOY_PROTOCOL = '''
+class ToyProtocol(Protocol):
+    """Train on concept a, test on b and c."""
+
+    def spec_files(self):
+        return []
+
+    def splits(self, space, names=None):
+        split = Split("b_and_c", np.array([0]), np.zeros(0, np.int64), np.array([1, 2]), {"kind": "toy"}, None,
+                      "toy: train a, test b and c", space.n_concepts)
+        return {"b_and_c": self.adapt(space, split)}
+
+
+protocols.register("toy", ToyProtocol("toy", "the toy benchmark's one split", "toy",
+                                      OracleSettings(prior="length", likelihood="size", weak_empty="zero")))
+'''
+
 TOY_SUITE = '''
 """A toy benchmark: three concepts over 60 items, one protocol, one figure, one command."""
 from functools import partial
 
 import numpy as np
 
-from bayes_concepts.options import PresetBuild, command, preset_builds
+from bayes_concepts.command_registry import command
+from bayes_concepts.presets import PRESETS, Preset
 from bayes_concepts.oracles import OracleSettings
 from bayes_concepts.plots import figures
 from bayes_concepts.protocols import Protocol, protocols
@@ -37,24 +56,10 @@ def build_toy(args):
     return 0
 
 
-preset_builds.register("toy3", PresetBuild("three toy concepts over 60 items", build_toy))
+PRESETS.register("toy3", Preset("three toy concepts over 60 items", cli_build=build_toy))
 
 
-class ToyProtocol(Protocol):
-    """Train on concept a, test on b and c."""
-
-    def spec_files(self):
-        return []
-
-    def splits(self, space, names=None):
-        split = Split("b_and_c", np.array([0]), np.zeros(0, np.int64), np.array([1, 2]), {"kind": "toy"}, None,
-                      "toy: train a, test b and c", space.n_concepts)
-        return {"b_and_c": self.adapt(space, split)}
-
-
-protocols.register("toy", ToyProtocol("toy", "the toy benchmark's one split", "toy",
-                                      OracleSettings(prior="length", likelihood="size", weak_empty="zero")))
-
+''' + TOY_PROTOCOL + '''
 
 def plot_toy_gap(ds, ax=None):
     """The strong oracle's mean AP per split, one bar each."""

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..params import whole_number
+
 DTYPE = torch.float64
 #: Priors over the concepts of a space: name -> what β multiplies.
 PRIOR_KINDS = ("length", "pcfg")
@@ -59,8 +61,7 @@ class Design:
     def __post_init__(self):
         for name in ("n_stimuli", "repeats", "n_blocks"):
             v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+            whole_number(name, v, 1, error=ValueError)
 
     @property
     def block_size(self) -> int:

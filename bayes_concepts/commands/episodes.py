@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from ..errors import BayesConceptsError
-from ..options import (Given, check_output_file, command, counted, episode_shape, episode_shape_option, given_options,
-                       hard_mode_option, one_split, open_space, protocol_of, protocol_option, protocol_splits,
-                       split_option, splits_for, whole)
+from ..command_registry import command
+from ..options import Given, whole
+from ..preflight import check_output_file
+from ..run_args import (episode_shape, episode_shape_option, hard_mode_option, one_split, open_space, protocol_option,
+                        resolve_args, split_option)
+from ..terminal import counted
 
 
 def _episodes_arguments(p):
@@ -40,25 +43,9 @@ def cmd_episodes(args) -> int:
     check_output_file(args.out, "--out")
     out_target = check_episodes_file(args.out, args.force, "--out")  # nothing there the toolkit did not write
     check_memory(episodes_bytes(args.n), f"--n {args.n}", "draw fewer episodes")
-    space = open_space(args.dir)
     name = one_split(args, "an episodes file holds the episodes of one split")
-    protocol = protocol_of(args)
-    split = (protocol_splits(space, protocol, [name], args.spec) if protocol is not None
-             else splits_for(space, [name], args.spec))[name]
-    query_negatives, hard_mode = args.query_negatives, args.hard_mode
-    if protocol is not None:  # the protocol's episodes, unless given here
-        given = given_options(args)
-        query_negatives = query_negatives if "query_negatives" in given else protocol.query_negatives
-        hard_mode = hard_mode if "hard_mode" in given else protocol.hard_mode
-    from ..episodes import EpisodeShape
-    shape = episode_shape(args) or EpisodeShape.parse((getattr(split, "spec", None) or {}).get("episodes"),
-                                                      f"split {name}: [episodes]")
-    eps = sample_episodes(space, split, side=args.side, negatives=args.negatives, n=args.n, seed=args.seed,
-                          query_negatives=query_negatives, hard_mode=hard_mode,
-                          n_positive=shape.positives, n_negative=shape.negatives,
-                          n_query_positive=shape.query_positives, n_query_negative=shape.query_negatives)
-    if protocol is not None:
-        eps.meta["protocol"] = protocol.name
+    run = resolve_args(args, splits=[name])  # the protocol's episodes, unless given here
+    eps = run.sample_episodes(name, side=args.side, negatives=args.negatives, n=args.n, seed=args.seed)
     eps.save(args.out, target=out_target)
     topup = eps.meta["support_topup"] + eps.meta["query_topup"]
     print(f"wrote {counted(len(eps), args.negatives + '-negative episode')} of {name}/{args.side} to "

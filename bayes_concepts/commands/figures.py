@@ -5,8 +5,12 @@ import time
 from pathlib import Path
 
 from ..errors import BayesConceptsError
-from ..options import (check_gap_memory, check_output_dir, check_results_out, command, log_line, open_space,
-                       progress_output, protocol_of, protocol_option, results_out_option, splits_for, whole)
+from ..command_registry import command
+from ..options import results_out_option, whole
+from ..preflight import check_gap_memory, check_output_dir, check_results_out
+from ..run_args import open_space, protocol_option
+from ..terminal import log_line, progress_output
+from ..run import results_split  # noqa: F401 (figures.results_split)
 
 
 def _figures_arguments(p):
@@ -39,7 +43,7 @@ def cmd_figures(args) -> int:
         raise BayesConceptsError(f"{args.results} was computed on another space than {args.space} "
                                  "(space manifest hashes differ)")
     name = args.episode_split or default_episode_split(ds)
-    split = results_split(ds, space, name, args.spec, protocol_of(args), args.results)
+    split = results_split(ds, space, name, args.spec, args.protocol, args.results)
     paths = _write_figures(ds, space, args.out, split, args.seed)
     print(f"wrote {len(paths)} files to {args.out}:")
     for p in paths:
@@ -55,8 +59,9 @@ def _write_figures(ds, space, out, episode_split, seed: int = 0):
     import numpy as np
     from ..episodes import sample_episodes
     from ..plots import oracles_for, write_figures
+    from ..splits import space_splits
     split = episode_split if not isinstance(episode_split, str) else \
-        splits_for(space, [episode_split])[episode_split]
+        space_splits(space, [episode_split])[episode_split]
     query_negatives = ds.attrs.get("query_negatives")
     eps = sample_episodes(space, split, "test", "hard", 200, seed=seed,
                           query_negatives=None if query_negatives in (None, "same as support") else query_negatives,
@@ -65,46 +70,6 @@ def _write_figures(ds, space, out, episode_split, seed: int = 0):
     entropy = strong.evaluate(eps)["posterior_entropy"]
     return write_figures(ds, space, out, episodes=eps, episode_index=int(np.nanargmax(entropy)),
                          oracles=(strong, weak), seed=seed)
-
-
-def results_split(ds, space, name, specs=None, protocol=None, results: str = "the results"):
-    """Split ``name`` made again on ``space`` as results ``ds`` were computed with it, for the
-    episode view: from the ``--spec`` files ``specs`` when one defines it, else from the spec
-    the results recorded (:func:`bayes_concepts.gap.recorded_splits`), else a split of the
-    results' protocol (or of ``protocol``) or of the space; treated by the protocol the results
-    were computed with.  A split made again whose concepts differ from the recorded ones, a
-    ``protocol`` other than the results', and a split made from a Python predicate (no spec to
-    make it from) are one-line errors."""
-    from ..gap import recorded_splits
-    from ..protocols import get_protocol
-    from ..splits import make_split, make_splits
-    recorded = ds.attrs.get("protocol")
-    if protocol is not None and recorded and recorded != protocol.name:
-        raise BayesConceptsError(f"--protocol {protocol.name}: {results} were computed with protocol {recorded}")
-    proto = get_protocol(recorded) if recorded else protocol
-    record = recorded_splits(ds).get(name) or {}
-    spec = record.get("spec") if isinstance(record.get("spec"), dict) else None
-    own = make_splits(space, specs or ())
-    if name in own:
-        split = proto.adapt(space, own[name]) if proto is not None else own[name]
-    elif spec is not None and spec.get("kind") in ("all", "random", "held_out"):
-        split = make_split(space, spec)
-        treated_by = record.get("protocol")
-        if treated_by:
-            split = get_protocol(treated_by).adapt(space, split)
-    elif spec is not None and spec.get("kind") == "predicate":
-        raise BayesConceptsError(f"--episode-split {name}: the split of {results} was made from a Python predicate "
-                                 "(split_from_predicate), which a command cannot make again; draw its episode view "
-                                 "in Python (plot_episode), or give a spec file defining it with --spec")
-    elif proto is not None:
-        split = proto.splits(space, [name])[name]
-    else:
-        split = splits_for(space, [name])[name]
-    want = record.get("concepts_sha256")
-    if want and split.concepts_sha256() != want:
-        raise BayesConceptsError(f"--episode-split {name}: the split made here has other concepts than the one "
-                                 f"{results} were computed with; give the spec file it was made from with --spec")
-    return split
 
 
 def default_episode_split(ds) -> str:

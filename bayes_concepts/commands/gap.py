@@ -1,16 +1,14 @@
 """``gap DIR``: the compositionality gap of splits, strong vs weak oracle."""
 from __future__ import annotations
 
-import json
 import time
 
-from ..errors import BayesConceptsError
-from ..options import (OVERRIDE_NOTE, Given, ap_tolerance_option, check_gap_memory, check_results_out, command,
-                       counted, dropped_conditions_note, episode_shape, episode_shape_option, hard_mode_option,
-                       no_splits_error, open_space, oracle_options, oracle_settings, override_text, print_json,
-                       progress_output, protocol_of, protocol_option, protocol_overrides, protocol_splits,
-                       release_protocol, results_out_option, run_info, scheduler_option, split_names, split_option,
-                       splits_for, whole)
+from ..command_registry import command
+from ..options import Given, results_out_option, whole
+from ..preflight import check_before_work
+from ..run_args import (OVERRIDE_NOTE, ap_tolerance_option, episode_shape_option, hard_mode_option, oracle_options,
+                        protocol_option, resolve_args, scheduler_option, split_option)
+from ..terminal import print_json, progress_output
 
 
 def _gap_arguments(p):
@@ -50,98 +48,18 @@ def _gap_arguments(p):
          help="the compositionality gap of splits: strong vs weak oracle")
 def cmd_gap(args) -> int:
     n_learners = (4 if args.parts else 2) + len(args.learner or ())
-    n_negatives = 2 if args.negatives == "both" else 1
-    check_gap_memory(args.episodes, n_negatives, n_learners)  # the least it can need (one split): before any import
-    from ..gap import compute_gap, format_table, summarise
-    from ..results import save_results
-    oracle_settings(args)  # a bad --beta or --epsilon is an error before any work
-    from ..scale import parse_scheduler
-    parse_scheduler(args.scheduler)
-    out_target = check_results_out(args)  # nothing there the toolkit did not write: before any work
-    space = open_space(args.dir)
-    protocol = protocol_of(args)
-    overrides = protocol_overrides(args, protocol) if protocol is not None else {}
-    if protocol is None and not args.spec and release_protocol(space):
-        raise BayesConceptsError(f"{args.dir} was built with CURI's release grammar (curi_release.pcfg): its splits "
-                                 "are those of protocol curi-release; give --protocol curi-release (or --spec FILE)")
-    names = split_names(args)
-    splits = (protocol_splits(space, protocol, names, args.spec) if protocol is not None
-              else splits_for(space, names, args.spec))
-    if not splits:
-        raise no_splits_error(args, "score", space)
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
-    check_gap_memory(args.episodes, len(splits) * len(negatives), n_learners)
-    if args.learner:  # a space no learner can be scored on (grids): said before anything else
-        from ..learners.features import check_learner_space
-        check_learner_space(space)
-    from ..episodes import episode_shapes
-    # a split no episode can be drawn from: an error before the learners -- but a protocol's run of all its
-    # splits leaves it out, counted and shown (one family with no usable concept does not stop the others)
-    skip_undrawable = protocol is not None and names is None
-    episode_shapes(space, splits, episode_shape(args), skip_undrawable=skip_undrawable)
+    out_target = check_before_work(args, len(negatives), n_learners)  # the least it can need (one split)
+    run = resolve_args(args)
     t = time.perf_counter()
-    from ..learners import learners_for_gap
-    learners = learners_for_gap(space, splits, args.learner, args.seed, allow_other_space=args.allow_other_space)
-    settings, query_negatives, hard_mode = (
-        (oracle_settings(args), args.query_negatives, args.hard_mode) if protocol is None
-        else (overrides.get("settings", protocol.settings), overrides.get("query_negatives", protocol.query_negatives),
-              overrides.get("hard_mode", protocol.hard_mode)))
     with progress_output():
-        ds = compute_gap(space, splits, negatives, args.episodes, settings, args.seed,
-                         query_negatives=query_negatives, hard_mode=hard_mode,
-                         progress=not args.json, learners=learners, scheduler=args.scheduler,
-                         allow_other_space=args.allow_other_space, parts=args.parts,
-                         episode_shape=episode_shape(args), skip_undrawable=skip_undrawable)
-    all_splits, splits = splits, {n: s for n, s in splits.items() if n in ds["split"].values.tolist()}
-    if protocol is not None:
-        protocol.record(ds, overrides)
-        protocol.annotate(space, splits, ds, settings, args.seed, args.episodes)  # e.g. ConceptWorld's multi-class form
-    rows = summarise(ds, seed=args.seed)
+        ds = run.gap(negatives, args.episodes, args.seed, learners=args.learner, progress=not args.json,
+                     scheduler=args.scheduler, allow_other_space=args.allow_other_space, parts=args.parts)
     if args.out:
+        from ..results import save_results
         save_results(ds, args.out, target=out_target)
     if args.json:
-        keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
-                "posterior_entropy", "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom",
-                "compound", "parts")
-        print_json({**run_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]})
+        print_json(run.gap_json(ds, seed=args.seed))
         return 0
-    print(format_table(rows))
-    for line in _exclusion_note(ds):
-        print(line)
-    from ..gap import zero_gap_notes
-    for line in zero_gap_notes(space, splits, settings):  # a gap of 0.0 [0.0, 0.0] by construction says why
-        print(f"note: {line}")
-    for line in dropped_conditions_note(splits):
-        print(line)
-    if protocol is not None:
-        for line in (protocol.left_out_note(all_splits), protocol.results_note(ds)):
-            if line:
-                print(line)
-    print(f"\n{counted(args.episodes, 'test episode')} per cell; "
-          + (f"protocol {protocol.name}" + (f" overridden by {override_text(args)}" if overrides else "") + "; "
-             if protocol is not None else "")
-          + f"oracle settings {ds.attrs['oracle_settings']}; "
-          f"{time.perf_counter() - t:.1f} s" + (f"; results written to {args.out}" if args.out else ""))
+    print("\n".join(run.gap_lines(ds, seed=args.seed, seconds=time.perf_counter() - t, out=args.out)))
     return 0
-
-
-def _exclusion_note(ds) -> list:
-    """Lines on a gap run's episodes: each split's shape and the test concepts too small for it
-    (count, first names, rule), and what the space's build left out and noted (results' attributes)."""
-    try:
-        shapes = json.loads(ds.attrs.get("episode_shape", "{}"))
-        excluded = json.loads(ds.attrs.get("excluded", "{}"))
-    except ValueError:
-        return []
-    lines = []
-    for name, sh in shapes.items():
-        ex = excluded.get(name, {}).get("too_small", {"count": 0, "first": []})
-        lines.append(f"{name}: episodes {sh['positives']}+{sh['negatives']} support, {sh['query_positives']}+"
-                     f"{sh['query_negatives']} query; {excluded.get(name, {}).get('usable', 0):,} usable test "
-                     f"concepts, {ex['count']:,} excluded" + (f" ({', '.join(ex['first'])}"
-                                                             + (", ..." if ex["count"] > len(ex["first"]) else "")
-                                                             + f"): {ex['rule']}" if ex["count"] else ""))
-    for name, rec in (excluded.get("not_scored") or {}).items():
-        lines.append(f"{name}: not scored: {rec['reason']}")
-    from ..gap import build_exclusion_lines, build_note_lines
-    return lines + build_exclusion_lines(excluded.get("space")) + build_note_lines(excluded.get("space_notes"))

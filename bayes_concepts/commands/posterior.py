@@ -5,8 +5,10 @@ import json
 import sys
 
 from ..errors import BayesConceptsError
-from ..options import (command, one_split, open_space, oracle_options, oracle_settings, print_json, split_option,
-                       splits_for, whole)
+from ..command_registry import command
+from ..options import whole
+from ..run_args import one_split, oracle_options, resolve_args, split_option
+from ..terminal import print_json
 
 
 def _posterior_arguments(p):
@@ -27,8 +29,9 @@ def _posterior_arguments(p):
 def cmd_posterior(args) -> int:
     from ..oracles import strong_and_weak, Oracle
     from ..scenes import read_scenes_jsonl
-    settings = oracle_settings(args)
-    space = open_space(args.dir)
+    name = one_split(args, "the weak oracle is one split's")
+    run = resolve_args(args, splits=[name] if name else {})
+    space, settings = run.space, run.settings
     schema = space.schema.with_max_objects(max(space.schema.max_objects, 10))
     support = read_scenes_jsonl(args.support, schema)
     if not support:
@@ -43,9 +46,8 @@ def cmd_posterior(args) -> int:
     if args.query and not query:
         raise BayesConceptsError(f"--query {args.query}: no scenes in the file (it is empty or holds only blank lines)")
     hard = args.negatives == "hard"
-    name = one_split(args, "the weak oracle is one split's")
     if name:
-        split = splits_for(space, [name], args.spec)[name]
+        split = run.splits[name]
         oracles = dict(zip(("strong", "weak"), strong_and_weak(space, split, settings)))
     else:
         import numpy as np

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 
-from ..options import check_depth_option, command, grammar_of, print_json, whole
+from ..command_registry import command
+from ..options import check_depth_option, grammar_of, whole
+from ..terminal import print_json
 
 
 def _parse_programs(texts, grammar) -> list:

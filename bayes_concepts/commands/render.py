@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import BayesConceptsError
-from ..options import (LazyChoices, LazyHelp, check_output_file, command, describe_choices, lazy_registry,
-                       open_space, whole)
+from ..command_registry import command
+from ..options import LazyChoices, LazyHelp, describe_choices, lazy_registry, whole
+from ..preflight import check_output_file
+from ..run_args import open_space
 
 
 def _render_arguments(p):

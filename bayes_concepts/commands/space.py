@@ -1,9 +1,9 @@
 """``space build|info|show``: build, inspect and browse hypothesis spaces.
 
-``space build --preset NAME`` builds with the settings of a preset
-(:func:`~bayes_concepts.options.space_presets`); a preset that builds its space its own way is
-a :class:`~bayes_concepts.options.PresetBuild` of its benchmark's module, registered in
-:data:`~bayes_concepts.options.preset_builds`.
+``space build --preset NAME`` builds the space of a preset of
+:data:`~bayes_concepts.presets.PRESETS` (the one registry of presets): with its build
+settings, or by its own ``make`` / ``cli_build`` (SHJ's, ConceptWorld's, a plugin's) -- what
+``bc.build_space(NAME)`` builds from Python.
 """
 from __future__ import annotations
 
@@ -14,26 +14,28 @@ import time
 from pathlib import Path
 
 from ..errors import BayesConceptsError
-from ..options import (LazyChoices, LazyHelp, check_depth_option, command, command_group, grammar_of, grammar_path,
-                       log_line, nothing_written, preset_builds, preset_settings, print_json, progress_output,
-                       scheduler_option, space_presets, whole)
+from ..command_registry import command, command_group
+from ..options import LazyChoices, LazyHelp, check_depth_option, grammar_of, grammar_path, whole
+from ..run_args import scheduler_option
+from ..terminal import log_line, nothing_written, print_json, progress_output
 
 command_group("space", help="build, inspect and browse hypothesis spaces", order=40)
 
 def _preset_help() -> str:
     """``--preset``'s help: every preset's summary, the presets of build settings first."""
     from ..registry import describe
-    from ..spaces.build import PRESETS
-    entries = [*PRESETS.items(), *preset_builds.items()]
+    from ..presets import PRESETS
+    entries = PRESETS.items()
     return "; ".join(f"{name}: {describe(entry)}" for name, entry in entries).replace("%", "%%")
 
 
 def _build_arguments(p):
     p.add_argument("out", metavar="OUT", help="directory to write: new, empty, or (with --force) a saved space")
-    for _, preset in preset_builds.items():  # a preset's own options (e.g. ConceptWorld's --definitions)
+    from ..presets import PRESETS
+    for _, preset in PRESETS.items():  # a preset's own options (e.g. ConceptWorld's --definitions)
         if preset.add_arguments is not None:
             preset.add_arguments(p)
-    p.add_argument("--preset", choices=LazyChoices(space_presets), metavar="NAME", default=None,
+    p.add_argument("--preset", choices=LazyChoices(PRESETS.names), metavar="NAME", default=None,
                    help=LazyHelp(_preset_help))
     p.add_argument("--samples", type=whole(1), help="programs to sample from the grammar (default: the preset's)")
     p.add_argument("--programs", metavar="FILE",
@@ -58,13 +60,17 @@ def _build_arguments(p):
 def cmd_space_build(args) -> int:
     from ..spaces.hypothesis_space import HypothesisSpace
     from ..engine.store import check_save_target
+    from ..presets import PRESETS, preset_params
     check_save_target(args.out, args.force)  # before the build: never delete what the toolkit did not write
-    if args.preset in preset_builds:  # a preset that builds its space its own way
-        return preset_builds.get(args.preset).build(args)
-    for name, preset in preset_builds.items():  # its own options go with it only
-        for option, dest, what in preset.options:
-            if getattr(args, dest) is not None:
+    entry = PRESETS.get(args.preset) if args.preset is not None else None
+    if entry is not None and entry.cli_build is not None:  # a preset that reads the options its own way
+        return entry.cli_build(args)
+    for name, other in PRESETS.items():  # a preset's own options go with it only
+        for option, dest, what in other.options:
+            if getattr(args, dest) is not None and name != args.preset:
                 raise BayesConceptsError(f"{option} is {what}: it goes with --preset {name}")
+    if entry is not None and entry.make is not None:  # a preset that builds its space its own way
+        return _build_made(args, entry)
     from ..scale import parse_scheduler
     parse_scheduler(args.scheduler)
     if args.programs:
@@ -83,7 +89,7 @@ def cmd_space_build(args) -> int:
     log = None if args.quiet else log_line  # --quiet: neither stage lines nor progress bars
     with nothing_written(args.out), (contextlib.nullcontext() if args.quiet else progress_output()):
         if args.programs:
-            preset = preset_settings(args.preset)
+            preset = preset_params(args.preset)
             space = HypothesisSpace.from_programs(
                 args.programs, grammar=grammar_path(args.grammar), scenes=args.scenes or preset.get("scenes"),
                 scene_sampler=args.scene_sampler, scenes_from=args.scenes_from, seed=args.seed,
@@ -171,6 +177,25 @@ def cmd_space_from_sets(args) -> int:
     return 0
 
 
+def _build_made(args, entry) -> int:
+    """``space build OUT --preset NAME`` of a preset that makes its space itself
+    (``entry.make(seed=...)``): the sampling options do not apply."""
+    given = [opt for opt, v in (("--samples", args.samples), ("--programs", args.programs), ("--scenes", args.scenes),
+                                ("--scene-sampler", args.scene_sampler), ("--scenes-from", args.scenes_from),
+                                ("--max-depth", args.max_depth), ("--no-rejection", args.no_rejection or None),
+                                ("--scheduler", args.scheduler), ("--grammar", getattr(args, "grammar", None)))
+             if v is not None]
+    if given:
+        raise BayesConceptsError(f"--preset {args.preset} builds its own space: {', '.join(given)} "
+                                 f"do{'es' if len(given) == 1 else ''} not apply")
+    t = time.perf_counter()
+    with nothing_written(args.out):
+        space = entry.make(seed=args.seed or 0)
+    space.save(args.out, overwrite=args.force)
+    print(f"built {args.out} in {time.perf_counter() - t:.1f} s: {space.n_concepts:,} concepts (preset {args.preset})")
+    return 0
+
+
 #: Bytes a sampled program holds at least while a build runs (its tokens, parse and dedup
 #: entries), besides its signature over the scene bank (one bit per scene).
 _BUILD_PROGRAM_BYTES = 200
@@ -181,7 +206,8 @@ def _check_build_memory(args):
     programs and their signatures (``--samples``) cannot fit in the memory available: one
     line naming the option, as ``gap --episodes`` is refused."""
     from ..scale import check_memory, scene_bank_bytes
-    preset = preset_settings(args.preset or "paper")
+    from ..presets import preset_params
+    preset = preset_params(args.preset or "paper")
     scenes = int(args.scenes or preset.get("scenes") or 0)
     if args.grammar:
         schema = grammar_of(args).schema

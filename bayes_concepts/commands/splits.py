@@ -5,9 +5,11 @@ import json
 import time
 from pathlib import Path
 
-from ..options import (check_output_file, command, episode_shape, episode_shape_option, finite, log_line,
-                       no_splits_error, open_space, protocol_of, protocol_option, protocol_splits, release_protocol,
-                       splits_for, whole)
+from ..command_registry import command
+from ..options import finite, whole
+from ..preflight import check_output_file
+from ..run_args import episode_shape_option, protocol_option, resolve_args
+from ..terminal import log_line
 
 
 def _splits_arguments(p):
@@ -21,25 +23,16 @@ def _splits_arguments(p):
          help="train/val/test sizes and synonym leakage of every split")
 def cmd_splits(args) -> int:
     """Sizes and leakage of the space's splits.  Without --protocol and --spec, a space built
-    with CURI's release grammar lists the splits of protocol ``curi-release`` (and says so);
-    a space that offers no split at all is an error."""
+    with CURI's release grammar lists the splits of protocol ``curi-release`` (and says so), as
+    every command does; a space that offers no split at all is an error."""
     from ..splits import splits_json, splits_table
-    space = open_space(args.dir)
-    protocol = protocol_of(args)
-    auto = protocol is None and not args.spec and release_protocol(space)
-    if auto:
-        protocol = auto
-    splits = (protocol_splits(space, protocol, None, args.spec) if protocol is not None
-              else splits_for(space, specs=args.spec))
-    if not splits:
-        raise no_splits_error(args, "list", space)
+    run = resolve_args(args, "list", splits=None)
     if args.json:
-        print(json.dumps(splits_json(space, splits)))
+        print(json.dumps(splits_json(run.space, run.splits)))
     else:
-        print(splits_table(space, splits))
-        if auto:
-            print(f"splits of protocol {auto.name}: {args.dir} was built with CURI's release grammar "
-                  "(curi_release.pcfg)")
+        print(splits_table(run.space, run.splits))
+        if run.chosen_by_space:
+            print(f"splits of {run.describe()}")
     return 0
 
 
@@ -86,22 +79,21 @@ def cmd_splits_search(args) -> int:
     found, write its spec (the audit as comments on top) and check that the file makes the same
     split again."""
     import re
-    from ..gap import audit, format_audit
-    from ..split_search import SearchError, objective_rung, parse_constraint, search_split, spec_toml
+    from ..gap import format_audit
+    from ..params import SEARCH_PARAMS, check_param
+    from ..split_search import SearchError, objective_rung, parse_constraint, spec_toml
     from ..splits import make_split
     objective_rung(args.objective)  # a bad objective before any work
     constraints = [parse_constraint(c) for c in (args.constraint or ["atom-divergence<=0.02"])]
-    for option, value, ok, rule in (("--test-share", args.test_share, 0 < args.test_share < 1, "in (0, 1)"),
-                                    ("--share-tolerance", args.share_tolerance, 0 < args.share_tolerance < 0.5,
-                                     "in (0, 0.5)"),
-                                    ("--budget", args.budget, args.budget > 0, "> 0 seconds")):
-        if not ok:
-            raise SearchError(f"{option} {value:g}: must be {rule}")
+    for option, name, value in (("--test-share", "test_share", args.test_share),
+                                 ("--share-tolerance", "share_tolerance", args.share_tolerance),
+                                 ("--budget", "budget_s", args.budget)):  # as search_split declares them
+        check_param(option, value, SEARCH_PARAMS[name], SearchError)
     if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", args.name):
         raise SearchError(f"--name {args.name!r}: letters, digits, '_', '.' or '-'")
     check_output_file(args.out, "--out", create_parents=True)
-    shape = episode_shape(args)
-    space = open_space(args.dir)
+    run = resolve_args(args, splits={})  # the oracle settings and episode shape (the search makes its own split)
+    space = run.space
     objective_rung(args.objective, space)  # a rung that cannot apply to this space
     if args.pairs_out:
         from ..suites.pairs import check_pair_files_target
@@ -110,12 +102,11 @@ def cmd_splits_search(args) -> int:
     log_line(f"searching {args.dir}: objective {args.objective}, constraints "
          f"{', '.join(f'{a}{b}{c:g}' for a, b, c in constraints)}, test share {args.test_share:g} "
          f"(± {args.share_tolerance:g}), {args.method}, seed {args.seed}")
-    result = search_split(space, args.objective, test_share=args.test_share, share_tolerance=args.share_tolerance,
-                          constraints=constraints, seed=args.seed, iterations=args.iterations, budget_s=args.budget,
-                          method=args.method, pool_episodes=args.pool_episodes, name=args.name, log=log_line,
-                          episode_shape=shape)
+    result = run.search_split(args.objective, test_share=args.test_share, share_tolerance=args.share_tolerance,
+                              constraints=constraints, seed=args.seed, iterations=args.iterations, budget_s=args.budget,
+                              method=args.method, pool_episodes=args.pool_episodes, name=args.name, log=log_line)
     log_line(f"auditing the split found ({args.episodes:,} test episodes per negatives) ...")
-    report = audit(space, result.split, n_episodes=args.episodes, seed=args.seed, episode_shape=shape)
+    report = run.audit_split(result.split, n_episodes=args.episodes, seed=args.seed)
     text = format_audit(report)
     hard = next(r for r in report["gap"] if r["negatives"] == "hard")
     summary = [f"split search ({result.settings['method']}, seed {args.seed}) on {args.dir}: objective "

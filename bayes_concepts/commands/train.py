@@ -6,9 +6,11 @@ import os
 from pathlib import Path
 
 from ..errors import BayesConceptsError
-from ..options import (Given, LazyChoices, caused_by_interrupt, check_output_dir, command, counted, given_options,
-                       hard_mode_option, lazy_registry, open_space, protocol_of, protocol_option, protocol_splits,
-                       one_split, split_option, splits_for, whole)
+from ..command_registry import command
+from ..options import Given, LazyChoices, lazy_registry, whole
+from ..preflight import check_output_dir
+from ..run_args import hard_mode_option, one_split, open_space, protocol_option, resolve_args, split_option
+from ..terminal import caused_by_interrupt, counted
 
 
 def _train_arguments(p):
@@ -89,26 +91,20 @@ def cmd_train(args) -> int:
     one_split(args, "a model is trained on one split")  # before any work
     space = open_space(args.dir)
     check_learner_space(space)  # before the split: a ConceptWorld space has no learner to train
-    protocol = protocol_of(args)
     name = one_split(args, "a model is trained on one split")
-    split = (protocol_splits(space, protocol, [name], args.spec) if protocol is not None
-             else splits_for(space, [name], args.spec))[name]
+    run = resolve_args(args, splits=[name], space=space)  # the protocol's episodes, unless given here
+    split = run.splits[name]
     encoder, pooling = parse_architecture(learner_with_modality(args.learner, args.modality))
     profiled, encoder_options, pooling_options = resolve_profile(
         args.profile, encoder, pooling, explicit={"batch_episodes": args.batch, "lr": args.lr})
     learner = ProtoNetLearner(space, encoder, pooling, alpha=args.alpha, seed=args.seed, precision=args.precision,
                               name=args.name, encoder_options=encoder_options, pooling_options=pooling_options)
-    options = dict(negatives=args.negatives, query_negatives=args.query_negatives, hard_mode=args.hard_mode,
-                   val_every=args.val_every, val_episodes=args.val_episodes,
+    options = dict(negatives=args.negatives, val_every=args.val_every, val_episodes=args.val_episodes,
                    patience=args.patience, threads=args.threads, max_steps=args.steps,
                    budget_s=parse_duration(args.budget) if args.budget else None, **profiled)
-    if protocol is not None:  # the protocol's episodes, unless given here
-        for option in ("query_negatives", "hard_mode"):
-            if option not in given_options(args):
-                del options[option]
-        options["protocol"] = protocol
     try:
-        h = learner.train(split, out=args.out, resume=args.resume, started=getattr(args, "started", None), **options)
+        h = run.train(name, learner, out=args.out, resume=args.resume, started=getattr(args, "started", None),
+                      **options)
     except BaseException as exc:
         if caused_by_interrupt(exc):  # Ctrl-C, or an error while the checkpoint was written after it
             raise Interrupted(_train_interrupted(args.out)) from None

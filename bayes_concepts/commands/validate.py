@@ -7,8 +7,10 @@ the direct test where a rung singles out one condition, and each rung's ρ minus
 predictor's and compound divergence's."""
 from __future__ import annotations
 
-from ..options import (LazyHelp, command, describe_choices, lazy_registry, no_splits_error, open_space, print_json,
-                       progress_output, protocol_of, protocol_option, protocol_splits, splits_for, whole)
+from ..command_registry import command
+from ..options import LazyHelp, describe_choices, lazy_registry, whole
+from ..run_args import protocol_option, resolve_args
+from ..terminal import print_json, progress_output
 
 
 def _arguments(p):
@@ -41,28 +43,20 @@ def cmd_ladder_validate(args) -> int:
     from ..ladder import format_correlations
     from ..validation import ValidationError, validate_conditions
     published = pub.load(args.published) if args.published in pub.benchmarks() else pub.read(args.published)
-    space = open_space(args.dir)
-    protocol = protocol_of(args)
-    names = None if not args.split else list(args.split)
-    splits = (protocol_splits(space, protocol, names, args.spec) if protocol is not None
-              else splits_for(space, names, args.spec))
-    if not splits:
-        raise no_splits_error(args, "score", space)
+    run = resolve_args(args, splits=args.split)
+    space, splits = run.space, run.splits
     known = set(map(str, published.conditions()))
     common = [s for s in splits if s in known]
     if len(common) < 4:  # before any work
         raise ValidationError(f"{args.published}: {len(common)} of its conditions are splits here "
                               f"({', '.join(common) or 'none'}); a validation needs at least 4")
     rungs = args.rungs or ["memoriser", "compound", "atom", "bounded_length", "learned_prior", "strong"]
-    options = {}
-    if protocol is not None:
-        options = {"settings": protocol.settings, "query_negatives": protocol.query_negatives,
-                   "hard_mode": protocol.hard_mode}
+    options = {"settings": run.settings, **run.episode_options}
     with progress_output():
         out = validate_conditions(space, {s: splits[s] for s in common}, published, rungs=rungs,
                                   negatives=args.negatives, n_episodes=args.episodes, seed=args.seed,
                                   n_boot=args.n_boot, measure=args.measure, progress=not args.json,
-                                  chance_levels=protocol.chance_levels() if protocol is not None else None, **options)
+                                  chance_levels=run.chance_levels(), **options)
     if args.json:
         print_json(out)
         return 0

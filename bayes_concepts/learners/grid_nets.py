@@ -37,6 +37,7 @@ from torch import nn
 
 from ..errors import BayesConceptsError
 from ..registry import Registry
+from ..params import whole_number
 
 __all__ = ["GridNetError", "grid_nets", "make_grid_net", "parameter_count", "GridMLP", "GridCNN", "GridResNet18",
            "GridWReN", "GridPrediNet"]
@@ -50,9 +51,7 @@ class GridNetError(BayesConceptsError):
 
 
 def _whole(name: str, value, least: int, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise GridNetError(f"{where}: {name} must be a whole number >= {least}, got {value!r}")
-    return int(value)
+    return whole_number(name, value, least, error=GridNetError, prefix=f"{where}: ")
 
 
 class _GridNet(nn.Module):

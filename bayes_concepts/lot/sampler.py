@@ -23,6 +23,7 @@ from ..rng import next_uniform
 from .grammar import Grammar, GrammarTables, curi_grammar
 from .local_retries import RELEASE_RETRIES, sample_local_blocks, single_constant_productions
 from .program import MAX_PROGRAM_TOKENS
+from ..params import whole_number
 
 PAD = 255
 #: Values of ``sample_programs(retries=...)``: redraw the whole program, or CURI's local retries.
@@ -312,8 +313,7 @@ def check_max_depth(grammar: Grammar, max_depth: int, max_len: int | None = None
     Computed from the grammar alone (a few table passes per depth level), not by sampling.
     """
     src = grammar.source
-    if isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer)) or max_depth < 1:
-        raise GrammarError(f"max_depth must be a whole number >= 1, got {max_depth!r}")
+    whole_number("max_depth", max_depth, 1, error=GrammarError)
     cap = MAX_PROGRAM_TOKENS
     longest, shortest, _ = _depth_summary(grammar, int(max_depth), cap)
     if shortest is None:
@@ -351,8 +351,7 @@ def sample_programs(n: int, grammar: Grammar | None = None, seed: int = 0, max_d
     """
     grammar = grammar or curi_grammar()
     max_depth = grammar.max_depth if max_depth is None else max_depth
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be a whole number >= 0, got {n!r}")
+    whole_number("n", n, 0, error=ValueError)
     if retries not in RETRIES:
         raise ValueError(f"retries must be one of {', '.join(map(repr, RETRIES))}, got {retries!r}")
     if retries == "local" and not (isinstance(max_depth, (int, np.integer)) and max_depth >= 2):

@@ -47,7 +47,8 @@ from .objects import (CHANNEL_ATTRIBUTES, OBJECT_COLORS, RING_STYLES, SHAPE_MARK
                       value_styles)
 from .registry import FigureInputs, figures, write_figures
 from .results import (ENTROPIES, ENTROPY_LABELS, GAP_PARTS_ORDER_ORACLES, PART_STYLES, comp_gap_data, entropy_data,
-                      gap_parts_data, ladder_data, plot_comp_gap, plot_entropies, plot_gap_parts, plot_ladder)
+                      gap_parts_data, ladder_data, plot_comp_gap, plot_entropies, plot_gap_parts, plot_ladder,
+                      write_ladder_figures)
 from .space import ATTRIBUTE_TITLES, plot_scene_properties, plot_synonym_classes, scene_property_data, synonym_data
 from .style import (FALLBACK_FONTS, LEARNER_COLORS, LEARNER_NAMES, METRIC_LABELS, MINUS, SPLIT_NAMES, bootstrap_mean,
                     fallback_fonts, figure_of, figure_style, learner_color, learner_label, split_label, split_order)

@@ -17,7 +17,6 @@ the episode view (:mod:`.figure_set`).
 """
 from __future__ import annotations
 
-import json
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # built directly: no pyplot state, works under any (or no) display
@@ -25,6 +24,7 @@ from matplotlib.figure import Figure  # built directly: no pyplot state, works u
 from ..engine.rendered import find_rendered_bank
 from ..modalities import modalities
 from ..oracles import OracleSettings, strong_and_weak
+from ..results import get_attr
 from ..scenes.grid import render_grids
 from ..scenes.schema import GENERATOR_LABELS
 from .objects import draw_objects, draw_objects_at, glyphs_repeat, legend_handles, object_grid, scene_styles
@@ -431,7 +431,7 @@ def oracles_for(space, split, results=None):
     (``attrs["oracle_settings"]``), else the defaults."""
     settings = None
     if results is not None and "oracle_settings" in results.attrs:
-        settings = OracleSettings(**json.loads(results.attrs["oracle_settings"]))
+        settings = OracleSettings(**get_attr(results, "oracle_settings"))
     return strong_and_weak(space, split, settings)
 
 

@@ -482,3 +482,23 @@ def plot_ladder(profile, negatives: str = "hard", correlations=None, published=N
             d["panel"] = "models"
             data = pd.concat([data, d], ignore_index=True)
     return axes if two else axes[0], data
+
+
+def write_ladder_figures(rows, negatives, correlations, published, folder) -> list:
+    """``ladder_<negatives>.png``, ``.pdf`` and ``.csv`` (:func:`plot_ladder` and its numbers)
+    into ``folder`` (created), one set per negatives; returns the picture paths written."""
+    from pathlib import Path
+    from .style import figure_of
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for neg in negatives:
+        drawn, data = plot_ladder(rows, neg, correlations.get(neg), published)
+        fig = figure_of(drawn)
+        for fmt in ("png", "pdf"):
+            path = out / f"ladder_{neg}.{fmt}"
+            fig.savefig(path, dpi=150 if fmt == "png" else None, format=fmt,
+                        metadata={"CreationDate": None} if fmt == "pdf" else {"Software": None})
+            written.append(str(path))
+        data.to_csv(out / f"ladder_{neg}.csv", index=False)
+    return written

@@ -21,8 +21,14 @@ Built in, from the bottom of the ladder to the top:
 >>> learner = rung_learner("learned_prior", space, split, OracleSettings(), alpha=10.0)   # doctest: +SKIP
 >>> learner.evaluate(episodes)["ap"]                                                       # doctest: +SKIP
 """
-from .rung import (LADDER_ORDER, Rung, RungError, check_rung, parse_rung_text, rung_label, rung_learner, rungs,
-                   strong_concepts)
+from .rung import (Rung, RungError, check_rung, default_rungs, ladder_order, oracle_names, parse_rung_text,
+                   readme_columns, rung_label, rung_learner, rungs, strong_concepts)
 
 __all__ = ["Rung", "RungError", "rungs", "rung_learner", "check_rung", "rung_label", "strong_concepts",
-           "parse_rung_text", "LADDER_ORDER"]
+           "parse_rung_text", "ladder_order", "default_rungs", "oracle_names", "readme_columns", "LADDER_ORDER"]
+
+
+def __getattr__(name):
+    if name == "LADDER_ORDER":  # the registered rungs' positions, read when asked for
+        return ladder_order()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -690,7 +690,8 @@ rungs.register("learned_prior", Rung(
     "p(a, o) proportional to (n_a + alpha/|A|)(n_o + alpha/|O|), factors normalised per role, a primitive its "
     "one factor; ConceptWorld: the same per family (theta0 uniform over families) times the same per n for "
     "family instances",
-    _build("learned_prior", "unigram"), knobs=dict(_KNOBS), applies=applies, check_knob=check_alpha))
+    _build("learned_prior", "unigram"), knobs=dict(_KNOBS), applies=applies, check_knob=check_alpha, position=70, default=True,
+    columns=("learned_prior[alpha=1]", "learned_prior[alpha=100]")))
 
 rungs.register("learned_prior_parent", Rung(
     "learned_prior_parent", "every concept, with rule (or token) probabilities learned per parent rule (or token) "
@@ -703,4 +704,5 @@ rungs.register("learned_prior_parent", Rung(
     "slot, class): theta_{t|c} = (n_{c,t} + alpha*theta0_t) / (n_c + alpha), a context never seen in training "
     "keeping theta0. Pair spaces: a pair's object conditioned on its attribute, "
     "(n_{a,o} + alpha/|O|)/(n_a + alpha); ConceptWorld: a family instance's n conditioned on its family",
-    _build("learned_prior_parent", "parent"), knobs=dict(_KNOBS), applies=applies, check_knob=check_alpha))
+    _build("learned_prior_parent", "parent"), knobs=dict(_KNOBS), applies=applies, check_knob=check_alpha, position=80, default=True,
+    columns=("learned_prior_parent[alpha=1]",)))

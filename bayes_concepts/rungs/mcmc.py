@@ -510,4 +510,4 @@ rungs.register("mcmc", Rung(
     MCMC_DEFINITION, _build,
     knobs={"n": (1000, "chain steps per episode (the budget; the hypotheses are the distinct concepts visited)"),
            "seed": (0, "seed of the chains (each episode's from the seed, its cell and its index)")},
-    applies=applies, check_knob=check_knob))
+    applies=applies, check_knob=check_knob, position=60))

@@ -41,7 +41,8 @@ def _oracle_rung(name, concepts_of):
 rungs.register("memoriser", Rung(
     "memoriser", "the training concepts only (the weak oracle)",
     "knows exactly the split's training concepts, with the oracles' prior over them",
-    _oracle_rung("memoriser", memoriser_concepts)))
+    _oracle_rung("memoriser", memoriser_concepts),
+    position=0, default=True, oracle="weak", columns=("memoriser",)))
 
 rungs.register("compound", Rung(
     "compound", "recombiner: every concept whose atoms and compounds all occur in training concepts",
@@ -49,22 +50,26 @@ rungs.register("compound", Rung(
     "compounds (parent-child sub-trees; a pair's attribute-object pair; ConceptWorld's definition edges) all "
     "occur in some training concept",
     _oracle_rung("compound", lambda space, split: nested_concepts(space, split,
-                                                                 structure=space_structure(space))["compound"])))
+                                                                 structure=space_structure(space))["compound"]),
+    position=10, default=True, oracle="compound", columns=("compound",)))
 
 rungs.register("atom", Rung(
     "atom", "recombiner: every concept whose atoms all occur in training concepts",
     "knows every concept of the strong oracle whose atoms all occur in some training concept (pairs: every "
     "pair whose attribute and object were both seen)",
     _oracle_rung("atom", lambda space, split: nested_concepts(space, split,
-                                                             structure=space_structure(space))["atom"])))
+                                                             structure=space_structure(space))["atom"]),
+    position=20, default=True, oracle="atom", columns=("atom",)))
 
 rungs.register("bounded_length", Rung(
     "bounded_length", "the strong oracle's concepts no longer than the longest training concept",
     "knows every concept of the strong oracle whose description length is at most the longest training "
     "concept's (a learner that never composes deeper than it was shown)",
-    _oracle_rung("bounded_length", bounded_length_concepts)))
+    _oracle_rung("bounded_length", bounded_length_concepts),
+    position=30, default=True, columns=("bounded_length",)))
 
 rungs.register("strong", Rung(
     "strong", "every concept of the split (the strong oracle)",
     "knows every concept of the split (train and test), with the oracles' prior",
-    _oracle_rung("strong", lambda space, split: strong_concepts(split))))
+    _oracle_rung("strong", lambda space, split: strong_concepts(split)),
+    position=1000, default=True, oracle="strong"))

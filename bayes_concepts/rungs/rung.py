@@ -10,7 +10,7 @@ from ..errors import BayesConceptsError
 from ..registry import Registry
 
 __all__ = ["Rung", "RungError", "rungs", "rung_learner", "check_rung", "rung_label", "strong_concepts",
-           "parse_rung_text", "LADDER_ORDER", "whole_number", "budget_problem", "seed_problem", "alpha_problem",
+           "parse_rung_text", "ladder_order", "default_rungs", "oracle_names", "readme_columns", "whole_number", "budget_problem", "seed_problem", "alpha_problem",
            "checked_knobs", "first_episode_index"]
 
 
@@ -32,7 +32,15 @@ class Rung:
     the oracles' results) and ``fit``/``predict_proba``; its ``name`` is set by
     :func:`rung_learner`.  knobs: knob name -> (default, one-line help); only these are
     accepted.  ``applies(space)`` -> None, or the reason the rung cannot apply to that kind of
-    space (one line).  ``check_knob(name, value)`` -> None or the reason a value is refused."""
+    space (one line).  ``check_knob(name, value)`` -> None or the reason a value is refused.
+
+    Where it stands on the ladder, declared here and nowhere else: ``position`` (bottom first;
+    None: after the positioned rungs, before ``strong``, in the order given), ``default`` (in the
+    ladder scored when no rungs are named: :func:`default_rungs`), ``oracle`` (the learner of
+    :func:`~bayes_concepts.gap.compute_gap` it is, whose numbers the ladder reuses: ``weak``,
+    ``strong``, ``atom``, ``compound``; None) and ``columns`` (its columns in the README's ladder
+    tables, e.g. ``("sampling[n=100]", ...)``: :func:`readme_columns`).  A new default rung is one
+    module and one registration with ``default=True``."""
 
     name: str
     summary: str
@@ -41,15 +49,38 @@ class Rung:
     knobs: dict = field(default_factory=dict)
     applies: Callable = _always
     check_knob: Callable | None = None
+    position: float | None = None
+    default: bool = False
+    oracle: str | None = None
+    columns: tuple = ()
 
 
 rungs = Registry("rung", builtins=("bayes_concepts.rungs.oracle_rungs", "bayes_concepts.rungs.learned_prior",
                                    "bayes_concepts.rungs.sampling", "bayes_concepts.rungs.mcmc"))
 
-#: where each built-in rung sits on the ladder, bottom first (others go after these, before
-#: ``strong``, in registration order)
-LADDER_ORDER = ("memoriser", "compound", "atom", "bounded_length", "sampling", "sampling_learned", "mcmc",
-                "learned_prior", "learned_prior_parent", "strong")
+def ladder_order() -> tuple:
+    """The rungs that declare a position, bottom first (the others go after these, before
+    ``strong``, in the order given)."""
+    placed = [(r.position, name) for name, r in rungs.items() if r.position is not None]
+    return tuple(name for _, name in sorted(placed))
+
+
+def default_rungs() -> tuple:
+    """The ladder scored when no rungs are named: the rungs registered with ``default=True``, in
+    ladder order."""
+    order = ladder_order()
+    chosen = [name for name, r in rungs.items() if r.default]
+    return tuple(sorted(chosen, key=lambda n: (order.index(n) if n in order else len(order) - 1, n == "strong")))
+
+
+def oracle_names() -> dict:
+    """``{rung: learner}`` for the rungs that are oracles compute_gap scores itself."""
+    return {name: r.oracle for name, r in rungs.items() if r.oracle is not None}
+
+
+def readme_columns() -> tuple:
+    """The README's ladder columns, rung by rung in ladder order (each rung's ``columns``)."""
+    return tuple(c for name in ladder_order() for c in rungs.get(name).columns)
 
 
 def whole_number(value) -> int | None:

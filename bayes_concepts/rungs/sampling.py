@@ -291,10 +291,11 @@ _SEED = (0, "seed of the draws (each episode's from the seed, its cell and its i
 
 rungs.register("sampling", Rung(
     "sampling", "a learner that considers only n hypotheses drawn from the oracles' prior per episode",
-    SAMPLING_DEFINITION, _build_sampling, knobs={"n": _BUDGET, "seed": _SEED}, check_knob=check_knob))
+    SAMPLING_DEFINITION, _build_sampling, knobs={"n": _BUDGET, "seed": _SEED}, check_knob=check_knob, position=40, default=True,
+    columns=("sampling[n=100]", "sampling[n=1000]", "sampling[n=10000]")))
 
 rungs.register("sampling_learned", Rung(
     "sampling_learned", "a learner that considers only n hypotheses drawn from the learned prior per episode",
     SAMPLING_LEARNED_DEFINITION, _build_sampling_learned,
     knobs={"n": _BUDGET, "seed": _SEED, "alpha": (1.0, "the learned prior's concentration (> 0)")},
-    applies=_learned_applies, check_knob=check_knob))
+    applies=_learned_applies, check_knob=check_knob, position=50))

@@ -19,5 +19,17 @@ from .extension_space import Description, ExtensionSpace, ExtensionSpaceError, V
 from .hypothesis_space import PRESETS, HypothesisSpace
 from .space_index import SpaceIndex
 
-__all__ = ["ConceptSpace", "SpaceIndex", "SpaceCapabilityError", "SpaceError", "space_kinds", "load_space",
+
+def build_space(preset: str, **options):
+    """The space of preset ``preset`` (a name of :data:`PRESETS`, the one registry of presets,
+    the suites' and installed ones alike): its own ``make(**options)`` where it has one (SHJ's,
+    ConceptWorld's, a plugin's), else :meth:`HypothesisSpace.build` with its parameters and
+    ``options`` (``samples=...``, ``seed=...``)."""
+    entry = PRESETS.get(preset)
+    if entry.make is not None:
+        return entry.make(**options)
+    return HypothesisSpace.build(preset, **options)
+
+
+__all__ = ["build_space", "ConceptSpace", "SpaceIndex", "SpaceCapabilityError", "SpaceError", "space_kinds", "load_space",
            "HypothesisSpace", "ExtensionSpace", "Description", "Vocabulary", "ExtensionSpaceError", "PRESETS"]

@@ -29,6 +29,7 @@ from ..lot.grammar import Grammar, curi_grammar, load_grammar
 from ..lot.program import Program
 from ..lot.rejection import rejection_reason
 from ..lot.sampler import sample_programs
+from ..presets import PRESETS, Preset, PresetRegistry, ProgramSource, preset_params, program_sources  # noqa: F401
 from ..registry import Registry
 from ..resources import data_file
 from ..scenes import (SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_clevr_scenes, sample_scenes,
@@ -62,57 +63,8 @@ FILTER_BOUNDS = ("closed", "open")
 
 
 # ------------------------------------------------------------------ presets and program sources
-@dataclass(frozen=True)
-class Preset:
-    """A named set of build parameters: ``space build OUT --preset NAME``.
-
-    summary: one line for help texts.  params: the build parameters of a space of sampled
-    programs (:meth:`HypothesisSpace.build <bayes_concepts.spaces.hypothesis_space.HypothesisSpace.build>`),
-    over :data:`DEFAULTS`.  (A benchmark whose space is not sampled programs registers its
-    build with the command line instead: :data:`bayes_concepts.options.preset_builds`.)
-    """
-
-    summary: str
-    params: Mapping = field(default_factory=dict)
-
-
-#: Named build settings, registered by the benchmark suites (:mod:`bayes_concepts.suites`):
-#: ``demo`` builds in seconds and is what ``make demo`` and the tests use; ``paper`` is CURI's
-#: scale; ``PRESETS["paper"]`` is a preset's parameters.
-class PresetRegistry(Registry):
-    """The registry of presets; ``PRESETS[name]`` is the parameters of a sampled-program preset."""
-
-    def __getitem__(self, name: str) -> dict:
-        return dict(self.get(name).params)
-
-
-PRESETS = PresetRegistry("preset", builtins=("bayes_concepts.suites:presets",))
-
-
-def preset_params(name: str | None) -> dict:
-    """The build parameters of preset ``name`` (``{}`` for None)."""
-    return {} if name is None else dict(PRESETS.get(name).params)
-
-
-@dataclass(frozen=True)
-class ProgramSource:
-    """Programs a benchmark adds to a build whose parameters ask for them.
-
-    params: the build options it reads, with their defaults (None: off); they are recorded
-    in a space's manifest only when set.  programs: ``programs(grammar, p)`` -> a tuple of
-    ``(Program, log-prob)`` for resolved parameters ``p`` (empty when its options are off).
-    stage: the build's stage count of the programs it added.  describe: ``describe(p, added)``
-    -> the build's log line.
-    """
-
-    params: Mapping
-    programs: Callable
-    stage: str
-    describe: Callable
-
-
-#: name -> :class:`ProgramSource`; the benchmark suites register theirs
-program_sources = Registry("source of build programs", builtins=("bayes_concepts.suites:presets",))
+# Preset, PRESETS, preset_params, ProgramSource and program_sources live in bayes_concepts.presets
+# (light: the command line reads them while building its parser); named here as before.
 
 
 def _source_defaults() -> dict:
@@ -123,6 +75,8 @@ def resolve_params(preset=None, **given) -> dict:
     """Build parameters: ``given`` values that are not None, else the preset's, else DEFAULTS."""
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r} (expected one of {', '.join(PRESETS.names())})")
+    if preset is not None and PRESETS.get(preset).make is not None:
+        raise ValueError(f"preset {preset!r} builds its own space, not sampled programs: build_space({preset!r})")
     p = dict(DEFAULTS)
     p.update(_source_defaults())
     p.update(preset_params(preset))

@@ -121,10 +121,10 @@ every concept).  Checks that need the space (tokens, programs, emptiness) run in
 from .split import Split, SplitSpecError
 from .spec import (SplitRule, SplitRuleError, alpha_normal_tokens, default_splits_dir, find_alpha_equivalent,
                    load_spec, split_rules)
-from .make import (ITEM_SETS, by_set, encode_item_sets, item_sets, side_items, side_space, curi_splits, domain_independent_specs, is_curi_grammar, load_splits, make_split, make_splits,
+from .make import (ITEM_SETS, by_set, encode_item_sets, item_sets, side_items, side_space, curi_splits, domain_independent_specs, is_curi_grammar, load_splits, make_split, make_splits, space_splits,
                    spec_files, split_from_predicate, split_stats, splits_json, splits_table)
 
-__all__ = ["Split", "SplitSpecError", "load_spec", "make_split", "make_splits", "curi_splits", "load_splits",
+__all__ = ["Split", "SplitSpecError", "load_spec", "make_split", "make_splits", "curi_splits", "load_splits", "space_splits",
            "domain_independent_specs",
            "find_alpha_equivalent", "alpha_normal_tokens",
            "is_curi_grammar", "split_rules", "SplitRule", "SplitRuleError", "spec_files",

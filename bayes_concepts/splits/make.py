@@ -439,3 +439,13 @@ def splits_json(space, splits) -> dict:
         if by_set(split):
             out[split.name]["items"] = {"rule": "by-set", "test_items": int(len(side_items(space, split, "test")))}
     return {"splits": out}
+
+
+def space_splits(space, names=None, specs=None) -> dict:
+    """The space's own splits (CURI's nine on a CURI-grammar space, its saved split specs) and
+    the splits of the spec files ``specs``: ``names`` of them in that order, or all."""
+    specs = list(specs or ())
+    given = {Path(s).resolve() for s in specs if not isinstance(s, dict)}
+    # the split specs a space was saved with (space from-pairs writes DIR/splits/*.toml)
+    specs += [str(p) for p in space.spec_paths().values() if p.resolve() not in given]
+    return load_splits(space, names, specs)

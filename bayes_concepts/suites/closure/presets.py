@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ...lot.program import Program
-from ...spaces.build import PRESETS, Preset, ProgramSource, program_sources
-from .clevr_templates import clevr_concepts
-from .families import family_concepts
+from ...presets import PRESETS, Preset, ProgramSource, program_sources
 
 #: Concepts of each of CLEVR's question templates in the ``clevr`` preset (one question each,
 #: or one per answer of a query or count question).
@@ -25,6 +22,9 @@ def _closure_family_programs(grammar, per_family: int, per_template: int | None 
     """``((program, log-prob), ...)`` of CLOSURE's families, then of CLEVR's question templates
     (``per_template`` of each; none for None), under ``grammar``, each once (parsed and scored
     once per process: the inside algorithm on ~20,000 long programs takes seconds)."""
+    from ...lot.program import Program
+    from .clevr_templates import clevr_concepts
+    from .families import family_concepts
     texts = [t for ts in family_concepts(None, per_family, 0).values() for t in ts]
     if per_template:
         texts += [t for ts in clevr_concepts(None, per_template, 0).values() for t in ts]

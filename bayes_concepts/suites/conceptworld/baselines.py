@@ -49,6 +49,7 @@ from .generate import sample_scene
 from ...errors import BayesConceptsError
 from ...learners.grid_nets import grid_nets, make_grid_net, parameter_count
 from ...scenes.grid import EMPTY, render_grids
+from ...params import whole_number
 
 __all__ = ["BaselineError", "SEED_EXPERIMENTS", "SEED_MODEL_NAMES", "BaselineSettings", "QUICK_SETTINGS",
            "FULL_SETTINGS", "ExperimentData", "BaselineResults", "experiment_data", "grid_images", "space_images",
@@ -156,8 +157,7 @@ class BaselineSettings:
                 or not 0 < self.val_fraction < 1:
             raise BaselineError(f"BaselineSettings.val_fraction must be in (0, 1), got {self.val_fraction!r}")
         for name, v in (("epochs", self.epochs), ("patience", self.patience)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise BaselineError(f"BaselineSettings.{name} must be a whole number >= 1, got {v!r}")
+            whole_number(name, v, 1, error=BaselineError, prefix="BaselineSettings.")
         lo, hi = self.noise
         if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi):
             raise BaselineError(f"BaselineSettings.noise must be (lo, hi) whole numbers, 0 <= lo <= hi, got "
@@ -443,8 +443,7 @@ def run_baselines(learners=("mlp", "cnn", "resnet18", "wren", "predinet"), exper
             raise BaselineError(f"no grid net {name!r} (there are {', '.join(grid_nets.names())})")
     for e in experiments:
         _experiment(e)
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise BaselineError(f"run_baselines: jobs must be a whole number >= 1, got {jobs!r}")
+    whole_number("jobs", jobs, 1, error=BaselineError, prefix="run_baselines: ")
     tasks = [(m, e, sd) for e in experiments for sd in seeds for m in learners]
     nets = {}
     if jobs == 1:

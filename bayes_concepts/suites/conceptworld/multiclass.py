@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .definitions import DefinitionsError
+from ...params import whole_number
 
 __all__ = ["multiclass_accuracy", "format_multiclass"]
 
@@ -66,8 +67,7 @@ def multiclass_accuracy(space, split, learners: dict, shots: int = 5, queries: i
     ``note`` saying why."""
     for name, v, least in (("shots", shots, 1), ("queries", queries, 1), ("n_episodes", n_episodes, 1),
                            ("n_boot", n_boot, 1)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
-            raise DefinitionsError(f"multiclass_accuracy: {name} must be a whole number >= {least}, got {v!r}")
+        whole_number(name, v, least, error=DefinitionsError, prefix="multiclass_accuracy: ")
     test = [int(i) for i in np.asarray(split.test)]
     own = _class_scenes(space, test) if test else []
     need = int(shots) + int(queries)

@@ -1,14 +1,17 @@
 """ConceptWorld's four experiments as protocols (``conceptworld-productivity``, ``-boxworld``, ``-scaling``, ``-substitution``)."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...oracles import OracleSettings
 from ...protocols import Protocol, Suggestion, protocols
+from ...results import declare_attribute, get_attr, set_attrs
 from ...splits import SplitSpecError
+
+declare_attribute("multiclass", "json", "ConceptWorld protocols: split -> the strong and the weak oracle's accuracy at "
+                                        "telling which of the condition's concepts a scene shows")
 
 
 @dataclass(frozen=True)
@@ -42,13 +45,6 @@ class ConceptWorldProtocol(Protocol):
     def spec_files(self) -> list:
         return []
 
-    def compute_gap(self, space, names=None, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0,
-                    progress: bool = False, splits=None, **overrides):
-        """:meth:`Protocol.compute_gap`, with the multi-class accuracy of :meth:`annotate`."""
-        splits = self.splits(space, names) if splits is None else splits
-        ds = super().compute_gap(space, names, negatives, n_episodes, seed, progress, splits, **overrides)
-        return self.annotate(space, splits, ds, overrides.get("settings", self.settings), seed, n_episodes)
-
     def annotate(self, space, splits, ds, settings: OracleSettings | None = None, seed: int = 0,
                  n_episodes: int | None = None):
         """The seed's multi-class form beside the binary gap: per split, the strong and the weak
@@ -62,7 +58,7 @@ class ConceptWorldProtocol(Protocol):
         for name, split in splits.items():
             strong, weak = strong_and_weak(space, split, settings or self.settings)
             out[name] = multiclass_accuracy(space, split, {"strong": strong, "weak": weak}, n_episodes=n, seed=seed)
-        ds.attrs["multiclass"] = json.dumps(out, sort_keys=True)
+        set_attrs(ds, multiclass=out)
         return ds
 
     def splits(self, space, names=None) -> dict:
@@ -99,7 +95,7 @@ class ConceptWorldProtocol(Protocol):
             lines.append(f"  {model:<22}" + "".join(cells))
         if "multiclass" in ds.attrs:
             from .multiclass import format_multiclass
-            lines.append(format_multiclass(json.loads(ds.attrs["multiclass"])))
+            lines.append(format_multiclass(get_attr(ds, "multiclass")))
         return "\n".join(lines)
 
 

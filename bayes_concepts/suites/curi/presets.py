@@ -5,7 +5,7 @@ sampler with local retries and release depth 5 -- no nonterminal deeper than 4 -
 bins 0..7 and the open filter boundaries, > 10 scenes and < 10 %)."""
 from __future__ import annotations
 
-from ...spaces.build import PRESETS, Preset
+from ...presets import PRESETS, Preset
 
 PRESETS.register("demo", Preset("CURI's language at a demo scale (200,000 samples, 100,000 scenes; seconds)",
                                 dict(samples=200_000, scenes=100_000, scene_sampler="clevr")))

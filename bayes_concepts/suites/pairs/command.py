@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from ...errors import BayesConceptsError
-from ...options import LazyChoices, command, command_group, episode_shape, episode_shape_option, lazy_registry, whole
+from ...command_registry import command, command_group
+from ...options import LazyChoices, lazy_registry, whole
+from ...run_args import episode_shape, episode_shape_option
 
 
 def _from_pairs_arguments(p):

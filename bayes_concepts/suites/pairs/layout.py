@@ -149,6 +149,7 @@ from pathlib import Path
 
 from ...errors import BayesConceptsError
 from ...text_files import read_text
+from ...params import whole_number
 
 PAIR_FILES = ("train_pairs.txt", "val_pairs.txt", "test_pairs.txt")
 SIDES = ("train", "val", "test")
@@ -627,9 +628,8 @@ def read_pairs_layout(items, pairs_dir, items_per_pair: int | None = None, unlis
     if (items is None) == (items_per_pair is None):
         raise PairsLayoutError("give either the items (a file or an image folder) or items_per_pair, not "
                                + ("both" if items is not None else "neither"))
-    if items_per_pair is not None and (isinstance(items_per_pair, bool) or not isinstance(items_per_pair, int)
-                                       or items_per_pair < 1):
-        raise PairsLayoutError(f"items_per_pair must be a whole number >= 1, got {items_per_pair!r}")
+    if items_per_pair is not None:
+        whole_number("items_per_pair", items_per_pair, 1, error=PairsLayoutError)
     pairs_dir = Path(pairs_dir)
     items = None if items is None else Path(items)
     if items is not None and not items.exists():

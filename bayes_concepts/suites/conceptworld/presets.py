@@ -1,12 +1,14 @@
-"""ConceptWorld's ``space build --preset conceptworld``: every concept of its definitions file up
-to a depth, over grid scenes generated from them."""
+"""ConceptWorld's preset ``conceptworld``: every concept of its definitions file up to a depth, over
+grid scenes generated from them (``bc.build_space("conceptworld")``, ``space build --preset
+conceptworld``)."""
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
 from ...errors import BayesConceptsError
-from ...options import PresetBuild, log_line, nothing_written, preset_builds
+from ...presets import PRESETS, Preset
+from ...terminal import log_line, nothing_written
 
 
 def _space_build_conceptworld(args) -> int:
@@ -54,9 +56,18 @@ def _definitions_argument(p):
                         "hypotheses/conceptworld/concepts.toml's format), checked whole before the build")
 
 
-preset_builds.register("conceptworld", PresetBuild(
+def _make(seed: int = 0, depth: int | None = None, per_concept: int | None = None, definitions=None, log=None):
+    """The ConceptWorld space from Python (the defaults of ``space build --preset conceptworld``)."""
+    from .space import DEFAULTS, conceptworld_space
+    per = per_concept or DEFAULTS["per_concept"]
+    return conceptworld_space(depth=depth or DEFAULTS["depth"], per_concept=per,
+                              broken_per_concept=min(DEFAULTS["broken_per_concept"], per), seed=seed,
+                              definitions=definitions, log=log)
+
+
+PRESETS.register("conceptworld", Preset(
     summary="every concept of ConceptWorld's definitions file (hypotheses/conceptworld/concepts.toml) up to "
             "--max-depth (default 7) over grid scenes generated from them (--scenes per concept, default 40), for "
             "the protocols conceptworld-productivity, -boxworld, -scaling and -substitution",
-    build=_space_build_conceptworld, add_arguments=_definitions_argument,
+    make=_make, cli_build=_space_build_conceptworld, add_arguments=_definitions_argument,
     options=(("--definitions", "definitions", "ConceptWorld's definitions file"),)))
