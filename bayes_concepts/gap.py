@@ -325,7 +325,7 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
     Results with the atom and compound oracles (``compute_gap(..., parts=True)``) add ``atom``
     and ``compound`` (their means, as ``strong``) and ``parts`` (:func:`gap_parts`)."""
     rows = []
-    info = json.loads(ds.attrs.get("learners", "{}"))
+    info = get_attr(ds, "learners", {})
     learners_here = [str(x) for x in ds.learner.values.tolist()]
     has_parts = all(lr in learners_here for lr in NESTED_ORACLES)
     for split in ds.split.values.tolist():

@@ -212,7 +212,7 @@ def ladder_summary(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0, solved_wit
     (:func:`ladder_profile`'s ``models``), which ``solved_at`` never names."""
     labels = _ladder_labels(ds)
     models = _ladder_models(ds)
-    info = json.loads(ds.attrs.get("learners", "{}"))
+    info = get_attr(ds, "learners", {})
     rows = []
     for split in ds.split.values.tolist():
         for neg in ds.negatives.values.tolist():
