@@ -139,7 +139,9 @@ def main(argv=None) -> int:
                             "argv": sys.argv[1:] if argv is None else argv, "space": args.space,
                             "space_manifest_sha256": space.manifest_sha256(),
                             "test_bank_scenes": int(space.test_bank.n_scenes),
-                            "test_bank_ranking": "every test-bank scene (the question's domain not applied)",
+                            "test_bank_ranking": "the scorer's at the recorded commit (the whole bank before the ranking over "
+                                                 "each question's domain landed, the domain after); in_domain "
+                                                 "scores both",
                             "model": args.model, "seed": args.seed, "steps": history["steps"],
                             "episodes_trained": history["episodes"], "lr": args.lr, "batch_episodes": args.batch,
                             "schedule": args.schedule, "negatives": args.negatives, "best_step": history["best_step"], "val_episodes": args.val_episodes,
