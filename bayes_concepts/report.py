@@ -36,7 +36,7 @@ from .errors import BayesConceptsError
 from .params import RUN_PARAMS, Interval, run_given, validate_params
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import episode_shapes
-from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed
+from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed, ci_text
 from .gap_cells import draw_cell
 from .oracles import OracleSettings, strong_and_weak
 from .plots import plot_episode, plot_gap_parts
@@ -136,7 +136,7 @@ def _ci(df, row, key) -> str:
     m, lo, hi = (row.get(f"{key}{s}") for s in ("", "_lo", "_hi"))
     if m is None or not np.isfinite(m):
         return "–"
-    return f"{m:.1f} [{lo:.1f}, {hi:.1f}]"
+    return f"{m:.1f} {ci_text(lo, hi)}"
 
 
 def _cells(df: pd.DataFrame) -> tuple:
@@ -292,7 +292,8 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
     data = df.copy()
     data["label"] = [split_label(s) for s in data["split"]]
     groups = list(dict.fromkeys(data[hue])) if hue else [None]
-    palette = dict(zip(groups, sns.color_palette("deep", max(3, len(groups)))))
+    from .plots.style import category_colors
+    palette = dict(zip(groups, category_colors(max(3, len(groups)))))
     with figure_style():
         fig, ax = _axes(ax)
         for g in groups:
@@ -316,43 +317,13 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
                     + [c for c in (f"{gap}_lo", f"{gap}_hi") if c in data]].reset_index(drop=True)
 
 
-def _place_labels(ax, xs, ys, labels, right_of: float, fontsize: float = 8.0):
-    """Label each point so that no label overprints another label or a point: candidate
-    places right/left and above/below the point are tried, then places further down, and
-    the first free one is taken (boxes estimated from the font size, in points).  Points
-    right of ``right_of`` try their left side first."""
-    scale = 72.0 / ax.figure.dpi  # display pixels -> points
-    pts = ax.transData.transform(np.column_stack([xs, ys])) * scale
-    h = fontsize * 1.2
-    markers = [(px - 4, py - 4, px + 4, py + 4) for px, py in pts]
-    placed = []
-
-    frame = ax.get_window_extent().get_points() * scale  # the axes, in points: labels stay inside
-
-    def free(box):
-        inside = box[0] >= frame[0, 0] and box[2] <= frame[1, 0] and box[1] >= frame[0, 1] and box[3] <= frame[1, 1]
-        return inside and all(box[2] <= b[0] or box[0] >= b[2] or box[3] <= b[1] or box[1] >= b[3]
-                              for b in placed + markers)
-
-    done = set()
-    for j in np.argsort(-np.asarray(ys), kind="stable"):
-        px, py = pts[j]
-        key = (labels[j], round(px), round(py))
-        if key in done:  # the same label at the same place (e.g. Instance IID of two benchmarks): once
-            continue
-        done.add(key)
-        w = 0.55 * fontsize * len(labels[j])
-        sides = (-1, 1) if xs[j] > right_of else (1, -1)
-        tries = [(side, dy) for dy in (2, -h - 2) for side in sides]
-        tries += [(side, -h - 2 - k * h) for k in range(1, 8) for side in sides]
-        for side, dy in tries + [(sides[0], 2)]:
-            x_left = px + 5 if side > 0 else px - 5 - w
-            box = (x_left, py + dy, x_left + w, py + dy + h)
-            if free(box):
-                break
-        placed.append(box)
-        ax.annotate(labels[j], (xs[j], ys[j]), xytext=(5 if side > 0 else -5, dy), textcoords="offset points",
-                    fontsize=fontsize, ha="left" if side > 0 else "right", va="bottom")
+def _place_labels(ax, xs, ys, labels, right_of: float = None, fontsize: float = 8.0):
+    """Label each point beside it, off the other labels and the points
+    (:func:`bayes_concepts.plots.labels.annotate_points`; the highest points first).
+    ``right_of`` is kept for callers; the placement tries both sides of every point."""
+    from .plots.labels import annotate_points
+    order = list(np.argsort(-np.asarray(ys, float), kind="stable"))
+    annotate_points(ax, xs, ys, labels, order=order, fontsize=fontsize)
 
 
 def _gap_label(gap: str) -> str:
@@ -505,7 +476,7 @@ def _parts_blocks(reports) -> list:
         g = next(g for g in r["gap"] if g["negatives"] == "hard" and "parts" in g)
         p, sizes = g["parts"]["map"], r.get("oracle_sizes", {})
         rows.append([split_label(r["split"]), *(f"{g[lr]['map']:.1f}" for lr in ("weak", "compound", "atom", "strong")),
-                     *(f"{p[k]:.1f} [{p[k + '_ci'][0]:.1f}, {p[k + '_ci'][1]:.1f}]"
+                     *(f"{p[k]:.1f} {ci_text(*p[k + '_ci'])}"
                        for k in ("novel_arrangements", "novel_compounds", "novel_atoms")),
                      " / ".join(f"{sizes[k]:,}" for k in ("weak", "compound", "atom", "strong")) if sizes else "–"])
     blocks = [("h2", "The gap in parts"),
@@ -548,10 +519,10 @@ def _ladder_blocks(ladder_rows) -> list:
                     f"mAP gap to the strong oracle (percentage points); solved at: the lowest rung within "
                     f"{SOLVED_WITHIN:g} points of it."),
               ("table", ["split", *labels, "solved at"], table)]
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(8.5, 5.0), layout="constrained")
-    plot_ladder(rows, "hard", ax=fig.add_subplot())
-    blocks.append(("figure", "ladder", fig, "Each split's mAP on every rung of the ladder (hard negatives)."))
+    from .plots import figure_of
+    fig = figure_of(plot_ladder(rows, "hard")[0])
+    blocks.append(("figure", "ladder", fig, "Each split's mAP on the nested ladder (memoriser, compound, atom, strong "
+                   "oracle) and on the other rungs (hard negatives)."))
     return blocks
 
 

@@ -388,17 +388,19 @@ class Run(Settled):
         from .gap import summarise
         from .results import attrs_info
         keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share", "posterior_entropy",
-                "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom", "compound", "parts")
+                "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom", "compound", "parts",
+                "topup_share", "topup_negatives")
         rows = summarise(ds, n_boot=n_boot, seed=seed)
         return {**attrs_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]}
 
     def audit_lines(self, reports: list) -> list:
         """The audit of this run's splits (one split's in full, several as a table with their
         episodes' note) and the notes under it."""
-        from .gap import format_audit
+        from .gap import format_audit, topup_lines
         from .report import audit_frame, episode_note, format_audit_table
-        lines = ([format_audit(reports[0])] if len(reports) == 1
-                 else [format_audit_table(audit_frame(reports)), *episode_note(reports)])
+        lines = ([format_audit(reports[0])] if len(reports) == 1  # its table names the top-ups
+                 else [format_audit_table(audit_frame(reports)), *episode_note(reports),
+                       *topup_lines([g for r in reports for g in r["gap"]])])
         return lines + self.notes()
 
     def audit_footer(self, n_splits: int, n_episodes: int, seconds: float) -> str:
