@@ -360,7 +360,7 @@ def plot_gap_intervals(df: pd.DataFrame, ax=None, metric: str = "map") -> tuple:
         ax.set_yticks(np.arange(len(labels)), labels)
         ax.invert_yaxis()
         ax.set_xlabel(f"comp gap, {'mAP' if metric == 'map' else 'CBA'} (points, 95% interval)")
-        ax.legend(fontsize=8, loc="best")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # beside: off the bars
     return ax, data
 
 
@@ -373,8 +373,9 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
     figure.  ``episode_shape``: which concepts can fill an episode (an
     :class:`~bayes_concepts.episodes.EpisodeShape`, its dict or ``"P,N[,QP,QN]"`` text; None:
     the split spec's ``[episodes]`` table, else 5+20 each).  Returns ``(ax, data)``: ``data``
-    one row per atom or compound drawn, largest difference first: ``type`` (its name),
-    ``p_train`` and ``p_test`` (the bar lengths)."""
+    one row per atom or compound drawn, largest difference first (ties: the larger share
+    first, then by name): ``type`` (its name), ``p_train`` and ``p_test`` (the bar lengths);
+    ``data.attrs["tied_left_out"]``: how many more tie with the last one drawn (said on the axis)."""
     import seaborn as sns
 
     from .episodes import EpisodeShape
@@ -388,9 +389,14 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
         ids = split.ids(side)
         dist[side] = np.nan_to_num(side_distribution(counts, ids, episode_weights(space, ids, beta, shape.positives,
                                                                                   shape.query_positives)))
-    order = np.argsort(-np.abs(dist["test"] - dist["train"]), kind="stable")[:top]
+    diff = np.round(np.abs(dist["test"] - dist["train"]), 12)
+    # ties (many in a pair space) broken by the larger share, then the name -- not by which comes first
+    every = sorted(range(len(diff)), key=lambda j: (-diff[j], -(dist["train"][j] + dist["test"][j]), str(names[j])))
+    order = every[:top]
+    tied = sum(1 for j in every[top:] if diff[j] == diff[order[-1]]) if order and len(every) > top else 0
     data = pd.DataFrame({"type": [names[j] for j in order], "p_train": dist["train"][order],
                          "p_test": dist["test"][order]})
+    data.attrs["tied_left_out"] = int(tied)
     with figure_style():
         fig, ax = _axes(ax, (5.5, 0.32 * len(data) + 1.3))
         y = np.arange(len(data))
@@ -399,8 +405,9 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
         ax.barh(y + 0.2, data["p_test"], height=0.38, color=colours[1], label="test")
         ax.set_yticks(y, [t if len(t) <= 28 else t[:26] + "…" for t in data["type"]], fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlabel(f"share of {kind}s (episode-weighted)")
-        ax.legend(fontsize=8, loc="lower right")
+        ax.set_xlabel(f"share of {kind}s (episode-weighted)"
+                      + (f"\n{tied:,} more tied with the last shown, not drawn" if tied else ""))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # beside: off the bars
     return ax, data
 
 

@@ -93,3 +93,19 @@ def test_gap_json_carries_the_topup_share(small_space_dir, capsys):
     assert status == 0, err
     row = json.loads(out)["results"][0]
     assert 0.0 <= row["topup_share"] <= 1.0 and row["topup_negatives"] >= 0
+
+
+def test_the_stage_table_has_a_row_for_every_stage_the_build_recorded():
+    from bayes_concepts.commands.space import _stage_rows
+    stages = {"sampled": 100, "unique": 90, "after_rejection": 80, "closure_families_added": 5,
+              "clevr_templates_added": 7, "with_domain": 60, "after_firing_filter": 70, "synonym_classes": 50,
+              "test_bank": 1000}
+    rows = _stage_rows(stages)
+    assert sorted(k for k, _ in rows) == sorted(stages)  # none left out
+    labels = [lb for _, lb in rows]
+    assert labels.index("rejection rules") < labels.index("clevr templates added") < labels.index("firing filter")
+
+
+def test_the_clevr_build_counts_templates_apart_from_families(clevr_space):
+    st = clevr_space.stages
+    assert st["closure_families_added"] > 0 and st["clevr_templates_added"] > 0

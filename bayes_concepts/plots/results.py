@@ -419,6 +419,11 @@ def ladder_data(profile, negatives: str = "hard") -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _finite(x) -> bool:
+    """A number that is not NaN (a JSON copy of the correlations writes NaN as null)."""
+    return x is not None and bool(np.isfinite(x))
+
+
 def _models_axis_label(published, measure: str) -> str:
     """The models' own measure, as published, and which way is harder."""
     info = published.measures.get(measure)
@@ -524,7 +529,7 @@ def plot_ladder(profile, negatives: str = "hard", correlations=None, published=N
             if rung is None:
                 if n_cond >= MIN_RANKED:
                     finite = {lb: v["mean_model"]["spearman"] for lb, v in corr_rungs.items()
-                              if lb != "strong" and np.isfinite(v["mean_model"]["spearman"])}
+                              if lb != "strong" and _finite(v["mean_model"].get("spearman"))}
                 rung = max(finite, key=finite.get) if finite else rungs[0]
             if rung not in rungs:
                 raise ValueError(f"rung {rung!r} is not on this ladder ({', '.join(rungs)})")
@@ -543,15 +548,15 @@ def plot_ladder(profile, negatives: str = "hard", correlations=None, published=N
                 note = f"too few conditions to rank (n = {n_cond})"
             elif rho and rho.get("flat"):
                 note = "flat: every pair of splits within 2 standard errors, ranks nothing"
-            elif rho and (rho.get("direct_test") or np.isfinite(rho.get("spearman", np.nan))):
+            elif rho and (rho.get("direct_test") or _finite(rho.get("spearman"))):
                 note = ("Spearman ρ " if not rho.get("direct_test") else "") + rho_text(rho)
             else:
                 note = "ρ not computed"
             if chosen and finite:
-                head = f"rung {rung}, chosen: the highest ρ of the mean model"
+                head = f"rung {rung}\n(chosen: the highest ρ of the mean model)"
             elif chosen:
-                head = f"rung {rung} (none chosen: " + ("too few conditions" if n_cond < MIN_RANKED
-                                                       else "no rung ranks the splits") + "; the lowest rung shown)"
+                head = f"rung {rung}\n(none chosen: " + ("too few conditions" if n_cond < MIN_RANKED
+                                                         else "no rung ranks the splits") + "; the lowest rung)"
             else:
                 head = f"rung {rung}"
             c.set_xlabel(f"gap strong {MINUS} {rung} (mAP points)")
