@@ -306,8 +306,10 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
         ax.set_xlim(*xlim)
         ax.set_ylim(min(-4.0, float(np.nanmin(data[gap])) - 4), max(100.0, float(np.nanmax(data[gap])) + 4))
         keep = np.ones(len(data), bool) if labelled is None else np.asarray(labelled, bool)
+        bars = ((data[f"{gap}_lo"].to_numpy(float)[keep], data[f"{gap}_hi"].to_numpy(float)[keep])
+                if f"{gap}_lo" in data else None)
         _place_labels(ax, data[divergence].to_numpy(float)[keep], data[gap].to_numpy(float)[keep],
-                      list(data["label"][keep]), right_of=xlim[0] + 0.75 * (xlim[1] - xlim[0]))
+                      list(data["label"][keep]), right_of=xlim[0] + 0.75 * (xlim[1] - xlim[0]), yerr=bars)
         ax.set_xlabel({"compound_divergence": "compound divergence", "atom_divergence": "atom divergence"}
                       .get(divergence, divergence))
         ax.set_ylabel(_gap_label(gap))
@@ -317,13 +319,13 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
                     + [c for c in (f"{gap}_lo", f"{gap}_hi") if c in data]].reset_index(drop=True)
 
 
-def _place_labels(ax, xs, ys, labels, right_of: float = None, fontsize: float = 8.0):
-    """Label each point beside it, off the other labels and the points
-    (:func:`bayes_concepts.plots.labels.annotate_points`; the highest points first).
-    ``right_of`` is kept for callers; the placement tries both sides of every point."""
+def _place_labels(ax, xs, ys, labels, right_of: float = None, fontsize: float = 8.0, yerr=None):
+    """Label each point beside it, off the other labels, the points and their vertical error
+    bars ``yerr`` ((lo, hi)) (:func:`bayes_concepts.plots.labels.annotate_points`; the highest
+    points first).  ``right_of`` is kept for callers; the placement tries both sides of every point."""
     from .plots.labels import annotate_points
     order = list(np.argsort(-np.asarray(ys, float), kind="stable"))
-    annotate_points(ax, xs, ys, labels, order=order, fontsize=fontsize)
+    annotate_points(ax, xs, ys, labels, order=order, fontsize=fontsize, yerr=yerr)
 
 
 def _gap_label(gap: str) -> str:

@@ -122,12 +122,13 @@ def overlaps(xy, wh, offsets, *, marker_radius: float = 4.0) -> dict:
 
 
 def annotate_points(ax, x, y, labels, *, marker_radius: float = 4.0, rings: int = 3, order=None, colors=None,
-                    xerr=None, **text_kw) -> list:
+                    xerr=None, yerr=None, **text_kw) -> list:
     """Label each point ``(x[i], y[i])`` (data coordinates) of ``ax`` with ``labels[i]``, placed
     by :func:`label_offsets` inside the Axes, off the other labels and the markers, each label's
     size measured as drawn; a thin leader line joins a label set one step or more away.  Call it
     after the Axes' limits are settled.  ``text_kw`` go to :meth:`~matplotlib.axes.Axes.annotate`.
-    ``xerr``: (lo, hi) per point in data units, horizontal error bars the labels keep off.
+    ``xerr`` / ``yerr``: (lo, hi) per point in data units, horizontal / vertical error bars the
+    labels keep off.
     ``colors``: one text colour per label (default ``text_kw``'s, or the style's).  The same
     label at the same place (one split drawn twice) is written once.  Returns the
     annotations, in the order of ``labels`` (``None`` for a repeated one)."""
@@ -160,6 +161,11 @@ def annotate_points(ax, x, y, labels, *, marker_radius: float = 4.0, rings: int 
         ends = [ax.transData.transform(np.column_stack([lo, y])) * scale,
                 ax.transData.transform(np.column_stack([hi, y])) * scale]
         bars = [(a[0], a[1] - 2.0, b[0], b[1] + 2.0) for a, b in zip(*ends) if np.all(np.isfinite([*a, *b]))]
+    if yerr is not None:
+        lo, hi = (np.asarray(v, np.float64) for v in yerr)
+        ends = [ax.transData.transform(np.column_stack([x, lo])) * scale,
+                ax.transData.transform(np.column_stack([x, hi])) * scale]
+        bars += [(a[0] - 2.0, a[1], b[0] + 2.0, b[1]) for a, b in zip(*ends) if np.all(np.isfinite([*a, *b]))]
     offsets = label_offsets(xy, wh, frame, marker_radius=marker_radius, rings=rings, order=order, obstacles=bars)
     for t, off, (w, h) in zip(texts, offsets, wh):
         t.set_position(tuple(off))

@@ -101,11 +101,13 @@ def _spearman(x, y) -> tuple:
     return (float(r.statistic), float(r.pvalue), int(ok.sum()))
 
 
-def _label_points(ax, x, y, names, colors) -> None:
-    """Write ``names[i]`` beside the point (x[i], y[i]), off the other labels and points
-    (:func:`bayes_concepts.plots.labels.annotate_points`), in the point's colour."""
+def _label_points(ax, x, y, names, colors, xerr=None, yerr=None) -> None:
+    """Write ``names[i]`` beside the point (x[i], y[i]), off the other labels, points and the
+    bars ``xerr`` / ``yerr`` ((lo, hi) each) (:func:`bayes_concepts.plots.labels.annotate_points`),
+    in the point's colour."""
     from ...plots.labels import annotate_points
-    texts = annotate_points(ax, x, y, [str(n) for n in names], colors=list(colors), fontsize=9.5, fontweight="bold",
+    texts = annotate_points(ax, x, y, [str(n) for n in names], colors=list(colors), xerr=xerr, yerr=yerr,
+                            marker_radius=7.0, fontsize=9.5, fontweight="bold",
                             zorder=6, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.75))
     for t, name in zip(texts, names):
         if t is not None:
@@ -202,7 +204,8 @@ def plot_closure_families(ds, reported=None, negatives: str = "hard", ax=None, *
         pad = max(0.25, 0.08 * (hi_x - lo_x))
         ax.set_xlim(lo_x - pad, hi_x + 2.2 * pad)  # room on the right for the labels
         _label_points(ax, data["gap"].to_numpy(), data["mean_drop"].to_numpy(), families,
-                      [colors[f] for f in families])
+                      [colors[f] for f in families], xerr=(data["gap_ci_lo"].to_numpy(), data["gap_ci_hi"].to_numpy()),
+                      yerr=(data["min_drop"].to_numpy(), data["max_drop"].to_numpy()))
         handles = [Line2D([], [], marker=_MODEL_MARKERS[i % len(_MODEL_MARKERS)], linestyle="none", color="0.45",
                           markersize=7, label=f"{m} (\u03c1 = {_signed(r['rho'])})" if np.isfinite(r["rho"]) else m)
                    for i, (m, r) in enumerate(zip(models, by_model))]
