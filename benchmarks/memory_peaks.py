@@ -39,22 +39,45 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "memory_peaks.json"
 
 
+def _descendants(root: int) -> list:
+    """``root`` and every process below it (a notebook's kernel runs in a child)."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += kids.get(pid, [])
+    return out
+
+
 def measure(cmd, env, cwd=None) -> dict:
-    """Run ``cmd``; peaks in GB of RssAnon, RssFile (+ RssShmem) and VmHWM, wall seconds, exit code."""
+    """Run ``cmd``; the largest single process's (of it and its children) peaks in GB of
+    RssAnon, RssFile (+ RssShmem) and VmHWM, wall seconds, exit code."""
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    errors = tempfile.TemporaryFile("w+")  # a file, not a pipe: a long log cannot block the run
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors, text=True)
     peak = {"anon": 0, "file": 0, "hwm": 0}
     while p.poll() is None:
-        try:
-            with open(f"/proc/{p.pid}/status") as f:
-                v = {ln.split(":")[0]: int(ln.split()[1]) for ln in f if ln.startswith(("Rss", "VmHWM"))}
+        for pid in _descendants(p.pid):
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    v = {ln.split(":")[0]: int(ln.split()[1]) for ln in f if ln.startswith(("Rss", "VmHWM"))}
+            except (OSError, ValueError, IndexError):
+                continue
             peak["anon"] = max(peak["anon"], v.get("RssAnon", 0))
             peak["file"] = max(peak["file"], v.get("RssFile", 0) + v.get("RssShmem", 0))
             peak["hwm"] = max(peak["hwm"], v.get("VmHWM", 0))
-        except (OSError, ValueError, IndexError):
-            pass
         time.sleep(0.1)
-    err = p.stderr.read()
+    errors.seek(0)
+    err = errors.read()
+    errors.close()
     out = {f"peak_{k}_gb": round(v / 1e6, 3) for k, v in peak.items()}  # kB -> GB
     out.update(seconds=round(time.monotonic() - t0, 1), returncode=p.returncode)
     if p.returncode:
