@@ -114,7 +114,7 @@ def main(argv=None) -> int:
             else:
                 print(f"{case}: skipped (its input was not given)")
                 continue
-            results[case] = measure(cmd, env)
+            results[case] = measure(cmd, env, cwd=tmp)  # not in a checkout: `python -m` puts the cwd first on sys.path
             print(case, results[case], flush=True)
     doc = json.loads(OUT.read_text()) if OUT.exists() else {}
     run = doc.setdefault("runs", {}).setdefault(args.label, {"cases": {}})
