@@ -93,6 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--space", type=Path, help="a paper-scale space for audit and notebook 10")
     ap.add_argument("--cases", nargs="+", default=["from_pairs", "audit", "notebook_10"])
     ap.add_argument("--notebook-fast", action="store_true", help="notebook 10 with its small curves")
+    ap.add_argument("--notebook-episodes", type=int, default=2000, help="notebook 10's test episodes per cell")
     args = ap.parse_args(argv)
     code = args.code.resolve()
     env = {**os.environ, "PYTHONPATH": str(code), "MPLBACKEND": "Agg"}
@@ -106,9 +107,11 @@ def main(argv=None) -> int:
                 cmd = bc + ["audit", str(args.space), "--episodes", "2000"]
             elif case == "notebook_10" and args.space:
                 env_nb = {**env, "BAYES_CONCEPTS_SPACE": str(args.space.resolve()), "BAYES_CONCEPTS_WORK": tmp,
+                          "BAYES_CONCEPTS_EPISODES": str(args.notebook_episodes),
                           **({"BAYES_CONCEPTS_FAST": "1"} if args.notebook_fast else {})}
                 cmd = [sys.executable, "-m", "jupyter", "execute", str(code / "notebooks" / "10_ladder.ipynb")]
-                results[case] = {**measure(cmd, env_nb, cwd=str(code / "notebooks")), "fast": args.notebook_fast}
+                results[case] = {**measure(cmd + ["--output", f"{tmp}/10_ladder.ipynb"], env_nb, cwd=str(code / "notebooks")),
+                                 "fast": args.notebook_fast, "episodes": args.notebook_episodes}
                 print(case, results[case], flush=True)
                 continue
             else:
