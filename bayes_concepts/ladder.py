@@ -30,6 +30,7 @@ a time.
 """
 from __future__ import annotations
 
+import json
 
 import numpy as np
 import pandas as pd
