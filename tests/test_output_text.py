@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from bayes_concepts.gap import NO_INTERVAL, ci_text, compute_gap, format_table, paired_bootstrap, summarise
 from bayes_concepts.ladder import format_ladder
-from bayes_concepts.options import LogProgress
+from bayes_concepts.terminal import LogProgress
 from bayes_concepts.splits import load_splits
 
 from conftest import run
