@@ -30,8 +30,6 @@ a time.
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import xarray as xr
