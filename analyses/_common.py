@@ -155,11 +155,11 @@ def save_figure(fig, out: Path, name: str, dpi: int = 150) -> list:
 
 
 def split_colors(splits) -> dict:
-    """One fixed colour per split name (a seaborn palette, in the given order)."""
-    import seaborn as sns
+    """One fixed colour per split name, in the given order, neighbours differing in lightness
+    too (:func:`bayes_concepts.plots.style.category_colors`)."""
+    from bayes_concepts.plots.style import category_colors
     splits = [str(s) for s in splits]
-    pal = sns.color_palette("tab10", max(10, len(splits)))
-    return {s: pal[i % len(pal)] for i, s in enumerate(splits)}
+    return dict(zip(splits, category_colors(len(splits))))
 
 
 # --------------------------------------------------------------------- bootstrap

@@ -234,16 +234,18 @@ def compute_gap(space, splits: dict | None = None, negatives=("hard", "easy"), n
                                  lambda name, neg: cell_seed(seed, name, neg), query_negatives, hard_mode,
                                  bool(table), sched, nested=nested, shapes=shapes)
         bar = tqdm(total=len(cells), disable=not progress, desc="comp gap", unit="cell", leave=False)
-        for name, neg, concept, scored, eps in oracle_cells:
+        for name, neg, concept, scored, eps, topup in oracle_cells:
             if ds is None:
                 ds = empty_dataset(names, negatives, all_learners, n_episodes,
                                    n_query=scored["strong"]["query_pred"].shape[1])
                 ds["ap_bound"] = xr.zeros_like(ds["ap"])
+                ds["topup"] = xr.zeros_like(ds["concept"], dtype=np.int32)
             here = {lr: per_split[name] for lr, per_split in table.items() if name in per_split}
             if here:  # a by-set split's episodes are of its test-set items
                 scored.update(score_learners(side_space(space, splits[name], "test"), eps, here))
             sel = {"split": name, "negatives": neg}
             ds["concept"].loc[sel] = concept
+            ds["topup"].loc[sel] = topup
             for learner, r in scored.items():
                 for m in ("ap", "cba", "posterior_entropy", "predictive_entropy", "empty", "query_pred"):
                     ds[m].loc[dict(sel, learner=learner)] = r[m]
@@ -255,6 +257,7 @@ def compute_gap(space, splits: dict | None = None, negatives=("hard", "easy"), n
                 bar = tqdm(total=len(cells), initial=1, desc="comp gap", unit="cell", leave=False)
             else:
                 bar.update(1)
+        bar.refresh()  # the final count drawn (a closing bar with leave=False draws none), so a log ends on it
         bar.close()
     if ds is None:
         ds = empty_dataset(names, negatives, all_learners, n_episodes, n_query=0)
@@ -292,7 +295,8 @@ def recorded_splits(ds: xr.Dataset) -> dict:
 def paired_bootstrap(strong: np.ndarray, weak: np.ndarray, n_boot: int = 1000, seed: int = 0,
                      level: float = 0.95) -> tuple:
     """Mean of ``strong - weak`` and its percentile bootstrap interval, resampling episodes
-    (pairs) with replacement.  NaN pairs are dropped.  Returns (mean, lo, hi).  ``n_boot`` not a
+    (pairs) with replacement.  NaN pairs are dropped.  Returns (mean, lo, hi); the interval is
+    NaN with fewer than 2 pairs (one episode resampled is itself: no interval).  ``n_boot`` not a
     whole number >= 1, a ``level`` outside (0, 1) or arrays of other shapes raise a one-line
     :class:`~bayes_concepts.errors.BayesConceptsError`."""
     whole_number("n_boot", n_boot, 1, error=BayesConceptsError)
@@ -305,6 +309,8 @@ def paired_bootstrap(strong: np.ndarray, weak: np.ndarray, n_boot: int = 1000, s
     d = d[~np.isnan(d)]
     if len(d) == 0:
         return (np.nan, np.nan, np.nan)
+    if len(d) < 2:
+        return (float(d.mean()), np.nan, np.nan)
     rng = np.random.default_rng(seed)
     means = np.empty(n_boot)
     block = max(1, 2_000_000 // len(d))
@@ -359,6 +365,10 @@ def summarise(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0) -> list:
             if models:  # other learners scored in this cell: means and differences from the weak oracle
                 r["learners"] = models
             r["weak_empty_share"] = float(cell["weak_empty"].mean())
+            if "topup" in ds:  # hard negatives drawn at random for want of hard ones
+                t = cell["topup"].values
+                r["topup_share"] = float((t > 0).mean()) if t.size else 0.0
+                r["topup_negatives"] = int(t.sum())
             if "ap_bound" in ds:  # the AP tolerance and the largest certified bound of the oracles
                 r["ap_tolerance"] = float(ds.attrs.get("ap_tolerance", 0.0))
                 oracles = [lr for lr in ALL_ORACLES if lr in learners_here]
@@ -412,6 +422,18 @@ def _learner_row(cell, learner: str, n_boot: int, seed: int) -> dict:
     return row
 
 
+#: what an interval cell says when there is none (fewer than 2 episodes)
+NO_INTERVAL = "[n < 2: no CI]"
+
+
+def ci_text(lo: float, hi: float, width: int = 0) -> str:
+    """``[lo, hi]`` (one decimal, each ``width`` wide), or :data:`NO_INTERVAL` when the interval
+    is undefined (an interval needs 2 episodes or more)."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return NO_INTERVAL
+    return f"[{lo:>{width}.1f}, {hi:>{width}.1f}]"
+
+
 def format_table(rows: list) -> str:
     """The comp-gap table as text, splits ordered by mAP gap (largest first)."""
     w = max([15] + [len(r["split"]) + 1 for r in rows])
@@ -423,14 +445,15 @@ def format_table(rows: list) -> str:
         g = r["gap"]
         lines.append(
             f"{r['split']:<{w}}{r['negatives']:<5}{r['strong']['map']:>11.1f}{r['weak']['map']:>9.1f}"
-            f"{g['map']:>8.1f} [{g['map_ci'][0]:>5.1f}, {g['map_ci'][1]:>5.1f}]"
+            f"{g['map']:>8.1f} {ci_text(*g['map_ci'], width=5)}"
             f"{r['strong']['cba']:>11.1f}{r['weak']['cba']:>9.1f}"
-            f"{g['cba']:>8.1f} [{g['cba_ci'][0]:>5.1f}, {g['cba_ci'][1]:>5.1f}]"
+            f"{g['cba']:>8.1f} {ci_text(*g['cba_ci'], width=5)}"
             f"{100 * r['weak_empty_share']:>10.1f}%"
             f"{(r['posterior_entropy'] if r['posterior_entropy'] is not None else float('nan')):>8.2f}"
             f"{r['predictive_entropy']:>8.3f}{r['episodes']:>9,}")
     lines.append("metrics in percent; gap = strong - weak with a paired bootstrap 95% interval over episodes; "
                  "entropies (nats) of the strong oracle")
+    lines += topup_lines(rows)
     tolerance = max((r.get("ap_tolerance", 0.0) for r in rows), default=0.0)
     if tolerance > 0:
         lines.append(f"AP within {tolerance:g} of the exact AP in every episode (certified per episode; largest "
@@ -448,8 +471,7 @@ def format_parts(rows: list) -> str:
     (weak, compound, atom, strong) and the three parts of the mAP gap with their paired
     bootstrap 95 % intervals (percentage points), splits ordered as :func:`format_table`."""
     def ci(entry, part) -> str:
-        lo, hi = entry[f"{part}_ci"]
-        return f"{entry[part]:.1f} [{lo:.1f}, {hi:.1f}]"
+        return f"{entry[part]:.1f} {ci_text(*entry[f'{part}_ci'])}"
 
     body = []
     for r in sorted((r for r in rows if "parts" in r), key=lambda r: (r["negatives"], -r["gap"]["map"])):
@@ -481,7 +503,7 @@ def format_models(rows: list, models: list) -> str:
     atom oracle's means, between the weak one and the learners, so a learner is placed against
     all four oracles."""
     def ci(value, interval) -> str:
-        return f"{value:.1f} [{interval[0]:.1f}, {interval[1]:.1f}]"
+        return f"{value:.1f} {ci_text(*interval)}"
 
     nested = ["compound", "atom"] if any("parts" in r for r in rows) else []  # oracles between weak and strong
     lines_of = []
@@ -597,6 +619,18 @@ def build_exclusion_lines(space_record: dict | None) -> list:
         lines.append(f"left out by the space's build, {kind.replace('_', ' ')}: {rec['count']:,} "
                      f"({', '.join(rec['first'])}{more}): {rec['rule']}")
     return lines
+
+
+def topup_lines(rows: list) -> list:
+    """One line naming the cells whose hard-negative episodes were topped up with random
+    negatives (too few hard negatives: scenes that share the most with the concept), with the
+    share of their episodes and the number of such negatives; none when no episode was."""
+    hit = [r for r in rows if r.get("topup_negatives")]
+    if not hit:
+        return []
+    cells = ", ".join(f"{r['split']} ({r['negatives']}) {100 * r['topup_share']:.0f} % of episodes, "
+                      f"{r['topup_negatives']:,} negatives" for r in hit)
+    return [f"hard negatives topped up at random (too few hard negatives for the episode): {cells}"]
 
 
 def build_note_lines(notes: dict | None) -> list:

@@ -119,8 +119,9 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
     or split name -> ``{"atom": ids, "compound": ids}``
     (:func:`~bayes_concepts.divergence.nested_concepts`), to score the atom and the compound
     oracle too.  Returns ``(concept int32 (hi-lo,), {"strong": result, "weak": result[, "atom":
-    result, "compound": result]}, episodes or None)`` with each result the dict of
-    :data:`bayes_concepts.learners.scoring.RESULT_KEYS`."""
+    result, "compound": result]}, episodes or None, topup int32 (hi-lo,))`` with each result the
+    dict of :data:`bayes_concepts.learners.scoring.RESULT_KEYS` and ``topup`` each episode's
+    number of hard negatives (support and query) drawn at random for want of hard ones."""
     from .learners.scoring import score_learners  # the learners package loads torch-backed models
     name, negatives, seed, lo, hi = task
     space = resolve_space(space)
@@ -138,7 +139,8 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
         release_pages(space.signatures)
         if file_backed_rss() > MAPPED_RSS_BUDGET:  # the row files read through their mappings
             sampler_for(bank).release_pages()
-    return eps.concept, results, (eps if keep_episodes else None)
+    topup = (eps.support_topup.sum(axis=1) + eps.query_topup.sum(axis=1)).astype(np.int32)
+    return eps.concept, results, (eps if keep_episodes else None), topup
 
 
 def _concat_episodes(parts: list) -> Episodes:
@@ -158,7 +160,8 @@ def gap_cells(space, splits: dict, cells: list, n_episodes: int, settings, seed_
     episodes, mapped with :func:`gap_chunk` on ``scheduler``; seed_of(name, negatives) gives a
     cell's seed; ``nested`` (split name -> atom and compound concept ids) adds the atom and the
     compound oracle.  Yields ``(name, negatives, concept int32 (n,), {"strong": result, "weak":
-    result, ...}, episodes or None)``: the same values, in the same order, wherever the chunks ran."""
+    result, ...}, episodes or None, topup int32 (n,))``: the same values, in the same order,
+    wherever the chunks ran."""
     ranges = episode_chunks(n_episodes, chunk or GAP_CHUNK)
     tasks = [(name, neg, int(seed_of(name, neg)), lo, hi) for name, neg in cells for lo, hi in ranges]
     shared = dict(space=space_ref(space, scheduler), splits={name: splits[name] for name, _ in cells},
@@ -174,5 +177,5 @@ def gap_cells(space, splits: dict, cells: list, n_episodes: int, settings, seed_
             results = {learner: {key: np.concatenate([p[1][learner][key] for p in parts])
                                  for key in parts[0][1][learner]} for learner in parts[0][1]}
             eps = _concat_episodes([p[2] for p in parts]) if keep_episodes else None
-            yield task[0], task[1], concept, results, eps
+            yield task[0], task[1], concept, results, eps, np.concatenate([p[3] for p in parts])
             parts = []

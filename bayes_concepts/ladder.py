@@ -30,7 +30,6 @@ a time.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -250,6 +249,12 @@ def ladder_summary(ds: xr.Dataset, n_boot: int = 1000, seed: int = 0, solved_wit
     return rows
 
 
+def _points(value: float) -> str:
+    """One decimal, a value that rounds to zero written ``0.0`` (not ``-0.0``: a rung a hair
+    above the strong oracle is level with it at this precision)."""
+    return f"{round(float(value), 1) + 0.0:.1f}"
+
+
 def format_ladder(rows: list, metric: str = "gap") -> str:
     """The ladder profiles as a plain-text table: one line per (split, negatives), one column
     per rung (``metric``: ``gap``, strong − rung in mAP points, or ``map``), and where the
@@ -259,7 +264,7 @@ def format_ladder(rows: list, metric: str = "gap") -> str:
     labels = list(rows[0]["rungs"])
     models = list(dict.fromkeys(m for r in rows for m in r.get("models", {})))
     head = ["split", "neg", *labels, "solved at", *models]
-    body = [[r["split"], r["negatives"], *(f"{r['rungs'][lb][metric]:.1f}" for lb in labels),
+    body = [[r["split"], r["negatives"], *(_points(r['rungs'][lb][metric]) for lb in labels),
              r["solved_at"] or "-",
              *(_model_cell(r["models"][m], metric) if m in r.get("models", {}) else "-" for m in models)] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]

@@ -58,9 +58,10 @@ class ProgramSource:
 
     params: the build options it reads, with their defaults (None: off); they are recorded
     in a space's manifest only when set.  programs: ``programs(grammar, p)`` -> a tuple of
-    ``(Program, log-prob)`` for resolved parameters ``p`` (empty when its options are off).
-    stage: the build's stage count of the programs it added.  describe: ``describe(p, added)``
-    -> the build's log line.
+    ``(Program, log-prob)`` for resolved parameters ``p`` (empty when its options are off), or
+    a dict ``{stage name: tuple}`` of several groups, each counted as its own stage.
+    stage: the build's stage count of the programs it added (of a single tuple).  describe:
+    ``describe(p, added)`` -> the build's log line.
     """
 
     params: Mapping

@@ -261,6 +261,30 @@ class PublishedResults:
                     f"{column}s ({', '.join(sorted(map(str, known))) or 'none'})")
         return self
 
+    def coverage(self, conditions) -> tuple:
+        """Which of the results' conditions are among ``conditions`` (a space's split names, or
+        a ``{name: Split}`` dict): ``(common, not_given)``, each a list of condition names in
+        file order.  A condition of an experiment counts as given when its name or
+        ``experiment/name`` is (ConceptWorld's splits of one experiment, or ``productivity/length_5``).
+
+        The ladder scores the common conditions and names the others; only ``common == []``
+        leaves it nothing to correlate.
+
+        >>> pub = load("curi")
+        >>> pub.coverage(["counting", "boolean", "my_split"])
+        (['boolean', 'counting'], ['binding_color', 'intrinsic', 'concept_iid', 'instance_iid', 'extrinsic', 'complexity', 'binding_shape'])
+        """
+        if isinstance(conditions, str):
+            raise PublishedError(f"coverage: conditions must be a list of names, got the string {conditions!r}")
+        known = set(conditions.keys() if isinstance(conditions, Mapping) else conditions)
+        common, not_given = [], []
+        for row in self._frame.drop_duplicates(["experiment", "condition"]).itertuples():
+            given = [n for n in (row.condition, f"{row.experiment}/{row.condition}" if row.experiment else None)
+                     if n in known]
+            (common if given else not_given).append(given[0] if given else row.condition)
+        common = list(dict.fromkeys(common))
+        return common, [c for c in dict.fromkeys(not_given) if c not in common]
+
     # ------------------------------------------------------------------ your own numbers
     def with_model(self, name: str, values: Mapping, *, table: str, negatives: str = "", experiment: str = "",
                    measure: str | None = None, unit: str = "percent", sd: Mapping | None = None,

@@ -36,7 +36,7 @@ from .errors import BayesConceptsError
 from .params import RUN_PARAMS, Interval, run_given, validate_params
 from .divergence import concept_structure, episode_weights, side_distribution
 from .episodes import episode_shapes
-from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed
+from .gap import audit, build_exclusion_lines, build_note_lines, cell_seed, ci_text
 from .gap_cells import draw_cell
 from .oracles import OracleSettings, strong_and_weak
 from .plots import plot_episode, plot_gap_parts
@@ -136,7 +136,7 @@ def _ci(df, row, key) -> str:
     m, lo, hi = (row.get(f"{key}{s}") for s in ("", "_lo", "_hi"))
     if m is None or not np.isfinite(m):
         return "–"
-    return f"{m:.1f} [{lo:.1f}, {hi:.1f}]"
+    return f"{m:.1f} {ci_text(lo, hi)}"
 
 
 def _cells(df: pd.DataFrame) -> tuple:
@@ -292,7 +292,8 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
     data = df.copy()
     data["label"] = [split_label(s) for s in data["split"]]
     groups = list(dict.fromkeys(data[hue])) if hue else [None]
-    palette = dict(zip(groups, sns.color_palette("deep", max(3, len(groups)))))
+    from .plots.style import category_colors
+    palette = dict(zip(groups, category_colors(max(3, len(groups)))))
     with figure_style():
         fig, ax = _axes(ax)
         for g in groups:
@@ -305,8 +306,10 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
         ax.set_xlim(*xlim)
         ax.set_ylim(min(-4.0, float(np.nanmin(data[gap])) - 4), max(100.0, float(np.nanmax(data[gap])) + 4))
         keep = np.ones(len(data), bool) if labelled is None else np.asarray(labelled, bool)
+        bars = ((data[f"{gap}_lo"].to_numpy(float)[keep], data[f"{gap}_hi"].to_numpy(float)[keep])
+                if f"{gap}_lo" in data else None)
         _place_labels(ax, data[divergence].to_numpy(float)[keep], data[gap].to_numpy(float)[keep],
-                      list(data["label"][keep]), right_of=xlim[0] + 0.75 * (xlim[1] - xlim[0]))
+                      list(data["label"][keep]), right_of=xlim[0] + 0.75 * (xlim[1] - xlim[0]), yerr=bars)
         ax.set_xlabel({"compound_divergence": "compound divergence", "atom_divergence": "atom divergence"}
                       .get(divergence, divergence))
         ax.set_ylabel(_gap_label(gap))
@@ -316,43 +319,13 @@ def plot_gap_vs_divergence(df: pd.DataFrame, ax=None, divergence: str = "compoun
                     + [c for c in (f"{gap}_lo", f"{gap}_hi") if c in data]].reset_index(drop=True)
 
 
-def _place_labels(ax, xs, ys, labels, right_of: float, fontsize: float = 8.0):
-    """Label each point so that no label overprints another label or a point: candidate
-    places right/left and above/below the point are tried, then places further down, and
-    the first free one is taken (boxes estimated from the font size, in points).  Points
-    right of ``right_of`` try their left side first."""
-    scale = 72.0 / ax.figure.dpi  # display pixels -> points
-    pts = ax.transData.transform(np.column_stack([xs, ys])) * scale
-    h = fontsize * 1.2
-    markers = [(px - 4, py - 4, px + 4, py + 4) for px, py in pts]
-    placed = []
-
-    frame = ax.get_window_extent().get_points() * scale  # the axes, in points: labels stay inside
-
-    def free(box):
-        inside = box[0] >= frame[0, 0] and box[2] <= frame[1, 0] and box[1] >= frame[0, 1] and box[3] <= frame[1, 1]
-        return inside and all(box[2] <= b[0] or box[0] >= b[2] or box[3] <= b[1] or box[1] >= b[3]
-                              for b in placed + markers)
-
-    done = set()
-    for j in np.argsort(-np.asarray(ys), kind="stable"):
-        px, py = pts[j]
-        key = (labels[j], round(px), round(py))
-        if key in done:  # the same label at the same place (e.g. Instance IID of two benchmarks): once
-            continue
-        done.add(key)
-        w = 0.55 * fontsize * len(labels[j])
-        sides = (-1, 1) if xs[j] > right_of else (1, -1)
-        tries = [(side, dy) for dy in (2, -h - 2) for side in sides]
-        tries += [(side, -h - 2 - k * h) for k in range(1, 8) for side in sides]
-        for side, dy in tries + [(sides[0], 2)]:
-            x_left = px + 5 if side > 0 else px - 5 - w
-            box = (x_left, py + dy, x_left + w, py + dy + h)
-            if free(box):
-                break
-        placed.append(box)
-        ax.annotate(labels[j], (xs[j], ys[j]), xytext=(5 if side > 0 else -5, dy), textcoords="offset points",
-                    fontsize=fontsize, ha="left" if side > 0 else "right", va="bottom")
+def _place_labels(ax, xs, ys, labels, right_of: float = None, fontsize: float = 8.0, yerr=None):
+    """Label each point beside it, off the other labels, the points and their vertical error
+    bars ``yerr`` ((lo, hi)) (:func:`bayes_concepts.plots.labels.annotate_points`; the highest
+    points first).  ``right_of`` is kept for callers; the placement tries both sides of every point."""
+    from .plots.labels import annotate_points
+    order = list(np.argsort(-np.asarray(ys, float), kind="stable"))
+    annotate_points(ax, xs, ys, labels, order=order, fontsize=fontsize, yerr=yerr)
 
 
 def _gap_label(gap: str) -> str:
@@ -389,7 +362,7 @@ def plot_gap_intervals(df: pd.DataFrame, ax=None, metric: str = "map") -> tuple:
         ax.set_yticks(np.arange(len(labels)), labels)
         ax.invert_yaxis()
         ax.set_xlabel(f"comp gap, {'mAP' if metric == 'map' else 'CBA'} (points, 95% interval)")
-        ax.legend(fontsize=8, loc="best")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # beside: off the bars
     return ax, data
 
 
@@ -402,8 +375,9 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
     figure.  ``episode_shape``: which concepts can fill an episode (an
     :class:`~bayes_concepts.episodes.EpisodeShape`, its dict or ``"P,N[,QP,QN]"`` text; None:
     the split spec's ``[episodes]`` table, else 5+20 each).  Returns ``(ax, data)``: ``data``
-    one row per atom or compound drawn, largest difference first: ``type`` (its name),
-    ``p_train`` and ``p_test`` (the bar lengths)."""
+    one row per atom or compound drawn, largest difference first (ties: the larger share
+    first, then by name): ``type`` (its name), ``p_train`` and ``p_test`` (the bar lengths);
+    ``data.attrs["tied_left_out"]``: how many more tie with the last one drawn (said on the axis)."""
     import seaborn as sns
 
     from .episodes import EpisodeShape
@@ -417,9 +391,14 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
         ids = split.ids(side)
         dist[side] = np.nan_to_num(side_distribution(counts, ids, episode_weights(space, ids, beta, shape.positives,
                                                                                   shape.query_positives)))
-    order = np.argsort(-np.abs(dist["test"] - dist["train"]), kind="stable")[:top]
+    diff = np.round(np.abs(dist["test"] - dist["train"]), 12)
+    # ties (many in a pair space) broken by the larger share, then the name -- not by which comes first
+    every = sorted(range(len(diff)), key=lambda j: (-diff[j], -(dist["train"][j] + dist["test"][j]), str(names[j])))
+    order = every[:top]
+    tied = sum(1 for j in every[top:] if diff[j] == diff[order[-1]]) if order and len(every) > top else 0
     data = pd.DataFrame({"type": [names[j] for j in order], "p_train": dist["train"][order],
                          "p_test": dist["test"][order]})
+    data.attrs["tied_left_out"] = int(tied)
     with figure_style():
         fig, ax = _axes(ax, (5.5, 0.32 * len(data) + 1.3))
         y = np.arange(len(data))
@@ -428,8 +407,9 @@ def plot_side_distributions(space, split, kind: str = "compound", top: int = 12,
         ax.barh(y + 0.2, data["p_test"], height=0.38, color=colours[1], label="test")
         ax.set_yticks(y, [t if len(t) <= 28 else t[:26] + "…" for t in data["type"]], fontsize=8)
         ax.invert_yaxis()
-        ax.set_xlabel(f"share of {kind}s (episode-weighted)")
-        ax.legend(fontsize=8, loc="lower right")
+        ax.set_xlabel(f"share of {kind}s (episode-weighted)"
+                      + (f"\n{tied:,} more tied with the last shown, not drawn" if tied else ""))
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # beside: off the bars
     return ax, data
 
 
@@ -505,7 +485,7 @@ def _parts_blocks(reports) -> list:
         g = next(g for g in r["gap"] if g["negatives"] == "hard" and "parts" in g)
         p, sizes = g["parts"]["map"], r.get("oracle_sizes", {})
         rows.append([split_label(r["split"]), *(f"{g[lr]['map']:.1f}" for lr in ("weak", "compound", "atom", "strong")),
-                     *(f"{p[k]:.1f} [{p[k + '_ci'][0]:.1f}, {p[k + '_ci'][1]:.1f}]"
+                     *(f"{p[k]:.1f} {ci_text(*p[k + '_ci'])}"
                        for k in ("novel_arrangements", "novel_compounds", "novel_atoms")),
                      " / ".join(f"{sizes[k]:,}" for k in ("weak", "compound", "atom", "strong")) if sizes else "–"])
     blocks = [("h2", "The gap in parts"),
@@ -548,10 +528,10 @@ def _ladder_blocks(ladder_rows) -> list:
                     f"mAP gap to the strong oracle (percentage points); solved at: the lowest rung within "
                     f"{SOLVED_WITHIN:g} points of it."),
               ("table", ["split", *labels, "solved at"], table)]
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(8.5, 5.0), layout="constrained")
-    plot_ladder(rows, "hard", ax=fig.add_subplot())
-    blocks.append(("figure", "ladder", fig, "Each split's mAP on every rung of the ladder (hard negatives)."))
+    from .plots import figure_of
+    fig = figure_of(plot_ladder(rows, "hard")[0])
+    blocks.append(("figure", "ladder", fig, "Each split's mAP on the nested ladder (memoriser, compound, atom, strong "
+                   "oracle) and on the other rungs (hard negatives)."))
     return blocks
 
 

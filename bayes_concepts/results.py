@@ -15,6 +15,8 @@ are fractions in [0, 1]; entropies in nats):
                                                              support
 ``weak_empty``         (split, negatives, episode)           ``empty`` of the weak oracle
 ``concept``            (split, negatives, episode)           the episode's true concept id
+``topup``              (split, negatives, episode)           hard negatives (support and query) the
+                                                             episode drew at random for want of hard ones
 ``query_pred``         (split, negatives, learner, episode,  each learner's p(y = 1) for the query
                        query)                                scenes (NaN where a learner was not
                                                              scored)
@@ -29,7 +31,7 @@ figure can draw the results' own split again: :func:`bayes_concepts.gap.recorded
 The oracles are the learners
 ``strong`` and ``weak``; models and reference learners are more entries along
 ``learner``, scored on the same episodes (NaN on splits they were not scored on).
-``query_pred`` and ``ap_bound`` are optional (results written before they existed lack them);
+``query_pred``, ``ap_bound`` and ``topup`` are optional (results written before they existed lack them);
 the attribute ``ap_tolerance`` is the AP tolerance the oracles were given (0: exact).
 Every file :func:`save_results` writes also has the attribute ``format``
 (:data:`RESULTS_FORMAT`), by which a later write knows it for the toolkit's own (which

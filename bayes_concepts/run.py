@@ -206,13 +206,21 @@ class Run(Settled):
         name, a TOML file, a :class:`~bayes_concepts.published.PublishedResults`, or ``"none"``),
         else the protocol's (:meth:`Protocol.published`), else the first registered published
         results whose conditions include every split name (CURI's for CURI's splits); None
-        for ``"none"`` or when no default fits.  Checked against every split the run offers."""
+        for ``"none"`` or when no default fits.  Checked against every split the run offers: the
+        conditions it shares with them are ranked and the others named (:meth:`not_splits`); a
+        :class:`~bayes_concepts.published.PublishedError` when none is common, or none is among
+        the splits scored.  A name that is neither a benchmark nor a file lists the benchmarks."""
+        from pathlib import Path
         from . import published as pub
         if given == "none":
             return None
         if given is not None and not isinstance(given, str):
             results = given
         elif given is not None:
+            if given not in pub.benchmarks() and not Path(given).exists():
+                raise pub.PublishedError(f"--published {given}: neither a benchmark with published results "
+                                         f"({', '.join(pub.benchmarks())}) nor a file (TOML, in the format of "
+                                         "hypotheses/published/README.md); or none, to compare with no models")
             results = pub.load(given) if given in pub.benchmarks() else pub.read(given)
         else:
             results = self.protocol.published() if self.protocol is not None else None
@@ -223,8 +231,27 @@ class Run(Settled):
                         results = candidate
                         break
         if results is not None:
-            results.check(list(self.every_split()))
+            self.not_splits(results)
         return results
+
+    def not_splits(self, published) -> list:
+        """The conditions of ``published`` that are no split this run offers (left out of the
+        correlations, and named); a :class:`~bayes_concepts.published.PublishedError` when none of
+        its conditions is a split, or none is among the splits scored (nothing to correlate)."""
+        from .published import PublishedError
+        every = list(self.every_split())
+        common, others = published.coverage(every)
+        source = published.source or published.benchmark
+        where = self.space.path or "the space"
+        if not common:
+            raise PublishedError(f"{source}: none of its conditions ({', '.join(others)}) is a split of {where} "
+                                 f"({', '.join(every)}): nothing to correlate with; give results for these splits, "
+                                 "or --published none")
+        if not set(common) & set(self.splits):
+            raise PublishedError(f"{source}: none of the splits scored ({', '.join(self.splits)}) has published "
+                                 f"numbers (it has {', '.join(common)} of this space): add one to --split, or "
+                                 "--published none")
+        return others
 
     def predictors(self) -> dict:
         """The baseline predictors of each split's difficulty (:mod:`bayes_concepts.difficulty`)."""
@@ -361,17 +388,19 @@ class Run(Settled):
         from .gap import summarise
         from .results import attrs_info
         keep = ("split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share", "posterior_entropy",
-                "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom", "compound", "parts")
+                "predictive_entropy", "learners", "ap_tolerance", "ap_bound_max", "atom", "compound", "parts",
+                "topup_share", "topup_negatives")
         rows = summarise(ds, n_boot=n_boot, seed=seed)
         return {**attrs_info(ds), "results": [{k: r[k] for k in keep if k in r} for r in rows]}
 
     def audit_lines(self, reports: list) -> list:
         """The audit of this run's splits (one split's in full, several as a table with their
         episodes' note) and the notes under it."""
-        from .gap import format_audit
+        from .gap import format_audit, topup_lines
         from .report import audit_frame, episode_note, format_audit_table
-        lines = ([format_audit(reports[0])] if len(reports) == 1
-                 else [format_audit_table(audit_frame(reports)), *episode_note(reports)])
+        lines = ([format_audit(reports[0])] if len(reports) == 1  # its table names the top-ups
+                 else [format_audit_table(audit_frame(reports)), *episode_note(reports),
+                       *topup_lines([g for r in reports for g in r["gap"]])])
         return lines + self.notes()
 
     def audit_footer(self, n_splits: int, n_episodes: int, seconds: float) -> str:
@@ -395,7 +424,8 @@ class Run(Settled):
         corr = {neg: ladder_correlations(rows, published, neg, n_boot=n_boot, seed=seed, predictors=predictors)
                 for neg in negatives} if published is not None else {}
         return {"rows": rows, "negatives": negatives, "spread": {neg: rung_spreads(rows, neg) for neg in negatives},
-                "correlations": corr, "published": published}
+                "correlations": corr, "published": published,
+                "not_splits": self.not_splits(published) if published is not None else []}
 
     def ladder_lines(self, ds, report: dict, skipped=(), seconds: float | None = None, out=None,
                      figures=None) -> list:
@@ -411,6 +441,9 @@ class Run(Settled):
                          + ", ".join(f"{lb} {v:.1f}" for lb, v in spread.items()))
         for c in report["correlations"].values():
             lines.append("\n" + format_correlations(c, f"{report['published'].benchmark} models"))
+        if report.get("not_splits"):
+            lines.append(f"({report['published'].benchmark}'s published conditions {', '.join(report['not_splits'])}: "
+                         f"no split of {self.space.path or 'the space'}; left out)")
         if seconds is not None:
             n, how = int(ds.sizes["episode"]), self.describe()
             lines.append(f"\n{n:,} test episode{'' if n == 1 else 's'} per cell; " + (f"{how}; " if how else "")
@@ -427,7 +460,8 @@ class Run(Settled):
         return {**attrs_info(ds), "results": report["rows"],
                 "skipped_rungs": [{"rung": n, "why": w} for n, w in skipped], "spread": report["spread"],
                 "published": None if published is None else {"benchmark": published.benchmark,
-                                                             "measure": published.measure},
+                                                             "measure": published.measure,
+                                                             "not_splits": report.get("not_splits", [])},
                 "correlations": {neg: strip_draws(c) for neg, c in report["correlations"].items()},
                 "figures": list(figures)}
 

@@ -30,21 +30,35 @@ def print_json(value):
 class LogProgress:
     """Stands in for stderr while a progress bar runs and stderr is not a terminal: the
     bar's redraws (text starting with a carriage return) become one line every ``every``
-    seconds (the first at once); all other text passes through."""
+    seconds (the first at once), and the bar's last redraw is written when the bar is cleared
+    (closed), so a finished run's log ends on its final count, not on one from ``every``
+    seconds before; all other text passes through."""
 
     def __init__(self, stream, every: float = 15.0):
         self.stream, self.every, self.last = stream, every, -math.inf
+        self.pending = None  # the latest redraw not written yet
 
     def write(self, text):
         if not text.startswith("\r"):
             return self.stream.write(text)
         line = text.strip("\r\n ")
         now = time.monotonic()
-        if line and now - self.last >= self.every:
+        if not line:  # the bar is cleared: it has closed
+            self._write_pending()
+        elif now - self.last >= self.every:
             self.last = now
+            self.pending = None
             self.stream.write(line + "\n")
             self.stream.flush()
+        else:
+            self.pending = line
         return len(text)
+
+    def _write_pending(self):
+        if self.pending is not None:
+            self.stream.write(self.pending + "\n")
+            self.stream.flush()
+            self.pending = None
 
     def flush(self):
         self.stream.flush()

@@ -368,3 +368,27 @@ def test_scene_rows_of_ids_names_and_labelled_objects(space, layout):
         {"wet car"} if space.find("wet car") is not None else set())
     with pytest.raises(ExtensionSpaceError, match="scene 0: not an item of this space"):
         space.scene_rows([{"item": "no such image"}])
+
+
+# ------------------------------------------------------------------ issue 56, item 7: membership packed in blocks
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 9), st.integers(1, 200), st.integers(1, 50), st.data())
+def test_membership_packed_in_blocks_equals_the_dense_pack(n, n_items, block, data):
+    """The block-by-block packing (no dense concepts x items matrix) gives the words and counts
+    of packing the whole dense matrix, for id lists (with repeats) and for a bool matrix."""
+    import bayes_concepts.spaces.extension_space as es
+    from bayes_concepts.bits import pack_bits
+    ids = [data.draw(st.lists(st.integers(0, n_items - 1), max_size=2 * n_items)) for _ in range(n)]
+    dense = np.zeros((n, n_items), bool)
+    for i, a in enumerate(ids):
+        dense[i, a] = True
+    old = es.MEMBERSHIP_BLOCK_BYTES
+    es.MEMBERSHIP_BLOCK_BYTES = block * n_items  # blocks of `block` rows: the last one short, or one block
+    try:
+        for given in (ids, dense):
+            packed, counts, got_n = es._packed_membership(given, n_items, None, None)
+            assert got_n == n_items
+            assert np.array_equal(packed, pack_bits(dense).reshape(n, (n_items + 63) // 64))
+            assert np.array_equal(counts, dense.sum(axis=1))
+    finally:
+        es.MEMBERSHIP_BLOCK_BYTES = old

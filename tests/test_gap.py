@@ -80,7 +80,8 @@ def test_cli_gap_json(saved, capsys, tmp_path):
     assert [(r["split"], r["negatives"]) for r in rows] == [("counting", "hard"), ("counting", "easy")]
     for r in rows:
         assert set(r) == {"split", "negatives", "episodes", "strong", "weak", "gap", "weak_empty_share",
-                          "posterior_entropy", "predictive_entropy", "ap_tolerance", "ap_bound_max"}
+                          "posterior_entropy", "predictive_entropy", "ap_tolerance", "ap_bound_max", "topup_share",
+                          "topup_negatives"}
         assert r["ap_tolerance"] == 0.0 and r["ap_bound_max"] == 0.0  # the size likelihood: AP exact
         assert set(r["gap"]) == {"map", "map_ci", "cba", "cba_ci"} and r["episodes"] == 200
         assert r["gap"]["map"] == pytest.approx(r["strong"]["map"] - r["weak"]["map"])

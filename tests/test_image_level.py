@@ -143,7 +143,7 @@ def test_image_level_episodes_and_posterior_against_plain_python(tmp_path):
     assert np.array_equal(bank.item_names, [names[j] for j in side_items(space, split, "test")])
     assert {bank.item_names[j] for j in bank.test_bank.scene_ids} <= test_set
     shape = {"positives": 2, "negatives": 3, "query_positives": 2, "query_negatives": 3}
-    concept, results, eps = gap_chunk(("unseen_pairs_by_set", "hard", 7, 0, 40), space, {split.name: split},
+    concept, results, eps, _ = gap_chunk(("unseen_pairs_by_set", "hard", 7, 0, 40), space, {split.name: split},
                                       OracleSettings(), 40, None, "union", True, shapes={split.name: shape})
     for field in ("support_scenes", "query_scenes"):
         assert {bank.item_names[j] for j in getattr(eps, field).ravel()} <= test_set

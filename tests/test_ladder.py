@@ -216,14 +216,54 @@ def test_cli_refuses_a_rung_that_cannot_apply(tmp_path, capsys):
     assert_one_line_error(status, err, "learned_prior", "cannot apply")
 
 
-def test_cli_refuses_published_results_for_splits_the_space_lacks(small_space_dir, capsys, tmp_path):
+@pytest.fixture
+def no_work(monkeypatch):
+    """Scoring fails the test if reached: refusals come before any work."""
+    import bayes_concepts.ladder
+
+    def boom(*a, **k):
+        raise AssertionError("work started before the options were checked")
+    monkeypatch.setattr(bayes_concepts.ladder, "ladder_profile", boom)
+
+
+def test_cli_scores_the_common_conditions_and_names_the_published_ones_the_space_lacks(small_space_dir, capsys,
+                                                                                       tmp_path):
+    """Issue 56, item 2: a published file with a condition the space has no split for no longer
+    stops the ladder: the common conditions are ranked and the other one is named."""
     from bayes_concepts import published
     mine = published.load("curi").with_model("mine", {"counting": 40.0, "my_split": 3.0}, table="ours",
                                                allow_new_conditions=True)
     path = mine.write(tmp_path / "mine.toml")
-    status, out, err = run(["ladder", small_space_dir, "--split", "counting", "boolean", "--rungs", "memoriser",
-                            "strong", "--episodes", "5", "--published", path], capsys)
-    assert_one_line_error(status, err, "'my_split'", "is not among the given conditions")
+    argv = ["ladder", small_space_dir, "--split", "counting", "boolean", "--rungs", "memoriser", "strong",
+            "--negatives", "hard", "--episodes", "5", "--n-boot", "10", "--published", path]
+    status, out, err = run(argv, capsys)
+    assert status == 0, err
+    assert "my_split: no split of" in out and "left out" in out
+    assert "2 conditions: too few conditions to rank" in out
+    status, out, err = run(argv + ["--json"], capsys)
+    doc = json.loads(out)
+    assert doc["published"]["not_splits"] == ["my_split"]
+    assert doc["correlations"]["hard"]["conditions"] == ["counting", "boolean"]
+
+
+def test_cli_refuses_published_results_with_no_condition_of_the_space(small_space_dir, capsys, tmp_path, no_work):
+    from bayes_concepts import published
+    only = published.PublishedResults(
+        pd.DataFrame([{"model": "m", "condition": c, "negatives": "", "measure": "map", "value": 50.0,
+                       "table": "ours", "experiment": "", "sd": np.nan, "ci95": np.nan, "source": "x"}
+                      for c in ("length_3", "length_7")], columns=list(published.COLUMNS)),
+        benchmark="mine", measure="map", measures={"map": published.MEASURES["map"]})
+    path = only.write(tmp_path / "mine.toml")
+    status, out, err = run(["ladder", small_space_dir, "--split", "counting", "--rungs", "memoriser", "strong",
+                            "--episodes", "5", "--published", path], capsys)
+    assert_one_line_error(status, err, "none of its conditions (length_3, length_7) is a split", "--published none")
+
+
+def test_cli_names_the_benchmarks_for_an_unknown_published_name(small_space_dir, capsys, no_work):
+    from bayes_concepts import published
+    status, out, err = run(["ladder", small_space_dir, "--split", "counting", "--rungs", "memoriser", "strong",
+                            "--episodes", "5", "--published", "nosuch"], capsys)
+    assert_one_line_error(status, err, "--published nosuch", ", ".join(published.benchmarks()), "none")
 
 
 def test_results_list_only_the_oracles_that_ran(small_space, splits):

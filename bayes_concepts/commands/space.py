@@ -107,12 +107,8 @@ def cmd_space_build(args) -> int:
     st = space.stages
     print(f"built {args.out} in {time.perf_counter() - t:.1f} s")
     print("stage                      survivors")
-    for key, label in [("sampled", "sampled"), ("given", "given programs"), ("unique", "unique"),
-                       ("after_rejection", "rejection rules"),
-                       ("after_firing_filter", "firing filter"), ("after_collapse_dedupe", "collapse + dedupe"),
-                       ("synonym_classes", "synonym classes"), ("test_bank", "test-bank scenes")]:
-        if key in st:
-            print(f"{label:<26} {st[key]:>10,}")
+    for key, label in _stage_rows(st):
+        print(f"{label:<26} {st[key]:>10,}")
     if st.get("empty_domain"):  # a constraint or a unique referent that holds on no scene of the bank
         print(f"dropped: {st['empty_domain']:,} concepts defined on no scene of the bank (a domain constraint or a "
               "unique referent that never holds)")
@@ -194,6 +190,27 @@ def _build_made(args, entry) -> int:
     space.save(args.out, overwrite=args.force)
     print(f"built {args.out} in {time.perf_counter() - t:.1f} s: {space.n_concepts:,} concepts (preset {args.preset})")
     return 0
+
+
+#: the build's own stages, in order, with their labels in the stage table
+_STAGES = [("sampled", "sampled"), ("given", "given programs"), ("unique", "unique"),
+           ("after_rejection", "rejection rules"), ("after_firing_filter", "firing filter"),
+           ("after_collapse_dedupe", "collapse + dedupe"), ("synonym_classes", "synonym classes"),
+           ("test_bank", "test-bank scenes")]
+
+
+def _stage_rows(stages: dict) -> list:
+    """``[(key, label), ...]`` of the stage table: the build's own stages in order, and every
+    other stage the build recorded (concepts a benchmark's programs added: CLOSURE's families,
+    CLEVR's templates; question domains) after the rejection rules, labelled by its name."""
+    own = [k for k, _ in _STAGES]
+    rows = []
+    for key, label in _STAGES:
+        if key in stages:
+            rows.append((key, label))
+        if key == "after_rejection":
+            rows += [(k, k.replace("_", " ")) for k in stages if k not in own]
+    return rows
 
 
 #: Bytes a sampled program holds at least while a build runs (its tokens, parse and dedup

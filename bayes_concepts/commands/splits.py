@@ -108,6 +108,7 @@ def cmd_splits_search(args) -> int:
     log_line(f"auditing the split found ({args.episodes:,} test episodes per negatives) ...")
     report = run.audit_split(result.split, n_episodes=args.episodes, seed=args.seed)
     text = format_audit(report)
+    from ..gap import ci_text
     hard = next(r for r in report["gap"] if r["negatives"] == "hard")
     summary = [f"split search ({result.settings['method']}, seed {args.seed}) on {args.dir}: objective "
                f"{args.objective}, {result.iterations:,} steps ({result.accepted:,} accepted) in "
@@ -116,8 +117,7 @@ def cmd_splits_search(args) -> int:
                f"{result.test_share:.3f} (asked {args.test_share:g} ± {args.share_tolerance:g})",
                f"in the loop: {args.objective} {result.value:.4g}"
                + (" (proxy on the fixed pool)" if args.objective.startswith("gap") else "")
-               + f"; audit: hard-negative mAP gap {hard['gap']['map']:.1f} [{hard['gap']['map_ci'][0]:.1f}, "
-                 f"{hard['gap']['map_ci'][1]:.1f}]"]
+               + f"; audit: hard-negative mAP gap {hard['gap']['map']:.1f} {ci_text(*hard['gap']['map_ci'])}"]
     body = spec_toml(result.spec, [*summary, "", *text.splitlines()])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

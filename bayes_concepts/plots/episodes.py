@@ -17,6 +17,8 @@ the episode view (:mod:`.figure_set`).
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # built directly: no pyplot state, works under any (or no) display
@@ -28,7 +30,7 @@ from ..results import get_attr
 from ..scenes.grid import render_grids
 from ..scenes.schema import GENERATOR_LABELS
 from .objects import draw_objects, draw_objects_at, glyphs_repeat, legend_handles, object_grid, scene_styles
-from .style import MINUS, figure_style, given_axes, learner_label, split_label
+from .style import MINUS, _line_chars, figure_style, given_axes, learner_label, split_label, wrap_lines
 
 __all__ = ["plot_episode", "plot_modalities", "oracles_for", "SceneView", "ObjectsView", "GridView", "ModalityView",
            "scene_view", "legend_note"]
@@ -347,9 +349,21 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
     # fixed layout in inches (constrained layout is slow with 50 axes)
     gap_x, head, set_head, block_gap, margin = 0.2, 0.6, 0.3, 0.5, 0.2
     cell, cell_h, row_h = view.cell()
-    text_h = max(2.0, 0.19 * len(text) + 0.6)
     block_w = ncol * cell + (ncol - 1) * gap_x
     width = 2 * block_w + block_gap + 2 * margin
+    legend_w = 2.6
+    # the concepts' text wrapped to its box (left of the legend), the title to the figure: both inside the canvas
+    chars = _line_chars(width - 2 * margin - legend_w - 0.3, 9.5)
+    text = [w for line in text for w in (textwrap.wrap(line, chars, subsequent_indent=" " * 10,
+                                                       drop_whitespace=False) or [""])]
+    split = episodes.meta.get("split")
+    what = f"split {split_label(split)}, " if split else ""
+    view_title = wrap_lines(f"Episode {e} ({what}{episodes.meta.get('negatives', '?')} negatives); each "
+                       f"{view.noun} is one {view.layout()}.\n"
+                       "Title: label (+ / " + MINUS + "); top-up = random negative filling a hard set, relabelled = "
+                       "random scene that satisfies the concept", width - 2 * margin, 11)
+    head = max(head, 0.2 + 0.2 * (view_title.count("\n") + 1))
+    text_h = max(2.0, 0.19 * len(text) + 0.6)
     height = head + set_head + nrow * row_h + 0.15 + text_h
     with figure_style():
         new_figure = ax is None
@@ -401,7 +415,6 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
                                  "topup": bool(s["topup"][k]), "relabelled": bool(s["relabelled"][k]),
                                  **{a: v for a, v in o.items() if a not in GENERATOR_LABELS}, **per_scene, **at})
         text_top = head + set_head + nrow * row_h + 0.15
-        legend_w = 2.6
         text_ax = add_axes(box(margin, text_top, width - 2 * margin - legend_w, text_h - 0.15))
         legend_ax = add_axes(box(width - margin - legend_w, text_top, legend_w, text_h - 0.15))
         text_ax.axis("off")
@@ -410,16 +423,10 @@ def plot_episode(space, episodes, index: int = 0, strong_oracle=None, weak_oracl
                      bbox=dict(boxstyle="round,pad=0.5", fc="#f7f7f7", ec="0.6"))
         legend_ax.axis("off")
         view.legend(legend_ax)
-        split = episodes.meta.get("split")
-        what = f"split {split_label(split)}, " if split else ""
-        title = (f"Episode {e} ({what}{episodes.meta.get('negatives', '?')} negatives); each "
-                 f"{view.noun} is one {view.layout()}.\n"
-                 "Title: label (+ / " + MINUS + "); top-up = random negative filling a hard set, relabelled = "
-                 "random scene that satisfies the concept")
         if new_figure:
-            fig.suptitle(title, fontsize=11, y=1 - 0.08 / height, va="top")
+            fig.suptitle(view_title, fontsize=11, y=1 - 0.08 / height, va="top")
         else:
-            put_text(0.5, 1 - 0.08 / height, title, fontsize=11, ha="center", va="top")
+            put_text(0.5, 1 - 0.08 / height, view_title, fontsize=11, ha="center", va="top")
     data = pd.DataFrame(rows)
     data.attrs["size_inches"] = (width, height)
     data.attrs["concepts"] = pd.DataFrame(concept_rows)

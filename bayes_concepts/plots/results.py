@@ -12,9 +12,9 @@
     CURI ICML Figure 4: expected posterior entropy over concepts and expected
     predictive entropy on the query set, per split, for each learner with entropies.
 ``plot_ladder``
-    The ladder profiles of a benchmark's splits (memoriser to strong oracle) and, given
-    published model results (passed in by the caller), one rung's gap against the models'
-    difficulty.
+    The ladder of a benchmark's splits: the nested rungs (memoriser ⊆ compound ⊆ atom ⊆
+    strong) as one ladder, the other rungs as their own curves and, given published model
+    results (passed in by the caller), one rung's gap against the models' own measure.
 
 :func:`~bayes_concepts.plots.write_figures` writes them (:mod:`.figure_set`).
 """
@@ -32,7 +32,7 @@ from .style import (LEARNER_COLORS, METRIC_LABELS, MINUS, bootstrap_mean, checke
                     result_learners, split_label, split_order, wrap_lines)
 
 __all__ = ["comp_gap_data", "plot_comp_gap", "gap_parts_data", "plot_gap_parts", "entropy_data", "plot_entropies",
-           "ladder_data", "plot_ladder", "GAP_PARTS_ORDER_ORACLES", "PART_STYLES", "ENTROPIES", "ENTROPY_LABELS"]
+           "ladder_data", "plot_ladder", "LADDER_CHAIN", "GAP_PARTS_ORDER_ORACLES", "PART_STYLES", "ENTROPIES", "ENTROPY_LABELS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -387,12 +387,23 @@ def plot_entropies(ds, negatives: str = "hard", n_boot: int = 1000, seed: int = 
 # the oracle ladder
 # ---------------------------------------------------------------------------------------
 
+#: the rungs that nest (each one's hypothesis space holds the one before it): drawn as one ladder
+LADDER_CHAIN = ("memoriser", "compound", "atom", "strong")
+
+
+def _rung_base(label: str) -> str:
+    """``sampling[n=100]`` -> ``sampling``."""
+    return str(label).split("[", 1)[0]
+
+
 def ladder_data(profile, negatives: str = "hard") -> pd.DataFrame:
-    """The values of :func:`plot_ladder`'s profile panel: one row per (split, rung) with the
+    """The values of :func:`plot_ladder`'s ladder panels: one row per (split, rung) with the
     rung's position on the ladder (``order``), its mAP (percent) and its gap to the strong
-    oracle (mAP points) with the paired bootstrap 95 % interval.  ``profile``: a
-    :func:`~bayes_concepts.ladder.ladder_profile` Dataset or its
-    :func:`~bayes_concepts.ladder.ladder_summary` rows."""
+    oracle (mAP points) with the paired bootstrap 95 % interval, and ``panel``: ``"chain"``
+    for the nested rungs (:data:`LADDER_CHAIN`: memoriser ⊆ compound ⊆ atom ⊆ strong),
+    ``"other"`` for the rest (bounded length, sampling, learned priors, models), each of which
+    is not a step of that chain.  ``profile``: a :func:`~bayes_concepts.ladder.ladder_profile`
+    Dataset or its :func:`~bayes_concepts.ladder.ladder_summary` rows."""
     from ..ladder import ladder_summary
     rows = ladder_summary(profile) if hasattr(profile, "sel") else profile
     out = []
@@ -401,87 +412,168 @@ def ladder_data(profile, negatives: str = "hard") -> pd.DataFrame:
             continue
         for i, (lb, v) in enumerate(r["rungs"].items()):
             out.append({"split": r["split"], "rung": lb, "order": i, "map": v["map"], "gap": v["gap"],
-                        "gap_lo": v["gap_ci"][0], "gap_hi": v["gap_ci"][1]})
+                        "gap_lo": v["gap_ci"][0], "gap_hi": v["gap_ci"][1],
+                        "panel": "chain" if lb in LADDER_CHAIN else "other"})
     if not out:
         raise ValueError(f"the ladder has no {negatives}-negative cells")
     return pd.DataFrame(out)
 
 
+def _finite(x) -> bool:
+    """A number that is not NaN (a JSON copy of the correlations writes NaN as null)."""
+    return x is not None and bool(np.isfinite(x))
+
+
+def _models_axis_label(published, measure: str) -> str:
+    """The models' own measure, as published, and which way is harder."""
+    info = published.measures.get(measure)
+    hib = True if info is None else info.higher_is_better
+    unit = "percentage points" if info is not None and info.difference else "%"
+    name = {"map": "mAP", "cba": "CBA", "f1": "F1"}.get(measure, measure.replace("_", " "))
+    return f"models' {name} ({unit}), mean model; {'lower' if hib else 'higher'} = harder"
+
+
 def plot_ladder(profile, negatives: str = "hard", correlations=None, published=None, rung: str | None = None,
                 *, ax=None):
-    """The ladder profiles of a benchmark's splits and, given ``published`` model results, one
-    rung's gap against the models' difficulty.
+    """The ladder of a benchmark's splits and, given ``published`` model results, one rung's gap
+    against the models' own measure.
 
-    Left: each split's mAP (percent) on every rung, bottom of the ladder (the memoriser) to
-    the top (the strong oracle), one line per split.  Right (only with ``published``, a
-    :class:`~bayes_concepts.published.PublishedResults`): the gap (strong − rung, mAP points,
-    with its 95 % interval) of ``rung`` (default: the rung with the largest mean-model
-    Spearman ρ in ``correlations``, else the memoriser) per condition against the mean
-    model's difficulty (higher = harder), ρ in the title.  ``ax``: one Axes (profiles only) or
-    two (default a new figure).  Returns ``(axes, data)``: data = :func:`ladder_data`, with
-    the scatter's rows (``panel`` = ``"models"``) appended."""
+    Panels, left to right:
+
+    * **the nested ladder**: each split's mAP (percent) on the rungs that nest, memoriser ⊆
+      compound ⊆ atom ⊆ strong (:data:`LADDER_CHAIN`), one line per split -- one ladder;
+    * **the other rungs** (only when the profile has any: bounded length, sampling budgets,
+      learned priors, models): each split's mAP on each, a marker per split; the values of
+      one rung's knob (``sampling[n=100]``, ``sampling[n=1000]``) joined as that rung's own
+      curve, never joined to another rung;
+    * **the models** (only with ``published``, a
+      :class:`~bayes_concepts.published.PublishedResults`): the gap (strong − rung, mAP
+      points, 95 % interval) of ``rung`` per condition against the mean model's value of the
+      published measure, in its own units and the right way up (mAP: lower = harder; a drop:
+      higher = harder).  ``rung`` defaults to the rung whose gap has the largest mean-model
+      Spearman ρ in ``correlations`` -- the title says it was *chosen* so -- else the memoriser.
+
+    Splits share one colour each (:func:`~bayes_concepts.plots.style.category_colors`) and one
+    legend under the panels; point labels are placed beside their points
+    (:func:`~bayes_concepts.plots.labels.annotate_points`).  ``ax``: Axes for the panels drawn
+    (one to three, in that order; default a new figure).  Returns ``(axes, data)``: data =
+    :func:`ladder_data`, with the models panel's rows (``panel`` = ``"models"``, ``value`` =
+    the mean model's measure) appended; ``axes`` one Axes when a single panel is drawn."""
+    from .labels import annotate_points
+    from .style import category_colors
     data = ladder_data(profile, negatives)
     rungs = list(dict.fromkeys(data.sort_values("order")["rung"]))
+    chain = [r for r in rungs if r in LADDER_CHAIN]
+    others = [r for r in rungs if r not in LADDER_CHAIN]
     splits = list(dict.fromkeys(data["split"]))
     two = published is not None
+    n_panels = 1 + bool(others) + two
     with figure_style():
         if ax is None:
-            fig = Figure(figsize=(13.0 if two else 7.5, 5.0), layout="constrained")
-            axes = fig.subplots(1, 2 if two else 1, squeeze=False).ravel()
+            widths = [max(3.2, 1.1 * len(chain) + 1.5)] + ([max(3.5, 0.75 * len(others) + 1.5)] if others else []) \
+                + ([5.2] if two else [])
+            fig = Figure(figsize=(sum(widths) + 0.6, 5.6), layout="constrained")
+            axes = fig.subplots(1, n_panels, squeeze=False, width_ratios=widths).ravel()
         else:
-            axes = np.atleast_1d(np.asarray(ax, dtype=object))
-            if two and len(axes) < 2:
-                raise ValueError("plot_ladder with published results draws two panels: give two Axes")
+            axes = np.atleast_1d(np.asarray(ax, dtype=object)).ravel()
+            if len(axes) < n_panels:
+                raise ValueError(f"plot_ladder draws {n_panels} panels here (the nested ladder"
+                                 + (", the other rungs" if others else "") + (", the models" if two else "")
+                                 + f"): give {n_panels} Axes, got {len(axes)}")
+            fig = axes[0].figure
+        colors = dict(zip(splits, category_colors(len(splits))))
         a = axes[0]
-        palette = sns.color_palette("husl", len(splits))
-        x = np.arange(len(rungs))
-        for color, s in zip(palette, splits):
-            d = data[data.split == s].set_index("rung").reindex(rungs)
-            a.plot(x, d["map"].to_numpy(), marker="o", color=color, label=split_label(s), gid=f"split:{s}")
-        a.set_xticks(x, rungs, rotation=40, ha="right", fontsize=8)
+        x = np.arange(len(chain))
+        for s in splits:
+            d = data[data.split == s].set_index("rung").reindex(chain)
+            a.plot(x, d["map"].to_numpy(), marker="o", color=colors[s], label=split_label(s), gid=f"split:{s}")
+        a.set_xticks(x, [c.replace("_", " ") for c in chain], rotation=30, ha="right", fontsize=8)
+        a.set_xlim(-0.3, len(chain) - 0.7)
         a.set_ylim(-3, 103)
         a.set_ylabel(METRIC_LABELS["ap"])
-        a.set_title(f"Ladder profiles ({negatives} negatives): memoriser to strong oracle", fontsize=10)
-        a.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-        data["panel"] = "profile"
+        a.set_title(f"The nested ladder ({negatives} negatives)\n"
+                    + f" {chr(0x2286)} ".join(c.replace("_", " ") for c in chain), fontsize=9.5)
+        k = 1
+        if others:
+            b = axes[k]
+            k += 1
+            groups = list(dict.fromkeys(_rung_base(r) for r in others))
+            pos, ticks, x0 = {}, [], 0.0
+            for g in groups:
+                members = [r for r in others if _rung_base(r) == g]
+                for j, r in enumerate(members):
+                    pos[r] = x0 + j
+                x0 += len(members) + 0.6  # a gap between one rung's curve and the next rung
+            offsets = dict(zip(splits, dodge(len(splits), 0.3)))
+            for s in splits:
+                d = data[data.split == s].set_index("rung")
+                for g in groups:
+                    members = [r for r in others if _rung_base(r) == g and r in d.index]
+                    xs = [pos[r] + offsets[s] for r in members]
+                    b.plot(xs, d.loc[members, "map"].to_numpy(), marker="o", markersize=4.5, color=colors[s],
+                           linestyle="-" if len(members) > 1 else "none", gid=f"other:{s}:{g}")
+            b.set_xticks([pos[r] for r in others], [r.replace("_", " ") for r in others], rotation=35, ha="right",
+                         fontsize=7.5)
+            b.set_ylim(-3, 103)
+            b.set_ylabel(METRIC_LABELS["ap"])
+            b.set_title("The other rungs: not steps of that ladder\n(a knob's values joined, per split)",
+                        fontsize=9.5)
+        handles = [Line2D([], [], color=colors[s], marker="o", label=split_label(s)) for s in splits]
         if two:
-            b = axes[1]
+            c = axes[k]
             corr_rungs = (correlations or {}).get("rungs", {})
+            from ..ladder import MIN_RANKED, rho_text
+            n_cond = len((correlations or {}).get("conditions", ()))
             chosen = rung is None
+            finite = {}
             if rung is None:
-                finite = {lb: v["mean_model"]["spearman"] for lb, v in corr_rungs.items()
-                          if lb != "strong" and np.isfinite(v["mean_model"]["spearman"])}
+                if n_cond >= MIN_RANKED:
+                    finite = {lb: v["mean_model"]["spearman"] for lb, v in corr_rungs.items()
+                              if lb != "strong" and _finite(v["mean_model"].get("spearman"))}
                 rung = max(finite, key=finite.get) if finite else rungs[0]
             if rung not in rungs:
                 raise ValueError(f"rung {rung!r} is not on this ladder ({', '.join(rungs)})")
             from ..ladder import published_difficulty
             diff = published_difficulty(published, splits, negatives)["mean_model"].dropna()
+            measure = (correlations or {}).get("measure") or published.measure
+            hib = published.measures[measure].higher_is_better if measure in published.measures else True
             d = data[(data.rung == rung) & data.split.isin(diff.index)].copy()
             d["difficulty"] = [float(diff[s]) for s in d["split"]]
-            b.errorbar(d["gap"], d["difficulty"], xerr=np.vstack([d["gap"] - d["gap_lo"], d["gap_hi"] - d["gap"]]),
-                       marker="o", linestyle="none", color="#7570b3", capsize=2.5, gid=f"rung:{rung}")
-            for _, r in d.iterrows():
-                b.annotate(split_label(r["split"]), (r["gap"], r["difficulty"]), fontsize=7, xytext=(4, 3),
-                           textcoords="offset points")
+            d["value"] = -d["difficulty"] if hib else d["difficulty"]  # the models' own measure, as published
+            for s, r in d.set_index("split").iterrows():
+                c.errorbar([r["gap"]], [r["value"]], xerr=[[r["gap"] - r["gap_lo"]], [r["gap_hi"] - r["gap"]]],
+                           marker="o", linestyle="none", color=colors[s], capsize=2.5, gid=f"rung:{rung}:{s}")
             rho = corr_rungs.get(rung, {}).get("mean_model", {})
-            direct = rho.get("direct_test") if rho else None
-            if rho and rho.get("flat"):
-                note = "flat: ranks nothing"
-            elif direct:
-                note = (f"singles out {split_label(direct['condition'])}: the models' rank {direct['target_rank']} "
-                        f"(chance 1/{rho['n_conditions']})")
-            elif rho and np.isfinite(rho.get("spearman", np.nan)):
-                note = f"Spearman ρ {rho['spearman']:.2f} [{rho['spearman_ci'][0]:.2f}, {rho['spearman_ci'][1]:.2f}]"
+            if rho and n_cond < MIN_RANKED:
+                note = f"too few conditions to rank (n = {n_cond})"
+            elif rho and rho.get("flat"):
+                note = "flat: every pair of splits within 2 standard errors, ranks nothing"
+            elif rho and (rho.get("direct_test") or _finite(rho.get("spearman"))):
+                note = ("Spearman ρ " if not rho.get("direct_test") else "") + rho_text(rho)
             else:
                 note = "ρ not computed"
-            if chosen and rho:
-                note += " (the rung with the highest ρ, chosen)"
-            b.set_xlabel(f"gap strong {MINUS} {rung} (mAP points)")
-            b.set_ylabel(f"models' difficulty ({published.measure}; higher = harder)")
-            b.set_title(f"{published.benchmark}: rung {rung} against the mean model\n{note}", fontsize=10)
+            if chosen and finite:
+                head = f"rung {rung}\n(chosen: the highest ρ of the mean model)"
+            elif chosen:
+                head = f"rung {rung}\n(none chosen: " + ("too few conditions" if n_cond < MIN_RANKED
+                                                         else "no rung ranks the splits") + "; the lowest rung)"
+            else:
+                head = f"rung {rung}"
+            c.set_xlabel(f"gap strong {MINUS} {rung} (mAP points)")
+            c.set_ylabel(_models_axis_label(published, measure), fontsize=8.5)
+            c.set_title(f"{published.benchmark}: {head}\n{note}", fontsize=9)
+            c.margins(x=0.12, y=0.12)
+            if len(d):
+                annotate_points(c, d["gap"].to_numpy(), d["value"].to_numpy(), [split_label(s) for s in d["split"]],
+                                xerr=(d["gap_lo"].to_numpy(), d["gap_hi"].to_numpy()), fontsize=7.5, color="0.15")
             d["panel"] = "models"
             data = pd.concat([data, d], ignore_index=True)
-    return axes if two else axes[0], data
+        if ax is None:
+            fig.legend(handles=handles, loc="outside lower center", fontsize=7.5, frameon=False,
+                       ncol=legend_columns([h.get_label() for h in handles], fig.get_figwidth(), 7.5, most=6))
+        else:
+            axes[0].legend(handles=handles, fontsize=7, loc="lower right", frameon=True, framealpha=0.85)
+    return (axes[:n_panels] if n_panels > 1 else axes[0]), data
 
 
 def write_ladder_figures(rows, negatives, correlations, published, folder) -> list:

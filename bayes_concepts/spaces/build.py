@@ -231,16 +231,20 @@ def _with_source(source: ProgramSource, programs, logp, grammar, p, log, stages)
     extra = source.programs(grammar, p)
     if not extra:
         return programs, logp
+    groups = extra if isinstance(extra, Mapping) else {source.stage: extra}
     seen = {prog.postfix for prog in programs}
-    added = 0
-    for prog, lp in extra:
-        if prog.postfix not in seen:
-            seen.add(prog.postfix)
-            programs.append(prog)
-            logp.append(lp)
-            added += 1
-    stages[source.stage] = added
-    log(source.describe(p, added))
+    total = 0
+    for stage, group in groups.items():
+        added = 0
+        for prog, lp in group:
+            if prog.postfix not in seen:
+                seen.add(prog.postfix)
+                programs.append(prog)
+                logp.append(lp)
+                added += 1
+        stages[stage] = added
+        total += added
+    log(source.describe(p, total))
     return programs, logp
 
 

@@ -418,8 +418,8 @@ class ExtensionSpace(ConceptSpace):
             Seed of the test bank.
         """
         t0 = time.perf_counter()
-        member, n_items = _membership(extensions, n_items, item_names, item_labels)
-        n = member.shape[0]
+        packed, counts, n_items = _packed_membership(extensions, n_items, item_names, item_labels)
+        n = packed.shape[0]
         if descriptions is None:
             descriptions = [f"c{i}" for i in range(n)]
         descriptions = [_normalise_description(d, i) for i, d in enumerate(descriptions)]
@@ -455,11 +455,10 @@ class ExtensionSpace(ConceptSpace):
         if codes.shape[0] != n_items:
             raise ExtensionSpaceError(f"item_labels: label {codes.shape[0]} items, expected {n_items}")
 
-        counts = member.sum(axis=1, dtype=np.int64)
         keep = counts >= int(min_count)
         stages = {"given": int(n), "after_min_count": int(keep.sum())}
         idx = np.flatnonzero(keep)
-        signatures = pack_bits(member[idx])
+        signatures = packed if len(idx) == n else np.ascontiguousarray(packed[idx])
         counts = counts[idx]
         descriptions = [descriptions[i] for i in idx]
         parts = [parts[i] for i in idx]
@@ -569,8 +568,13 @@ def _normalise_description(d, i) -> str:
     return text
 
 
+#: bytes of the dense membership rows :func:`_packed_membership` holds at once (a block of rows)
+MEMBERSHIP_BLOCK_BYTES = 64 << 20
+
+
 def _membership(extensions, n_items, item_names, item_labels) -> tuple:
-    """(bool (n, N) membership, N) of extensions given as id lists or a bool matrix."""
+    """``(n, N, rows)`` of extensions given as id lists or a bool matrix: ``rows(lo, hi)`` is the
+    bool membership (hi - lo, N) of concepts lo..hi-1, built only for that block."""
     if n_items is None and item_names is not None:
         n_items = len(item_names)
     if n_items is None and item_labels:
@@ -579,7 +583,7 @@ def _membership(extensions, n_items, item_names, item_labels) -> tuple:
         if n_items is not None and extensions.shape[1] != n_items:
             raise ExtensionSpaceError(f"extensions: membership matrix has {extensions.shape[1]} columns, "
                                       f"{n_items} items")
-        return extensions, extensions.shape[1]
+        return extensions.shape[0], extensions.shape[1], lambda lo, hi: extensions[lo:hi]
     ids = []
     for i, ext in enumerate(extensions):
         a = np.asarray(list(ext) if not isinstance(ext, np.ndarray) else ext)
@@ -593,10 +597,30 @@ def _membership(extensions, n_items, item_names, item_labels) -> tuple:
         if a.size and (a.min() < 0 or a.max() >= n_items):
             bad = int(a[(a < 0) | (a >= n_items)][0])
             raise ExtensionSpaceError(f"extensions: concept {i} holds item {bad}, outside 0..{n_items - 1}")
-    member = np.zeros((len(ids), int(n_items)), bool)
-    for i, a in enumerate(ids):
-        member[i, a] = True
-    return member, int(n_items)
+
+    def rows(lo, hi):
+        member = np.zeros((hi - lo, int(n_items)), bool)
+        for k, a in enumerate(ids[lo:hi]):
+            member[k, a] = True
+        return member
+    return len(ids), int(n_items), rows
+
+
+def _packed_membership(extensions, n_items, item_names, item_labels) -> tuple:
+    """``(packed uint64 (n, ceil(N/64)), counts int64 (n,), N)``: the membership of
+    :func:`_membership` packed into signature words block by block, so that a dense (n, N)
+    matrix of id lists is never built (at most :data:`MEMBERSHIP_BLOCK_BYTES` of it at once)."""
+    n, n_items, rows = _membership(extensions, n_items, item_names, item_labels)
+    words = (n_items + 63) // 64
+    packed = np.zeros((n, words), np.uint64)
+    counts = np.zeros(n, np.int64)
+    step = max(1, MEMBERSHIP_BLOCK_BYTES // max(1, n_items))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        block = rows(lo, hi)
+        counts[lo:hi] = block.sum(axis=1, dtype=np.int64)
+        packed[lo:hi] = pack_bits(block)
+    return packed, counts, n_items
 
 
 def description_log_prob(parts, n_values: dict) -> float:

@@ -101,35 +101,17 @@ def _spearman(x, y) -> tuple:
     return (float(r.statistic), float(r.pvalue), int(ok.sum()))
 
 
-def _label_points(ax, x, y, names, colors) -> None:
-    """Write ``names[i]`` beside the point (x[i], y[i]): right of it where that space is free
-    of the other points and of labels already written, else below-right, above, below,
-    above-left or below-left (a greedy check of approximate text boxes in display points)."""
-    ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits before reading positions
-    scale = ax.figure.dpi / 72
-    pts = ax.transData.transform(np.column_stack([x, y])) / scale  # display points
-    placed = []
-    candidates = ((9, 5, "left"), (9, -15, "left"), (0, 10, "center"), (0, -23, "center"), (-9, 5, "right"),
-                  (-9, -15, "right"))
-    for i in np.argsort(x, kind="stable"):
-        w, h = 6.4 * len(str(names[i])) + 4, 13
-        chosen = candidates[0]
-        for dx, dy, ha in candidates:
-            x0 = pts[i, 0] + dx - {"left": 0, "center": w / 2, "right": w}[ha]
-            box = (x0, pts[i, 1] + dy - 2, x0 + w, pts[i, 1] + dy + h)
-            hits_box = any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed)
-            hits_point = any(box[0] - 6 < px < box[2] + 6 and box[1] - 6 < py < box[3] + 6
-                             for j, (px, py) in enumerate(pts) if j != i)
-            if not hits_box and not hits_point:
-                chosen = (dx, dy, ha)
-                placed.append(box)
-                break
-        else:
-            placed.append((pts[i, 0] + 9, pts[i, 1] + 3, pts[i, 0] + 9 + w, pts[i, 1] + 5 + h))
-        dx, dy, ha = chosen
-        ax.annotate(str(names[i]), (x[i], y[i]), xytext=(dx, dy), textcoords="offset points", ha=ha, va="bottom",
-                    fontsize=9.5, color=colors[i], fontweight="bold", zorder=6, gid=f"closure:label:{names[i]}",
-                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.75))
+def _label_points(ax, x, y, names, colors, xerr=None, yerr=None) -> None:
+    """Write ``names[i]`` beside the point (x[i], y[i]), off the other labels, points and the
+    bars ``xerr`` / ``yerr`` ((lo, hi) each) (:func:`bayes_concepts.plots.labels.annotate_points`),
+    in the point's colour."""
+    from ...plots.labels import annotate_points
+    texts = annotate_points(ax, x, y, [str(n) for n in names], colors=list(colors), xerr=xerr, yerr=yerr,
+                            marker_radius=7.0, fontsize=9.5, fontweight="bold",
+                            zorder=6, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.75))
+    for t, name in zip(texts, names):
+        if t is not None:
+            t.set_gid(f"closure:label:{name}")
 
 
 def plot_closure_families(ds, reported=None, negatives: str = "hard", ax=None, *, n_boot: int = 1000,
@@ -192,7 +174,8 @@ def plot_closure_families(ds, reported=None, negatives: str = "hard", ax=None, *
     data.attrs["spearman"] = {"rho": rho, "p": p, "n": n_pairs}
     data.attrs["spearman_by_model"] = pd.DataFrame(by_model, columns=["model", "rho", "p", "n"])
 
-    palette = [matplotlib.colors.to_hex(c) for c in sns.color_palette("dark", max(len(families), 3))]
+    from ...plots.style import category_colors
+    palette = category_colors(len(families))  # neighbours differ in lightness too
     colors = dict(zip(families, palette))
     nudges = dict(zip(models, dodge(len(models), 3.2 * (len(models) - 1)) if len(models) > 1 else [0.0]))
     with figure_style():
@@ -221,7 +204,8 @@ def plot_closure_families(ds, reported=None, negatives: str = "hard", ax=None, *
         pad = max(0.25, 0.08 * (hi_x - lo_x))
         ax.set_xlim(lo_x - pad, hi_x + 2.2 * pad)  # room on the right for the labels
         _label_points(ax, data["gap"].to_numpy(), data["mean_drop"].to_numpy(), families,
-                      [colors[f] for f in families])
+                      [colors[f] for f in families], xerr=(data["gap_ci_lo"].to_numpy(), data["gap_ci_hi"].to_numpy()),
+                      yerr=(data["min_drop"].to_numpy(), data["max_drop"].to_numpy()))
         handles = [Line2D([], [], marker=_MODEL_MARKERS[i % len(_MODEL_MARKERS)], linestyle="none", color="0.45",
                           markersize=7, label=f"{m} (\u03c1 = {_signed(r['rho'])})" if np.isfinite(r["rho"]) else m)
                    for i, (m, r) in enumerate(zip(models, by_model))]

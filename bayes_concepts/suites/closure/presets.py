@@ -18,25 +18,34 @@ CLEVR_PER_TEMPLATE = 50
 
 
 @lru_cache(maxsize=8)
-def _closure_family_programs(grammar, per_family: int, per_template: int | None = None) -> tuple:
-    """``((program, log-prob), ...)`` of CLOSURE's families, then of CLEVR's question templates
-    (``per_template`` of each; none for None), under ``grammar``, each once (parsed and scored
-    once per process: the inside algorithm on ~20,000 long programs takes seconds)."""
+def _closure_family_programs(grammar, per_family: int, per_template: int | None = None) -> dict:
+    """``{"closure_families_added": ((program, log-prob), ...), "clevr_templates_added": ...}``:
+    CLOSURE's families, then CLEVR's question templates (``per_template`` of each; none for
+    None), under ``grammar``, each program once (a template's program that is also a family's
+    is counted with the families; parsed and scored once per process: the inside algorithm on
+    ~20,000 long programs takes seconds)."""
     from ...lot.program import Program
     from .clevr_templates import clevr_concepts
     from .families import family_concepts
-    texts = [t for ts in family_concepts(None, per_family, 0).values() for t in ts]
+    groups = {"closure_families_added": [t for ts in family_concepts(None, per_family, 0).values() for t in ts]}
     if per_template:
-        texts += [t for ts in clevr_concepts(None, per_template, 0).values() for t in ts]
-    out = []
-    for text in dict.fromkeys(texts):
-        prog = Program.parse(text, grammar)
-        out.append((prog, prog.log_prob(grammar)))
-    return tuple(out)
+        groups["clevr_templates_added"] = [t for ts in clevr_concepts(None, per_template, 0).values() for t in ts]
+    out, seen = {}, set()
+    for stage, texts in groups.items():
+        progs = []
+        for text in dict.fromkeys(texts):
+            if text in seen:
+                continue
+            seen.add(text)
+            prog = Program.parse(text, grammar)
+            progs.append((prog, prog.log_prob(grammar)))
+        out[stage] = tuple(progs)
+    return out
 
 
-def _programs(grammar, p) -> tuple:
-    """The families' (and templates') programs a build with parameters ``p`` adds; () when off."""
+def _programs(grammar, p) -> dict | tuple:
+    """The families' (and templates') programs a build with parameters ``p`` adds, a group per
+    stage; () when off."""
     if not p.get("closure_per_family"):
         return ()
     per_template = int(p["clevr_per_template"]) if p.get("clevr_per_template") else None

@@ -84,6 +84,9 @@ def _fetch_arguments(p):
     p.add_argument("--from", default=None, metavar="COPY",
                    help="copy from a local copy of the repository (same paths) instead of downloading")
     p.add_argument("--force", action="store_true", help="replace files already there (default: keep them)")
+    p.add_argument("--unpinned", action="store_true",
+                   help="take files whose sha256 differs from the one pinned with the commit (default: refused); "
+                        "FETCHED.json records them as unpinned")
     p.add_argument("--quiet", action="store_true", help="no line per file")
 
 
@@ -92,9 +95,15 @@ def _fetch_arguments(p):
               "has them; nothing third-party ships with the package")
 def cmd_data_fetch(args) -> int:
     from .fetch import PUBLISHED, fetch
+    import json
     root = fetch(args.name, args.dir, source=getattr(args, "from"), overwrite=args.force,
-                 log=None if args.quiet else print)
+                 log=None if args.quiet else print, unpinned=args.unpinned)
     pub = PUBLISHED[args.name]
-    print(f"fetched {len(pub.files)} files of {pub.repo} at {pub.commit[:12]} into {root} (sha256 in "
-          f"{root / 'FETCHED.json'}); read with: bayes-concepts {pub.read_with.format(root=root)}")
+    record = json.loads((root / "FETCHED.json").read_text(encoding="utf-8"))
+    differ = record["unpinned"]
+    print(f"fetched {len(pub.files)} files of {pub.repo} at {pub.commit[:12]} into {root} ("
+          + (f"{len(differ)} UNPINNED, differing from the published files: {', '.join(differ)}; " if differ
+             else "each file's sha256 the pinned one; ")
+          + f"origin {record['origin']}; FETCHED.json records each file); read with: bayes-concepts "
+          f"{pub.read_with.format(root=root)}")
     return 0
