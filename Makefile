@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test figures docs docs-check bench bench-scale clean
+.PHONY: venv demo test test-all figures docs docs-check bench bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: the CPU wheel on this machine; an unpinned torch pulls CUDA
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
 	$(BIN)/python -m pip install --quiet -e ".[test,docs]"
+	# numba's kernels compiled once here, into its cache (__pycache__ beside the modules), so
+	# that the first `make demo` does not wait about a minute for the compiler
+	$(BIN)/bayes-concepts compile
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -25,6 +28,12 @@ demo: $(STAMP)
 # then the tests, one worker per core (pytest-xdist; a file's tests stay in one worker, so its
 # module fixtures are built once)
 test: $(STAMP)
+	$(BIN)/lint-imports
+	$(MAKE) docs-check
+	$(BIN)/python -m pytest tests -n auto --dist loadfile -m "not slow"
+
+# `make test` and the tests marked slow (pyproject.toml's markers): the whole suite
+test-all: $(STAMP)
 	$(BIN)/lint-imports
 	$(MAKE) docs-check
 	$(BIN)/python -m pytest tests -n auto --dist loadfile

@@ -389,19 +389,45 @@ def _outside(outside, h, s):
 
 
 @numba.njit(inline="always")
-def _first_alternative(row, alt_mask):
+def _first_alternative(row, alt_mask, alt_words, n_alt_words):
     """The lowest alternative (bit of ``alt_mask``) true on a scene with concept row ``row``; -1
-    if none is."""
-    for w in range(alt_mask.shape[0]):
+    if none is.  ``alt_words[:n_alt_words]``: the indexes, increasing, of ``alt_mask``'s nonzero
+    words (the only words of the row it reads: a try that finds no alternative touches those,
+    not the whole row)."""
+    for i in range(n_alt_words):
+        w = alt_words[i]
         word = row[w] & alt_mask[w]
         if word:
             return w * 64 + pop_lowest_bit(word)[0]
     return -1
 
 
+@numba.njit(inline="always")
+def _nonzero_words(mask, out):
+    """Write the indexes of ``mask``'s nonzero words (uint64 (Hw,)), increasing, to the front of
+    ``out`` (int64 (Hw,)); returns how many there are."""
+    n = 0
+    for w in range(mask.shape[0]):
+        if mask[w]:
+            out[n] = w
+            n += 1
+    return n
+
+
+@numba.njit(inline="always")
+def _cover(row, alt_mask, alt_words, n_alt_words):
+    """How many alternatives (bits of ``alt_mask``, nonzero in the words ``alt_words[:n_alt_words]``)
+    are true on a scene with concept row ``row``."""
+    cover = 0
+    for i in range(n_alt_words):
+        w = alt_words[i]
+        cover += popcount64(row[w] & alt_mask[w])
+    return cover
+
+
 @numba.njit(cache=True)
-def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scenes, labels, source, taken, n_taken,
-                     pos, row_buf, outside):
+def _draw_from_union(h, alts, n_alts, alt_mask, alt_words, n_alt_words, sig, scene_concepts, state, scenes, labels,
+                     source, taken, n_taken, pos, row_buf, outside):
     """Fill positions ``pos``.. of a set uniformly, without replacement, from the union of the
     alternatives' extensions minus ext(h) and the scenes already taken, built explicitly from
     their signatures (row source ``sig``); stops early when it runs out.  Returns (pos, n_taken)."""
@@ -429,7 +455,7 @@ def _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scen
         if _outside(outside, h, s):  # not a scene the question is asked about
             continue
         _take(s, 0, pos, scenes, labels, taken, n_taken)
-        source[pos] = _first_alternative(row_at(scene_concepts, s, row_buf), alt_mask)
+        source[pos] = _first_alternative(row_at(scene_concepts, s, row_buf), alt_mask, alt_words, n_alt_words)
         n_taken += 1
         pos += 1
     return pos, n_taken
@@ -450,11 +476,12 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     instead of alternative first.  A union negative's ``source`` is an alternative true on it.
 
     ``sig`` and ``scene_concepts`` are row sources (:func:`bayes_concepts.engine.rows.row_source`);
-    ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads.
+    ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads, and
+    int64 (Hw,) for the indexes of ``alt_mask``'s nonzero words.
     ``outside``: per-scene bitsets of the concepts whose domain excludes the scene (uint64
     (S, Hw), or (0, 1) without question domains): every negative, easy or hard, comes from
     the domain of h minus its extension."""
-    row_buf, common, block_buf, word_buf = buffers
+    row_buf, common, block_buf, word_buf, alt_words = buffers
     n_pos = positives.shape[0]
     k = scenes.shape[0]
     for i in range(n_pos):
@@ -480,6 +507,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                     if union:
                         alt_mask[w] |= np.uint64(1) << np.uint64(b)
         if union and n_alts > 0:
+            n_alt_words = _nonzero_words(alt_mask, alt_words)
             total = 0
             for j in range(n_alts):
                 total += counts[alts[j]]
@@ -508,9 +536,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 row = row_at(scene_concepts, s, row_buf)  # bit h of the scene's row is bit s of h's signature
                 if has_bit(row, h) or _used(s, taken, n_taken) or _outside(outside, h, s):
                     continue
-                cover = 0
-                for w in range(hw):
-                    cover += popcount64(row[w] & alt_mask[w])
+                cover = _cover(row, alt_mask, alt_words, n_alt_words)
                 if cover > 1 and next_below(state, cover) != 0:
                     continue
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
@@ -527,7 +553,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 row = row_at(scene_concepts, s, row_buf)
                 if has_bit(row, h) or _used(s, taken, n_taken) or _outside(outside, h, s):
                     continue
-                a = _first_alternative(row, alt_mask)
+                a = _first_alternative(row, alt_mask, alt_words, n_alt_words)
                 if a < 0:
                     continue
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
@@ -535,10 +561,11 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 n_taken += 1
                 pos += 1
             if pos < k and budget > 0:
-                pos, n_taken = _draw_from_union(h, alts, n_alts, alt_mask, sig, scene_concepts, state, scenes, labels,
-                                                source, taken, n_taken, pos, row_buf, outside)
-            for w in range(hw):
-                alt_mask[w] = 0
+                pos, n_taken = _draw_from_union(h, alts, n_alts, alt_mask, alt_words, n_alt_words, sig,
+                                                scene_concepts, state, scenes, labels, source, taken, n_taken, pos,
+                                                row_buf, outside)
+            for i in range(n_alt_words):
+                alt_mask[alt_words[i]] = 0
             n_alts = np.int64(0)  # what the budget did not find is topped up below
         tries = 0
         while pos < k and n_alts > 0:
@@ -631,7 +658,7 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
         alt_mask = np.zeros(hw, np.uint64)
         alt_cum = np.empty(n_concepts, np.int64)
         buffers = (np.empty(hw, np.uint64), np.empty(hw, np.uint64), np.empty(BLOCK, np.uint64),
-                   np.empty(1, np.uint64))
+                   np.empty(1, np.uint64), np.empty(hw, np.int64))
         n_taken = 0
         while n_taken < n_pos + n_pos_q:  # n_pos + n_pos_q distinct positives
             s = _select(sig, h, cum[h], next_below(state, counts[h]), buffers[2])

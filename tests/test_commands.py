@@ -51,7 +51,7 @@ def test_a_command_with_a_parser_of_its_own_claims_its_words(argv, name, rest):
 def test_the_commands_that_compile_the_kernels_say_so():
     compiling = {c.name for _, c in command_registry.commands.items() if c.compiles}
     assert compiling == {"gap", "ladder", "ladder-validate", "audit", "demo", "posterior", "space build", "splits search", "train",
-                         "people shj", "episodes"}
+                         "people shj", "episodes", "compile"}
 
 
 def test_a_plugin_command_runs_like_a_built_in_one(capsys):
@@ -124,3 +124,16 @@ def test_render_takes_its_modalities_from_the_registry(census, small_space, tmp_
     assert status == 0 and wav.read_bytes()[:4] == b"RIFF", err
     status, _, err = run(["render", space_dir, "3", "--modality", "nope", "--out", wav], capsys)
     assert_one_line_error(status, err, "invalid choice: 'nope'", "'census'")
+
+
+@pytest.mark.slow  # about a minute on a cold numba cache (it compiles the demo's kernels)
+def test_compile_runs_the_demos_job_on_a_small_space_and_leaves_nothing(tmp_path, monkeypatch, capsys):
+    """``compile`` (what ``make venv`` runs) fills numba's cache by running the demo's job on a
+    small space in a temporary folder, which it removes; a bad option is a one-line error."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    status, out, err = run(["compile", "--episodes", "2"], capsys)
+    assert status == 0, err
+    assert "compiled and cached the kernels of demo and gap" in out
+    assert list(tmp_path.iterdir()) == []
+    assert_one_line_error(*run(["compile", "--episodes", "0"], capsys)[::2], "--episodes", "must be >= 1")

@@ -2,6 +2,7 @@
 import numba
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
 from bayes_concepts.episodes import EpisodeError, Episodes, EpisodeSampler
@@ -193,3 +194,53 @@ def test_union_negatives_are_uniform_on_the_union_every_way(space, sampler, usab
     # the statistic has power: the 'alternative' mode (alternative first) is not uniform
     eps = sampler.sample(usable, 150, "hard", seed=21, hard_mode="alternative")
     assert kstest(union_positions(space, sampler, eps, np.random.default_rng(0)), "uniform").pvalue < 1e-3
+
+
+def _words(draw_words, n_words):
+    """uint64 (n_words,) from a list of Python ints (hypothesis), steered to empty and full words."""
+    return np.array(draw_words[:n_words] + [0] * (n_words - len(draw_words[:n_words])), np.uint64)
+
+
+_word = st.one_of(st.just(0), st.just(2**64 - 1), st.sampled_from([1, 2**63]), st.integers(0, 2**64 - 1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(n_words=st.integers(1, 9), mask=st.lists(_word, max_size=9), row=st.lists(_word, max_size=9))
+def test_alternative_scans_of_the_nonzero_words_equal_the_whole_row_scans(n_words, mask, row):
+    """The sampler reads only the words of a scene's row where the set's alternatives have bits
+    (``_nonzero_words``): its lowest alternative true on the scene and the number true equal
+    those of a scan of the whole row (slow twin: Python over every bit), empty masks and rows,
+    full words and the last bit included."""
+    import bayes_concepts.episodes as E
+    alt_mask, row = _words(mask, n_words), _words(row, n_words)
+    listed = np.full(n_words, -7, np.int64)
+    n = E._nonzero_words(alt_mask, listed)
+    assert n == np.count_nonzero(alt_mask) and listed[:n].tolist() == np.flatnonzero(alt_mask).tolist()
+    bits = [w * 64 + b for w in range(n_words) for b in range(64)
+            if (int(row[w]) >> b) & 1 and (int(alt_mask[w]) >> b) & 1]
+    assert E._first_alternative(row, alt_mask, listed, n) == (bits[0] if bits else -1)
+    assert E._cover(row, alt_mask, listed, n) == len(bits)
+
+
+@pytest.mark.parametrize("explicit", [1.0, 0.0])
+def test_union_negatives_drawn_by_scene_name_the_lowest_alternative(space, sampler, usable, monkeypatch, explicit):
+    """A union hard negative drawn as a scene (scanning the bank, or from the union built
+    explicitly) names as its source the lowest alternative true on it (slow twin: every
+    alternative's signature bit)."""
+    import bayes_concepts.episodes as E
+    monkeypatch.setattr(E, "UNION_SCAN", 0.0)  # always scan the bank, never an alternative first
+    monkeypatch.setattr(E, "UNION_EXPLICIT", explicit)
+    eps = sampler.sample(usable, 100, "hard", seed=5, hard_mode="union")
+    sig = np.asarray(space.signatures)
+    real = 0
+    for e in range(len(eps)):
+        h = int(eps.concept[e])
+        for scenes, _, source, topup, _ in sets(eps, e):
+            alts = sampler.alternatives(h, scenes[:5])
+            for i in range(5, len(scenes)):
+                if not topup[i]:
+                    s = int(scenes[i])
+                    true_on = alts[(sig[alts, s >> 6] >> np.uint64(s & 63)) & np.uint64(1) == 1]
+                    assert source[i] == true_on.min()
+                    real += 1
+    assert real > 500

@@ -129,3 +129,40 @@ def cmd_demo(args) -> int:
         print(f"figures: {len(paths)} files in {args.figures}")
     print(f"done in {time.perf_counter() - t0:.0f} s")
     return 0
+
+
+#: the small space ``compile`` runs the demo's job on (the demo preset's scene sampler and
+#: grammar, fewer programs and scenes: the same kernels, compiled for the same types)
+COMPILE_SPACE = {"samples": 20_000, "scenes": 4_000, "seed": 0}
+
+
+def _compile_arguments(p):
+    p.add_argument("--episodes", type=whole(1), default=40,
+                   help="test episodes per split and negatives of the small job (default 40)")
+
+
+@command("compile", order=141, arguments=_compile_arguments, compiles=True,
+         help="compile the numba kernels of demo and gap once, into numba's cache (after pip install)")
+def cmd_compile(args) -> int:
+    """Fill numba's on-disk cache with the kernels ``demo`` (and ``gap`` with its defaults)
+    runs, by running the demo's job -- build, save, load, the comp gap of CURI's splits with
+    hard and easy negatives, results, figures -- on a small demo-preset space in a temporary
+    directory, which is removed afterwards.  The cache is numba's: ``__pycache__`` beside the
+    package's modules, or ``NUMBA_CACHE_DIR`` when set.  ``make venv`` runs it; after ``pip
+    install`` run it once, so that the first ``demo`` does not wait for the compiler."""
+    import tempfile
+    from ..spaces.hypothesis_space import HypothesisSpace
+    from ..gap import compute_gap
+    from ..oracles import OracleSettings
+    from ..results import save_results
+    from ..splits import curi_splits
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bayes_concepts_compile_") as tmp:
+        space_dir = Path(tmp) / "space"
+        HypothesisSpace.build("demo", **COMPILE_SPACE).save(space_dir)
+        space = HypothesisSpace.load(space_dir)
+        ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, OracleSettings(), 0)
+        save_results(ds, Path(tmp) / "results.nc")
+        _write_figures(ds, space, Path(tmp) / "figs", "concept_iid", 0)
+    print(f"compiled and cached the kernels of demo and gap in {time.perf_counter() - t0:.0f} s")
+    return 0
