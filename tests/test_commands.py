@@ -32,7 +32,7 @@ def test_every_registered_command_is_in_the_parser_in_its_group():
         if found and not cmd.is_group:
             assert place.get_default("func") is cmd.run and place.get_default("command_entry") is cmd
     assert list(_subparsers(parser)) == [c.words[0] for c in command_registry.subcommands()]
-    assert list(_subparsers(_subparsers(parser)["space"])) == ["build", "from-pairs", "info", "show"]
+    assert list(_subparsers(_subparsers(parser)["space"])) == ["build", "from-pairs", "from-sets", "info", "show"]
 
 
 @pytest.mark.parametrize("argv, name, rest", [
