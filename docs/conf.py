@@ -3,9 +3,14 @@
 The guide is the Markdown pages of ``docs/`` (MyST), the reference is built from the package's
 docstrings (autodoc, read by numpydoc), and the notebooks are rendered by myst-nb.  ``api.rst`` is written here from the package's public
 names (``bayes_concepts.__all__``), one section per defining module, so the reference lists
-every public name and nothing else.  Notebooks are shown as stored (no outputs) unless
-``BAYES_CONCEPTS_DOCS_EXECUTE`` is ``cache`` or ``force`` (myst-nb's execution modes):
-``make docs`` executes them on the demo space, the quick check in ``make test`` does not.
+every public name and nothing else.  The guide's code cells (``{code-cell} ipython3`` in a page
+whose front matter says ``file_format: mystnb``) and the notebooks are shown as stored (no
+outputs) unless ``BAYES_CONCEPTS_DOCS_EXECUTE`` is ``cache`` or ``force`` (myst-nb's execution
+modes): ``make docs`` executes them (the notebooks on the demo space), each page in its own
+kernel, and caches their outputs with jupyter-cache (``docs/_build/.jupyter_cache``, or
+``BAYES_CONCEPTS_DOCS_CACHE``), so a page runs again only when its code changes; the quick check
+in ``make test`` executes nothing (``tests/test_doc_examples.py`` runs the guide's code cells
+there).  Warnings are errors (``-W``), broken links between pages included.
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ nb_execution_mode = os.environ.get("BAYES_CONCEPTS_DOCS_EXECUTE", "off")
 nb_execution_timeout = 900
 nb_execution_in_temp = True          # files a notebook writes land in a temporary folder, not the tree
 nb_execution_raise_on_error = True
-nb_execution_cache_path = str(HERE / "_build" / ".jupyter_cache")
+nb_execution_cache_path = os.environ.get("BAYES_CONCEPTS_DOCS_CACHE") or str(HERE / "_build" / ".jupyter_cache")
 
 # --------------------------------------------------------------- generated pages
 NOTEBOOKS = HERE / "notebooks"
