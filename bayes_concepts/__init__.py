@@ -61,6 +61,9 @@ _EXPORTS = {
     "RandomLearner": ".learners", "NearestPrototype": ".learners", "ProtoNetLearner": ".learners",
     "train": ".learners", "TrainSettings": ".learners", "save_model": ".learners", "load_model": ".learners",
     "encoders": ".learners", "poolings": ".learners", "training_profiles": ".learners",
+    # a model outside the toolkit: episodes exported, its predictions file read back and scored
+    "export_episodes": ".export", "write_export": ".export", "read_export": ".export",
+    "read_predictions": ".predictions", "predictions_learners": ".predictions", "write_predictions": ".predictions",
     # any benchmark: concept spaces from extensions, attribute-object pairs, divergence, reports
     "ExtensionSpace": ".spaces.extension_space", "load_space": ".spaces.concept_space",
     "ConceptSpace": ".spaces.concept_space", "SpaceIndex": ".spaces.space_index", "space_kinds": ".spaces.concept_space",
@@ -87,7 +90,7 @@ _EXPORTS = {
 _MODULES = ("lot", "scenes", "engine", "splits", "episodes", "oracles", "metrics", "gap", "results", "plots",
             "learners", "cogsci", "synonyms", "registry", "bits", "errors", "cli", "suites", "divergence", "report",
             "resources", "protocols", "scale", "spaces", "modalities", "rng", "gap_cells", "split_search",
-            "published", "run")
+            "published", "run", "export", "predictions")
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -59,6 +59,25 @@ UNION_EXPLICIT = 1.0
 ARRAY_FIELDS = ("concept", "support_scenes", "support_labels", "support_source", "support_topup",
                 "support_relabelled", "query_scenes", "query_labels", "query_source", "query_topup",
                 "query_relabelled")
+#: the arrays an episodes batch's identity (:meth:`Episodes.sha256`) is computed from, with
+#: the dtype each is hashed in (little-endian, whatever the platform)
+IDENTITY_DTYPES = {"concept": "<i8", "support_scenes": "<i8", "support_labels": "<i1", "query_scenes": "<i8",
+                   "query_labels": "<i1"}
+IDENTITY_FIELDS = tuple(IDENTITY_DTYPES)
+#: The ``format`` and ``version`` of an episodes export's identity (:mod:`bayes_concepts.export`),
+#: which a predictions file copies (:mod:`bayes_concepts.predictions`).
+EXPORT_FORMAT = "bayes-concepts episodes export"
+EXPORT_VERSION = 1
+#: Episodes at the head of each exported cell whose hash the identity also records
+#: (``head_sha256``): a run redraws them before any work to check it draws the export's episodes.
+EXPORT_HEAD = 32
+
+
+def test_bank_sha256(ids) -> str:
+    """sha256 (hex) of test-bank scene ids as int64 little-endian bytes: the test bank an
+    episodes export and a predictions file are for."""
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(ids, "<i8").tobytes()).hexdigest()
 
 
 class EpisodeError(BayesConceptsError):
@@ -275,6 +294,21 @@ class Episodes:
             return NotImplemented
         return self.meta == other.meta and all(
             np.array_equal(getattr(self, f), getattr(other, f)) for f in ARRAY_FIELDS)
+
+    def sha256(self, first: int | None = None) -> str:
+        """The episodes' identity: sha256 (hex) of their concepts and their support and query
+        scene ids and labels (each array's dtype, shape and little-endian bytes, in
+        :data:`IDENTITY_FIELDS` order); the flags and ``meta`` do not enter.  Two batches with
+        the same hash hold the same episodes; an episodes export records it per cell and a
+        predictions file is scored only on the episodes whose hash it carries.  ``first``:
+        the hash of the first ``first`` episodes only."""
+        import hashlib
+        h = hashlib.sha256()
+        for f in IDENTITY_FIELDS:
+            a = np.ascontiguousarray(getattr(self, f)[:first], IDENTITY_DTYPES[f])
+            h.update(f"{f}:{a.dtype.str}:{a.shape};".encode())
+            h.update(a.tobytes())
+        return h.hexdigest()
 
     def save(self, path, overwrite: bool = False, target=None) -> Path:
         """Write a ``.npz`` (arrays + a JSON ``meta`` string; no pickle) in one piece, as results

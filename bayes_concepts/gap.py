@@ -87,6 +87,16 @@ def _learner_table(learners, split_names) -> dict:
     return table
 
 
+def _named(learners) -> dict:
+    """``learners`` as a mapping name -> learner (or name -> {split: learner}); a sequence of
+    learners is named by their ``name`` attribute, as :func:`_learner_table` names them."""
+    from collections.abc import Mapping
+    if isinstance(learners, Mapping):
+        return dict(learners)
+    from .learners.protocol import learner_name
+    return {learner_name(x, f"learner{i}"): x for i, x in enumerate(learners)}
+
+
 def _learner_info(table: dict, checks: dict | None = None, parts: bool = False) -> dict:
     """Per learner and split: the learner's own ``info()`` and, for a trained model, where it
     was scored and how that compares with where it was trained (``scored_on``: see
@@ -538,7 +548,7 @@ def format_models(rows: list, models: list) -> str:
 @validate_params({**RUN_PARAMS, "n_worst": Interval(int, 0), "parts": FLAG})
 def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None = None, seed: int = 0,
           n_worst: int = 10, structure=None, query_negatives: str | None = None, hard_mode: str = "union",
-          parts: bool = True, episode_shape=None) -> dict:
+          parts: bool = True, episode_shape=None, learners=None) -> dict:
     """A one-page audit of a split: sizes, leakage, comp gap (both metrics, hard and easy
     negatives; with ``parts``, the default, in its three parts: :func:`compute_gap`, and
     ``"oracle_sizes"``, the concepts each of the four oracles knows), weak coverage,
@@ -550,11 +560,17 @@ def audit(space, split, n_episodes: int = 2000, settings: OracleSettings | None 
     :func:`compute_gap` (a protocol's); ``episode_shape`` as for :func:`compute_gap`.  The report's
     ``"episodes"`` holds the episode shape, the usable test concepts and the exclusions
     (``excluded``: the split's too-small test concepts, ``space``: what a pair space's build
-    left out, and ``notes``: what it noted, :func:`build_note_lines`)."""
+    left out, and ``notes``: what it noted, :func:`build_note_lines`).  ``learners``: scored on
+    the same episodes, as for :func:`compute_gap` (a learner given per split is scored here on
+    this split only); the comp-gap rows then place them between the oracles."""
     structure = structure if structure is not None else concept_structure(space)
+    if learners is not None:  # name -> {split: learner}: this split's learners only
+        from collections.abc import Mapping
+        learners = {name: {split.name: v[split.name]} if isinstance(v, Mapping) else v
+                    for name, v in _named(learners).items() if not isinstance(v, Mapping) or split.name in v}
     ds = compute_gap(space, {split.name: split}, ("hard", "easy"), n_episodes, settings, seed,
                      query_negatives=query_negatives, hard_mode=hard_mode, parts=parts, structure=structure,
-                     episode_shape=episode_shape)
+                     episode_shape=episode_shape, learners=learners or None)
     excluded = get_attr(ds, "excluded")
     episodes = {"shape": get_attr(ds, "episode_shape")[split.name],
                 "usable": excluded[split.name]["usable"], "excluded": excluded[split.name]["too_small"],

@@ -128,6 +128,18 @@ def results_out_option(p, help_text: str = "also write the per-episode results (
                         "never replaced)")
 
 
+def predictions_option(p):
+    """--predictions FILE (repeatable) and --name NAME (one per file): a model outside the
+    toolkit scored from its predictions file (:mod:`bayes_concepts.predictions`)."""
+    p.add_argument("--predictions", action="append", metavar="FILE.npz",
+                   help="also score a model from its predictions file (query probabilities and test-bank scores for "
+                        "the episodes of 'episodes export' with this run's splits, negatives, --episodes, --seed and "
+                        "episode shape), on the same episodes and metrics as an in-process learner; repeatable")
+    p.add_argument("--name", action="append", metavar="NAME",
+                   help="the model's name in the results, one per --predictions file in order (default: the file's "
+                        "own name, else its stem)")
+
+
 def lazy_registry(module: str, name: str):
     """A thunk giving the registry ``name`` of ``bayes_concepts.<module>``, imported when first
     called: building the parser imports nothing heavy, so a request refused before any work (e.g.

@@ -69,7 +69,8 @@ def check_drawable(space, splits, episode_shape=None):
 
 @validate_params({**RUN_PARAMS, "n_worst": Interval(int, 0)})
 def audit_splits(space, splits=None, n_episodes: int = 2000, settings=None, seed: int = 0, n_worst: int = 10,
-                 log=None, query_negatives: str | None = None, hard_mode: str = "union", episode_shape=None) -> list:
+                 log=None, query_negatives: str | None = None, hard_mode: str = "union", episode_shape=None,
+                 learners=None) -> list:
     """:func:`~bayes_concepts.gap.audit` of every split (a dict ``{name: Split}`` or a list),
     with the concept structure for the divergences computed once.  Each report gains
     ``seconds`` (wall time of its audit) and ``split_object`` (the Split).  ``log(str)``
@@ -77,9 +78,16 @@ def audit_splits(space, splits=None, n_episodes: int = 2000, settings=None, seed
     :func:`~bayes_concepts.gap.compute_gap` does (a protocol's; default: as the support's,
     union).  Works on relational spaces alike (their atoms and compounds: see
     :mod:`bayes_concepts.divergence`).  ``space`` may be a :class:`~bayes_concepts.run.Run`,
-    which settles the splits, settings and episodes itself."""
+    which settles the splits, settings and episodes itself.  ``learners``: scored on the same
+    episodes (as for :func:`~bayes_concepts.gap.compute_gap`; name -> {split: learner} scores
+    one on those splits only), shown between the oracles (:func:`audit_frame`'s
+    ``attrs["learners"]``); not with a Run."""
     if run_given(space, splits=splits, settings=settings, query_negatives=query_negatives,
                  episode_shape=episode_shape, hard_mode=None if hard_mode == "union" else hard_mode):
+        if learners:
+            from .errors import BayesConceptsError
+            raise BayesConceptsError("learners: score them with audit_splits(space, splits, ..., learners=...), "
+                                     "not with a Run")
         return space.audit(n_episodes, seed, n_worst=n_worst, log=log)
     check_drawable(space, splits, episode_shape)
     structure = concept_structure(space)
@@ -87,7 +95,8 @@ def audit_splits(space, splits=None, n_episodes: int = 2000, settings=None, seed
     for split in (splits.values() if isinstance(splits, dict) else splits):
         t = time.perf_counter()
         r = audit(space, split, n_episodes, settings, seed, n_worst, structure=structure,
-                  query_negatives=query_negatives, hard_mode=hard_mode, episode_shape=episode_shape)
+                  query_negatives=query_negatives, hard_mode=hard_mode, episode_shape=episode_shape,
+                  learners=learners)
         r["seconds"] = time.perf_counter() - t
         r["split_object"] = split
         if log is not None:
@@ -103,7 +112,9 @@ def audit_frame(reports: list) -> pd.DataFrame:
     episodes where some training concept fits the support), the strong oracle's posterior and
     predictive entropies (nats, hard negatives), ``atom_divergence``, ``compound_divergence``,
     ``seconds`` and, for results that record them, ``ap_tolerance`` and ``ap_bound_max`` (the
-    largest certified bound on an episode's AP)."""
+    largest certified bound on an episode's AP).  When learners were scored on the audit's
+    episodes, ``attrs["learners"]`` holds their table (:func:`~bayes_concepts.gap.format_models`),
+    which :func:`format_audit_table` prints after the splits."""
     rows = []
     for r in reports:
         st, d = r["stats"], r["divergence"]
@@ -129,7 +140,13 @@ def audit_frame(reports: list) -> pd.DataFrame:
         row["compound_divergence"] = d["compound_divergence"]
         row["seconds"] = r.get("seconds", np.nan)
         rows.append(row)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    gap_rows = [g for r in reports for g in r["gap"]]
+    models = list(dict.fromkeys(name for g in gap_rows for name in g.get("learners", {})))
+    if models:  # learners scored on the audit's episodes: placed between the oracles
+        from .gap import format_models
+        df.attrs["learners"] = format_models(gap_rows, models)
+    return df
 
 
 def _ci(df, row, key) -> str:
@@ -181,6 +198,8 @@ def format_audit_table(df: pd.DataFrame) -> str:
     note = constant_note(df)
     if note:
         lines.append(note)
+    if df.attrs.get("learners"):
+        lines += ["", df.attrs["learners"]]
     return "\n".join(lines)
 
 

@@ -267,6 +267,16 @@ class Run(Settled):
         from .learners import learners_for_gap
         return learners_for_gap(self.space, self.splits, list(specs), seed, allow_other_space=allow_other_space)
 
+    def predictions(self, files, names=None, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0,
+                    taken=()) -> dict:
+        """The learners of predictions files (:func:`~bayes_concepts.predictions.predictions_learners`)
+        for this run's splits and episodes, checked before any work; ``{}`` without files
+        (``names`` without files is refused)."""
+        from .predictions import predictions_learners
+        return predictions_learners(self.space, self.splits, files, names, negatives=negatives,
+                                    n_episodes=n_episodes, seed=seed, episode_shape=self.episode_shape,
+                                    skip_undrawable=self.skip_undrawable, taken=taken, **self.episode_options)
+
     # ---------------------------------------------------------------- computing
     def gap(self, negatives=("hard", "easy"), n_episodes: int = 20_000, seed: int = 0, learners=None,
             progress: bool = False, scheduler=None, allow_other_space: bool = False, parts: bool = False):
@@ -301,11 +311,12 @@ class Run(Settled):
             self.protocol.record(ds, self.overrides)
         return ds
 
-    def audit(self, n_episodes: int = 2000, seed: int = 0, n_worst: int = 10, log=None) -> list:
-        """One audit report per split (:func:`~bayes_concepts.report.audit_splits`)."""
+    def audit(self, n_episodes: int = 2000, seed: int = 0, n_worst: int = 10, log=None, learners=None) -> list:
+        """One audit report per split (:func:`~bayes_concepts.report.audit_splits`); ``learners``
+        ({name: learner} or {name: {split: learner}}) scored on the same episodes."""
         from .report import audit_splits
         return audit_splits(self.space, self.splits, n_episodes, self.settings, seed, n_worst=n_worst, log=log,
-                            episode_shape=self.episode_shape, **self.episode_options)
+                            episode_shape=self.episode_shape, learners=learners, **self.episode_options)
 
     def search_split(self, objective: str = "compound-divergence", **kwargs):
         """The hardest fair split under this run's oracle settings, hard-negative mode and

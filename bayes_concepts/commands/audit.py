@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..command_registry import command
-from ..options import whole
+from ..options import predictions_option, whole
 from ..preflight import check_gap_memory, check_output_file
 from ..run_args import (ap_tolerance_option, episode_shape_option, oracle_options, protocol_option,
                         resolve_args, split_option)
@@ -27,6 +27,7 @@ def _audit_arguments(p):
                    help="also score the oracle ladder's default rungs on the same hard-negative episodes and print "
                         "(and, with --report, show) each split's ladder profile: where it stops being hard")
     protocol_option(p)
+    predictions_option(p)
     oracle_options(p, protocol=True)
     ap_tolerance_option(p)
 
@@ -49,8 +50,9 @@ def cmd_audit(args) -> int:
     names = args.split or ([load_spec(s)["name"] for s in args.spec] if args.spec and not args.protocol else None)
     run = resolve_args(args, "audit", splits=names)
     check_gap_memory(args.episodes, 2 * len(run.splits))
+    learners = run.predictions(args.predictions, args.name, ("hard", "easy"), args.episodes, args.seed)
     t = time.perf_counter()
-    reports = run.audit(args.episodes, args.seed)
+    reports = run.audit(args.episodes, args.seed, learners=learners)
     print("\n".join(run.audit_lines(reports)))
     ladder_rows = None
     if args.ladder:

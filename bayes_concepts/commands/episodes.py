@@ -126,3 +126,65 @@ def cmd_episodes_show(args) -> int:
             scene = _describe_scene(space.scene(sid)) if space else ""
             print(f"  {'+' if lab else '-'} scene {sid:>7}  {scene}" + (f"   [{', '.join(flags)}]" if flags else ""))
     return 0
+
+
+def _export_arguments(p):
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    split_option(p, "the splits whose test episodes to export, or 'all' (default), as gap scores them")
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
+    p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both",
+                   help="support negatives: hard, easy or both (default), as gap's")
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None, action=Given,
+                   help="negatives of the query set (default: as --negatives, with --protocol the protocol's)")
+    hard_mode_option(p, protocol=True)
+    protocol_option(p, help_text="export the episodes of this protocol's splits, drawn as its comp gap draws them "
+                                 "(query negatives, hard-negative mode) unless --query-negatives or --hard-mode "
+                                 "are given")
+    p.add_argument("--episodes", type=whole(1), required=True,
+                   help="test episodes per split and negatives: the --episodes of the gap, ladder or audit run "
+                        "that scores the predictions")
+    episode_shape_option(p)
+    p.add_argument("--seed", type=whole(0), default=0,
+                   help="seed of the episodes: the --seed of the run that scores the predictions (default 0)")
+    p.add_argument("--render", metavar="MODALITY", default=None,
+                   help="also store the exported scenes rendered in this modality (image: uint8 pictures of "
+                        "the default size; sound: clips), array 'pictures'")
+    p.add_argument("--out", required=True, metavar="FILE.npz", help="the export file to write")
+    p.add_argument("--answers", metavar="FILE.npz", default=None,
+                   help="also write the query labels (withheld from the export) to this file, for one's own checks")
+    p.add_argument("--force", action="store_true",
+                   help="let --out and --answers replace files bayes-concepts wrote earlier (a file it did not "
+                        "write is never replaced)")
+
+
+@command("episodes export", order=20, arguments=_export_arguments, own_parser=True, help=None, compiles=True,
+         description="export the test episodes a gap, ladder or audit run scores (ids, support labels, the test "
+                     "bank, the scenes as JSON), for a model outside the toolkit; its predictions file is scored "
+                     "with gap/ladder/audit --predictions FILE")
+def cmd_episodes_export(args) -> int:
+    from ..export import check_export_file, export_episodes, write_export
+    from pathlib import Path
+    if args.answers is not None and Path(args.answers).resolve() == Path(args.out).resolve():
+        raise BayesConceptsError(f"--answers {args.answers}: the same file as --out; give another file")
+    check_output_file(args.out, "--out")
+    target = check_export_file(args.out, args.force, "--out")  # nothing there the toolkit did not write
+    answers_target = None
+    if args.answers is not None:
+        check_output_file(args.answers, "--answers")
+        answers_target = check_export_file(args.answers, args.force, "--answers", answers=True)
+    run = resolve_args(args, "export")  # the protocol's episodes, unless given here (as gap draws them)
+    negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
+    ex = export_episodes(run.space, run.splits, negatives, args.episodes, args.seed, episode_shape=run.episode_shape,
+                         skip_undrawable=run.skip_undrawable,
+                         protocol=run.protocol.name if run.protocol is not None else None, modality=args.render,
+                         **run.episode_options)
+    written = write_export(ex, args.out, target=target, answers=args.answers, answers_target=answers_target)
+    ident = ex.identity
+    print(f"wrote {counted(len(ident['cells']), 'cell')} of {counted(args.episodes, 'episode')} "
+          f"({', '.join(sorted({c['split'] for c in ident['cells']}))}; {'/'.join(negatives)} negatives), the test "
+          f"bank ({len(ex.test_bank):,} scenes) and {counted(len(ex.scene_ids), 'scene')} to {args.out}"
+          + (f"; query labels to {written[1]}" if len(written) > 1 else "")
+          + f"; episodes sha256 {ident['episodes_sha256'][:12]}…")
+    for name in ident["not_scored"]:
+        print(f"{name}: not exported: no episode can be drawn for it (gap leaves it out too)")
+    return 0

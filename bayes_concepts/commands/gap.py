@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 
 from ..command_registry import command
-from ..options import Given, results_out_option, whole
+from ..options import Given, predictions_option, results_out_option, whole
 from ..preflight import check_before_work
 from ..run_args import (OVERRIDE_NOTE, ap_tolerance_option, episode_shape_option, hard_mode_option, oracle_options,
                         protocol_option, resolve_args, scheduler_option, split_option)
@@ -33,6 +33,7 @@ def _gap_arguments(p):
     p.add_argument("--allow-other-space", action="store_true",
                    help="score a model on a space or split other than the one it was trained on (its training "
                         "concepts may then be test concepts); the results record the override")
+    predictions_option(p)
     oracle_options(p, protocol=True)
     ap_tolerance_option(p)
     results_out_option(p)
@@ -47,13 +48,15 @@ def _gap_arguments(p):
 @command("gap", order=70, arguments=_gap_arguments, compiles=True,
          help="the compositionality gap of splits: strong vs weak oracle")
 def cmd_gap(args) -> int:
-    n_learners = (4 if args.parts else 2) + len(args.learner or ())
+    n_learners = (4 if args.parts else 2) + len(args.learner or ()) + len(args.predictions or ())
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
     out_target = check_before_work(args, len(negatives), n_learners)  # the least it can need (one split)
     run = resolve_args(args)
+    learners = run.learners(args.learner, args.seed, args.allow_other_space)
+    learners.update(run.predictions(args.predictions, args.name, negatives, args.episodes, args.seed, taken=learners))
     t = time.perf_counter()
     with progress_output():
-        ds = run.gap(negatives, args.episodes, args.seed, learners=args.learner, progress=not args.json,
+        ds = run.gap(negatives, args.episodes, args.seed, learners=learners, progress=not args.json,
                      scheduler=args.scheduler, allow_other_space=args.allow_other_space, parts=args.parts)
     if args.out:
         from ..results import save_results

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from ..command_registry import command
-from ..options import Given, LazyHelp, describe_choices, finite, lazy_registry, results_out_option, whole
+from ..options import (Given, LazyHelp, describe_choices, finite, lazy_registry, predictions_option, results_out_option,
+                       whole)
 from ..preflight import check_before_work, check_gap_memory
 from ..run_args import (OVERRIDE_NOTE, episode_shape_option, hard_mode_option, open_space, oracle_options,
                         protocol_option, resolve_args, scheduler_option)
@@ -44,6 +45,7 @@ def _ladder_arguments(p):
     p.add_argument("--allow-other-space", action="store_true",
                    help="score a model on a space or split other than the one it was trained on (its training "
                         "concepts may then be test concepts)")
+    predictions_option(p)
     p.add_argument("--published", metavar="NAME|FILE", default=None,
                    help=LazyHelp(lambda: "published model results to correlate with: a benchmark ("
                                  + ", ".join(lazy_registry("published", "published_results")()) + "), a TOML file in "
@@ -70,10 +72,13 @@ def cmd_ladder(args) -> int:
     run = resolve_args(args, splits=args.split, space=space)
     published = run.published(args.published)  # against every split the run offers, not only those scored
     negatives = ("hard", "easy") if args.negatives == "both" else (args.negatives,)
-    check_gap_memory(args.episodes, len(run.splits) * len(negatives), len(specs) + len(args.learner or ()))
+    check_gap_memory(args.episodes, len(run.splits) * len(negatives),
+                     len(specs) + len(args.learner or ()) + len(args.predictions or ()))
+    learners = run.learners(args.learner, args.seed, args.allow_other_space)
+    learners.update(run.predictions(args.predictions, args.name, negatives, args.episodes, args.seed, taken=learners))
     t = time.perf_counter()
     with progress_output():
-        ds = run.ladder(specs, negatives, args.episodes, args.seed, learners=args.learner, progress=not args.json,
+        ds = run.ladder(specs, negatives, args.episodes, args.seed, learners=learners, progress=not args.json,
                         scheduler=args.scheduler, allow_other_space=args.allow_other_space)
     report = run.ladder_report(ds, published, n_boot=args.n_boot, seed=args.seed)
     if args.out:

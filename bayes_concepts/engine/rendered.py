@@ -65,7 +65,7 @@ import numpy as np
 from ..modalities import Modality, ModalityError, modalities
 from .store import SpaceError, _fsync_dir, _fsync_write, _sha256_file, derived_folders, read_array
 
-__all__ = ["RENDERED_DIR", "rendered_bank", "find_rendered_bank", "rendered_banks", "bank_settings", "own_files",
+__all__ = ["RENDERED_DIR", "rendered_bank", "render_items", "find_rendered_bank", "rendered_banks", "bank_settings", "own_files",
            "takes_positions", "cannot_express"]
 
 #: Folder of a saved space that holds its rendered banks.
@@ -411,3 +411,27 @@ def rendered_banks(space) -> dict:
     if folder is None or not (folder / _TABLE).is_file():
         return {}
     return _read_table(folder, space.manifest_sha256())["banks"]
+
+
+def render_items(space, modality: str, ids, **options) -> tuple:
+    """``(array, settings)``: the scenes ``ids`` (bank ids, int (n,)) of ``space`` rendered in
+    ``modality`` -- row ``j`` the rendering of scene ``ids[j]``, exactly the values of
+    :func:`rendered_bank` for those rows -- without rendering or caching the rest of the bank
+    (an episodes export renders only the scenes it holds).  ``settings``: the complete settings
+    (:func:`bank_settings`).  The same one-line errors as :func:`rendered_bank` for a modality
+    the space cannot be rendered in."""
+    kind = _modality(modality)
+    _check_space(space, kind)
+    settings = _settings(kind, options)
+    ids = np.asarray(ids, np.int64)
+    out = np.empty(kind.shape(len(ids), settings), kind.dtype)
+    for lo in range(0, len(ids), CHUNK):
+        part = ids[lo: lo + CHUNK]
+        positions = space.positions(part)
+        extra = {"positions": np.asarray(positions)} if positions is not None and takes_positions(kind) else {}
+        got = kind.render(np.asarray(space.scene_codes[part]), space.schema, settings, **extra)
+        if not isinstance(got, np.ndarray) or got.dtype != kind.dtype or got.shape != kind.shape(len(part), settings):
+            raise SpaceError(f"rendered bank: the {kind.name} renderer gave an array of the wrong type or shape for "
+                             f"{len(part)} scenes")
+        out[lo: lo + len(part)] = got
+    return out, settings

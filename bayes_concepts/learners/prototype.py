@@ -190,27 +190,28 @@ class PrototypeLearner:
         return expit(self.decision_function(scenes))
 
     # ---------------------------------------------------------------- batch
-    def evaluate(self, episodes) -> dict:
-        """Score a batch of episodes: each distinct support/query scene embedded once, the
-        test bank once per embedding version, then prototype distances only.  Returns
-        float arrays (E,) ``ap``, ``cba``, ``predictive_entropy``, NaN
-        ``posterior_entropy``, bool ``empty`` and ``query_pred`` float64 (E, K)."""
-        e_count, k = episodes.support_scenes.shape
-        kq = episodes.query_scenes.shape[1]
+    def episode_predictions(self, support_scenes, support_labels, query_scenes):
+        """The batch path's predictions of episodes given as arrays, block by block: yields
+        ``(lo, hi, query_pred, scores)`` for episodes ``lo:hi``, ``query_pred`` float64
+        (hi - lo, Kq) the query probabilities and ``scores`` float (hi - lo, T) the logits of
+        every test-bank scene (the space's test bank, in its order; float32 for the neural
+        learners).  Each distinct support/query scene is embedded once per chunk of
+        :data:`EPISODE_CHUNK` episodes and the test bank once per embedding version.
+        :meth:`evaluate` scores exactly these numbers; a predictions file written from them
+        (:mod:`bayes_concepts.predictions`) scores the same."""
+        support_scenes, query_scenes = np.asarray(support_scenes, np.int64), np.asarray(query_scenes, np.int64)
+        e_count, k = support_scenes.shape
+        kq = query_scenes.shape[1]
         bank_t = None
-        w = np.empty(0)
-        query_pred = np.empty((e_count, kq))
-        ap = np.empty(e_count)
-        concepts = np.asarray(episodes.concept, np.int64)
         for lo in range(0, e_count, EPISODE_CHUNK):  # bounds the memory of the scenes' embeddings
             hi = min(lo + EPISODE_CHUNK, e_count)
-            ids = np.concatenate([episodes.support_scenes[lo:hi].ravel(), episodes.query_scenes[lo:hi].ravel()])
+            ids = np.concatenate([support_scenes[lo:hi].ravel(), query_scenes[lo:hi].ravel()])
             unique, inverse = np.unique(ids, return_inverse=True)
             emb = self.embed_ids(unique)
             support = emb[inverse[: (hi - lo) * k]].reshape(hi - lo, k, -1)
             query = emb[inverse[(hi - lo) * k:]].reshape(hi - lo, kq, -1)
-            w, b, scale = self.weights(support, episodes.support_labels[lo:hi])
-            query_pred[lo:hi] = expit(episode_logits(query, w, b, scale).astype(np.float64))
+            w, b, scale = self.weights(support, np.asarray(support_labels)[lo:hi])
+            query_pred = expit(episode_logits(query, w, b, scale).astype(np.float64))
             if bank_t is None:
                 bank_t = np.ascontiguousarray(self.bank_embedding().T, w.dtype)
             for a in range(0, hi - lo, EPISODE_BLOCK):
@@ -218,7 +219,22 @@ class PrototypeLearner:
                 scores = np.empty((z - a, bank_t.shape[1]), w.dtype)
                 _logits_kernel(bank_t, np.ascontiguousarray(w[a:z]), b[a:z].astype(w.dtype),
                                scale[a:z].astype(w.dtype), scores)
-                ap[lo + a: lo + z] = ap_on_test_bank(self.space, scores, concepts[lo + a: lo + z])
+                yield lo + a, lo + z, query_pred[a:z], scores
+
+    def evaluate(self, episodes) -> dict:
+        """Score a batch of episodes: each distinct support/query scene embedded once, the
+        test bank once per embedding version, then prototype distances only
+        (:meth:`episode_predictions`).  Returns float arrays (E,) ``ap``, ``cba``,
+        ``predictive_entropy``, NaN ``posterior_entropy``, bool ``empty`` and ``query_pred``
+        float64 (E, K)."""
+        e_count = len(episodes.support_scenes)
+        query_pred = np.empty((e_count, episodes.query_scenes.shape[1]))
+        ap = np.empty(e_count)
+        concepts = np.asarray(episodes.concept, np.int64)
+        for lo, hi, q, scores in self.episode_predictions(episodes.support_scenes, episodes.support_labels,
+                                                          episodes.query_scenes):
+            query_pred[lo:hi] = q
+            ap[lo:hi] = ap_on_test_bank(self.space, scores, concepts[lo:hi])
         cba, entropy = np.empty(e_count), np.empty(e_count)
         query_metrics(query_pred, np.ascontiguousarray(episodes.query_labels), cba, entropy)
         return {"ap": ap, "cba": cba, "predictive_entropy": entropy, "posterior_entropy": np.full(e_count, np.nan),
