@@ -51,7 +51,7 @@ def test_a_command_with_a_parser_of_its_own_claims_its_words(argv, name, rest):
 def test_the_commands_that_compile_the_kernels_say_so():
     compiling = {c.name for _, c in command_registry.commands.items() if c.compiles}
     assert compiling == {"gap", "ladder", "ladder-validate", "audit", "demo", "posterior", "space build", "splits search", "train",
-                         "people shj", "episodes", "compile"}
+                         "people shj", "episodes", "episodes export", "compile"}
 
 
 def test_a_plugin_command_runs_like_a_built_in_one(capsys):
