@@ -136,4 +136,4 @@ def test_compile_runs_the_demos_job_on_a_small_space_and_leaves_nothing(tmp_path
     assert status == 0, err
     assert "compiled and cached the kernels of demo and gap" in out
     assert list(tmp_path.iterdir()) == []
-    assert_one_line_error(*run(["compile", "--episodes", "0"], capsys)[::2], "--episodes", "must be >= 1")
+    assert_one_line_error(*run(["compile", "--episodes", "0"], capsys)[::2], "--episodes", "must be a whole number >= 1")
