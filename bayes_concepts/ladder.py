@@ -155,11 +155,10 @@ def ladder_profile(space, splits: dict | None = None, rungs=None, negatives=("ha
     if clash:
         raise LadderError(f"a model is named like a rung ({', '.join(clash)}): give it another name")
     learners = {}
-    scored = splits
-    if skip_undrawable:  # no rung is made for a split that is not scored
-        from .episodes import episode_shapes
-        shapes, _ = episode_shapes(space, splits, episode_shape, skip_undrawable=True)
-        scored = {s: split for s, split in splits.items() if s in shapes}
+    # an undrawable split is refused (or, with skip_undrawable, left unscored) before any rung is made
+    from .episodes import episode_shapes
+    shapes, _ = episode_shapes(space, splits, episode_shape, skip_undrawable=bool(skip_undrawable))
+    scored = {s: split for s, split in splits.items() if s in shapes}
     for (name, knobs), label in zip(specs, labels):
         if name in oracle_of and not knobs:
             continue

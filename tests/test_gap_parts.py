@@ -198,7 +198,7 @@ def test_a_learner_cannot_take_an_oracles_name(small_space):
 
 def test_parts_must_be_a_bool(small_space):
     from bayes_concepts.errors import BayesConceptsError
-    with pytest.raises(BayesConceptsError, match="parts must be True or False"):
+    with pytest.raises(BayesConceptsError, match="parts must be a bool"):
         compute_gap(small_space, curi_splits(small_space), n_episodes=5, parts="yes")
 
 
