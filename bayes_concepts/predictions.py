@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from .episodes import EXPORT_FORMAT, EXPORT_HEAD, EXPORT_VERSION, episode_shapes, test_bank_sha256
+from .text_files import zip_file_kind
 from .errors import BayesConceptsError
 
 __all__ = ["PREDICTIONS_FORMAT", "PredictionsError", "Predictions", "PredictionsLearner", "read_predictions",
@@ -62,17 +63,7 @@ class PredictionsError(BayesConceptsError):
 
 
 def _kind(path) -> str:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-    except FileNotFoundError:
-        raise PredictionsError(f"{path}: no such predictions file") from None
-    except IsADirectoryError:
-        raise PredictionsError(f"{path}: is a directory, not a predictions file") from None
-    if head.startswith(b"PK\x03\x04"):
-        return "zip"
-    return ("an empty file" if not head else "a NumPy .npy array" if head.startswith(b"\x93NUMPY")
-            else "JSON text" if head.lstrip()[:1] in (b"{", b"[") else "not a zip archive")
+    return zip_file_kind(path, "predictions file", PredictionsError)
 
 
 def _cell_name(cell: dict) -> str:

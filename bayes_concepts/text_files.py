@@ -37,3 +37,20 @@ def read_toml(path, error: type = BayesConceptsError, what: str = "") -> dict:
 
 
 __all__ = ["read_text", "read_toml"]
+
+
+def zip_file_kind(path, what: str, error=BayesConceptsError) -> str:
+    """``"zip"`` when ``path`` is a zip archive (an ``.npz``), else what the file is instead
+    ("an empty file", "a NumPy .npy array", "JSON text", "not a zip archive"); a missing file or
+    a directory is one ``error`` line naming ``what`` was expected."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except FileNotFoundError:
+        raise error(f"{path}: no such {what}") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, not {'an' if what[0] in 'aeiou' else 'a'} {what}") from None
+    if head.startswith(b"PK\x03\x04"):
+        return "zip"
+    return ("an empty file" if not head else "a NumPy .npy array" if head.startswith(b"\x93NUMPY")
+            else "JSON text" if head.lstrip()[:1] in (b"{", b"[") else "not a zip archive")

@@ -715,7 +715,8 @@ def _module_at(commit, path, name):
     import importlib.util
     import subprocess
     import tempfile
-    text = subprocess.run(["git", "show", f"{commit}:{path}"], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(["git", "show", f"{commit}:{path}"], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent).stdout
     where = Path(tempfile.mkdtemp(prefix="roofline_")) / Path(path).name
     where.write_text(text)
     spec = importlib.util.spec_from_file_location(name, where)

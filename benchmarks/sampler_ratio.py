@@ -15,10 +15,7 @@ the two, measured in the same rounds, is the figure.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,23 +24,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
+import roofline  # noqa: E402
 
 import bayes_concepts as bc  # noqa: E402
 from bayes_concepts import episodes as E  # noqa: E402
 
 
-def module_at(commit, path, name):
-    """``path`` (a module of the package) as it was at ``commit``, imported as ``name``."""
-    text = subprocess.run(["git", "show", f"{commit}:{path}"], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).resolve().parent).stdout
-    where = Path(tempfile.mkdtemp(prefix="sampler_ratio_")) / Path(path).name
-    where.write_text(text)
-    spec = importlib.util.spec_from_file_location(name, where)
-    module = importlib.util.module_from_spec(spec)
-    module.__package__ = name.rpartition(".")[0]
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+module_at = roofline._module_at  # one way to import a module as it was at a commit
 
 
 def draw(module, sampler, concepts, seeds, k, kq, space):

@@ -71,17 +71,12 @@ def _check_episodes_file(path):
     """An episodes file is an ``.npz`` (a zip archive): anything else -- a scene file, a
     ``.npy`` array, text -- is one line saying what the file is instead."""
     from ..episodes import EpisodeError
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-    except FileNotFoundError:
-        raise EpisodeError(f"{path}: no such episodes file") from None
-    except IsADirectoryError:
-        raise EpisodeError(f"{path}: is a directory, not an episodes file") from None
-    if head.startswith(b"PK\x03\x04"):
+    from ..text_files import zip_file_kind
+    kind = zip_file_kind(path, "episodes file", EpisodeError)
+    if kind == "zip":
         return
-    kind = ("an empty file" if not head else "a NumPy .npy array" if head.startswith(b"\x93NUMPY")
-            else "JSON text (a scene file?)" if head.lstrip()[:1] in (b"{", b"[") else "not a zip archive")
+    if kind == "JSON text":
+        kind = "JSON text (a scene file?)"
     raise EpisodeError(f"{path}: not an episodes file (expected the .npz that 'bayes-concepts episodes --out' "
                        f"writes; this is {kind})")
 
