@@ -165,6 +165,13 @@ def main(argv=None) -> int:
     else:
         args = build_parser().parse_args(argv)
     args.started = started
+    if args.command_entry.compiles:  # a bad memory setting in the environment, before any work
+        from .scale import ScaleError, mapped_rss_budget
+        try:
+            mapped_rss_budget()
+        except ScaleError as exc:
+            print(f"bayes-concepts: error: {exc}", file=sys.stderr)
+            return 2
     # (not inside the test suite, whose checks of one-line errors and quiet runs hold for a
     # fresh clone too; tests/test_ladder.py checks the line itself)
     if args.command_entry.compiles and not os.environ.get("PYTEST_CURRENT_TEST") and not _kernels_cached():

@@ -28,7 +28,7 @@ from .divergence import concept_structure, nested_concepts, nested_sizes, split_
 from .episodes import episode_shapes
 from .errors import BayesConceptsError
 from .gap_cells import NESTED_ORACLES, gap_cells
-from .oracles import OracleSettings
+from .oracles import Oracle, OracleSettings, strong_and_weak
 from .results import ResultsError, empty_dataset, get_attr, set_attrs
 from .scale import Scheduler, check_memory, gap_bytes, parse_scheduler, scheduler_scope
 from .splits import by_set, side_space, split_stats
@@ -239,6 +239,7 @@ def compute_gap(space, splits: dict | None = None, negatives=("hard", "easy"), n
         nested = {name: nested_concepts(space, split, structure=structure) for name, split in splits.items()}
         sizes = nested_sizes(splits, nested)
     ds = None
+    oracle_keys = {}  # split -> {oracle: its scoring key}: a learner that is one of them copies its numbers
     with scheduler_scope(scheduler) as sched:
         oracle_cells = gap_cells(space, splits, cells, n_episodes, settings,
                                  lambda name, neg: cell_seed(seed, name, neg), query_negatives, hard_mode,
@@ -252,7 +253,10 @@ def compute_gap(space, splits: dict | None = None, negatives=("hard", "easy"), n
                 ds["topup"] = xr.zeros_like(ds["concept"], dtype=np.int32)
             here = {lr: per_split[name] for lr, per_split in table.items() if name in per_split}
             if here:  # a by-set split's episodes are of its test-set items
-                scored.update(score_learners(side_space(space, splits[name], "test"), eps, here))
+                bank = side_space(space, splits[name], "test")
+                keys = oracle_keys.get(name) or oracle_keys.setdefault(
+                    name, _oracle_keys(bank, splits[name], settings, None if nested is None else nested[name]))
+                scored.update(score_learners(bank, eps, here, known={keys[lr]: scored[lr] for lr in keys}))
             sel = {"split": name, "negatives": neg}
             ds["concept"].loc[sel] = concept
             ds["topup"].loc[sel] = topup
@@ -282,6 +286,17 @@ def compute_gap(space, splits: dict | None = None, negatives=("hard", "easy"), n
     if nested is not None:
         set_attrs(ds, gap_parts=sizes)
     return ds
+
+
+def _oracle_keys(bank, split, settings, nested) -> dict:
+    """The scoring keys (:meth:`~bayes_concepts.oracles.Oracle.scoring_key`) of the oracles the
+    gap's tasks score on ``split`` (:func:`~bayes_concepts.gap_cells.gap_chunk`): learner name ->
+    key."""
+    strong, weak = strong_and_weak(bank, split, settings)
+    oracles = {"strong": strong, "weak": weak}
+    if nested is not None:
+        oracles.update({kind: Oracle(bank, nested[kind], settings, kind) for kind in NESTED_ORACLES})
+    return {name: oracle.scoring_key() for name, oracle in oracles.items()}
 
 
 def split_records(splits: dict) -> dict:

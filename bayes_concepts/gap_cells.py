@@ -20,7 +20,7 @@ import numpy as np
 from .engine.rows import file_backed_rss
 from .episodes import ARRAY_FIELDS, Episodes, sampler_for
 from .oracles import Oracle, strong_and_weak
-from .scale import ScaleError, Scheduler, release_pages
+from .scale import ScaleError, Scheduler, mapped_rss_budget, release_pages
 from .spaces import load_space
 from .splits import side_space
 
@@ -31,11 +31,15 @@ __all__ = ["GAP_CHUNK", "MAPPED_RSS_BUDGET", "NESTED_ORACLES", "SpaceRef", "spac
 #: memory-mapped space one task touches stay bounded.
 GAP_CHUNK = 2_500
 
-#: A task drops the pages of the row files it read through their mappings once the process's
-#: file-backed resident set passes this (bytes): dropping them after every task costs their
-#: page faults again (~6 % of a CURI-scale size table's CPU time), keeping them costs nothing
-#: but resident pages shared with the page cache (never anonymous memory).
-MAPPED_RSS_BUDGET = 6 << 30
+#: A task drops the pages of the space's files it read through their mappings (signatures,
+#: the sampler's rows) once the process's file-backed resident set passes this (bytes;
+#: :func:`mapped_rss_budget`).  Dropping them after every task costs their page faults again
+#: at the next task (the ladder on a CURI-scale space: 1.8x its time at 1,000 episodes a cell,
+#: ``benchmarks/results/ladder_speed.json``); keeping them costs nothing but resident pages
+#: shared with the page cache, which the kernel reclaims under memory pressure (never
+#: anonymous memory).  Lower it where resident pages are counted against a quota.
+#: None: read from the environment by each task.
+MAPPED_RSS_BUDGET: int | None = None
 
 #: The oracles between the weak and the strong one, scored when a gap is asked for in parts
 #: (their concept sets: :func:`~bayes_concepts.divergence.nested_concepts`).
@@ -136,8 +140,9 @@ def gap_chunk(task, space, splits, settings, n_episodes, query_negatives, hard_m
             oracles.update({kind: Oracle(bank, nested[name][kind], settings, kind) for kind in NESTED_ORACLES})
         results = score_learners(bank, eps, oracles)
     finally:
-        release_pages(space.signatures)
-        if file_backed_rss() > MAPPED_RSS_BUDGET:  # the row files read through their mappings
+        budget = MAPPED_RSS_BUDGET if MAPPED_RSS_BUDGET is not None else mapped_rss_budget()
+        if file_backed_rss() > budget:  # the space's files read through their mappings
+            release_pages(space.signatures)
             sampler_for(bank).release_pages()
     topup = (eps.support_topup.sum(axis=1) + eps.query_topup.sum(axis=1)).astype(np.int32)
     return eps.concept, results, (eps if keep_episodes else None), topup

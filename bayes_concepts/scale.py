@@ -24,13 +24,14 @@ process's resident set (tasks call it after each chunk).
 from __future__ import annotations
 
 import contextlib
+import math
 import mmap
 import os
 import re
 
 from .errors import BayesConceptsError
 
-__all__ = ["Scheduler", "ScaleError", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages",
+__all__ = ["Scheduler", "ScaleError", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages", "mapped_rss_budget",
            "MemoryLimitError", "available_memory", "check_memory", "format_bytes", "gap_bytes", "episodes_bytes",
            "scene_bank_bytes", "Interrupted", "safe_interrupts", "held_interrupts"]
 
@@ -440,3 +441,22 @@ def release_pages(*arrays):
     stays in the page cache); a no-op for arrays in memory.  Called after each chunk task so
     that a task's random reads of a large space do not add up in the worker's RSS."""
     _advise(arrays, getattr(mmap, "MADV_DONTNEED", None))
+
+
+def mapped_rss_budget(text: str | None = None) -> int:
+    """The file-backed resident set (bytes) above which a task drops the pages of the space's
+    files it read through their mappings: ``text`` (default: the environment variable
+    ``BAYES_CONCEPTS_MAPPED_RSS``) as bytes or with a K/M/G suffix (``1G``), else 6 GiB.  A
+    bad value is a one-line :class:`~bayes_concepts.scale.ScaleError`."""
+    text = os.environ.get("BAYES_CONCEPTS_MAPPED_RSS") if text is None else text
+    if text is None or not str(text).strip():
+        return 6 << 30
+    t = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        value = float(t[:-1] if scale > 1 else t) * scale
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise ScaleError(f"BAYES_CONCEPTS_MAPPED_RSS must be a size in bytes (or with K, M, G: 1G), got {text!r}")
+    return int(value)

@@ -267,3 +267,30 @@ def own_index_files(space_dir) -> set:
     """Every file under ``<space_dir>/index``: the toolkit writes that folder alone."""
     folder = Path(space_dir) / INDEX_DIR
     return {str(f.relative_to(space_dir)) for f in folder.rglob("*")} if folder.is_dir() else set()
+
+
+def cached_arrays(space, name: str, build, version: int = 1) -> dict:
+    """Arrays derived from a saved ``space`` that are slow to compute and small to keep (e.g.
+    every concept's grammar derivations): ``build()`` -> dict of name -> numpy array (no
+    objects), kept in the space's index folder as ``<name>.npz`` with the space's key and
+    ``version``, and read back (without pickle) while they are current.  An unsaved space, or
+    one whose index folder cannot be written, computes them every time."""
+    d = index_directory(space) if space.path is not None else None
+    if d is None:
+        return build()
+    key = f"{_key(space)}:v{int(version)}"
+    path = d / f"{name}.npz"
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            if str(f["__key__"]) == key:
+                return {k: f[k] for k in f.files if k != "__key__"}
+    except (OSError, KeyError, ValueError, EOFError):
+        pass
+    arrays = build()
+    tmp = d / f".{name}.{os.getpid()}.tmp.npz"
+    try:
+        np.savez(tmp, __key__=np.array(key), **arrays)
+        os.replace(tmp, path)  # whole or not at all: a reader never sees half a file
+    except OSError:
+        tmp.unlink(missing_ok=True)
+    return arrays

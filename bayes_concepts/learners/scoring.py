@@ -283,7 +283,29 @@ def score_learner(learner, space, episodes, name: str | None = None, progress: b
     return _complete(result, episodes, name, queries_scored)
 
 
-def score_learners(space, episodes, learners: Mapping, progress: bool = False) -> dict:
+def scoring_key(learner):
+    """The learner's ``scoring_key()`` (learners that score a batch of episodes to the same bits
+    share one, e.g. two oracles over one concept set with one prior), or None."""
+    key = getattr(learner, "scoring_key", None)
+    return key() if callable(key) else None
+
+
+def score_learners(space, episodes, learners: Mapping, progress: bool = False, known: Mapping | None = None) -> dict:
     """Score every learner of ``learners`` (name -> learner) on the same ``episodes``.
-    Returns name -> the dict of :data:`RESULT_KEYS`."""
-    return {name: score_learner(learner, space, episodes, name, progress) for name, learner in learners.items()}
+    Returns name -> the dict of :data:`RESULT_KEYS`.
+
+    Learners with one :func:`scoring_key` are scored once and the others get copies of its
+    numbers (the ladder's rungs often coincide on a split: the atom recombiner knows every
+    concept of the strong oracle wherever every test atom occurs in training); ``known``:
+    scoring key -> results already computed on these ``episodes`` (the comp gap's own oracles)."""
+    done = dict(known or {})
+    out = {}
+    for name, learner in learners.items():
+        key = scoring_key(learner)
+        if key is not None and key in done:
+            out[name] = {k: np.array(v, copy=True) for k, v in done[key].items()}
+            continue
+        out[name] = score_learner(learner, space, episodes, name, progress)
+        if key is not None:
+            done[key] = out[name]
+    return out

@@ -11,6 +11,7 @@ kernels of :mod:`.kernels`.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 
 import numba
@@ -120,6 +121,22 @@ def test_bank_tables(space, wide: bool = True) -> K.TestBankTables:
     return K.TestBankTables(np.ascontiguousarray(space.test_bank.signatures), int(space.test_bank.n_scenes),
                             np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(),
                             space.class_representatives(), *scene_classes, *space.index.test_domain_rows())
+
+
+class _SameObject:
+    """An object as a part of a dict key, equal only to itself (kept alive by the key, so its id
+    is never reused while the key exists)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _SameObject) and other.obj is self.obj
 
 
 class Oracle:
@@ -272,6 +289,15 @@ class Oracle:
                                  bank.scene_cls, bank.n_test, bank.signatures, concept[sl], out["ap"][sl],
                                  bank.test_domains, bank.domain_row)
         return out
+
+    def scoring_key(self) -> tuple:
+        """What :meth:`evaluate`'s numbers depend on besides the episodes: the space (this
+        object), the evaluating method, the settings, the concept set and the log prior.  Two
+        oracles with one key score every batch of episodes to the same bits, so a scorer of many
+        learners (:func:`bayes_concepts.learners.scoring.score_learners`) scores them once."""
+        digest = hashlib.sha1(np.ascontiguousarray(self.omega).tobytes())
+        digest.update(np.ascontiguousarray(self.log_prior).tobytes())
+        return ("oracle", _SameObject(self.space), type(self).evaluate, self.settings, digest.hexdigest())
 
     # ------------------------------------------------------ learner protocol
     def _outside_rows(self, scenes) -> np.ndarray:
