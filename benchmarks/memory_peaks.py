@@ -22,7 +22,9 @@ Run::
     python benchmarks/memory_peaks.py --code . --label after --cgqa data/c-gqa/dataset/cgqa/compositional-split-natural \
         --space spaces/paper
 
-Results are merged into ``benchmarks/results/memory_peaks.json`` under the label.
+Results are merged into ``benchmarks/results/memory_peaks.json`` under the label; ``--env
+KEY=VALUE`` runs every case with that environment setting (recorded with the label), e.g.
+``BAYES_CONCEPTS_MAPPED_RSS=1G``: the file-backed pages a task may keep before it drops them.
 """
 from __future__ import annotations
 
@@ -94,9 +96,12 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", nargs="+", default=["from_pairs", "audit", "notebook_10"])
     ap.add_argument("--notebook-fast", action="store_true", help="notebook 10 with its small curves")
     ap.add_argument("--notebook-episodes", type=int, default=2000, help="notebook 10's test episodes per cell")
+    ap.add_argument("--env", nargs="+", default=[], metavar="KEY=VALUE",
+                    help="environment settings for every case, recorded with the label (e.g. BAYES_CONCEPTS_MAPPED_RSS=1G)")
     args = ap.parse_args(argv)
     code = args.code.resolve()
-    env = {**os.environ, "PYTHONPATH": str(code), "MPLBACKEND": "Agg"}
+    extra = dict(kv.split("=", 1) for kv in args.env)
+    env = {**os.environ, "PYTHONPATH": str(code), "MPLBACKEND": "Agg", **extra}
     bc = [sys.executable, "-m", "bayes_concepts.cli"]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,7 +126,7 @@ def main(argv=None) -> int:
             print(case, results[case], flush=True)
     doc = json.loads(OUT.read_text()) if OUT.exists() else {}
     run = doc.setdefault("runs", {}).setdefault(args.label, {"cases": {}})
-    run.update(code=str(code), date=time.strftime("%Y-%m-%d"), cores=os.cpu_count())
+    run.update(code=str(code), date=time.strftime("%Y-%m-%d"), cores=os.cpu_count(), env=extra)
     run["cases"].update(results)  # a case measured again replaces its entry; the others stay
     doc["what"] = ("peak memory (GB) per case: peak_anon_gb = anonymous memory the run allocated, peak_file_gb = "
                    "file-backed pages (a space's memory-mapped signatures, droppable), peak_hwm_gb = the kernel's "

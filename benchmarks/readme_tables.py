@@ -107,12 +107,32 @@ def speed() -> str:
          f"{gap['wall_s']:.0f} s, {_gb(gap['peak_rss_mb'])} peak RSS (`ru_maxrss`)"
          + (f", of it {_gb(gap['peak_anon_mb'])} anonymous (the rest: the row files, mapped)" if "peak_anon_mb" in gap
             else "")],
+        *_ladder_speed_rows(),
         [f"relational programs of `clevr.pcfg` against CURI's of the same lengths ({rel['matched_programs']:,} each, "
          f"{rel['matched_lengths'][0]}–{rel['matched_lengths'][1]} tokens), {rel['settings']['scenes']:,} scenes, "
          "10 object slots (`benchmarks/relational.py`)",
          f"{_sci(r10['evaluations_per_second'])} against {_sci(c10['evaluations_per_second'])} program·scenes/s"],
     ]
     return table(["job", "measured"], rows)
+
+
+def _ladder_speed_rows() -> list:
+    """The ladder's rows of the Speed table (``ladder_speed.json``): this code's wall time and the
+    earlier code's, measured one after the other in one run, and whether every number agreed."""
+    doc = load("ladder_speed")
+    f = doc["figures"]
+    what = {"default_ladder": "the default ladder (8 rungs)",
+            "curve_ladder": "the benchmark's ladder (14 rungs: learned priors at α = 1, 10, 100, sampling at n = 100, "
+                            "1,000, 10,000)"}
+    rows = []
+    for case, c in f["cases"].items():
+        same = c.get("all_equal", c.get("rows_equal"))
+        rows.append([f"{what[case]} on it: 9 splits × hard/easy × {f['episodes_per_cell']:,} episodes "
+                     "(`benchmarks/ladder_speed.py`)",
+                     f"{c['after']['seconds']:.0f} s, {_gb(c['after']['peak_rss_mb'])} peak RSS; the code at commit "
+                     f"{doc.get('before_commit', '?')} {c['before']['seconds']:.0f} s in the same run ({c['ratio']:.2f}×), "
+                     + ("every number equal" if same else "NUMBERS DIFFER")])
+    return rows
 
 
 def noisy_breakdown() -> str:
@@ -261,6 +281,25 @@ def shj_languages() -> str:
                      f"{pm['lapse']:.3f}", f"{v['correlation']:.3f}", v["order_model"]])
     return table(["language", "prior", "log evidence", "held-out log density", "β", "ε", "λ", "r", "model's order"],
                  rows, "---|---|---:|---:|---:|---:|---:|---:|---")
+
+
+def memory_peaks() -> str:
+    """The memory table (``memory_peaks.json``): each case's peaks per run (code, environment)."""
+    doc = load("memory_peaks")
+    what = {"from_pairs": "`space from-pairs`, C-GQA natural split, 20 items per pair (155,340 items)",
+            "audit": "`audit spaces/paper` (every split, 2,000 episodes)",
+            "notebook_10": "notebook 10 (the ladder) on `spaces/paper`"}
+    rows = []
+    for case in what:
+        for label, run in doc["runs"].items():
+            c = run["cases"].get(case)
+            if c is None:
+                continue
+            env = ", ".join(f"`{k}={v}`" for k, v in (run.get("env") or {}).items()) or "defaults"
+            rows.append([what[case], f"{label} ({env})", f"{c['peak_anon_gb']:.2f} GB", f"{c['peak_file_gb']:.2f} GB",
+                         f"{c['peak_hwm_gb']:.2f} GB", f"{c['seconds']:.0f} s"])
+    return table(["run", "code (settings)", "peak anonymous", "peak file-backed (mapped)", "peak RSS (VmHWM)",
+                  "wall time"], rows, "---|---|---:|---:|---:|---:")
 
 
 def scaling() -> str:
@@ -649,7 +688,7 @@ def closure_learning_curve() -> str:
 
 
 GENERATORS = {"closure_learning_curve": closure_learning_curve, "conceptworld_learners": conceptworld_learners, "mcmc_cost": mcmc_cost, "sampling_cost": sampling_cost, "ladder_profiles": ladder_profiles, "ladder_spread": ladder_spread, "ladder_pairs": ladder_pairs,
-              "ladder_correlations": ladder_correlations, "ladder_versus": ladder_versus, "ladder_validation": ladder_validation, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "learners": learners, "speed": speed, "roofline": roofline, "noisy_breakdown": noisy_breakdown, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
+              "ladder_correlations": ladder_correlations, "ladder_versus": ladder_versus, "ladder_validation": ladder_validation, "ap_tolerance": ap_tolerance, "ap_tolerance_sweep": ap_tolerance_sweep, "rlcl_lists": rlcl_lists, "real_files": real_files, "scaling": scaling, "memory_peaks": memory_peaks, "learners": learners, "speed": speed, "roofline": roofline, "noisy_breakdown": noisy_breakdown, "curi_split_sizes": curi_split_sizes, "shj_fit": shj_fit,
               "shj_types": shj_types, "shj_languages": shj_languages}
 
 

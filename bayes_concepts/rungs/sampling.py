@@ -40,6 +40,7 @@ import json
 
 import numpy as np
 
+from ..engine import rows as rows_module
 from ..engine.rows import RowFile
 from ..oracles import Oracle
 from ..oracles.empty_policies import empty_policies, prior_policy, zero_policy
@@ -203,7 +204,11 @@ class SamplingLearner:
                 np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(), space.class_representatives(),
                 *space.index.test_domain_rows())
         scene_outside = space.index.scene_outside()  # question domains (None: every concept everywhere)
-        on_disk = isinstance(scene_concepts, RowFile)
+        # as the oracles read it (Oracle.evaluate): an index on disk through its mapping, or the
+        # rows of each slice's scenes read into memory (engine.rows.READ_ROWS)
+        on_disk = isinstance(scene_concepts, RowFile) and rows_module.READ_ROWS != "map"
+        if isinstance(scene_concepts, RowFile) and not on_disk:
+            scene_concepts = scene_concepts.mapped()
         step = EVALUATE_SLICE if on_disk else max(e, 1)
         for lo in range(0, e, step):
             sl = slice(lo, min(lo + step, e))
