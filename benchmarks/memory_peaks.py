@@ -109,7 +109,7 @@ def main(argv=None) -> int:
             if case == "from_pairs" and args.cgqa:
                 cmd = bc + ["space", "from-pairs", f"{tmp}/cgqa", "--pairs-dir", str(args.cgqa), "--items-per-pair", "20"]
             elif case == "audit" and args.space:
-                cmd = bc + ["audit", str(args.space), "--episodes", "2000"]
+                cmd = bc + ["audit", str(args.space.resolve()), "--episodes", "2000"]
             elif case == "notebook_10" and args.space:
                 env_nb = {**env, "BAYES_CONCEPTS_SPACE": str(args.space.resolve()), "BAYES_CONCEPTS_WORK": tmp,
                           "BAYES_CONCEPTS_EPISODES": str(args.notebook_episodes),

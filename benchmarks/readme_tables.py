@@ -291,7 +291,7 @@ def memory_peaks() -> str:
             "notebook_10": "notebook 10 (the ladder) on `spaces/paper`"}
     rows = []
     for case in what:
-        for label, run in doc["runs"].items():
+        for label, run in sorted(doc["runs"].items(), key=lambda kv: (kv[0] != "before", kv[0])):
             c = run["cases"].get(case)
             if c is None:
                 continue
