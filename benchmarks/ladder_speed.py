@@ -51,6 +51,11 @@ def _commit(checkout: Path) -> str:
     return p.stdout.strip() or "unknown"
 
 
+def _rows_equal(a, b) -> bool:
+    """Summary rows equal, NaN equal to NaN (JSON keeps NaN)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
 def _same(a: Path, b: Path) -> dict:
     da, db = xr.open_dataset(a), xr.open_dataset(b)
     out = {}
@@ -67,38 +72,48 @@ def main(argv=None) -> int:
     ap.add_argument("--episodes", type=int, default=5000)
     ap.add_argument("--curve", action="store_true", help="also the 14-rung benchmark ladder (benchmarks/ladder.py)")
     ap.add_argument("--warm", action="store_true", help="keep the learned prior's kept derivations for 'after'")
+    ap.add_argument("--benchmark", nargs=2, metavar=("NAME", "SPACE"), action="append", default=[],
+                    help="also benchmarks/ladder.py NAME SPACE (e.g. conceptworld spaces/cw), rows compared; repeatable")
+    ap.add_argument("--only-benchmarks", action="store_true", help="skip the default ladder (keep its recorded case)")
     args = ap.parse_args(argv)
     space = args.space.resolve()
-    figures = {"space": str(args.space), "episodes_per_cell": args.episodes, "cases": {}}
+    path = RESULTS / "ladder_speed.json"
+    old = json.loads(path.read_text()) if path.exists() else {}
+    figures = old.get("figures") or {"space": str(args.space), "episodes_per_cell": args.episodes, "cases": {}}
+    jobs = ([("curve_ladder", "curi", space)] if args.curve else []) + [
+        (f"{name}_ladder", name, Path(d).resolve()) for name, d in args.benchmark]
     with tempfile.TemporaryDirectory() as tmp:
-        kept = space / "index" / "learned_prior_derivations.npz"
-        runs = {}
-        for label, code in (("before", args.before.resolve()), ("after", ROOT)):
-            if label == "after" and not args.warm:
-                kept.unlink(missing_ok=True)
-            out = Path(tmp) / f"{label}.nc"
-            cmd = [sys.executable, "-m", "bayes_concepts.cli", "ladder", str(space), "--episodes", str(args.episodes),
-                   "--out", str(out)]
-            runs[label] = _run(cmd, code, tmp)
-            print(label, "default ladder", runs[label], file=sys.stderr, flush=True)
-        same = _same(Path(tmp) / "before.nc", Path(tmp) / "after.nc")
-        figures["cases"]["default_ladder"] = {**runs, "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
-                                              "variables_equal": same, "all_equal": all(same.values()),
-                                              "derivations": "warm" if args.warm else "cold (parsed in the after run)"}
-        if args.curve:
+        if not args.only_benchmarks:
+            kept = space / "index" / "learned_prior_derivations.npz"
+            runs = {}
+            for label, code in (("before", args.before.resolve()), ("after", ROOT)):
+                if label == "after" and not args.warm:
+                    kept.unlink(missing_ok=True)
+                out = Path(tmp) / f"{label}.nc"
+                cmd = [sys.executable, "-m", "bayes_concepts.cli", "ladder", str(space), "--episodes",
+                       str(args.episodes), "--out", str(out)]
+                runs[label] = _run(cmd, code, tmp)
+                print(label, "default ladder", runs[label], file=sys.stderr, flush=True)
+            same = _same(Path(tmp) / "before.nc", Path(tmp) / "after.nc")
+            figures["cases"]["default_ladder"] = {
+                **runs, "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
+                "variables_equal": same, "all_equal": all(same.values()),
+                "derivations": "warm" if args.warm else "cold (parsed in the after run)"}
+        for case, name, where in jobs:
             rows, runs = {}, {}
             for label, code in (("before", args.before.resolve()), ("after", ROOT)):
-                name = f"ladder_speed_{label}"
-                cmd = [sys.executable, str(code / "benchmarks" / "ladder.py"), "curi", str(space), "--episodes",
-                       str(args.episodes), "--name", name]
+                summary = f"ladder_speed_{label}"
+                cmd = [sys.executable, str(code / "benchmarks" / "ladder.py"), name, str(where), "--episodes",
+                       str(args.episodes), "--name", summary]
                 runs[label] = _run(cmd, code, str(code))
-                path = code / "benchmarks" / "results" / f"{name}.json"
-                rows[label] = json.loads(path.read_text())["figures"]["rows"]
-                path.unlink()
-                print(label, "14-rung ladder", runs[label], file=sys.stderr, flush=True)
-            figures["cases"]["curve_ladder"] = {**runs, "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
-                                                "rows_equal": rows["before"] == rows["after"]}
-    out = write_summary(RESULTS / "ladder_speed.json", "the ladder's wall time, before and after, side by side",
+                done = code / "benchmarks" / "results" / f"{summary}.json"
+                rows[label] = json.loads(done.read_text())["figures"]["rows"]
+                done.unlink()
+                print(label, case, runs[label], file=sys.stderr, flush=True)
+            figures["cases"][case] = {**runs, "space": str(where),
+                                      "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
+                                      "rows_equal": _rows_equal(rows["before"], rows["after"])}
+    out = write_summary(path, "the ladder's wall time, before and after, side by side",
                         figures, before=str(args.before), before_commit=_commit(args.before))
     print(f"written {out}", file=sys.stderr)
     return 0

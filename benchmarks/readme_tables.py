@@ -106,7 +106,7 @@ def speed() -> str:
          f"weak, {gap['settings']['likelihood']} likelihood (`benchmarks/gap.py`)",
          f"{gap['wall_s']:.0f} s, {_gb(gap['peak_rss_mb'])} peak RSS (`ru_maxrss`)"
          + (f", of it {_gb(gap['peak_anon_mb'])} anonymous (the rest: the row files, mapped)" if "peak_anon_mb" in gap
-            else "")],
+            else "") + _size_table_ratio()],
         *_ladder_speed_rows(),
         [f"relational programs of `clevr.pcfg` against CURI's of the same lengths ({rel['matched_programs']:,} each, "
          f"{rel['matched_lengths'][0]}–{rel['matched_lengths'][1]} tokens), {rel['settings']['scenes']:,} scenes, "
@@ -114,6 +114,16 @@ def speed() -> str:
          f"{_sci(r10['evaluations_per_second'])} against {_sci(c10['evaluations_per_second'])} program·scenes/s"],
     ]
     return table(["job", "measured"], rows)
+
+
+def _size_table_ratio() -> str:
+    """The size table against earlier code in the same run (``size_table_ratio.json``), or ""."""
+    if not (RESULTS / "size_table_ratio.json").exists():
+        return ""
+    f = load("size_table_ratio")["figures"]
+    return (f"; the code at commit {f['before']['commit']} {f['before']['wall_s']:.0f} s one run before it "
+            f"({f['ratio']:.2f}×, `benchmarks/size_table_ratio.py`), "
+            + ("every result equal" if f["all_equal"] else "RESULTS DIFFER"))
 
 
 def _ladder_speed_rows() -> list:
@@ -124,11 +134,15 @@ def _ladder_speed_rows() -> list:
     what = {"default_ladder": "the default ladder (8 rungs)",
             "curve_ladder": "the benchmark's ladder (14 rungs: learned priors at α = 1, 10, 100, sampling at n = 100, "
                             "1,000, 10,000)"}
+    others = {"conceptworld_ladder": "ConceptWorld's benchmark ladder (14 rungs) on the conceptworld preset: 8 "
+                                     "conditions",
+              "closure_ladder": "CLOSURE's benchmark ladder (14 rungs) on the clevr preset: 7 families"}
     rows = []
     for case, c in f["cases"].items():
         same = c.get("all_equal", c.get("rows_equal"))
-        rows.append([f"{what[case]} on it: 9 splits × hard/easy × {f['episodes_per_cell']:,} episodes "
-                     "(`benchmarks/ladder_speed.py`)",
+        where = (f"{others[case]} × hard/easy × {f['episodes_per_cell']:,} episodes" if case in others else
+                 f"{what[case]} on it: 9 splits × hard/easy × {f['episodes_per_cell']:,} episodes")
+        rows.append([f"{where} (`benchmarks/ladder_speed.py`)",
                      f"{c['after']['seconds']:.0f} s, {_gb(c['after']['peak_rss_mb'])} peak RSS; the code at commit "
                      f"{doc.get('before_commit', '?')} {c['before']['seconds']:.0f} s in the same run ({c['ratio']:.2f}×), "
                      + ("every number equal" if same else "NUMBERS DIFFER")])
