@@ -243,3 +243,63 @@ def test_a_user_grammar_with_a_new_value_parses_and_samples(tmp_path):
     assert p.readable == "∃x∈S: color(x) = pink"
     assert "pink" in g.schema.attribute("color").values
     assert any("pink" in s for s in sample_programs(5000, g, seed=0).strings())
+
+
+# --------------------------------------------------------------- the parse memo
+def _fresh(text, grammar):
+    """The slow twin of the memo: a parse that never looks it up."""
+    return Program._parse_given(text.split(), grammar)
+
+
+def _same_program(a, b):
+    assert (a.tokens, a.root, a.constraints, a.grammar) == (b.tokens, b.root, b.constraints, b.grammar)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, len(SAMPLE) - 1), min_size=1, max_size=40), st.sampled_from([3, 8, 10_000]),
+       st.booleans())
+def test_a_memoised_parse_equals_a_fresh_one(picks, memo_size, relational):
+    """Programs parsed through the memo (repeated picks hit it; a small PARSE_MEMO empties it
+    mid-way) are the programs a fresh parse gives: tokens, syntax tree and constraints; lambda
+    and S. prefixes, token lists and strings of one program agree; the clevr grammar's
+    constraints included."""
+    import bayes_concepts.lot.program as program_module
+    from bayes_concepts.lot import load_grammar
+    from bayes_concepts.resources import data_file
+    grammar = load_grammar(data_file("clevr.pcfg")) if relational else Grammar.from_file(default_grammar_path())
+    texts = ([CLEVR_PROGRAMS[i % len(CLEVR_PROGRAMS)] for i in picks] if relational
+             else [SAMPLE.program_string(i) for i in picks])
+    before = program_module.PARSE_MEMO
+    program_module.PARSE_MEMO = memo_size
+    program_module._PARSED.pop(grammar, None)  # a grammar loaded once per process: start empty
+    try:
+        for text in texts:
+            p = Program.parse(text, grammar)
+            _same_program(p, _fresh(text, grammar))
+            assert Program.parse(text, grammar) is p
+            _same_program(Program.parse("lambda S. " + text, grammar), p)
+            _same_program(Program.parse(text.split(), grammar), p)
+            assert len(program_module._PARSED[grammar]) <= memo_size
+    finally:
+        program_module.PARSE_MEMO = before
+
+
+#: relational programs with ``unique`` and domain constraints (``where``)
+CLEVR_PROGRAMS = [
+    "S y shape? cube = y S z color? gray = filter:z unique same_size and filter:y exist",
+    "S y color? gray = filter:y count 1 =",
+    "S y S z S x size? small = filter:x unique left filter:z unique same_size filter:y exist",
+    "S y color? red = filter:y unique shape? S y color? blue = filter:y unique shape? = where "
+    "S y color? red = filter:y count 1 =",
+]
+
+
+def test_malformed_input_is_refused_every_time_and_not_remembered():
+    import bayes_concepts.lot.program as program_module
+    g = Grammar.from_file(default_grammar_path())
+    for _ in range(2):
+        with pytest.raises(ProgramError, match="'x' used without a quantifier"):
+            Program.parse("x color? red =", g)
+    assert ("x", "color?", "red", "=") not in program_module._PARSED.get(g, {})
+    assert Program.parse("x color? red = exists=", g) is Program.parse("x color? red = exists=", g)
+    assert Program.parse("x color? red = exists=", g) is not Program.parse("x color? red = exists=", curi_grammar())

@@ -8,6 +8,7 @@ was expected there.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -39,6 +40,12 @@ _SHOWN_CHARS = 160
 #: The constraints are data beside the program: ``tokens``, ``root``, ``length`` and
 #: ``log_prob`` are the program's; ``postfix`` (the concept's identity) names both.
 WHERE = "where"
+#: How many strings :meth:`Program.parse` remembers per grammar (the memo is emptied when full;
+#: a clevr-preset space has about 35,000 programs).
+PARSE_MEMO = 65_536
+#: grammar -> {given tokens: Program}: the memo of :meth:`Program.parse` (held beside the
+#: grammar, not in it, so that a grammar sent to another process does not carry it)
+_PARSED: "weakref.WeakKeyDictionary[Grammar, dict]" = weakref.WeakKeyDictionary()
 
 
 def list_of(t: str) -> str:
@@ -117,9 +124,31 @@ class Program:
     @classmethod
     def parse(cls, text, grammar: Grammar | None = None) -> "Program":
         """Parse a postfix program string (or token sequence).  ``lambda`` and ``S.`` are
-        dropped and the grammar's aliases (CURI's ``0.7``/``0.35`` for large/small) replaced."""
+        dropped and the grammar's aliases (CURI's ``0.7``/``0.35`` for large/small) replaced.
+
+        A string parsed before under the same grammar object gives the same (immutable)
+        Program again, from a per-grammar memo of the last :data:`PARSE_MEMO` strings parsed
+        (a space's programs are parsed again by every look-up: ``find``, ``program(i)``, a
+        protocol's splits); malformed input is parsed, and refused, every time."""
         grammar = grammar or curi_grammar()
         given = text.split() if isinstance(text, str) else list(text)
+        if cls is not Program:
+            return cls._parse_given(given, grammar)
+        memo = _PARSED.get(grammar)
+        if memo is None:
+            memo = _PARSED.setdefault(grammar, {})
+        key = tuple(given)
+        program = memo.get(key)
+        if program is None:
+            program = cls._parse_given(given, grammar)
+            if len(memo) >= PARSE_MEMO:
+                memo.clear()
+            memo[key] = program
+        return program
+
+    @classmethod
+    def _parse_given(cls, given: list, grammar: Grammar) -> "Program":
+        """:meth:`parse` of the tokens ``given``, without the memo."""
         shown = _abbreviate(given)
         positions = [i for i, t in enumerate(given) if t not in IGNORED]
         longest = max(len(seg.split()) for seg in " ".join(given[i] for i in positions).split(f" {WHERE} ")) \
