@@ -721,7 +721,7 @@ def suite_time() -> str:
         rows.append([labels[name], f"{int(wall // 60)} min {wall % 60:02.0f} s", f"{f['cpu_s']:,.0f} s",
                      f"{f['passed']:,} passed, {f['skipped']} skipped"
                      + (f", {f['failed']} failed" if f["failed"] else "")])
-    machine = f"{m['cores']} cores, {m['processor']}, load average {m['load_avg'][0]:.1f} at the start"
+    machine = f"{m['cores']} cores ({doc.get('cpu_model') or m['processor']}), load average {m['load_avg'][0]:.1f} at the start"
     return table(["pytest of", "wall time", "CPU time", "tests"], rows, "---|---:|---:|---") + \
         f"\nMeasured on {machine} (`benchmarks/suite_time.py`, `benchmarks/results/suite_time.json`).\n"
 

@@ -57,6 +57,17 @@ def _run(name: str, keep: Path | None) -> dict:
             "slowest": [{"test": n.removeprefix("tests."), "s": round(t, 1)} for t, n in slowest[:20]]}
 
 
+def _cpu_model() -> str | None:
+    """The processor's model name (``/proc/cpuinfo``), or None where it cannot be read."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", nargs="+", choices=sorted(RUNS), default=["test", "all"],
@@ -77,7 +88,8 @@ def main(argv=None) -> int:
         if f["exit_status"]:
             print(f"pytest exited {f['exit_status']}: the figures are recorded, and the run is not a clean one",
                   file=sys.stderr)
-    write_summary(RESULTS / "suite_time.json", "the test suite's pytest: make test and make test-all", figures)
+    write_summary(RESULTS / "suite_time.json", "the test suite's pytest: make test and make test-all", figures,
+                  cpu_model=_cpu_model())
     return 0 if all(f["exit_status"] == 0 for f in figures.values()) else 1
 
 
