@@ -706,6 +706,28 @@ GENERATORS = {"closure_learning_curve": closure_learning_curve, "conceptworld_le
               "shj_types": shj_types, "shj_languages": shj_languages}
 
 
+def suite_time() -> str:
+    """How long the test suite's pytest takes (``suite_time.json``): ``make test`` and ``make
+    test-all``, wall and CPU time, tests passed and skipped, the machine."""
+    doc = load("suite_time")
+    m = doc["provenance"]["machine"]
+    labels = {"test": "`make test` (every test not marked `slow`)", "all": "`make test-all` (every test)"}
+    rows = []
+    for name in ("test", "all"):
+        f = doc["figures"].get(name)
+        if f is None:
+            continue
+        wall = f["wall_s"]
+        rows.append([labels[name], f"{int(wall // 60)} min {wall % 60:02.0f} s", f"{f['cpu_s']:,.0f} s",
+                     f"{f['passed']:,} passed, {f['skipped']} skipped"
+                     + (f", {f['failed']} failed" if f["failed"] else "")])
+    machine = f"{m['cores']} cores ({doc.get('cpu_model') or m['processor']}), load average {m['load_avg'][0]:.1f} at the start"
+    return table(["pytest of", "wall time", "CPU time", "tests"], rows, "---|---:|---:|---") + \
+        f"\nMeasured on {machine} (`benchmarks/suite_time.py`, `benchmarks/results/suite_time.json`).\n"
+
+
+GENERATORS["suite_time"] = suite_time
+
 DEFINITIONS = "<!-- numbers: definitions"
 
 

@@ -9,7 +9,8 @@ samples plus CLOSURE's families, 3,000 scenes with positions and relations, seed
 once and shared by the modules whose tests hold for any small clevr space
 (``test_relational``, ``test_relational_space``, ``test_relational_downstream``,
 ``test_plots``).  Its first build in a process costs ~15-20 s (CLOSURE's and CLEVR's template programs are
-parsed and scored, then cached), so one build serves them all.
+parsed and scored, then cached), so one build serves them all: under pytest-xdist the first worker
+to need it builds and saves it, the others read that copy (``built_once``).
 
 The shared spaces are read by many modules: a test must not modify them (their arrays,
 ``params`` or ``path``).  To test saving, save a copy made with
@@ -18,7 +19,10 @@ The shared spaces are read by many modules: a test must not modify them (their a
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 
@@ -48,16 +52,51 @@ def small_space_dir(small_space, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def clevr_space() -> HypothesisSpace:
-    """The shared in-memory clevr space (never saved: its ``path`` stays None)."""
-    return HypothesisSpace.build("clevr", **CLEVR_BUILD)
+def clevr_space(tmp_path_factory) -> HypothesisSpace:
+    """The shared in-memory clevr space (its ``path`` is None).  Built once per test run: under
+    pytest-xdist the first worker to ask builds and saves it (:func:`built_once`), the others
+    read that copy."""
+    space, _ = built_once(tmp_path_factory, "clevr_space", lambda: HypothesisSpace.build("clevr", **CLEVR_BUILD))
+    return space
 
 
 @pytest.fixture(scope="session")
 def clevr_space_dir(clevr_space, tmp_path_factory):
     """A saved copy of ``clevr_space`` (positions and packed relations included).  Do not
     write into it: copy it first (``shutil.copytree``) to damage or extend it."""
-    return saved_copy(clevr_space, tmp_path_factory, "clevr_space")
+    return shared_folder(tmp_path_factory, "clevr_space") / "space"  # clevr_space saved it there
+
+
+def built_once(tmp_path_factory, name: str, build) -> tuple:
+    """``(space, saved folder)``: the space ``build()`` returns, built once per test run and saved
+    into ``name/space`` of the run's temporary folder; under pytest-xdist that folder is shared by
+    the workers (under a lock, so one builds while the others wait, then read its copy).  The
+    space returned is in memory either way (``path`` None, arrays read into memory), so a test
+    sees the same space whichever worker built it."""
+    import fcntl
+    folder = shared_folder(tmp_path_factory, name)
+    path = folder / "space"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (path / "manifest.json").exists():
+            loaded = HypothesisSpace.load(path)
+            arrays = {f.name: np.array(getattr(loaded, f.name)) for f in dataclasses.fields(loaded)
+                      if isinstance(getattr(loaded, f.name), np.ndarray)}
+            return dataclasses.replace(loaded, path=None, **arrays), path
+        space = build()
+        dataclasses.replace(space).save(path)
+        return space, path
+
+
+def shared_folder(tmp_path_factory, name: str) -> Path:
+    """The folder ``name`` of this test run's temporary folder, shared by pytest-xdist's workers
+    (made if missing)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    folder = root / name
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def saved_copy(space, tmp_path_factory, name: str):

@@ -1,4 +1,5 @@
 """The program language: parsing, serialisation, readable forms, errors, log-probs."""
+import dataclasses
 import math
 
 import numpy as np
@@ -243,3 +244,88 @@ def test_a_user_grammar_with_a_new_value_parses_and_samples(tmp_path):
     assert p.readable == "∃x∈S: color(x) = pink"
     assert "pink" in g.schema.attribute("color").values
     assert any("pink" in s for s in sample_programs(5000, g, seed=0).strings())
+
+
+# --------------------------------------------------------------- the parse memo
+def _fresh(text, grammar):
+    """The slow twin of the memo: a parse that never looks it up."""
+    return Program._parse_given(text.split(), grammar)
+
+
+def _same_program(a, b, grammar):
+    assert (a.tokens, a.root, a.constraints) == (b.tokens, b.root, b.constraints)
+    assert a.grammar is grammar and a.postfix == b.postfix and a.readable == b.readable
+
+
+#: relational programs with ``unique`` and domain constraints (``where``)
+CLEVR_PROGRAMS = [
+    "S y shape? cube = y S z color? gray = filter:z unique same_size and filter:y exist",
+    "S y color? gray = filter:y count 1 =",
+    "S y S z S x size? small = filter:x unique left filter:z unique same_size filter:y exist",
+    "S y color? red = filter:y unique shape? S y color? blue = filter:y unique shape? = where "
+    "S y color? red = filter:y count 1 =",
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, len(SAMPLE) - 1), min_size=1, max_size=40), st.sampled_from([3, 8, 10_000]),
+       st.booleans())
+def test_a_memoised_parse_equals_a_fresh_one(picks, memo_size, relational):
+    """Programs parsed through the memo (repeated picks hit it; a small PARSE_MEMO empties it
+    mid-way; a second grammar object read from the same file shares it) are the programs a
+    fresh parse gives: tokens, syntax tree, constraints, each under the grammar it was asked
+    for; lambda and S. prefixes, token lists and strings of one program agree; the clevr
+    grammar's constraints included."""
+    import bayes_concepts.lot.program as program_module
+    from bayes_concepts.resources import data_file
+    path = data_file("clevr.pcfg") if relational else default_grammar_path()
+    grammars = (Grammar.from_file(path), Grammar.from_file(path))
+    texts = ([CLEVR_PROGRAMS[i % len(CLEVR_PROGRAMS)] for i in picks] if relational
+             else [SAMPLE.program_string(i) for i in picks])
+    before = program_module.PARSE_MEMO
+    program_module.PARSE_MEMO = memo_size
+    try:
+        for k, text in enumerate(texts):
+            g = grammars[k % 2]
+            p = Program.parse(text, g)
+            _same_program(p, _fresh(text, g), g)
+            _same_program(Program.parse(text, g), p, g)
+            _same_program(Program.parse("lambda S. " + text, g), p, g)
+            _same_program(Program.parse(text.split(), grammars[(k + 1) % 2]), p, grammars[(k + 1) % 2])
+            assert len(program_module._PARSED) <= max(memo_size, before)
+    finally:
+        program_module.PARSE_MEMO = before
+
+
+def test_malformed_input_is_refused_every_time_and_an_operator_change_is_seen():
+    import bayes_concepts.lot.program as program_module
+    from bayes_concepts.lot.operators import operators
+    g = Grammar.from_file(default_grammar_path())
+    for _ in range(2):
+        with pytest.raises(ProgramError, match="'x' used without a quantifier"):
+            Program.parse("x color? red =", g)
+    assert not [k for k in program_module._PARSED if k[-1] == ("x", "color?", "red", "=")]
+    # a grammar of other content (another start symbol's probabilities) does not share the memo
+    other = Grammar.from_text(default_grammar_path().read_text().replace("0.5", "0.25", 1))
+    assert program_module._grammar_key(other) != program_module._grammar_key(g)
+    # an operator replaced after a parse: the string is parsed again (and again after the
+    # original is back, as the memo does not know it was the same)
+    parses = []
+    fresh = Program._parse_given.__func__
+
+    def counted(cls, given, grammar):
+        parses.append(tuple(given))
+        return fresh(cls, given, grammar)
+
+    text = "x color? red = x shape? cube = and exists="
+    p = Program.parse(text, g)
+    original = operators.get("and")
+    try:
+        Program._parse_given = classmethod(counted)
+        assert Program.parse(text, g) == p and parses == []
+        operators.register("and", dataclasses.replace(original, summary="the same, replaced"), replace=True)
+        assert Program.parse(text, g) == p and len(parses) == 1
+        assert Program.parse(text, g) == p and len(parses) == 1
+    finally:
+        operators.register("and", original, replace=True)
+        Program._parse_given = classmethod(fresh)

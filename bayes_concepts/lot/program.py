@@ -8,6 +8,7 @@ was expected there.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -39,6 +40,27 @@ _SHOWN_CHARS = 160
 #: The constraints are data beside the program: ``tokens``, ``root``, ``length`` and
 #: ``log_prob`` are the program's; ``postfix`` (the concept's identity) names both.
 WHERE = "where"
+#: How many strings :meth:`Program.parse` remembers per grammar (the memo is emptied when full;
+#: a clevr-preset space has about 35,000 programs).
+PARSE_MEMO = 65_536
+#: (grammar's content, the registered operators, given tokens) -> (tokens, root, constraints):
+#: the memo of :meth:`Program.parse`
+_PARSED: dict = {}
+#: grammar -> its content as a string (what parsing reads of it), computed once per grammar object
+_GRAMMAR_KEYS: "weakref.WeakKeyDictionary[Grammar, str]" = weakref.WeakKeyDictionary()
+
+
+def _grammar_key(grammar: Grammar) -> str:
+    """Everything of ``grammar`` that parsing reads (types, properties, rules, start, depth,
+    aliases, operators, variables, relations, objects), as one string: two grammar objects with
+    equal keys parse every string alike."""
+    key = _GRAMMAR_KEYS.get(grammar)
+    if key is None:
+        key = repr((grammar.value_types, grammar.properties, grammar.productions, grammar.start,
+                    grammar.max_depth, grammar.aliases, grammar.operators, grammar.variables, grammar.relations,
+                    grammar.min_objects, grammar.sample_min_objects, grammar.max_objects, grammar.rejection_rules))
+        _GRAMMAR_KEYS[grammar] = key
+    return key
 
 
 def list_of(t: str) -> str:
@@ -117,9 +139,32 @@ class Program:
     @classmethod
     def parse(cls, text, grammar: Grammar | None = None) -> "Program":
         """Parse a postfix program string (or token sequence).  ``lambda`` and ``S.`` are
-        dropped and the grammar's aliases (CURI's ``0.7``/``0.35`` for large/small) replaced."""
+        dropped and the grammar's aliases (CURI's ``0.7``/``0.35`` for large/small) replaced.
+
+        A string parsed before under a grammar of the same content (the same file loaded again
+        is another object of the same content) gives its syntax tree again, from a memo of the
+        last :data:`PARSE_MEMO` strings parsed (a space's programs are parsed again by every
+        look-up: ``find``, ``program(i)``, a protocol's splits, in every process that loads the
+        space); malformed input is parsed, and refused, every time."""
         grammar = grammar or curi_grammar()
         given = text.split() if isinstance(text, str) else list(text)
+        if cls is not Program:
+            return cls._parse_given(given, grammar)
+        # the registered operators are part of the key: one registered, replaced or removed since
+        # is parsed afresh
+        key = (_grammar_key(grammar), tuple((n, id(o)) for n, o in operators._entries.items()), tuple(given))
+        parsed = _PARSED.get(key)
+        if parsed is None:
+            program = cls._parse_given(given, grammar)
+            if len(_PARSED) >= PARSE_MEMO:
+                _PARSED.clear()
+            _PARSED[key] = (program.tokens, program.root, program.constraints)
+            return program
+        return cls(parsed[0], parsed[1], grammar, parsed[2])
+
+    @classmethod
+    def _parse_given(cls, given: list, grammar: Grammar) -> "Program":
+        """:meth:`parse` of the tokens ``given``, without the memo."""
         shown = _abbreviate(given)
         positions = [i for i, t in enumerate(given) if t not in IGNORED]
         longest = max(len(seg.split()) for seg in " ".join(given[i] for i in positions).split(f" {WHERE} ")) \

@@ -1,0 +1,97 @@
+"""How long the test suite takes: ``make test``'s pytest (every test not marked ``slow``) and
+``make test-all``'s (every test), each run as the Makefile runs it (``-n auto --dist loadfile``).
+
+    python benchmarks/suite_time.py [--runs test all] [--durations FILE]
+
+Each run is a fresh ``python -m pytest`` in the repository root with pytest's cache off; its
+wall time, the CPU time of its process tree, the tests passed, skipped and failed, and its
+twenty slowest tests (setup plus call, from pytest's JUnit XML) are recorded.  Numba's kernel
+cache is the one already on the machine: run it after ``make venv`` (which fills it) and after
+one earlier run of the suite if the tests' own kernels should be counted as cached.  Writes
+``benchmarks/results/suite_time.json``; ``--durations FILE`` also keeps the ``make test`` run's
+pytest output (``--durations=80``).  Times on a shared machine are noisy: the load average at
+the start is recorded with the machine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _summary import RESULTS, write_summary  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the pytest arguments of each Makefile target (after ``python -m pytest tests``)
+RUNS = {"test": ["-n", "auto", "--dist", "loadfile", "-m", "not slow"],
+        "all": ["-n", "auto", "--dist", "loadfile"]}
+
+
+def _run(name: str, keep: Path | None) -> dict:
+    with tempfile.TemporaryDirectory(prefix="suite_time_") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        cmd = [sys.executable, "-m", "pytest", "tests", *RUNS[name], "-p", "no:cacheprovider", "-q",
+               "--durations=80", "-o", "junit_family=xunit2", f"--junitxml={junit}"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if keep is not None:
+            keep.write_text(r.stdout + r.stderr)
+        cases = list(ET.parse(junit).iter("testcase")) if junit.exists() else []
+    skipped = sum(c.find("skipped") is not None for c in cases)
+    failed = sum(c.find("failure") is not None or c.find("error") is not None for c in cases)
+    slowest = sorted(((float(c.get("time")), f"{c.get('classname')}::{c.get('name')}") for c in cases), reverse=True)
+    return {"command": "python -m pytest tests " + " ".join(RUNS[name]), "exit_status": r.returncode,
+            "wall_s": round(wall, 1),
+            "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 1),
+            "tests": len(cases), "passed": len(cases) - skipped - failed, "skipped": skipped, "failed": failed,
+            "summed_test_s": round(sum(t for t, _ in slowest), 1),
+            "slowest": [{"test": n.removeprefix("tests."), "s": round(t, 1)} for t, n in slowest[:20]]}
+
+
+def _cpu_model() -> str | None:
+    """The processor's model name (``/proc/cpuinfo``), or None where it cannot be read."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", nargs="+", choices=sorted(RUNS), default=["test", "all"],
+                    help="which targets' pytest to time (default both: test, then all)")
+    ap.add_argument("--durations", type=Path, default=None,
+                    help="write the make test run's pytest output (with --durations=80) to this file")
+    args = ap.parse_args(argv)
+    old = RESULTS / "suite_time.json"
+    figures = {}
+    if old.exists():  # a run of one target keeps the other's committed figures
+        import json
+        figures = {k: v for k, v in json.loads(old.read_text())["figures"].items() if k not in args.runs}
+    for name in args.runs:
+        figures[name] = _run(name, args.durations if name == "test" else None)
+        f = figures[name]
+        print(f"make {'test' if name == 'test' else 'test-all'}: {f['wall_s']} s wall, {f['cpu_s']} s CPU, "
+              f"{f['passed']} passed, {f['skipped']} skipped, {f['failed']} failed", flush=True)
+        if f["exit_status"]:
+            print(f"pytest exited {f['exit_status']}: the figures are recorded, and the run is not a clean one",
+                  file=sys.stderr)
+    write_summary(RESULTS / "suite_time.json", "the test suite's pytest: make test and make test-all", figures,
+                  cpu_model=_cpu_model())
+    return 0 if all(f["exit_status"] == 0 for f in figures.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
