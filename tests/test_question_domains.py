@@ -145,23 +145,79 @@ def test_the_space_stores_domains_only_where_a_concept_has_one(question_space):
             assert (space.test_domain(i) == dom[space.test_bank.scene_ids]).all()
 
 
-def test_an_episode_never_holds_a_scene_outside_its_question_s_domain(question_space):
-    space = question_space
-    groups = {}
-    for source in (family_instances(None, 25, 0), clevr_instances(None, 2, 0)):
-        for name, v in source.items():
-            ids = [space.find(i.program) for i in v]
-            groups[name] = np.array(sorted({i for i in ids if i is not None}), np.int64)
-    room = space.domain_counts() - space.counts >= 20  # 10 + 10 negatives in the domain, outside the extension
-    groups = {name: ids[(space.counts[ids] >= 5) & room[ids]] for name, ids in groups.items()}
-    tests = [f for f, fam in load_families().items() if fam.role == "test"]
-    assert all(len(groups[f]) for f in tests), {f: len(groups[f]) for f in tests}  # all seven families
-    asked = [name for name, ids in groups.items() if len(ids)]
-    assert len(asked) >= 70, len(asked)  # the seven families and most of CLEVR's 90 templates
-    for k, name in enumerate(asked):
-        ids = groups[name]
+#: An episode's needs (:func:`sample_episodes_for`): 3 + 2 positives, 10 + 10 negatives in the
+#: domain outside the extension.
+POSITIVES, NEGATIVES = 5, 20
+
+
+def askable(space, source) -> dict:
+    """Group name -> ids (ascending) of the space's concepts of that group's instances an
+    episode can ask: 5 or more positives and 20 or more negatives in their domain."""
+    room = space.domain_counts() - space.counts
+    out = {}
+    for name, instances in source.items():
+        ids = np.array(sorted({i for i in (space.find(x.program) for x in instances) if i is not None}), np.int64)
+        out[name] = ids[(space.counts[ids] >= POSITIVES) & (room[ids] >= NEGATIVES)]
+    return out
+
+
+#: Questions per template and scenes of the larger bank, for the templates the small bank
+#: cannot ask (three-hop chains of four unique referents, comparisons of two related objects:
+#: on 4,000 scenes their referents are rarely all unique).
+RARE_PER_TEMPLATE, RARE_SCENES = 10, 16_000
+
+
+@pytest.fixture(scope="module")
+def rare_question_space(question_space):
+    """``(space or None, {template: instances})``: the CLEVR templates none of whose questions
+    ``question_space`` can ask, :data:`RARE_PER_TEMPLATE` questions each over a larger bank
+    (:data:`RARE_SCENES` scenes); None when they give no question at all."""
+    from bayes_concepts.suites.closure import load_clevr_templates
+    small = askable(question_space, clevr_instances(None, 2, 0))
+    rare = {name: t for name, t in load_clevr_templates().items() if not len(small[name])}
+    instances = clevr_instances(rare, RARE_PER_TEMPLATE, 0)
+    texts = [i.program for v in instances.values() for i in v]
+    if not texts:
+        return None, instances
+    space = HypothesisSpace.from_programs(texts, grammar=data_file("clevr.pcfg"), scenes=RARE_SCENES, min_count=5,
+                                          max_rate=0.5, seed=0)
+    return space, instances
+
+
+def test_an_episode_never_holds_a_scene_outside_its_question_s_domain(question_space, rare_question_space):
+    """Every one of CLOSURE's families (its seven tests and their CLEVR baselines) and every one
+    of CLEVR's 90 templates is asked -- on the small bank, or on a larger one for the templates
+    it cannot ask -- except a template that is never answered yes, named with its reason; each
+    asked group's episodes, hard and easy, hold only scenes of their question's domain."""
+    from bayes_concepts.suites.closure import load_clevr_templates
+    templates, families = load_clevr_templates(), load_families()
+    assert len(templates) == 90 and sum(f.role == "test" for f in families.values()) == 7
+    rare_space, rare = rare_question_space
+    banks = [(question_space, {**family_instances(None, 25, 0), **clevr_instances(None, 2, 0)})]
+    if rare_space is not None:
+        banks.append((rare_space, rare))
+    asked = {}  # group -> (space, ids): the first bank that asks it
+    for space, source in banks:
+        for name, ids in askable(space, source).items():
+            if len(ids) and name not in asked:
+                asked[name] = (space, ids)
+    never = {name: t.never_yes for name, t in templates.items() if t.never_yes}
+    assert all(not rare.get(name) for name in never)  # no question at all: nothing to ask
+    missing = sorted((set(templates) | set(families)) - asked.keys() - never.keys())
+    assert not missing, (f"{len(missing)} groups never asked (fewer than {POSITIVES} positives or {NEGATIVES} "
+                         f"negatives in their domain, on {question_space.n_scenes:,} and {RARE_SCENES:,} scenes): "
+                         f"{missing}")
+    assert not asked.keys() & never.keys()
+    # "are there an equal number": its OUT_NEQ makes the counts differ, so the answer is never yes
+    assert sorted(never) == ["compare_integer_0"], (
+        f"{len(never)} of CLEVR's templates cannot be asked on any bank: "
+        + "; ".join(f"{name}: {why}" for name, why in never.items()))
+    assert len(asked) == 90 - len(never) + len(families)
+    for k, (name, (space, ids)) in enumerate(asked.items()):
+        sampler = EpisodeSampler(space)
         for negatives in ("hard", "easy"):
-            eps = sample_episodes_for(space, ids, n=8, negatives=negatives, seed=k)
+            eps = sampler.sample(ids, 8, negatives, seed=k, n_positive=3, n_negative=10, n_query_positive=2,
+                                 n_query_negative=10)
             for e, h in enumerate(eps.concept):
                 dom, ext = space.domain(int(h)), space.signature(int(h))
                 for scenes, labels in ((eps.support_scenes[e], eps.support_labels[e]),
