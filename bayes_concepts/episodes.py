@@ -17,7 +17,10 @@ and a support and a query set of 5 positives + 20 negatives each (configurable):
   the set up and are flagged (``*_topup``);
 * easy negatives (``negatives="easy"``): uniform random scenes other than the
   positives; one that satisfies h is labelled positive and flagged
-  (``*_relabelled``);
+  (``*_relabelled``).  In a space with question domains every negative, easy or
+  hard, is a scene of h's domain outside its extension: an easy negative is a
+  uniform scene of that set, never relabelled (a question answered yes on most
+  of its domain would otherwise give support sets of no negative);
 * ``query_negatives="random"`` draws the query's negatives as easy negatives
   even in the hard setting, as CURI's released code did.
 
@@ -230,7 +233,8 @@ class HardNegativeModeRegistry(Registry):
     *alternatives* (concepts true on every positive that are not synonyms of the concept);
     int64 (j,) scenes already used in the episode; ``n`` negatives wanted; a
     ``numpy.random.Generator`` seeded per episode.  It returns up to ``n`` distinct scene
-    ids on which the concept is false (checked); the set is topped up with random such
+    ids on which the concept is false -- in a space with question domains, of its domain
+    (``space.domain(concept)``) -- (checked); the set is topped up with random such
     scenes, flagged ``*_topup``.  Registered modes run in Python, one set at a time; the
     built-in ``union`` and ``alternative`` run in the numba sampler.
     """
@@ -498,7 +502,7 @@ def _draw_from_union(h, alts, n_alts, alt_mask, alt_words, n_alt_words, sig, sce
 @numba.njit(cache=True)
 def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                     scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, union_scan, alt_mask,
-                    alt_cum, buffers, union_explicit, outside):
+                    alt_cum, buffers, union_explicit, outside, easy_in_domain):
     """Fill positions len(positives).. of one set; returns the updated n_taken.
 
     ``union``: draw hard negatives uniformly from the union of the alternatives' extensions
@@ -514,7 +518,9 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     int64 (Hw,) for the indexes of ``alt_mask``'s nonzero words.
     ``outside``: per-scene bitsets of the concepts whose domain excludes the scene (uint64
     (S, Hw), or (0, 1) without question domains): every negative, easy or hard, comes from
-    the domain of h minus its extension."""
+    the domain of h minus its extension.  ``easy_in_domain`` (a space with question domains):
+    an easy negative is a uniform scene of that set, never a scene of ext(h) relabelled
+    positive (else a question answered yes on most of its domain gives sets of no negative)."""
     row_buf, common, block_buf, word_buf, alt_words = buffers
     n_pos = positives.shape[0]
     k = scenes.shape[0]
@@ -630,6 +636,8 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             s = next_below(state, n_scenes)
             if not _used(s, taken, n_taken) and not _outside(outside, h, s):
                 y = _bit(sig, h, s, word_buf)
+                if y and easy_in_domain:  # a negative: a scene of the domain outside the extension
+                    continue
                 _take(s, y, pos, scenes, labels, taken, n_taken)
                 relabelled[pos] = y == 1
                 n_taken += 1
@@ -659,6 +667,7 @@ class DrawRules(NamedTuple):
     union: bool  #: hard negatives from the union of the alternatives (else alternative first)
     union_scan: float  #: :data:`UNION_SCAN`
     union_explicit: float  #: :data:`UNION_EXPLICIT`
+    easy_in_domain: bool = False  #: easy negatives from the domain minus the extension (a space with question domains)
 
 
 class EpisodeSets(NamedTuple):
@@ -678,7 +687,7 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
     ``support_sets``/``query_sets`` :class:`EpisodeSets` (filled).  The records are unpacked
     into locals first: the loop is the code the positional arguments gave."""
     sig, cum, scene_concepts, counts, classes, n_scenes, outside = tables
-    n_pos, n_pos_q, hard_support, hard_query, union, union_scan, union_explicit = rules
+    n_pos, n_pos_q, hard_support, hard_query, union, union_scan, union_explicit, easy_in_domain = rules
     s_scenes, s_labels, s_source, s_topup, s_relabelled = support_sets
     q_scenes, q_labels, q_source, q_topup, q_relabelled = query_sets
     n_concepts = counts.shape[0]
@@ -704,10 +713,10 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
         n_taken = _fill_negatives(h, support_pos, hard_support, sig, cum, scene_concepts, counts, classes,
                                   n_scenes, state, s_scenes[e], s_labels[e], s_source[e], s_topup[e],
                                   s_relabelled[e], taken, n_taken, alts, union, union_scan, alt_mask, alt_cum,
-                                  buffers, union_explicit, outside)
+                                  buffers, union_explicit, outside, easy_in_domain)
         _fill_negatives(h, query_pos, hard_query, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                         q_scenes[e], q_labels[e], q_source[e], q_topup[e], q_relabelled[e], taken, n_taken, alts,
-                        union, union_scan, alt_mask, alt_cum, buffers, union_explicit, outside)
+                        union, union_scan, alt_mask, alt_cum, buffers, union_explicit, outside, easy_in_domain)
 
 
 class EpisodeSampler:
@@ -799,7 +808,8 @@ class EpisodeSampler:
                                    space.counts, space.synonym_classes, int(space.n_scenes),
                                    np.zeros((0, 1), np.uint64) if outside is None else outside)
             rules = DrawRules(int(n_positive), int(shape.query_positives), negatives == "hard", qn == "hard",
-                              bool(mode.kernel_union), float(UNION_SCAN), float(UNION_EXPLICIT))
+                              bool(mode.kernel_union), float(UNION_SCAN), float(UNION_EXPLICIT),
+                              bool(space.has_domains))
             _sample_episodes(concepts, seeds, tables, rules, EpisodeSets(*sets[0]), EpisodeSets(*sets[1]))
             check_reads(self.signatures, self.scene_concepts)
         else:
@@ -834,6 +844,8 @@ class EpisodeSampler:
         for e, h in enumerate(concepts.tolist()):
             rng = np.random.default_rng(int(seeds[e]))
             truth = space.signature(h)
+            # a space with question domains: every negative from the domain minus the extension
+            domain = space.domain(h) if space.has_domains else None
             positives = rng.choice(np.flatnonzero(truth), size=sum(n_positives), replace=False)
             used = set(positives.tolist())
             for j, (scenes, labels, source, topup, relabelled) in enumerate(sets):
@@ -847,14 +859,17 @@ class EpisodeSampler:
                                           np.array(sorted(used), np.int64), n_neg, rng), np.int64).ravel()
                     if (len(got) > n_neg or len(set(got.tolist())) != len(got) or (len(got) and (
                             got.min() < 0 or got.max() >= space.n_scenes or truth[got].any()
-                            or used.intersection(got.tolist())))):
+                            or used.intersection(got.tolist())
+                            or (domain is not None and not domain[got].all())))):
                         raise EpisodeError(f"hard-negative mode {name!r} returned scenes that are not at most {n_neg} "
-                                           "distinct unused scenes on which the concept is false")
+                                           "distinct unused scenes on which the concept is false"
+                                           + (" in its domain" if domain is not None else ""))
                     neg = got.tolist()
                     used.update(neg)
                 while len(neg) < n_neg:
                     s = int(rng.integers(space.n_scenes))
-                    if s in used or (hard_sets[j] and truth[s]):
+                    if s in used or ((hard_sets[j] or domain is not None) and truth[s]) or (
+                            domain is not None and not domain[s]):
                         continue
                     i = n_positive + len(neg)
                     labels[e, i] = int(truth[s])

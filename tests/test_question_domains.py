@@ -244,6 +244,61 @@ def test_a_compare_question_s_negatives_never_have_the_two_compared_objects_equa
     assert checked
 
 
+def test_easy_negatives_of_a_question_answered_yes_on_most_of_its_domain_are_negatives(question_space):
+    """In a space with question domains an easy negative is a uniform scene of the domain
+    outside the extension, never a positive relabelled: a question answered yes on nearly all
+    of its domain ("is there a thing of the same material as the X") otherwise gave support
+    sets of no negative, which a prototype learner cannot train on.  The draw is uniform on
+    that set: each of its scenes is drawn about equally often (within 5 sigma)."""
+    space = question_space
+    room = space.domain_counts() - space.counts
+    ok = np.flatnonzero((space.counts >= 5) & (room >= 20))
+    rate = space.counts[ok] / space.domain_counts()[ok]
+    high = ok[np.argsort(-rate)[:5]]
+    assert rate.max() >= 0.8, rate.max()  # 10 uniform scenes of the domain: all yes 1 time in 10 or more
+    sampler = EpisodeSampler(space)
+    for query_negatives in (None, "random"):
+        eps = sampler.sample(high, 400, "easy", query_negatives=query_negatives, seed=3, n_positive=3, n_negative=10,
+                             n_query_positive=2, n_query_negative=10)
+        for scenes, labels, relabelled, k in ((eps.support_scenes, eps.support_labels, eps.support_relabelled, 3),
+                                              (eps.query_scenes, eps.query_labels, eps.query_relabelled, 2)):
+            assert (labels[:, :k] == 1).all() and (labels[:, k:] == 0).all() and not relabelled.any()
+            for e, h in enumerate(eps.concept):
+                assert space.domain(int(h))[scenes[e]].all()
+                assert (space.signature(int(h))[scenes[e]] == labels[e]).all()
+    h = int(high[0])  # uniform on the domain minus the extension
+    pool = np.flatnonzero(space.domain(h) & ~space.signature(h))
+    eps = sampler.sample([h], 2000, "easy", seed=4, n_positive=3, n_negative=10, n_query_positive=2,
+                         n_query_negative=10)
+    drawn = np.concatenate([eps.support_scenes[:, 3:].ravel(), eps.query_scenes[:, 2:].ravel()])
+    assert np.isin(drawn, pool).all()
+    hits = np.bincount(np.searchsorted(pool, drawn), minlength=len(pool))
+    mean = len(drawn) / len(pool)
+    assert np.abs(hits - mean).max() <= 5 * np.sqrt(mean), (hits.min(), hits.max(), mean)
+
+
+def test_a_registered_python_hard_negative_mode_tops_up_inside_the_domain(question_space):
+    """The sampler's Python path (a hard-negative mode registered as a function) tops its sets
+    up, and draws easy negatives, from the domain minus the extension too."""
+    from bayes_concepts.episodes import hard_negative_modes
+    space = question_space
+    room = space.domain_counts() - space.counts
+    ids = np.flatnonzero((space.counts >= 5) & (room >= 20) & (space.domain_counts() < space.n_scenes))[:20]
+    name = "nothing_test_domains"
+    hard_negative_modes.register(name, lambda space, concept, positives, alternatives, exclude, n, rng: [],
+                                 replace=True)
+    try:
+        for negatives in ("hard", "easy"):
+            eps = EpisodeSampler(space).sample(ids, 50, negatives, hard_mode=name, seed=2, n_positive=3,
+                                               n_negative=10, n_query_positive=2, n_query_negative=10)
+            for e, h in enumerate(eps.concept):
+                for scenes, labels in ((eps.support_scenes[e], eps.support_labels[e]),
+                                       (eps.query_scenes[e], eps.query_labels[e])):
+                    assert space.domain(int(h))[scenes].all() and labels.sum() in (2, 3)
+    finally:
+        hard_negative_modes.unregister(name)
+
+
 def test_the_oracle_never_explains_a_scene_outside_a_concept_s_domain(question_space):
     from bayes_concepts.oracles.oracle import Oracle
     space = question_space
