@@ -440,3 +440,70 @@ def test_a_program_file_s_constraints_through_the_command_line(tmp_path, capsys)
                             bad, "--scenes", 2000, "--quiet"], capsys)
     assert_one_line_error(status, err, "out_neq")
     assert not (tmp_path / "b").exists()
+
+
+NEVER_YES = '''
+[[template]]
+name = "mine_1"
+question = "Are there an equal number of <Z> <C> <M> <S>s and <Z2> <C2> <M2> <S2>s?"
+nodes = ["scene", "filter_count <Z> <C> <M> <S> <- 0", "scene", "filter_count <Z2> <C2> <M2> <S2> <- 2",
+         "equal_integer <- 1 3"]
+constraints = ["OUT_NEQ 1 3"]
+'''
+
+
+def test_a_user_s_template_file_through_the_command_line(tmp_path, capsys):
+    """``space build OUT --templates FILE``: the questions of one's own templates, each with
+    its constraints as its domain (the grammar defaults to clevr.pcfg); a template that gives
+    no question is named with the reason, and a question defined on no scene of the bank is
+    dropped, counted and shown."""
+    from conftest import run
+    path = tmp_path / "mine.toml"
+    path.write_text(MY_TEMPLATES + NEVER_YES)
+    status, out, err = run(["space", "build", tmp_path / "s", "--templates", path, "--per-template", 10, "--scenes",
+                            2000, "--quiet"], capsys)
+    assert status == 0, err
+    space = HypothesisSpace.load(tmp_path / "s")
+    dropped = space.stages["empty_domain"]
+    assert space.stages["given"] == space.n_concepts + dropped and dropped >= 1  # none lost unseen
+    assert f"dropped: {dropped} concepts defined on no scene of the bank" in out, out
+    assert "1 template gives none: mine_1 (OUT_NEQ makes the two counts differ" in out, out
+    assert f"templates {path}: {space.stages['given']} concepts" in out, out
+    assert space.has_domains and all(" where " in p for p in space.programs)
+    assert space.params["programs_from"]["source"].startswith(str(path))
+    for i in range(space.n_concepts):  # every stored domain is the interpreter's, scene by scene
+        want = [evaluate_with_domain(space.programs[i], space.scene(s), CLEVR)[0] for s in range(0, 2000, 9)]
+        assert space.domain(i)[::9].tolist() == want
+
+
+@pytest.mark.parametrize("edit, args, words", [
+    (('"OUT_NEQ 1 3"', '"OUT_NEQ 1 9"'), [], "constraint 'OUT_NEQ 1 9' names node 9, which the template lacks"),
+    (('"OUT_NEQ 1 3"', '"SAME_AS 1 3"'), [], "unknown kind 'SAME_AS' (known: NULL, OUT_NEQ)"),
+    (('nodes = [', 'nodez = ['), [], "unknown key(s) nodez"),
+    (None, ["--programs", "{path}"], "--programs does not apply"),
+    (None, ["--samples", 5], "--samples does not apply"),
+    (None, ["--preset", "conceptworld"], "--preset conceptworld builds its own space: --templates does not apply"),
+])
+def test_a_bad_template_file_or_option_is_one_line_and_nothing_is_written(tmp_path, capsys, edit, args, words):
+    from conftest import assert_one_line_error, run
+    path = tmp_path / "mine.toml"
+    path.write_text(MY_TEMPLATES.replace(*edit) if edit else MY_TEMPLATES)
+    argv = ["space", "build", tmp_path / "s", "--templates", path, "--scenes", 500, "--quiet"]
+    status, out, err = run(argv + [str(a).format(path=path) for a in args], capsys)
+    assert_one_line_error(status, err, words)
+    if edit:
+        assert str(path) in err and "mine_0" in err  # the file and the entry
+    assert not (tmp_path / "s").exists()
+
+
+def test_per_template_needs_templates_and_a_file_of_templates_that_ask_nothing_is_one_line(tmp_path, capsys):
+    from conftest import assert_one_line_error, run
+    status, out, err = run(["space", "build", tmp_path / "s", "--per-template", 3], capsys)
+    assert_one_line_error(status, err, "--per-template goes with --templates FILE")
+    status, out, err = run(["space", "build", tmp_path / "s", "--templates", tmp_path / "none.toml"], capsys)
+    assert_one_line_error(status, err, "none.toml: no such file")
+    path = tmp_path / "never.toml"
+    path.write_text(NEVER_YES)
+    status, out, err = run(["space", "build", tmp_path / "s", "--templates", path, "--scenes", 500], capsys)
+    assert_one_line_error(status, err, "no template gives a question (mine_1: OUT_NEQ makes the two counts differ")
+    assert not (tmp_path / "s").exists()

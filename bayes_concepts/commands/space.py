@@ -21,6 +21,9 @@ from ..terminal import log_line, nothing_written, print_json, progress_output
 
 command_group("space", help="build, inspect and browse hypothesis spaces", order=40)
 
+#: ``space build --templates FILE``: questions drawn from each template unless ``--per-template``
+TEMPLATE_QUESTIONS = 20
+
 def _preset_help() -> str:
     """``--preset``'s help: every preset's summary, the presets of build settings first."""
     from ..registry import describe
@@ -41,8 +44,17 @@ def _build_arguments(p):
     p.add_argument("--programs", metavar="FILE",
                    help="build from the programs in FILE (one per line; CURI's released strings accepted) "
                         "instead of sampling")
+    p.add_argument("--templates", metavar="FILE.toml",
+                   help="build from the questions of your own CLEVR-like template file (the format of the packaged "
+                        "hypotheses/closure/clevr_templates.toml: nodes and constraints = [\"OUT_NEQ 1 3\", "
+                        "\"NULL <C2>\"]), each question's constraints its domain, instead of sampling; the file is "
+                        "checked whole before any work; default grammar clevr.pcfg, default --scenes the clevr "
+                        "preset's")
+    p.add_argument("--per-template", type=whole(1), metavar="N",
+                   help=f"with --templates: questions drawn from each template (default {TEMPLATE_QUESTIONS}; seed "
+                        "--seed)")
     p.add_argument("--no-rejection", action="store_true",
-                   help="with --programs: keep programs the grammar's rejection rules would drop")
+                   help="with --programs or --templates: keep programs the grammar's rejection rules would drop")
     p.add_argument("--scenes", type=whole(1), help="scenes in the sampled scene bank (default: the preset's)")
     p.add_argument("--scene-sampler", choices=["clevr", "uniform"],
                    help="how scenes are sampled (default clevr: CLEVR's ground plane and camera)")
@@ -63,6 +75,10 @@ def cmd_space_build(args) -> int:
     from ..presets import PRESETS, preset_params
     check_save_target(args.out, args.force)  # before the build: never delete what the toolkit did not write
     entry = PRESETS.get(args.preset) if args.preset is not None else None
+    given = [o for o, v in (("--templates", args.templates), ("--per-template", args.per_template)) if v is not None]
+    if given and entry is not None and (entry.cli_build is not None or entry.make is not None):
+        raise BayesConceptsError(f"--preset {args.preset} builds its own space: {' and '.join(given)} "
+                                 f"do{'es' if len(given) == 1 else ''} not apply")
     if entry is not None and entry.cli_build is not None:  # a preset that reads the options its own way
         return entry.cli_build(args)
     for name, other in PRESETS.items():  # a preset's own options go with it only
@@ -73,6 +89,7 @@ def cmd_space_build(args) -> int:
         return _build_made(args, entry)
     from ..scale import parse_scheduler
     parse_scheduler(args.scheduler)
+    questions = _template_questions(args)  # (programs, templates that give none) or None
     if args.programs:
         if args.samples is not None or args.max_depth is not None:
             raise BayesConceptsError("--programs takes the programs from the file: --samples and --max-depth do "
@@ -88,10 +105,12 @@ def cmd_space_build(args) -> int:
     t = time.perf_counter()
     log = None if args.quiet else log_line  # --quiet: neither stage lines nor progress bars
     with nothing_written(args.out), (contextlib.nullcontext() if args.quiet else progress_output()):
-        if args.programs:
-            preset = preset_params(args.preset)
+        if args.programs or questions:
+            preset = preset_params(args.preset or ("clevr" if questions else None))
             space = HypothesisSpace.from_programs(
-                args.programs, grammar=grammar_path(args.grammar), scenes=args.scenes or preset.get("scenes"),
+                questions[0] if questions else args.programs, grammar=grammar_path(args.grammar),
+                source=f"{args.templates} (its templates' questions, in order)" if questions else None,
+                scenes=args.scenes or preset.get("scenes"),
                 scene_sampler=args.scene_sampler, scenes_from=args.scenes_from, seed=args.seed,
                 reject=not args.no_rejection, progress=not args.quiet, log=log, scheduler=args.scheduler)
         else:
@@ -106,6 +125,13 @@ def cmd_space_build(args) -> int:
     space.save(args.out, overwrite=args.force)
     st = space.stages
     print(f"built {args.out} in {time.perf_counter() - t:.1f} s")
+    if questions:
+        programs, silent = questions
+        print(f"templates {args.templates}: {len(programs):,} concepts from the questions of its templates "
+              f"({args.per_template or TEMPLATE_QUESTIONS} per template, seed {args.seed or 0})")
+        if silent:
+            print(f"no question: {len(silent)} template{'s' * (len(silent) != 1)} give{'s' * (len(silent) == 1)} none: "
+                  + "; ".join(f"{name} ({why})" for name, why in silent.items()))
     print("stage                      survivors")
     for key, label in _stage_rows(st):
         print(f"{label:<26} {st[key]:>10,}")
@@ -190,6 +216,32 @@ def _build_made(args, entry) -> int:
     space.save(args.out, overwrite=args.force)
     print(f"built {args.out} in {time.perf_counter() - t:.1f} s: {space.n_concepts:,} concepts (preset {args.preset})")
     return 0
+
+
+def _template_questions(args):
+    """``(programs, {template: why it gives none})`` of ``--templates FILE`` (None without it),
+    read and checked whole before any work; the grammar defaults to the packaged clevr.pcfg
+    (the templates' language).  Options that do not go with it are one-line errors."""
+    if args.templates is None:
+        if args.per_template is not None:
+            raise BayesConceptsError("--per-template goes with --templates FILE")
+        return None
+    for option, value in (("--programs", args.programs), ("--samples", args.samples), ("--max-depth", args.max_depth)):
+        if value is not None:
+            raise BayesConceptsError(f"--templates takes the programs from the template file's questions: {option} "
+                                     "does not apply")
+    if not Path(args.templates).is_file():
+        raise BayesConceptsError(f"--templates {args.templates}: no such file")
+    from ..suites.closure import template_file_concepts
+    from ..resources import data_file
+    programs, silent = template_file_concepts(args.templates, args.per_template or TEMPLATE_QUESTIONS, args.seed or 0)
+    if not programs:
+        raise BayesConceptsError(f"--templates {args.templates}: no template gives a question ("
+                                 + "; ".join(f"{name}: {why}" for name, why in silent.items())
+                                 + f"): nothing written to {args.out}")
+    if getattr(args, "grammar", None) is None:
+        args.grammar = str(data_file("clevr.pcfg"))
+    return programs, silent
 
 
 #: the build's own stages, in order, with their labels in the stage table

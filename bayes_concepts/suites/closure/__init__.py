@@ -15,7 +15,7 @@ from .families import (ANSWER_KINDS, COUNT_ANSWERS, DEPTH_VARIABLES, ClosureFami
 from .clevr_templates import (CLEVR_DEPTH_VARIABLES, CLEVR_TEMPLATE_FILES, ClevrFilling, ClevrTemplate, clevr_concepts,
                               clevr_fill_instances, clevr_filling, clevr_instances, clevr_rejection,
                               clevr_template_instances, default_clevr_templates_path, load_clevr_templates,
-                              render_clevr_question, sample_clevr_filling)
+                              render_clevr_question, sample_clevr_filling, template_file_concepts)
 from .reported import YES_NO_KINDS, Accuracy, FamilyDrop, Reported, answer_chance, family_drops, load_reported
 
 __all__ = ["ANSWER_KINDS", "CLEVR_DEPTH_VARIABLES", "CLEVR_TEMPLATE_FILES", "CLEVR_VALUES", "COUNT_ANSWERS",
@@ -25,4 +25,4 @@ __all__ = ["ANSWER_KINDS", "CLEVR_DEPTH_VARIABLES", "CLEVR_TEMPLATE_FILES", "CLE
            "default_clevr_templates_path", "default_families_path", "family_concepts", "family_drops",
            "family_instances", "family_instances_of", "family_rejection", "fill_instances", "fill_programs",
            "instantiate", "load_clevr_templates", "load_families", "load_reported", "render_clevr_question",
-           "render_question", "sample_clevr_filling", "sample_filling"]
+           "render_question", "sample_clevr_filling", "sample_filling", "template_file_concepts"]

@@ -561,3 +561,21 @@ def clevr_concepts(templates=None, n_per_template: int = 20, seed: int = 0, *, v
     return {name: [i.program for i in inst] for name, inst in
             clevr_instances(templates, n_per_template, seed, values=values, max_filters=max_filters,
                             variables=variables).items()}
+
+
+def template_file_concepts(path, n_per_template: int = 20, seed: int = 0) -> tuple:
+    """``(programs, silent)`` of a CLEVR-like template file of one's own (the packaged
+    ``clevr_templates.toml``'s format, constraints included): the unique concepts of
+    ``n_per_template`` questions of each template, in file order, each carrying its domain
+    (``PROGRAM where C``), and ``{template name: why it gives none}`` for each template that
+    gives no concept (never answered yes, or no filling drawn that its constraints accept).
+    What ``space build OUT --templates FILE`` builds from; a bad file or entry is a one-line
+    :class:`ClosureFamilyError` naming the file and the entry."""
+    templates = load_clevr_templates(path)
+    instances = clevr_instances(templates, _check_count(n_per_template, "n_per_template"), seed)
+    programs, silent = [], {}
+    for name, got in instances.items():
+        programs += [i.program for i in got]
+        if not got:
+            silent[name] = templates[name].never_yes or "no filling drawn that its constraints accept"
+    return list(dict.fromkeys(programs)), silent
