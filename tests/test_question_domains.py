@@ -507,3 +507,22 @@ def test_per_template_needs_templates_and_a_file_of_templates_that_ask_nothing_i
     status, out, err = run(["space", "build", tmp_path / "s", "--templates", path, "--scenes", 500], capsys)
     assert_one_line_error(status, err, "no template gives a question (mine_1: OUT_NEQ makes the two counts differ")
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("line, words", [
+    ("S y color? red = filter:y exist where z color? red =", "variable z is not bound here"),  # names what it lacks
+    ("S y color? red = filter:y exist where S y color? red = filter:y same_as", "'same_as': unknown token"),
+    ("S y color? red = filter:y exist where", "needs a program before it and a BOOL constraint after it"),
+    ("S y color? red = filter:y exist where S y color? red = filter:y", "expected a BOOL"),
+])
+def test_a_bad_constraint_in_a_program_file_is_one_line_naming_the_line(tmp_path, capsys, line, words):
+    """``space build --programs FILE``: a constraint reading a variable nothing binds, an
+    unknown operator, a ``where`` with no constraint after it, a constraint that is not a
+    yes/no: one line naming the file, the line and the token; exit 2; nothing written."""
+    from conftest import assert_one_line_error, run
+    path = tmp_path / "programs.txt"
+    path.write_text("S y shape? cube = filter:y exist\n" + line + "\n")
+    status, out, err = run(["--grammar", data_file("clevr.pcfg"), "space", "build", tmp_path / "s", "--programs", path,
+                            "--scenes", 300, "--quiet"], capsys)
+    assert_one_line_error(status, err, f"{path} line 2", words)
+    assert not (tmp_path / "s").exists()
