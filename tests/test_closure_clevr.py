@@ -54,8 +54,9 @@ def parse_nodes(texts):
     return out
 
 
-def run_clevr(nodes, scene, slots, relations):
-    """Outputs of every node of a filled question on ``scene`` (INVALID after a failed unique)."""
+def run_clevr(nodes, scene, slots, relations, failures=None):
+    """Outputs of every node of a filled question on ``scene`` (INVALID after a failed unique);
+    ``failures`` (a list) gets ``"missing"`` or ``"doubled"`` for each unique that fails."""
     objs = scene["objects"]
     every = list(range(len(objs)))
 
@@ -69,6 +70,8 @@ def run_clevr(nodes, scene, slots, relations):
         return members
 
     def unique(members):
+        if len(members) != 1 and failures is not None:
+            failures.append("doubled" if members else "missing")
         return members[0] if len(members) == 1 else INVALID
 
     out = []
@@ -277,7 +280,7 @@ def test_every_template_s_concepts_equal_its_program_on_scenes(templates, scenes
                 cases.append((name, nodes, t.out_neq, dict(filling.slots), dict(filling.relations), inst))
     bits = truth_values([c[-1].program for c in cases], bank)
     doms = domains([c[-1].program for c in cases], bank)
-    positives, excluded = {}, {}
+    positives, excluded, corners = {}, {}, {}
     for (name, nodes, out_neq, slots, relations, inst), got, dom in zip(cases, bits, doms):
         want = np.array([expected_truth(nodes, out_neq, s, slots, relations, inst.answer) for s in dicts])
         wrong = np.flatnonzero(want != got)
@@ -289,7 +292,14 @@ def test_every_template_s_concepts_equal_its_program_on_scenes(templates, scenes
         positives[file] = positives.get(file, 0) + int(want.sum())
         excluded[file] = excluded.get(file, 0) + sum(
             outputs_coincide(nodes, out_neq, s, slots, relations, inst.answer) for s in dicts)
+        if any(kind.endswith("unique") for kind, _, _ in nodes):
+            failures = []
+            for s in dicts:
+                run_clevr(nodes, s, slots, relations, failures)
+            corners.setdefault(file, set()).update(failures)
     assert all(positives[f] > 0 for f in CLEVR_TEMPLATE_FILES), positives  # the check is not vacuous
+    # the twins met scenes where a referent is missing and where it is doubled, in every file with one
+    assert corners and all(c == {"missing", "doubled"} for c in corners.values()), corners
     # OUT_NEQ removed answers in every file that has it
     assert all(excluded[f] > 0 for f in ("comparison", "single_and", "single_or", "compare_integer")), excluded
 
@@ -515,7 +525,7 @@ def test_every_family_s_concepts_equal_its_program_on_scenes(scenes):
                 cases.append((name, nodes, out_neq, filling, inst))
     bits = truth_values([c[-1].program for c in cases], bank)
     doms = domains([c[-1].program for c in cases], bank)
-    positives = {}
+    positives, corners = {}, {}
     for (name, nodes, out_neq, filling, inst), got, dom in zip(cases, bits, doms):
         slots, rel = dict(filling.slots), dict(filling.relations)
         want = np.array([expected_truth(nodes, out_neq, s, slots, rel, inst.answer) for s in dicts])
@@ -525,7 +535,13 @@ def test_every_family_s_concepts_equal_its_program_on_scenes(scenes):
         wrong = np.flatnonzero(want_dom != dom)
         assert not len(wrong), f"{name} {inst.program!r}: domain differs on scene {wrong[0]}: {dicts[wrong[0]]}"
         positives[name] = positives.get(name, 0) + int(want.sum())
+        failures = []
+        for s in dicts:
+            run_clevr(nodes, s, slots, rel, failures)
+        corners.setdefault(name, set()).update(failures)
     assert all(v > 0 for v in positives.values()), positives
+    # every family met scenes where a referent is missing and where it is doubled
+    assert set(corners) == set(families) and all(c == {"missing", "doubled"} for c in corners.values()), corners
 
 
 def family_filling(family, slots, relations=(), attribute=None, query=None):
