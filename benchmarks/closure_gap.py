@@ -31,7 +31,7 @@ from scipy.stats import spearmanr
 
 from bayes_concepts.suites.closure import family_drops, load_reported
 from bayes_concepts.gap import summarise
-from bayes_concepts.terminal import attrs_info
+from bayes_concepts.results import attrs_info
 from bayes_concepts.protocols import protocols
 from bayes_concepts.spaces import load_space
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
