@@ -34,8 +34,9 @@ GAP_CHUNK = 2_500
 #: A task drops the pages of the space's files it read through their mappings (signatures,
 #: the sampler's rows) once the process's file-backed resident set passes this (bytes;
 #: :func:`mapped_rss_budget`).  Dropping them after every task costs their page faults again
-#: at the next task (the ladder on a CURI-scale space: 1.8x its time at 1,000 episodes a cell,
-#: ``benchmarks/results/ladder_speed.json``); keeping them costs nothing but resident pages
+#: at the next task (the ladder on a CURI-scale space at 1,000 episodes a cell took 81 s that
+#: way, 45 s keeping them; ``benchmarks/results/ladder_speed.json`` has the whole change side by
+#: side); keeping them costs nothing but resident pages
 #: shared with the page cache, which the kernel reclaims under memory pressure (never
 #: anonymous memory).  Lower it where resident pages are counted against a quota.
 #: None: read from the environment by each task.
