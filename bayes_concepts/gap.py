@@ -254,9 +254,10 @@ def compute_gap(space, splits: dict | None = None, negatives=("hard", "easy"), n
             here = {lr: per_split[name] for lr, per_split in table.items() if name in per_split}
             if here:  # a by-set split's episodes are of its test-set items
                 bank = side_space(space, splits[name], "test")
-                keys = oracle_keys.get(name) or oracle_keys.setdefault(
-                    name, _oracle_keys(bank, splits[name], settings, None if nested is None else nested[name]))
-                scored.update(score_learners(bank, eps, here, known={keys[lr]: scored[lr] for lr in keys}))
+                if name not in oracle_keys:
+                    oracle_keys[name] = _oracle_keys(bank, splits[name], settings, None if nested is None else nested[name])
+                known = {key: scored[lr] for lr, key in oracle_keys[name].items()}
+                scored.update(score_learners(bank, eps, here, known=known))
             sel = {"split": name, "negatives": neg}
             ds["concept"].loc[sel] = concept
             ds["topup"].loc[sel] = topup

@@ -74,6 +74,17 @@ def episode_shape(args):
     return None if text is None else EpisodeShape.parse(text, "--episode-shape")
 
 
+def cell_options(p, split_help: str, negatives_help: str, query_help: str):
+    """The options that pick a run's cells and their episodes' negatives, as ``gap`` takes them:
+    DIR, --split, --spec, --negatives (hard, easy or both) and --query-negatives."""
+    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
+    split_option(p, split_help)
+    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
+    p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both", help=negatives_help)
+    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None, action=Given,
+                   help=query_help)
+
+
 def hard_mode_option(p, protocol: bool = False):
     modes = lazy_registry("episodes", "hard_negative_modes")
     p.add_argument("--hard-mode", choices=LazyChoices(modes), metavar="MODE", default="union", action=Given,

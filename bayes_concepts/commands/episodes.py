@@ -5,7 +5,7 @@ from ..errors import BayesConceptsError
 from ..command_registry import command
 from ..options import Given, whole
 from ..preflight import check_output_file
-from ..run_args import (episode_shape, episode_shape_option, hard_mode_option, one_split, open_space, protocol_option,
+from ..run_args import (cell_options, episode_shape, episode_shape_option, hard_mode_option, one_split, open_space, protocol_option,
                         resolve_args, split_option)
 from ..terminal import counted
 
@@ -124,13 +124,9 @@ def cmd_episodes_show(args) -> int:
 
 
 def _export_arguments(p):
-    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
-    split_option(p, "the splits whose test episodes to export, or 'all' (default), as gap scores them")
-    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
-    p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both",
-                   help="support negatives: hard, easy or both (default), as gap's")
-    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None, action=Given,
-                   help="negatives of the query set (default: as --negatives, with --protocol the protocol's)")
+    cell_options(p, "the splits whose test episodes to export, or 'all' (default), as gap scores them",
+                 "support negatives: hard, easy or both (default), as gap's",
+                 "negatives of the query set (default: as --negatives, with --protocol the protocol's)")
     hard_mode_option(p, protocol=True)
     protocol_option(p, help_text="export the episodes of this protocol's splits, drawn as its comp gap draws them "
                                  "(query negatives, hard-negative mode) unless --query-negatives or --hard-mode "

@@ -4,22 +4,16 @@ from __future__ import annotations
 import time
 
 from ..command_registry import command
-from ..options import Given, predictions_option, results_out_option, whole
+from ..options import predictions_option, results_out_option, whole
 from ..preflight import check_before_work
-from ..run_args import (OVERRIDE_NOTE, ap_tolerance_option, episode_shape_option, hard_mode_option, oracle_options,
-                        protocol_option, resolve_args, scheduler_option, split_option)
+from ..run_args import (OVERRIDE_NOTE, ap_tolerance_option, cell_options, episode_shape_option, hard_mode_option,
+                        oracle_options, protocol_option, resolve_args, scheduler_option)
 from ..terminal import print_json, progress_output
 
 
 def _gap_arguments(p):
-    p.add_argument("dir", metavar="DIR", help="a saved hypothesis space")
-    split_option(p, "the splits to score, or 'all' (default)")
-    p.add_argument("--spec", nargs="+", metavar="FILE", help="split spec files (TOML) defining more splits")
-    p.add_argument("--negatives", choices=["hard", "easy", "both"], default="both",
-                   help="support negatives: hard, easy or both (default)")
-    p.add_argument("--query-negatives", choices=["hard", "easy", "random"], default=None, action=Given,
-                   help="negatives of the query set (default: as --negatives; random: CURI's released code)"
-                        + OVERRIDE_NOTE)
+    cell_options(p, "the splits to score, or 'all' (default)", "support negatives: hard, easy or both (default)",
+                 "negatives of the query set (default: as --negatives; random: CURI's released code)" + OVERRIDE_NOTE)
     hard_mode_option(p, protocol=True)
     p.add_argument("--episodes", type=whole(1), default=20_000,
                    help="test episodes per split and negatives (default 20,000)")
