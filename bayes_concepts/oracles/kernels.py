@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..bits import count_bits, has_bit, pop_lowest_bit
+from ..bits import count_bits, has_bit, pop_lowest_bit, popcount64
 from ..engine.test_bank import N_LANES
 from ..metrics import (ap_from_levels, average_precision_sparse, class_balanced_accuracy_kernel,
                        descending_levels, first_at_most, level_of, level_search, level_table, TABLE_MIN_LEVELS)
@@ -303,6 +303,76 @@ def _touch(c, cls_ptr, cls_idx, mark, touched, m):
     return m
 
 
+#: the narrow AP spreads every class at once when that is at most this many scene additions per
+#: class and test-bank word (scoring the positives first costs about one word operation each)
+SPREAD_ALL_FACTOR = 4
+
+
+@numba.njit(inline="always")
+def _nonzero_word_list(bits, words):
+    """Write the indices of the non-zero words of the packed bitset ``bits`` (uint64 (n_words,))
+    to ``words`` (int64, at least as long); returns how many."""
+    n = 0
+    for w in range(bits.shape[0]):
+        if bits[w]:
+            words[n] = w
+            n += 1
+    return n
+
+
+@numba.njit(inline="always")
+def _add_on_bits(row, mask, words, n_words, weight, scores):
+    """``scores[t] += weight`` for every scene t set in both packed bitsets ``row`` and ``mask``
+    (uint64 (n_words_total,)), looking only at the words ``words[:n_words]`` (those where
+    ``mask`` is non-zero).  A word-wide AND instead of a bit test per scene of ``mask``."""
+    for j in range(n_words):
+        w = words[j]
+        x = row[w] & mask[w]
+        while x:
+            b, x = pop_lowest_bit(x)
+            scores[w * 64 + b] += weight
+
+
+@numba.njit(inline="always")
+def _score_touched_words(cls_list, cls_weight, class_rep, test_sig, touched_bits, words, n_words, scores, touched):
+    """Score every scene set in ``touched_bits`` (packed, its non-zero words ``words[:n_words]``):
+    ``scores[t]`` = Σ_q cls_weight[q]·[t in class q], summed in ``cls_list`` order, and list the
+    scenes in ``touched`` (increasing); returns how many.
+
+    A word of scenes at a time: each class's word of that row is read once, and every scene of
+    the word adds the class's weight times its bit, without a branch.  Adding 0.0 leaves a sum
+    >= 0 exactly as it was, so each score is the float of adding only the classes that cover
+    it, in class order, as a scatter over the classes' scenes gives."""
+    n_cls = cls_list.shape[0]
+    rows = np.empty(n_cls, np.int64)  # each class's row of ``test_sig``
+    for q in range(n_cls):
+        rows[q] = class_rep[cls_list[q]]
+    pos = np.empty(64, np.uint64)
+    acc = np.empty(64)
+    m = 0
+    for j in range(n_words):
+        w = words[j]
+        x = touched_bits[w]
+        k = 0
+        while x:
+            b, x = pop_lowest_bit(x)
+            pos[k] = b
+            acc[k] = 0.0
+            k += 1
+        for q in range(n_cls):
+            r = test_sig[rows[q], w]
+            if r:
+                wq = cls_weight[q]
+                for i in range(k):
+                    acc[i] += wq * np.float64((r >> pos[i]) & np.uint64(1))
+        for i in range(k):
+            t = w * 64 + np.int64(pos[i])
+            scores[t] = acc[i]
+            touched[m] = t
+            m += 1
+    return m
+
+
 @numba.njit(cache=True)
 def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test, scores, mark,
                  touched, dom):
@@ -322,31 +392,73 @@ def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, tr
     n_cls = cls_list.shape[0]
     if n_pos == 0:
         return np.nan
-    tw = truth.shape[0]
     light = np.zeros(n_cls, np.bool_)
-    full = 0
+    floor = _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth)
+    if floor == np.inf:  # no positive scores above 0: all of them sit at the last threshold
+        return n_pos / domain_size(dom, n_test)
+    mark_light_classes(cls_weight, floor, light)
+    return _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test,
+                             scores, mark, touched, light, dom)
+
+
+@numba.njit(inline="always")
+def _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth):
+    """A lower bound on the smallest non-zero score of a positive (inf when none scores above 0),
+    from word operations alone: a positive scores at least the weight of the heaviest class
+    covering it (adding weights >= 0 never lowers a float sum), so the bound is the least such
+    weight over the positives some class of weight > 0 covers."""
+    n_cls = cls_list.shape[0]
+    tw = truth.shape[0]
+    left = np.zeros(tw, np.uint64)  # the positives some weighted class covers ...
     for q in range(n_cls):
-        full += cls_ptr[cls_list[q] + 1] - cls_ptr[cls_list[q]]
-    if full <= n_pos * n_cls:  # spreading every class costs less than scoring the positives first
-        return _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test,
-                                 scores, mark, touched, light, dom)
+        if cls_weight[q] > 0.0:
+            row = test_sig[class_rep[cls_list[q]]]
+            for w in range(tw):
+                left[w] |= row[w] & truth[w]
+    n_left = count_bits(left)
+    floor = np.inf
+    order = np.argsort(cls_weight)
+    for k in range(n_cls - 1, -1, -1):  # ... each given the heaviest class that covers it
+        if n_left == 0:
+            break
+        q = order[k]
+        row = test_sig[class_rep[cls_list[q]]]
+        newly = 0
+        for w in range(tw):
+            x = row[w] & left[w]
+            if x:
+                newly += popcount64(x)
+                left[w] ^= x
+        if newly:
+            n_left -= newly
+            floor = cls_weight[q]
+    return floor
+
+
+@numba.njit(inline="always")
+def _light_by_positive_scores(cls_list, cls_weight, class_rep, test_sig, truth, scores, light):
+    """The light classes of :func:`test_bank_ap` from the smallest non-zero score of a positive,
+    each positive scored word by word (``scores`` zero on entry and on exit); none when no
+    positive scores above 0 (every positive then sits at the last threshold)."""
+    tw = truth.shape[0]
+    n_cls = cls_list.shape[0]
+    words = np.empty(tw, np.int64)
+    n_words = _nonzero_word_list(truth, words)
+    for q in range(n_cls):  # every positive's score, summed in class order as everywhere
+        _add_on_bits(test_sig[class_rep[cls_list[q]]], truth, words, n_words, cls_weight[q], scores)
     u = np.inf
-    for w in range(tw):
+    for j in range(n_words):
+        w = words[j]
         word = truth[w]
         while word:
             b, word = pop_lowest_bit(word)
             t = w * 64 + b
-            sc = 0.0
-            for q in range(n_cls):
-                if has_bit(test_sig[class_rep[cls_list[q]]], t):
-                    sc += cls_weight[q]
+            sc = scores[t]
+            scores[t] = 0.0
             if 0.0 < sc < u:
                 u = sc
-    if u == np.inf:  # no positive scores above 0: all of them sit at the last threshold
-        return n_pos / domain_size(dom, n_test)
-    mark_light_classes(cls_weight, u, light)
-    return _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test,
-                             scores, mark, touched, light, dom)
+    if u < np.inf:
+        mark_light_classes(cls_weight, u, light)
 
 
 @numba.njit(cache=True)
@@ -355,22 +467,16 @@ def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_si
     """Scores of the scenes heavy (not ``light``) classes touch, summed in class order, and their
     AP over the scenes of ``dom`` (:func:`test_bank_ap`)."""
     n_cls = cls_list.shape[0]
-    m = 0
+    tw = truth.shape[0]
+    touched_bits = np.zeros(tw, np.uint64)  # the scenes some heavy class covers, word by word
     for q in range(n_cls):
         if not light[q]:
-            m = _touch(cls_list[q], cls_ptr, cls_idx, mark, touched, m)
-    for q in range(n_cls):
-        wq = cls_weight[q]
-        if light[q]:
             row = test_sig[class_rep[cls_list[q]]]
-            for i in range(m):
-                t = touched[i]
-                if has_bit(row, t):
-                    scores[t] += wq
-        else:
-            c = cls_list[q]
-            for r in range(cls_ptr[c], cls_ptr[c + 1]):
-                scores[cls_idx[r]] += wq
+            for w in range(tw):
+                touched_bits[w] |= row[w]
+    words = np.empty(tw, np.int64)
+    n_words = _nonzero_word_list(touched_bits, words)
+    m = _score_touched_words(cls_list, cls_weight, class_rep, test_sig, touched_bits, words, n_words, scores, touched)
     m = _drop_outside(dom, touched, m, scores, mark)
     ap = average_precision_sparse(touched[:m], scores, truth, domain_size(dom, n_test), n_pos)
     for i in range(m):
