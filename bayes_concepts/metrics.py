@@ -130,16 +130,69 @@ def radix_sort_descending(values):
     return sorted_bits.view(np.float64)
 
 
+#: :func:`descending_levels` groups equal values in a hash table up to this many distinct ones
+GROUPED_MAX_LEVELS = 1024
+
+
+@numba.njit(inline="always")
+def _grouped_levels(values, u, cnt):
+    """:func:`descending_levels` by grouping: each distinct value (by :func:`order_key`: equal
+    floats, one group) counted in an open-addressing table, then only the distinct values put in
+    order.  Writes ``u[:nu]``, ``cnt[:nu]`` and returns nu, or -1 (``u``/``cnt`` then garbage)
+    when the values take more than :data:`GROUPED_MAX_LEVELS` distinct ones."""
+    k = values.shape[0]
+    cap = min(k, GROUPED_MAX_LEVELS)
+    n_bits = 4
+    while (1 << n_bits) < 2 * cap:
+        n_bits += 1
+    shift = np.uint64(64 - n_bits)
+    mask = np.int64((1 << n_bits) - 1)
+    slot = np.zeros(1 << n_bits, np.int32)  # 0: empty; g + 1: group g
+    keys = np.empty(cap, np.uint64)
+    first = np.empty(cap, np.int64)  # a value of the group, by its index in ``values``
+    counts = np.zeros(cap, np.int64)
+    d = 0
+    for i in range(k):
+        key = order_key(float_bits(np.float64(values[i])))
+        h = np.int64((key * np.uint64(0x9E3779B97F4A7C15)) >> shift)
+        while True:
+            s = slot[h]
+            if s == 0:
+                if d == cap:
+                    return -1
+                keys[d] = key
+                first[d] = i
+                slot[h] = d + 1
+                counts[d] += 1
+                d += 1
+                break
+            if keys[s - 1] == key:
+                counts[s - 1] += 1
+                break
+            h = (h + np.int64(1)) & mask
+    order = np.argsort(keys[:d])
+    for j in range(d):
+        g = order[d - 1 - j]
+        u[j] = values[first[g]]
+        cnt[j] = counts[g]
+    return d
+
+
 @numba.njit(cache=True)
 def descending_levels(values):
     """``(u, cnt, nu)``: the distinct values of ``values`` (float64 (k,)) in descending order,
     ``u[:nu]``, and how many times each occurs, ``cnt[:nu]`` (int64) -- the levels at which
     an AP has a threshold when ``values`` are the positives' scores.  Put in order by
     :func:`radix_sort_descending` (no comparison sort)."""
-    pv = radix_sort_descending(values)
-    k = pv.shape[0]
+    k = values.shape[0]
     u = np.empty(k)
     cnt = np.zeros(k, np.int64)
+    if k >= RADIX_MIN:
+        nu = _grouped_levels(values, u, cnt)
+        if nu >= 0:
+            return u, cnt, nu
+        cnt[:] = 0
+    pv = radix_sort_descending(values)
     nu = 0
     for i in range(k):
         if nu == 0 or pv[i] != u[nu - 1]:

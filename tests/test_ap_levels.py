@@ -86,3 +86,24 @@ def test_the_largest_sizes(n, share):
     sparse = average_precision_sparse(touched, scores, truth, n, int(labels.sum()))
     assert sparse == average_precision_every_score(scores, truth)
     assert sparse == pytest.approx(sk(scores, labels), abs=1e-10)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), k=st.sampled_from([47, 48, 49, 200, 2000, 3000]),
+       distinct=st.sampled_from([1, 2, 5, 136, 1023, 1024, 1025, 2500]), with_zeros=st.booleans())
+def test_descending_levels_equal_the_sorted_unique_values_and_counts(seed, k, distinct, with_zeros):
+    """Grouped in a hash table (up to GROUPED_MAX_LEVELS distinct values), by the radix sort
+    beyond, or by insertion below RADIX_MIN: each is numpy's sorted unique values and counts,
+    with 0.0 and -0.0 one level."""
+    from bayes_concepts.metrics import GROUPED_MAX_LEVELS, RADIX_MIN
+    assert RADIX_MIN == 48 and GROUPED_MAX_LEVELS == 1024  # the sizes drawn straddle both
+    rng = np.random.default_rng(seed)
+    pool = rng.random(distinct) ** 3
+    v = pool[rng.integers(0, distinct, k)]
+    if with_zeros:
+        v[rng.random(k) < 0.1] = 0.0
+        v[rng.random(k) < 0.1] = -0.0
+    u, cnt, nu = descending_levels(v)
+    want, counts = np.unique(v, return_counts=True)  # 0.0 and -0.0 compare equal: one value
+    assert nu == len(want)
+    assert np.array_equal(u[:nu], want[::-1]) and np.array_equal(cnt[:nu], counts[::-1])
