@@ -36,9 +36,11 @@ bound / measured time: 1 at the machine's limit.
    first, as :meth:`~bayes_concepts.oracles.Oracle.evaluate` does a slice at a time);
 3. ``class_weights``: :func:`~bayes_concepts.oracles.kernels.add_class_weights`;
 4. ``query``: the query scenes' predictive, as the kernel computes it;
-5. ``test_bank_scoring``: size (few classes): each class's weight spread over its test scenes
-   (``cls_ptr``/``cls_idx``, a scattered add per class-scene pair); noisy (every class): every
-   test scene's :func:`~bayes_concepts.oracles.kernels.scene_score` (a gather per pair);
+5. ``test_bank_scoring``: size (few classes): :func:`~bayes_concepts.oracles.kernels.narrow_scores`
+   (a floor under the positives' scores from their cover, the heavy classes' rows ORed, then each
+   touched word of scenes scored from every class's word of it; counted by :func:`_narrow_work`);
+   noisy (every class): every test scene's :func:`~bayes_concepts.oracles.kernels.scene_score`
+   (a gather per pair);
 6. ``ap``: :func:`~bayes_concepts.metrics.average_precision_sparse` of the touched scenes (size)
    or :func:`~bayes_concepts.oracles.kernels.average_precision_every_score` (noisy).
 
@@ -77,7 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
 
 import bayes_concepts as bc  # noqa: E402
-from bayes_concepts.bits import count_bits, has_bit, pop_lowest_bit  # noqa: E402
+from bayes_concepts.bits import count_bits, popcount64  # noqa: E402
 from bayes_concepts.engine.rows import RowFile  # noqa: E402
 from bayes_concepts.metrics import average_precision_sparse  # noqa: E402
 from bayes_concepts.oracles import kernels as K  # noqa: E402
@@ -212,13 +214,11 @@ def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first,
     class_w = np.zeros(n_classes)
     class_list = np.empty(n_classes, np.int64)
     scores = np.zeros(n_test)
-    mark = np.zeros(n_test, np.bool_)
     touched = np.empty(n_test, np.int64)
     dense_p = np.zeros(n_concepts)
     cand = np.zeros(omega.shape[0], np.uint64)
     kq = query.shape[1]
     qpred = np.empty(kq)
-    light = np.zeros(n_classes, np.bool_)
     cls_weight = np.empty(n_classes)
     check = 0.0
     for e in range(support.shape[0]):
@@ -250,51 +250,11 @@ def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first,
         m = 0
         n_pos = count_bits(truths[e])
         if upto >= 4:
-            if consistent_only:  # as test_bank_ap: light classes only added where heavy ones reach
-                light[:n_cls] = False
-                full = 0
+            if consistent_only:  # as test_bank_ap: the scenes heavy classes cover, a word at a time
                 for q in range(n_cls):
-                    full += cls_ptr[class_list[q] + 1] - cls_ptr[class_list[q]]
-                if full > n_pos * n_cls:
-                    u = np.inf
-                    for w in range(truths.shape[1]):
-                        word = truths[e, w]
-                        while word:
-                            b, word = pop_lowest_bit(word)
-                            sc = 0.0
-                            for q in range(n_cls):
-                                if has_bit(test_sig[class_rep[class_list[q]]], w * 64 + b):
-                                    sc += class_w[class_list[q]]
-                            if 0.0 < sc < u:
-                                u = sc
-                    for q in range(n_cls):
-                        cls_weight[q] = class_w[class_list[q]]
-                    K.mark_light_classes(cls_weight[:n_cls], u, light)
-                for q in range(n_cls):
-                    if not light[q]:
-                        m = K._touch(class_list[q], cls_ptr, cls_idx, mark, touched, m)
-                pairs = 0
-                n_light = 0
-                for q in range(n_cls):
-                    c = class_list[q]
-                    wq = class_w[c]
-                    if light[q]:
-                        n_light += 1
-                        row = test_sig[class_rep[c]]
-                        for i in range(m):
-                            if has_bit(row, touched[i]):
-                                scores[touched[i]] += wq
-                    else:
-                        pairs += cls_ptr[c + 1] - cls_ptr[c]
-                        for r in range(cls_ptr[c], cls_ptr[c + 1]):
-                            scores[cls_idx[r]] += wq
-                # a heavy pair: its scene id streamed (4 B) twice, a gather of the mark and a
-                # scattered add into the scores (tables in L2); a light class: a bit test per touched scene
-                work[3, 0] += 2 * 4 * pairs + 8 * m * n_light
-                work[3, 1] += pairs + m * n_light
-                work[3, 2] += 2 * pairs
-                work[4, 0] += 24 * m
-                work[4, 1] += 5 * m
+                    cls_weight[q] = class_w[class_list[q]]
+                m = max(K.narrow_scores(class_list[:n_cls], cls_weight[:n_cls], class_rep, test_sig, truths[e],
+                                        K.every_scene(), scores, touched), 0)
             else:
                 for t in range(n_test):
                     scores[t] = K.scene_score(lane_ptr, lane_cls, t, class_w)
@@ -313,15 +273,75 @@ def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first,
             else:
                 out_ap[e] = K.average_precision_every_score(scores, truths[e])
         ticks[4] += _cycles() - c4
+        if upto >= 4 and consistent_only:  # counted after the clock stopped
+            nbytes, ops = _narrow_work(class_list[:n_cls], cls_weight[:n_cls], class_rep, test_sig, truths[e],
+                                       touched[:m])
+            work[3, 0] += nbytes
+            work[3, 1] += ops
+            work[4, 0] += 24 * m
+            work[4, 1] += 5 * m
         for q in range(n_cls):
             class_w[class_list[q]] = 0.0
         if consistent_only:
             for i in range(m):
                 scores[touched[i]] = 0.0
-                mark[touched[i]] = False
         else:
             scores[:] = 0.0
     return check
+
+
+@numba.njit(cache=False)
+def _narrow_work(cls_list, cls_weight, class_rep, test_sig, truth, touched):
+    """(bytes, operations) of :func:`~bayes_concepts.oracles.kernels.narrow_scores` on one
+    episode: the positives' floor reads every weighted class's row and the classes its second
+    pass visits (8 B and ~2 ops a word); the heavy classes' rows are ORed (8 B, 1 op a word);
+    each touched word reads every class's word (8 B, 1 op) and adds a weight for each of its
+    scenes where that word is non-zero (1 op each)."""
+    n_cls = cls_list.shape[0]
+    tw = truth.shape[0]
+    left = np.zeros(tw, np.uint64)
+    rows_read = 0
+    for q in range(n_cls):
+        if cls_weight[q] > 0.0:
+            rows_read += 1
+            row = test_sig[class_rep[cls_list[q]]]
+            for w in range(tw):
+                left[w] |= row[w] & truth[w]
+    n_left = count_bits(left)
+    order = np.argsort(cls_weight)
+    floor = np.inf
+    for k in range(n_cls - 1, -1, -1):
+        if n_left == 0:
+            break
+        rows_read += 1
+        row = test_sig[class_rep[cls_list[order[k]]]]
+        for w in range(tw):
+            x = row[w] & left[w]
+            if x:
+                n_left -= popcount64(x)
+                left[w] ^= x
+                floor = cls_weight[order[k]]
+    light = np.zeros(n_cls, np.bool_)
+    K.mark_light_classes(cls_weight, floor, light)
+    heavy = n_cls - light.sum()
+    nbytes = 8 * tw * (rows_read + heavy)
+    ops = 2 * tw * rows_read + tw * heavy
+    last = -1
+    for i in range(touched.shape[0]):
+        w = touched[i] >> 6
+        if w == last:
+            continue
+        last = w
+        k = 0
+        for j in range(i, touched.shape[0]):
+            if touched[j] >> 6 != w:
+                break
+            k += 1
+        for q in range(n_cls):
+            r = test_sig[class_rep[cls_list[q]], w]
+            nbytes += 8
+            ops += 1 + (k if r else 0)
+    return nbytes, ops
 
 
 @numba.njit(cache=False)

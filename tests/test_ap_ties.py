@@ -92,8 +92,8 @@ def test_kernels_ap_lies_within_the_split_ties_range_of_the_exact_ap(seed, n_sce
     wide = K.test_bank_ap_wide(cls_list, w, ptr, idx, lane_ptr, lane_cls, truth, n_pos, n_scenes, scores, mark,
                                touched, 0.0)
     test_sig = pack_bits(cover.T)  # one concept per class
-    narrow = K.test_bank_ap(cls_list, w[cls_list], ptr, idx, np.arange(n_cls, dtype=np.int64), test_sig, truth,
-                            n_pos, n_scenes, scores, mark, touched, K.every_scene())
+    narrow = K.test_bank_ap(cls_list, w[cls_list], np.arange(n_cls, dtype=np.int64), test_sig, truth,
+                            n_pos, n_scenes, scores, touched, K.every_scene())
     for ap in (wide, narrow):
         assert lo - 1e-12 <= ap <= hi + 1e-12, (lo, ap, hi, tied)
 

@@ -45,16 +45,13 @@ def twin_ap(cover, cls_list, weights, labels, dom):
 
 def kernel_ap(cover, cls_list, weights, labels, dom):
     n_test, n_classes = cover.shape
-    ptr = np.zeros(n_classes + 1, np.int64)
-    ptr[1:] = np.cumsum(cover.sum(axis=0))
-    idx = np.concatenate([np.flatnonzero(cover[:, c]) for c in range(n_classes)] + [np.zeros(0, int)]).astype(np.int32)
     test_sig = pack_bits(cover.T)  # one row per class
     rep = np.arange(n_classes, dtype=np.int64)
-    scores, mark, touched = np.zeros(n_test), np.zeros(n_test, bool), np.empty(n_test, np.int64)
+    scores, touched = np.zeros(n_test), np.empty(n_test, np.int64)
     packed_dom = K.every_scene() if dom.all() else pack_bits(dom)
-    ap = K.test_bank_ap(np.asarray(cls_list, np.int64), np.asarray(weights, np.float64), ptr, idx, rep, test_sig,
-                        pack_bits(labels), int(labels.sum()), n_test, scores, mark, touched, packed_dom)
-    assert not scores.any() and not mark.any()  # the work arrays come back as they went in
+    ap = K.test_bank_ap(np.asarray(cls_list, np.int64), np.asarray(weights, np.float64), rep, test_sig,
+                        pack_bits(labels), int(labels.sum()), n_test, scores, touched, packed_dom)
+    assert not scores.any()  # the work array comes back as it went in
     return ap
 
 

@@ -291,24 +291,6 @@ def _binary_entropy(p):
 
 
 @numba.njit(inline="always")
-def _touch(c, cls_ptr, cls_idx, mark, touched, m):
-    """Append the test scenes class ``c`` covers to ``touched[:m]`` (once each, via ``mark``);
-    returns the new m."""
-    for r in range(cls_ptr[c], cls_ptr[c + 1]):
-        t = cls_idx[r]
-        if not mark[t]:
-            mark[t] = True
-            touched[m] = t
-            m += 1
-    return m
-
-
-#: the narrow AP spreads every class at once when that is at most this many scene additions per
-#: class and test-bank word (scoring the positives first costs about one word operation each)
-SPREAD_ALL_FACTOR = 4
-
-
-@numba.njit(inline="always")
 def _nonzero_word_list(bits, words):
     """Write the indices of the non-zero words of the packed bitset ``bits`` (uint64 (n_words,))
     to ``words`` (int64, at least as long); returns how many."""
@@ -320,17 +302,58 @@ def _nonzero_word_list(bits, words):
     return n
 
 
+@numba.njit(cache=True)
+def test_bank_ap(cls_list, cls_weight, class_rep, test_sig, truth, n_pos, n_test, scores, touched, dom):
+    """AP on the test bank of the predictive Σ_c w_c·c(t) over synonym classes ``cls_list``
+    (weights ``cls_weight``; class c's test-bank labels are row ``class_rep[c]`` of the packed
+    ``test_sig``), against the packed labels ``truth`` (``n_pos`` set bits).
+
+    Exact, but lazy: let u be the smallest non-zero score of a positive.  A scene covered
+    only by "light" classes, whose weights add up to less than u, scores below every
+    positive, so it counts at no threshold where a positive sits and can be left out.  The
+    light classes are found against a lower bound on u (:func:`_positive_score_floor`); only
+    the scenes some heavy class covers are scored (:func:`narrow_scores`), every class's weight
+    added in ``cls_list`` order, so ties come out as in a full computation.  ``scores`` (zero on
+    entry and on exit) and ``touched`` are work arrays of length n_test.  ``dom``: the target's
+    question domain over the test bank (packed; length 0: every scene, :func:`every_scene`):
+    the ranking is over its scenes only (the positives lie within it).
+    """
+    if n_pos == 0:
+        return np.nan
+    m = narrow_scores(cls_list, cls_weight, class_rep, test_sig, truth, dom, scores, touched)
+    if m < 0:  # no positive scores above 0: all of them sit at the last threshold
+        return n_pos / domain_size(dom, n_test)
+    ap = average_precision_sparse(touched[:m], scores, truth, domain_size(dom, n_test), n_pos)
+    for i in range(m):
+        scores[touched[i]] = 0.0
+    return ap
+
+
 @numba.njit(inline="always")
-def _add_on_bits(row, mask, words, n_words, weight, scores):
-    """``scores[t] += weight`` for every scene t set in both packed bitsets ``row`` and ``mask``
-    (uint64 (n_words_total,)), looking only at the words ``words[:n_words]`` (those where
-    ``mask`` is non-zero).  A word-wide AND instead of a bit test per scene of ``mask``."""
-    for j in range(n_words):
-        w = words[j]
-        x = row[w] & mask[w]
-        while x:
-            b, x = pop_lowest_bit(x)
-            scores[w * 64 + b] += weight
+def narrow_scores(cls_list, cls_weight, class_rep, test_sig, truth, dom, scores, touched):
+    """The scores :func:`test_bank_ap` ranks: every scene of ``dom`` that a heavy class covers
+    gets its score in ``scores`` and is listed in ``touched`` (in increasing order); returns
+    how many, or -1 when no positive scores above 0 (nothing is then written)."""
+    n_cls = cls_list.shape[0]
+    floor = _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth)
+    if floor == np.inf:
+        return -1
+    light = np.zeros(n_cls, np.bool_)
+    mark_light_classes(cls_weight, floor, light)
+    tw = truth.shape[0]
+    touched_bits = np.zeros(tw, np.uint64)  # the scenes some heavy class covers, word by word
+    for q in range(n_cls):
+        if not light[q]:
+            row = test_sig[class_rep[cls_list[q]]]
+            for w in range(tw):
+                touched_bits[w] |= row[w]
+    if dom.shape[0]:
+        for w in range(tw):
+            touched_bits[w] &= dom[w]
+    words = np.empty(tw, np.int64)
+    n_words = _nonzero_word_list(touched_bits, words)
+    return _score_touched_words(cls_list, cls_weight, class_rep, test_sig, touched_bits, words, n_words, scores,
+                                touched)
 
 
 @numba.njit(inline="always")
@@ -373,34 +396,6 @@ def _score_touched_words(cls_list, cls_weight, class_rep, test_sig, touched_bits
     return m
 
 
-@numba.njit(cache=True)
-def test_bank_ap(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test, scores, mark,
-                 touched, dom):
-    """AP on the test bank of the predictive Σ_c w_c·c(t) over synonym classes ``cls_list``
-    (weights ``cls_weight``), against the packed labels ``truth``.
-
-    Exact, but lazy: let u be the smallest non-zero score of a positive.  A scene covered
-    only by "light" classes, whose weights add up to less than u, scores below every
-    positive, so it counts at no threshold where a positive sits and can be left out.
-    Light classes (typically broad ones with a tiny posterior) are only added to scenes
-    some heavy class touched.  Scores are summed in ``cls_list`` order everywhere, so ties
-    come out as in a full computation.  ``scores``/``mark``/``touched`` are work arrays of
-    length n_test (scores zero, mark False on entry; restored on exit).  ``dom``: the target's
-    question domain over the test bank (packed; length 0: every scene, :func:`every_scene`):
-    the ranking is over its scenes only (the positives lie within it).
-    """
-    n_cls = cls_list.shape[0]
-    if n_pos == 0:
-        return np.nan
-    light = np.zeros(n_cls, np.bool_)
-    floor = _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth)
-    if floor == np.inf:  # no positive scores above 0: all of them sit at the last threshold
-        return n_pos / domain_size(dom, n_test)
-    mark_light_classes(cls_weight, floor, light)
-    return _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test,
-                             scores, mark, touched, light, dom)
-
-
 @numba.njit(inline="always")
 def _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth):
     """A lower bound on the smallest non-zero score of a positive (inf when none scores above 0),
@@ -433,56 +428,6 @@ def _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth):
             n_left -= newly
             floor = cls_weight[q]
     return floor
-
-
-@numba.njit(inline="always")
-def _light_by_positive_scores(cls_list, cls_weight, class_rep, test_sig, truth, scores, light):
-    """The light classes of :func:`test_bank_ap` from the smallest non-zero score of a positive,
-    each positive scored word by word (``scores`` zero on entry and on exit); none when no
-    positive scores above 0 (every positive then sits at the last threshold)."""
-    tw = truth.shape[0]
-    n_cls = cls_list.shape[0]
-    words = np.empty(tw, np.int64)
-    n_words = _nonzero_word_list(truth, words)
-    for q in range(n_cls):  # every positive's score, summed in class order as everywhere
-        _add_on_bits(test_sig[class_rep[cls_list[q]]], truth, words, n_words, cls_weight[q], scores)
-    u = np.inf
-    for j in range(n_words):
-        w = words[j]
-        word = truth[w]
-        while word:
-            b, word = pop_lowest_bit(word)
-            t = w * 64 + b
-            sc = scores[t]
-            scores[t] = 0.0
-            if 0.0 < sc < u:
-                u = sc
-    if u < np.inf:
-        mark_light_classes(cls_weight, u, light)
-
-
-@numba.njit(cache=True)
-def _spread_and_score(cls_list, cls_weight, cls_ptr, cls_idx, class_rep, test_sig, truth, n_pos, n_test, scores,
-                      mark, touched, light, dom):
-    """Scores of the scenes heavy (not ``light``) classes touch, summed in class order, and their
-    AP over the scenes of ``dom`` (:func:`test_bank_ap`)."""
-    n_cls = cls_list.shape[0]
-    tw = truth.shape[0]
-    touched_bits = np.zeros(tw, np.uint64)  # the scenes some heavy class covers, word by word
-    for q in range(n_cls):
-        if not light[q]:
-            row = test_sig[class_rep[cls_list[q]]]
-            for w in range(tw):
-                touched_bits[w] |= row[w]
-    words = np.empty(tw, np.int64)
-    n_words = _nonzero_word_list(touched_bits, words)
-    m = _score_touched_words(cls_list, cls_weight, class_rep, test_sig, touched_bits, words, n_words, scores, touched)
-    m = _drop_outside(dom, touched, m, scores, mark)
-    ap = average_precision_sparse(touched[:m], scores, truth, domain_size(dom, n_test), n_pos)
-    for i in range(m):
-        scores[touched[i]] = 0.0
-        mark[touched[i]] = False
-    return ap
 
 
 if N_LANES != 4:  # scene_score is written out for four lanes
@@ -1621,8 +1566,8 @@ def evaluate_episodes(episodes, oracle, bank, options, out, defer_w):
                     for q in range(n_cls):
                         cls_weight[q] = class_w[class_list[q]]
                         class_w[class_list[q]] = 0.0
-                    out_ap[e] = test_bank_ap(class_list[:n_cls], cls_weight[:n_cls], cls_ptr, cls_idx, class_rep,
-                                             test_sig, truth, n_pos, n_test, scores, mark, touched, dom)
+                    out_ap[e] = test_bank_ap(class_list[:n_cls], cls_weight[:n_cls], class_rep, test_sig, truth,
+                                             n_pos, n_test, scores, touched, dom)
             out_cba[e] = class_balanced_accuracy_kernel(qpred, query_labels[e])
             ent = 0.0
             for j in range(kq):

@@ -201,7 +201,8 @@ class SamplingLearner:
         concept = np.asarray(episodes.concept, np.int64)
         scene_concepts = space.scene_concepts()
         test = (np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
-                np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(), space.class_representatives(),
+                np.asarray(space.synonym_classes, np.int64), len(space.class_representatives()),
+                space.class_representatives(),
                 *space.index.test_domain_rows())
         scene_outside = space.index.scene_outside()  # question domains (None: every concept everywhere)
         # as the oracles read it (Oracle.evaluate): an index on disk through its mapping, or the

@@ -162,7 +162,7 @@ def _renormalised_prior(pos, m, log_w, concepts, omega, log_prior):
 def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, support, support_labels, query,
                      query_labels, true_concept, scene_concepts, outside, first, second, consistent_only, policy,
                      refit_first,
-                     refit_second, refit_consistent_only, test_sig, n_test, classes, cls_ptr, cls_idx, class_rep,
+                     refit_second, refit_consistent_only, test_sig, n_test, classes, n_classes, class_rep,
                      test_domains, domain_row,
                      out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_n_hypotheses,
                      out_query_pred):
@@ -182,8 +182,8 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
     (:mod:`bayes_concepts.oracles.likelihoods`).  policy: :data:`ZERO` (all scores 0),
     :data:`PRIOR` (the prior predictive over the drawn set) or :data:`REFIT` (condition again
     with the refit_* tables) when no drawn concept fits the support.  test_sig: uint64
-    (n_concepts, ceil(T/64)); classes: int (n_concepts,) synonym classes; cls_ptr/cls_idx:
-    CSR test-bank scenes of each class; class_rep: a concept per class; test_domains/domain_row:
+    (n_concepts, ceil(T/64)); classes: int (n_concepts,) synonym classes, ``n_classes`` of them;
+    class_rep: a concept per class; test_domains/domain_row:
     the targets' question domains over the test bank
     (:class:`~bayes_concepts.oracles.kernels.TestBankTables`): a target's ranking is over its domain.
 
@@ -196,7 +196,6 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
     h = cum.shape[0]
     width = min(n, h)
     hw = (n_concepts + 63) >> 6
-    n_classes = cls_ptr.shape[0] - 1
     n_chunks = min(n_ep, 64)
     kq = query.shape[1]
     for chunk in numba.prange(n_chunks):
@@ -211,7 +210,6 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
         class_list = np.empty(n_classes, np.int64)
         cls_weight = np.empty(n_classes)
         scores = np.zeros(n_test)
-        seen = np.zeros(n_test, np.bool_)
         touched = np.empty(n_test, np.int64)
         everywhere = np.zeros(0, np.uint64)
         for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
@@ -250,8 +248,8 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
                 for q in range(n_cls):
                     cls_weight[q] = class_w[class_list[q]]
                     class_w[class_list[q]] = 0.0
-                out_ap[e] = K.test_bank_ap(class_list[:n_cls], cls_weight[:n_cls], cls_ptr, cls_idx, class_rep,
-                                           test_sig, truth, n_pos, n_test, scores, seen, touched, dom)
+                out_ap[e] = K.test_bank_ap(class_list[:n_cls], cls_weight[:n_cls], class_rep, test_sig, truth,
+                                           n_pos, n_test, scores, touched, dom)
             out_post_ent[e] = ent
             out_cba[e] = class_balanced_accuracy_kernel(qpred, query_labels[e])
             h_sum = 0.0
