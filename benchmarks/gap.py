@@ -56,7 +56,7 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tag = f"_{args.tag}" if args.tag else ""
-    save_results(ds, out / f"gap{tag}.nc")
+    save_results(ds, out / f"gap{tag}.nc", overwrite=True)  # its own earlier run's file, never another
     info = {"space": args.space, "concepts": space.n_concepts, "scenes": space.n_scenes,
             "test_bank": space.test_bank.n_scenes, "episodes_per_cell": args.episodes,
             "settings": settings.as_dict(), "query_negatives": args.query_negatives, "hard_mode": args.hard_mode,
