@@ -97,6 +97,18 @@ def has_bit(row, i):
 
 
 @numba.njit(inline="always")
+def nonzero_words(bits, out):
+    """Write the indexes of the non-zero words of the packed bitset ``bits`` (uint64 (n_words,)),
+    increasing, to the front of ``out`` (int64, at least as long); returns how many there are."""
+    n = 0
+    for w in range(bits.shape[0]):
+        if bits[w]:
+            out[n] = w
+            n += 1
+    return n
+
+
+@numba.njit(inline="always")
 def pop_lowest_bit(word):
     """(index of the lowest set bit of ``word``, ``word`` with that bit cleared); ``word`` != 0."""
     low = word & (~word + np.uint64(1))

@@ -41,7 +41,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .bits import block_counts, block_of_rank, has_bit, pop_lowest_bit, popcount64, select_in_block, unpack_bits
+from .bits import (block_counts, block_of_rank, has_bit, nonzero_words, pop_lowest_bit, popcount64, select_in_block,
+                   unpack_bits)
 from .engine.rows import RowFile, check_reads, row_at, row_source, rows_for_random_reads, word_at, words_at
 from .engine.index import signature_block_counts
 from .errors import BayesConceptsError
@@ -441,18 +442,6 @@ def _first_alternative(row, alt_mask, alt_words, n_alt_words):
 
 
 @numba.njit(inline="always")
-def _nonzero_words(mask, out):
-    """Write the indexes of ``mask``'s nonzero words (uint64 (Hw,)), increasing, to the front of
-    ``out`` (int64 (Hw,)); returns how many there are."""
-    n = 0
-    for w in range(mask.shape[0]):
-        if mask[w]:
-            out[n] = w
-            n += 1
-    return n
-
-
-@numba.njit(inline="always")
 def _cover(row, alt_mask, alt_words, n_alt_words):
     """How many alternatives (bits of ``alt_mask``, nonzero in the words ``alt_words[:n_alt_words]``)
     are true on a scene with concept row ``row``."""
@@ -547,7 +536,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                     if union:
                         alt_mask[w] |= np.uint64(1) << np.uint64(b)
         if union and n_alts > 0:
-            n_alt_words = _nonzero_words(alt_mask, alt_words)
+            n_alt_words = nonzero_words(alt_mask, alt_words)
             total = 0
             for j in range(n_alts):
                 total += counts[alts[j]]

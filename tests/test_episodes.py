@@ -208,13 +208,14 @@ _word = st.one_of(st.just(0), st.just(2**64 - 1), st.sampled_from([1, 2**63]), s
 @given(n_words=st.integers(1, 9), mask=st.lists(_word, max_size=9), row=st.lists(_word, max_size=9))
 def test_alternative_scans_of_the_nonzero_words_equal_the_whole_row_scans(n_words, mask, row):
     """The sampler reads only the words of a scene's row where the set's alternatives have bits
-    (``_nonzero_words``): its lowest alternative true on the scene and the number true equal
+    (``bits.nonzero_words``): its lowest alternative true on the scene and the number true equal
     those of a scan of the whole row (slow twin: Python over every bit), empty masks and rows,
     full words and the last bit included."""
     import bayes_concepts.episodes as E
+    from bayes_concepts.bits import nonzero_words
     alt_mask, row = _words(mask, n_words), _words(row, n_words)
     listed = np.full(n_words, -7, np.int64)
-    n = E._nonzero_words(alt_mask, listed)
+    n = nonzero_words(alt_mask, listed)
     assert n == np.count_nonzero(alt_mask) and listed[:n].tolist() == np.flatnonzero(alt_mask).tolist()
     bits = [w * 64 + b for w in range(n_words) for b in range(64)
             if (int(row[w]) >> b) & 1 and (int(alt_mask[w]) >> b) & 1]

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..bits import count_bits, has_bit, pop_lowest_bit, popcount64
+from ..bits import count_bits, has_bit, nonzero_words, pop_lowest_bit, popcount64
 from ..engine.test_bank import N_LANES
 from ..metrics import (ap_from_levels, average_precision_sparse, class_balanced_accuracy_kernel,
                        descending_levels, first_at_most, level_of, level_search, level_table, TABLE_MIN_LEVELS)
@@ -290,18 +290,6 @@ def _binary_entropy(p):
     return -(p * np.log(p) + (1.0 - p) * np.log(1.0 - p))
 
 
-@numba.njit(inline="always")
-def _nonzero_word_list(bits, words):
-    """Write the indices of the non-zero words of the packed bitset ``bits`` (uint64 (n_words,))
-    to ``words`` (int64, at least as long); returns how many."""
-    n = 0
-    for w in range(bits.shape[0]):
-        if bits[w]:
-            words[n] = w
-            n += 1
-    return n
-
-
 @numba.njit(cache=True)
 def test_bank_ap(cls_list, cls_weight, class_rep, test_sig, truth, n_pos, n_test, scores, touched, dom):
     """AP on the test bank of the predictive Σ_c w_c·c(t) over synonym classes ``cls_list``
@@ -351,7 +339,7 @@ def narrow_scores(cls_list, cls_weight, class_rep, test_sig, truth, dom, scores,
         for w in range(tw):
             touched_bits[w] &= dom[w]
     words = np.empty(tw, np.int64)
-    n_words = _nonzero_word_list(touched_bits, words)
+    n_words = nonzero_words(touched_bits, words)
     return _score_touched_words(cls_list, cls_weight, class_rep, test_sig, touched_bits, words, n_words, scores,
                                 touched)
 
