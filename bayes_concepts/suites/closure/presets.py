@@ -23,7 +23,8 @@ def _closure_family_programs(grammar, per_family: int, per_template: int | None 
     CLOSURE's families, then CLEVR's question templates (``per_template`` of each; none for
     None), under ``grammar``, each program once (a template's program that is also a family's
     is counted with the families; parsed and scored once per process: the inside algorithm on
-    ~20,000 long programs takes seconds)."""
+    ~13,000 long programs takes seconds, shared spans scored once)."""
+    from ...lot.logprob import derivation_log_probs
     from ...lot.program import Program
     from .clevr_templates import clevr_concepts
     from .families import family_concepts
@@ -37,9 +38,13 @@ def _closure_family_programs(grammar, per_family: int, per_template: int | None 
             if text in seen:
                 continue
             seen.add(text)
-            prog = Program.parse(text, grammar)
-            progs.append((prog, prog.log_prob(grammar)))
-        out[stage] = tuple(progs)
+            progs.append(Program.parse(text, grammar))
+        if grammar.is_relational:  # Program.log_prob of each (scored as written), with the inside
+            # probabilities of the spans the templates' fillings share computed once
+            logps = [lp for lp, _ in derivation_log_probs((prog.tokens for prog in progs), grammar)]
+        else:
+            logps = [prog.log_prob(grammar) for prog in progs]
+        out[stage] = tuple(zip(progs, logps))
     return out
 
 
