@@ -175,9 +175,19 @@ class HypothesisSpace(ConceptSpace):
         return rendered_bank(self, modality, **options)
 
     def find(self, program) -> int | None:
-        """Id of a program (string or Program; an uncollapsed x-free form is collapsed), or None."""
+        """Id of a program (string or Program; an uncollapsed x-free form is collapsed), or None.
+
+        A string that is one of the space's programs as stored (:attr:`programs`, each the
+        canonical form of its program: parsed, collapsed and written out again it is itself)
+        is looked up without parsing it (a protocol looks up thousands); any other string is
+        parsed, collapsed and looked up."""
+        ids = self.index.concept_ids()
+        if isinstance(program, str):
+            found = ids.get(program)
+            if found is not None:
+                return found
         p = program if isinstance(program, Program) else Program.parse(program, self.grammar)
-        return self.index.concept_ids().get(p.collapsed().postfix)
+        return ids.get(p.collapsed().postfix)
 
     def _own_fields(self) -> tuple:
         return (self.grammar_text,)
