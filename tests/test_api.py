@@ -36,3 +36,17 @@ def test_unknown_name_is_an_attribute_error():
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("bc.no_such_name resolved")
+
+
+def test_scoring_the_oracles_loads_no_torch(small_space_dir, tmp_path):
+    """``gap`` scores no model: the learners package's names load on first use, so torch (about
+    a second of every process's start) stays unloaded; asking for a neural learner loads it."""
+    code = ("import sys\nfrom bayes_concepts.cli import main\n"
+            f"status = main(['gap', {str(small_space_dir)!r}, '--split', 'counting', '--episodes', '5', "
+            f"'--out', {str(tmp_path / 'r.nc')!r}])\n"
+            "print(status, 'torch' in sys.modules)\n"
+            "from bayes_concepts.learners import ProtoNetLearner, encoders, poolings, grid_nets\n"
+            "from bayes_concepts.registry import Registry\n"
+            "print('torch' in sys.modules, all(isinstance(r, Registry) for r in (encoders, poolings, grid_nets)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-2:] == ["0 False", "True True"]
