@@ -32,6 +32,7 @@ import re
 from .errors import BayesConceptsError
 
 __all__ = ["Scheduler", "ScaleError", "parse_scheduler", "scheduler_from", "scheduler_scope", "release_pages", "mapped_rss_budget",
+           "DEFAULT_MAPPED_RSS",
            "MemoryLimitError", "available_memory", "check_memory", "format_bytes", "gap_bytes", "episodes_bytes",
            "scene_bank_bytes", "Interrupted", "safe_interrupts", "held_interrupts"]
 
@@ -443,14 +444,21 @@ def release_pages(*arrays):
     _advise(arrays, getattr(mmap, "MADV_DONTNEED", None))
 
 
-def mapped_rss_budget(text: str | None = None) -> int:
-    """The file-backed resident set (bytes) above which a task drops the pages of the space's
-    files it read through their mappings: ``text`` (default: the environment variable
-    ``BAYES_CONCEPTS_MAPPED_RSS``) as bytes or with a K/M/G suffix (``1G``), else 6 GiB.  A
-    bad value is a one-line :class:`~bayes_concepts.scale.ScaleError`."""
+#: :func:`mapped_rss_budget` when ``BAYES_CONCEPTS_MAPPED_RSS`` is not set (bytes).
+DEFAULT_MAPPED_RSS = 6 << 30
+
+
+def mapped_rss_budget(text: str | None = None, default=DEFAULT_MAPPED_RSS):
+    """The file-backed resident set (bytes) a process may keep of the space's files it reads
+    through their mappings: ``text`` (default: the environment variable
+    ``BAYES_CONCEPTS_MAPPED_RSS``) as bytes or with a K/M/G suffix (``1G``), else ``default``
+    (6 GiB; None: say that none was set).  A task drops the pages it read once the process's
+    file-backed resident set passes it; a budget that is *set* also decides which large row
+    files are read through a mapping at all (:meth:`~bayes_concepts.engine.rows.RowFile.through_mapping`).
+    A bad value is a one-line :class:`~bayes_concepts.scale.ScaleError`."""
     text = os.environ.get("BAYES_CONCEPTS_MAPPED_RSS") if text is None else text
     if text is None or not str(text).strip():
-        return 6 << 30
+        return default
     t = str(text).strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
     try:

@@ -36,6 +36,7 @@ import numba
 import numpy as np
 from numba import types
 
+from ..scale import mapped_rss_budget
 from .store import SpaceError, mapped_file, npy_layout
 
 #: Files at least this large are read as a :class:`RowFile` instead of being memory-mapped
@@ -43,8 +44,13 @@ from .store import SpaceError, mapped_file, npy_layout
 PREAD_MIN_BYTES = 256 << 20
 
 #: How kernels read a :class:`RowFile` (:func:`row_source`): ``"map"``, through a read-only
-#: mapping of the file (no system call per row), or ``"pread"``, one pread per row.
+#: mapping of the file (no system call per row) where :meth:`RowFile.through_mapping` says the
+#: file fits the mapped-page budget, or ``"pread"``, one pread per row for every file.
 READ_ROWS = "map"
+
+#: Bytes of the row files this process reads through their mappings
+#: (:meth:`RowFile.through_mapping`), counted against a set ``BAYES_CONCEPTS_MAPPED_RSS``.
+_MAPPED_BYTES = 0
 
 # pread(2) by symbol name (a ctypes pointer would keep the kernels out of numba's cache); the
 # buffer address is passed as an integer, which is how the C ABI passes a pointer
@@ -125,6 +131,32 @@ class RowFile:
         self.fd = os.open(self.path, os.O_RDONLY)
         self.failures = np.zeros(1, np.int64)
         self._mapping = None
+        self._fits = None  # whether this file counts in _MAPPED_BYTES (through_mapping decides it once)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array in the file."""
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    def through_mapping(self) -> bool:
+        """Whether kernels read this file through its mapping (:func:`row_source`), else with
+        one pread per row: :data:`READ_ROWS` is ``"map"`` and, where ``BAYES_CONCEPTS_MAPPED_RSS``
+        is set (:func:`~bayes_concepts.scale.mapped_rss_budget`), the row files read through
+        their mappings in this process, this one included, fit in it.  Random reads through a
+        mapping keep every page they touch (and the 64 KiB the kernel maps around it) resident
+        until released, so a draw of a few thousand hard episodes of a 990,000-scene space
+        maps most of its two 2.5 GB row files; read with pread, nothing of them stays, for
+        about three times the sampler's time.  Decided at the first call and kept (a file
+        read one way stays read that way); unset, every file is read through its mapping."""
+        global _MAPPED_BYTES
+        if READ_ROWS != "map":
+            return False
+        if self._fits is None:
+            budget = mapped_rss_budget(default=None)
+            self._fits = budget is None or _MAPPED_BYTES + self.nbytes <= budget
+            if self._fits:
+                _MAPPED_BYTES += self.nbytes
+        return self._fits
 
     def mapped(self) -> np.ndarray:
         """The whole array as a read-only mapping of the file (made on first use, then kept):
@@ -188,7 +220,11 @@ class RowFile:
         return whole if dtype is None else whole.astype(dtype, copy=False)
 
     def close(self):
+        global _MAPPED_BYTES
         self._mapping = None
+        if getattr(self, "_fits", None):
+            _MAPPED_BYTES -= self.nbytes
+            self._fits = None
         if getattr(self, "fd", -1) >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -217,9 +253,9 @@ def rows_for_random_reads(array):
 def row_source(rows) -> tuple:
     """``(mem, fd, offset, failures)`` for the kernels (see the module docstring): an array in
     memory is ``(array, -1, 0, zeros)``; a :class:`RowFile` is ``(its mapping, -1, 0, its failure
-    counter)`` when :data:`READ_ROWS` is ``"map"``, else ``(empty (0, n_cols), fd, offset, its
-    failure counter)``."""
-    if isinstance(rows, RowFile) and READ_ROWS == "map":
+    counter)`` when it is read through its mapping (:meth:`RowFile.through_mapping`), else
+    ``(empty (0, n_cols), fd, offset, its failure counter)``."""
+    if isinstance(rows, RowFile) and rows.through_mapping():
         return rows.mapped(), -1, 0, rows.failures
     if isinstance(rows, RowFile):
         return np.empty((0, rows.shape[1]), rows.dtype), rows.fd, rows.offset, rows.failures

@@ -18,7 +18,6 @@ import numba
 import numpy as np
 
 from ..bits import pack_bits, pop_lowest_bit
-from ..engine import rows as rows_module
 from ..engine.rows import RowFile
 from . import kernels as K
 from .empty_policies import empty_policies
@@ -255,13 +254,13 @@ class Oracle:
         scene_outside = space.index.scene_outside()  # question domains (None: every concept everywhere)
         no_outside = K.no_outside()
         bank = test_bank_tables(space, wide)
-        # an index on disk is read through its mapping (engine.rows.READ_ROWS "map"), or the rows
+        # an index on disk is read through its mapping (engine.rows.RowFile.through_mapping), or the rows
         # of each slice's support and query scenes are read into memory (scenes renumbered into
         # them), a slice at a time
         # deferred episodes keep their class weights (a row of C floats each) until their slice
         # is scored, so deferring also goes a slice at a time
         defer = bool(wide and defer)
-        read_slices = isinstance(scene_concepts, RowFile) and rows_module.READ_ROWS != "map"
+        read_slices = isinstance(scene_concepts, RowFile) and not scene_concepts.through_mapping()
         if isinstance(scene_concepts, RowFile) and not read_slices:
             scene_concepts = scene_concepts.mapped()
         step = EVALUATE_SLICE if read_slices or defer else max(e, 1)

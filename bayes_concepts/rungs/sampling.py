@@ -40,7 +40,6 @@ import json
 
 import numpy as np
 
-from ..engine import rows as rows_module
 from ..engine.rows import RowFile
 from ..oracles import Oracle
 from ..oracles.empty_policies import empty_policies, prior_policy, zero_policy
@@ -206,8 +205,8 @@ class SamplingLearner:
                 *space.index.test_domain_rows())
         scene_outside = space.index.scene_outside()  # question domains (None: every concept everywhere)
         # as the oracles read it (Oracle.evaluate): an index on disk through its mapping, or the
-        # rows of each slice's scenes read into memory (engine.rows.READ_ROWS)
-        on_disk = isinstance(scene_concepts, RowFile) and rows_module.READ_ROWS != "map"
+        # rows of each slice's scenes read into memory (engine.rows.RowFile.through_mapping)
+        on_disk = isinstance(scene_concepts, RowFile) and not scene_concepts.through_mapping()
         if isinstance(scene_concepts, RowFile) and not on_disk:
             scene_concepts = scene_concepts.mapped()
         step = EVALUATE_SLICE if on_disk else max(e, 1)
