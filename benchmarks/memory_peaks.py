@@ -24,7 +24,8 @@ Run::
 
 Results are merged into ``benchmarks/results/memory_peaks.json`` under the label; ``--env
 KEY=VALUE`` runs every case with that environment setting (recorded with the label), e.g.
-``BAYES_CONCEPTS_MAPPED_RSS=1G``: the file-backed pages a task may keep before it drops them.
+``BAYES_CONCEPTS_MAPPED_RSS=1G``: the file-backed pages a process may keep (large row files that do
+not fit are read with pread; a task drops the mapped pages it read once past it).
 """
 from __future__ import annotations
 
@@ -127,7 +128,8 @@ def main(argv=None) -> int:
     doc = json.loads(OUT.read_text()) if OUT.exists() else {}
     run = doc.setdefault("runs", {}).setdefault(args.label, {"cases": {}})
     run.update(code=str(code), date=time.strftime("%Y-%m-%d"), cores=os.cpu_count(), env=extra)
-    run["cases"].update(results)  # a case measured again replaces its entry; the others stay
+    run["cases"].update({case: {**r, "code": str(code)} for case, r in results.items()})  # a case measured
+    # again replaces its entry (with the checkout it ran); the others stay
     doc["what"] = ("peak memory (GB) per case: peak_anon_gb = anonymous memory the run allocated, peak_file_gb = "
                    "file-backed pages (a space's memory-mapped signatures, droppable), peak_hwm_gb = the kernel's "
                    "peak resident set (both); see benchmarks/memory_peaks.py")

@@ -3,9 +3,12 @@ through their mappings and which with one pread per row: the accounting itself, 
 episodes and the same gap whatever the budget (nothing mapped, one file, every file)."""
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from bayes_concepts.engine import index, rows
 from bayes_concepts.engine.rows import RowFile, row_source
@@ -18,7 +21,7 @@ from conftest import saved_copy
 
 @pytest.fixture
 def two_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(rows, "_MAPPED_BYTES", 0)  # row files other tests left open do not count here
+    monkeypatch.setattr(rows, "_MAPPED", weakref.WeakSet())  # row files other tests left open do not count here
     paths = []
     for i in range(2):
         paths.append(tmp_path / f"a{i}.npy")
@@ -42,16 +45,22 @@ def test_a_set_budget_maps_the_files_that_fit_and_preads_the_rest(two_files, mon
     assert a.through_mapping() and not b.through_mapping()
     assert row_source(a)[1] == -1 and row_source(b)[1] == b.fd  # b: one pread per row
     assert np.array_equal(row_source(a)[0][3], np.load(two_files[0])[3])
-    assert rows._MAPPED_BYTES == size
+    assert rows.mapped_bytes() == size
     assert a.through_mapping() and not b.through_mapping()  # decided once, kept
     a.close()  # a closed file's bytes leave the account: the next file fits
-    assert rows._MAPPED_BYTES == 0
+    assert rows.mapped_bytes() == 0
     c = RowFile(two_files[1])
-    assert c.through_mapping() and rows._MAPPED_BYTES == size
+    assert c.through_mapping() and rows.mapped_bytes() == size
+    del c
+    gc.collect()  # a file no longer referenced leaves the account too
+    assert rows.mapped_bytes() == 0
+    c = RowFile(two_files[1])
+    assert c.through_mapping()
     monkeypatch.setenv("BAYES_CONCEPTS_MAPPED_RSS", "0")
     assert not RowFile(two_files[0]).through_mapping()
     monkeypatch.setenv("BAYES_CONCEPTS_MAPPED_RSS", "1G")
-    assert RowFile(two_files[0]).through_mapping() and rows._MAPPED_BYTES == 2 * size
+    d = RowFile(two_files[0])
+    assert d.through_mapping() and rows.mapped_bytes() == 2 * size
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +79,10 @@ def _budget_text(budget, space) -> str | None:
 
 
 @settings(max_examples=10, deadline=None)
+@example(seed=0, negatives="hard", budget="0", n=40)  # every budget at least once, hard negatives at length
+@example(seed=0, negatives="hard", budget="one", n=40)
+@example(seed=0, negatives="hard", budget="all", n=1)
+@example(seed=0, negatives="easy", budget="unset", n=7)
 @given(seed=st.integers(0, 2 ** 31), negatives=st.sampled_from(["hard", "easy"]),
        budget=st.sampled_from(BUDGETS), n=st.sampled_from([1, 7, 40]))
 def test_episodes_and_gap_are_the_same_whatever_the_budget(small_space, on_disk, seed, negatives, budget, n):
@@ -80,7 +93,7 @@ def test_episodes_and_gap_are_the_same_whatever_the_budget(small_space, on_disk,
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(index, "INDEX_IN_MEMORY_BYTES", 0)
         mp.setattr(rows, "PREAD_MIN_BYTES", 0)
-        mp.setattr(rows, "_MAPPED_BYTES", 0)
+        mp.setattr(rows, "_MAPPED", weakref.WeakSet())
         text = _budget_text(budget, small_space)
         if text is None:
             mp.delenv("BAYES_CONCEPTS_MAPPED_RSS", raising=False)

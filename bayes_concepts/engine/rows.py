@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import weakref
 from pathlib import Path
 
 import numba
@@ -48,9 +49,14 @@ PREAD_MIN_BYTES = 256 << 20
 #: file fits the mapped-page budget, or ``"pread"``, one pread per row for every file.
 READ_ROWS = "map"
 
-#: Bytes of the row files this process reads through their mappings
-#: (:meth:`RowFile.through_mapping`), counted against a set ``BAYES_CONCEPTS_MAPPED_RSS``.
-_MAPPED_BYTES = 0
+#: The open row files this process reads through their mappings (:meth:`RowFile.through_mapping`),
+#: whose bytes count against a set ``BAYES_CONCEPTS_MAPPED_RSS`` (:func:`mapped_bytes`).
+_MAPPED = weakref.WeakSet()
+
+
+def mapped_bytes() -> int:
+    """Bytes of the open row files this process reads through their mappings."""
+    return sum(f.nbytes for f in list(_MAPPED))
 
 # pread(2) by symbol name (a ctypes pointer would keep the kernels out of numba's cache); the
 # buffer address is passed as an integer, which is how the C ABI passes a pointer
@@ -131,7 +137,7 @@ class RowFile:
         self.fd = os.open(self.path, os.O_RDONLY)
         self.failures = np.zeros(1, np.int64)
         self._mapping = None
-        self._fits = None  # whether this file counts in _MAPPED_BYTES (through_mapping decides it once)
+        self._fits = None  # whether this file is read through its mapping (through_mapping decides it once)
 
     @property
     def nbytes(self) -> int:
@@ -148,14 +154,13 @@ class RowFile:
         maps most of its two 2.5 GB row files; read with pread, nothing of them stays, for
         about three times the sampler's time.  Decided at the first call and kept (a file
         read one way stays read that way); unset, every file is read through its mapping."""
-        global _MAPPED_BYTES
         if READ_ROWS != "map":
             return False
         if self._fits is None:
             budget = mapped_rss_budget(default=None)
-            self._fits = budget is None or _MAPPED_BYTES + self.nbytes <= budget
+            self._fits = budget is None or mapped_bytes() + self.nbytes <= budget
             if self._fits:
-                _MAPPED_BYTES += self.nbytes
+                _MAPPED.add(self)
         return self._fits
 
     def mapped(self) -> np.ndarray:
@@ -220,11 +225,8 @@ class RowFile:
         return whole if dtype is None else whole.astype(dtype, copy=False)
 
     def close(self):
-        global _MAPPED_BYTES
         self._mapping = None
-        if getattr(self, "_fits", None):
-            _MAPPED_BYTES -= self.nbytes
-            self._fits = None
+        _MAPPED.discard(self)
         if getattr(self, "fd", -1) >= 0:
             os.close(self.fd)
             self.fd = -1
