@@ -97,8 +97,8 @@ def _on_disk(space) -> bool:
 def scene_concepts(space):
     """The per-scene concept index of ``space``: uint64 (n_scenes, ceil(n_concepts/64)), an
     array in memory, or for a large space a :class:`~bayes_concepts.engine.rows.RowFile` (rows
-    read with pread on demand, so that random reads do not grow the process; see the module
-    docstring)."""
+    read on demand through its mapping, or with pread where a mapped-page budget is set that it
+    does not fit: :meth:`~bayes_concepts.engine.rows.RowFile.through_mapping`)."""
     if not _on_disk(space):
         return transpose_bits(np.asarray(space.signatures), space.n_scenes)
     return RowFile(_load(space, "scene_concepts.npy"))

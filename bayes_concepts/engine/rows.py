@@ -19,8 +19,10 @@ CPU time in the kernel, reading rows with pread (measured: 0.55 ms system CPU pe
 against 0.36 ms of work).  So kernels read a :class:`RowFile` through a read-only mapping of
 it: the pages they touch count in the process's *file-backed* resident set (shared with every
 process that maps the file, and dropped by :meth:`RowFile.release`, which the comp gap calls
-after each chunk), never in its anonymous memory.  ``READ_ROWS = "pread"`` reads each row
-with one pread instead (the slow twin the tests compare it with).  :func:`row_at`,
+after each chunk), never in its anonymous memory.  Where ``BAYES_CONCEPTS_MAPPED_RSS`` is set,
+only the files that fit in it together are read that way, the others with one pread per row
+(:meth:`RowFile.through_mapping`); ``READ_ROWS = "pread"`` reads every file with pread (the
+slow twin the tests compare it with).  :func:`row_at`,
 :func:`words_at` and :func:`word_at` read from either, so one compiled kernel serves small
 spaces (arrays) and large ones (files).  A read that fails (an I/O error) cannot raise inside a
 parallel loop: it counts in ``failures`` (int64 (1,)), and :meth:`RowFile.check` -- called by
