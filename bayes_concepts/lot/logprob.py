@@ -111,7 +111,6 @@ def derivation_log_prob(tokens: tuple, g: Grammar) -> tuple:
     return (math.log(total) if total > 0 else -math.inf, depth if total > 0 else -1)
 
 
-
 def derivation_log_probs(programs, g: Grammar) -> list:
     """:func:`derivation_log_prob` of each token sequence of ``programs`` (an iterable of
     token tuples), in order: a list of ``(log_prob, depth)``, each equal to
@@ -182,6 +181,7 @@ def derivation_log_probs(programs, g: Grammar) -> list:
         total, _, depth = inside(g.start, 0, len(tokens))
         out.append((math.log(total) if total > 0 else -math.inf, depth if total > 0 else -1))
     return out
+
 
 def derivations(tokens: tuple, g: Grammar, limit: int = 64) -> list:
     """Every derivation of ``tokens`` from the start symbol of ``g``, with the rules it uses.
