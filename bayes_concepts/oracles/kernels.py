@@ -131,8 +131,9 @@ def wide_query_scores(rows, query, ids, probs, n, dense_p, cand, out):
 @numba.njit(inline="always")
 def mark_light_classes(weights, u, light):
     """Set ``light[q]`` for the lightest classes whose weights (float64 (C,)) together stay
-    below the smallest positive score ``u``: summed in increasing order, they can change no
-    ranking above ``u``, so their scenes need not be scored."""
+    below ``u``, the smallest non-zero score of a positive or any lower bound on it: summed in
+    increasing order, they can change no ranking above ``u``, so their scenes need not be
+    scored."""
     order = np.argsort(weights)
     acc = 0.0
     for k in range(weights.shape[0]):
