@@ -79,7 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _summary import RESULTS, write_summary  # noqa: E402  (benchmarks/ is not a package)
 
 import bayes_concepts as bc  # noqa: E402
-from bayes_concepts.bits import count_bits, popcount64  # noqa: E402
+from bayes_concepts.bits import count_bits  # noqa: E402
 from bayes_concepts.engine.rows import RowFile  # noqa: E402
 from bayes_concepts.metrics import average_precision_sparse  # noqa: E402
 from bayes_concepts.oracles import kernels as K  # noqa: E402
@@ -293,34 +293,13 @@ def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first,
 @numba.njit(cache=False)
 def _narrow_work(cls_list, cls_weight, class_rep, test_sig, truth, touched):
     """(bytes, operations) of :func:`~bayes_concepts.oracles.kernels.narrow_scores` on one
-    episode: the positives' floor reads every weighted class's row and the classes its second
-    pass visits (8 B and ~2 ops a word); the heavy classes' rows are ORed (8 B, 1 op a word);
-    each touched word reads every class's word (8 B, 1 op) and adds a weight for each of its
-    scenes where that word is non-zero (1 op each)."""
+    episode: the positives' floor reads the class rows it says it read (8 B and ~2 ops a word);
+    the heavy classes' rows are ORed (8 B, 1 op a word); each touched word reads every class's
+    word (8 B, 1 op) and adds a weight for each of its scenes where that word is non-zero (1 op
+    each)."""
     n_cls = cls_list.shape[0]
     tw = truth.shape[0]
-    left = np.zeros(tw, np.uint64)
-    rows_read = 0
-    for q in range(n_cls):
-        if cls_weight[q] > 0.0:
-            rows_read += 1
-            row = test_sig[class_rep[cls_list[q]]]
-            for w in range(tw):
-                left[w] |= row[w] & truth[w]
-    n_left = count_bits(left)
-    order = np.argsort(cls_weight)
-    floor = np.inf
-    for k in range(n_cls - 1, -1, -1):
-        if n_left == 0:
-            break
-        rows_read += 1
-        row = test_sig[class_rep[cls_list[order[k]]]]
-        for w in range(tw):
-            x = row[w] & left[w]
-            if x:
-                n_left -= popcount64(x)
-                left[w] ^= x
-                floor = cls_weight[order[k]]
+    floor, rows_read = K._positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth)
     light = np.zeros(n_cls, np.bool_)
     K.mark_light_classes(cls_weight, floor, light)
     heavy = n_cls - light.sum()

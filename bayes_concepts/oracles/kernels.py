@@ -324,7 +324,7 @@ def narrow_scores(cls_list, cls_weight, class_rep, test_sig, truth, dom, scores,
     gets its score in ``scores`` and is listed in ``touched`` (in increasing order); returns
     how many, or -1 when no positive scores above 0 (nothing is then written)."""
     n_cls = cls_list.shape[0]
-    floor = _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth)
+    floor = _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth)[0]
     if floor == np.inf:
         return -1
     light = np.zeros(n_cls, np.bool_)
@@ -387,15 +387,18 @@ def _score_touched_words(cls_list, cls_weight, class_rep, test_sig, touched_bits
 
 @numba.njit(inline="always")
 def _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth):
-    """A lower bound on the smallest non-zero score of a positive (inf when none scores above 0),
-    from word operations alone: a positive scores at least the weight of the heaviest class
-    covering it (adding weights >= 0 never lowers a float sum), so the bound is the least such
-    weight over the positives some class of weight > 0 covers."""
+    """``(floor, rows_read)``: a lower bound on the smallest non-zero score of a positive (inf
+    when none scores above 0), from word operations alone, and how many class rows it read.
+    A positive scores at least the weight of the heaviest class covering it (adding weights
+    >= 0 never lowers a float sum), so the bound is the least such weight over the positives
+    some class of weight > 0 covers."""
     n_cls = cls_list.shape[0]
     tw = truth.shape[0]
     left = np.zeros(tw, np.uint64)  # the positives some weighted class covers ...
+    rows_read = 0
     for q in range(n_cls):
         if cls_weight[q] > 0.0:
+            rows_read += 1
             row = test_sig[class_rep[cls_list[q]]]
             for w in range(tw):
                 left[w] |= row[w] & truth[w]
@@ -407,6 +410,7 @@ def _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth):
             break
         q = order[k]
         row = test_sig[class_rep[cls_list[q]]]
+        rows_read += 1
         newly = 0
         for w in range(tw):
             x = row[w] & left[w]
@@ -416,7 +420,7 @@ def _positive_score_floor(cls_weight, cls_list, class_rep, test_sig, truth):
         if newly:
             n_left -= newly
             floor = cls_weight[q]
-    return floor
+    return floor, rows_read
 
 
 if N_LANES != 4:  # scene_score is written out for four lanes
