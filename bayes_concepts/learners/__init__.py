@@ -80,6 +80,7 @@ class _Package(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
+
 def make_learner(space, spec: str, *, seed: int = 0, name: str | None = None, **options):
     """A learner of ``space`` from a name: a reference learner (``random``, ``prototype``, or
     any registered in :data:`reference_learners`), an architecture ``ENCODER-POOLING``
