@@ -87,3 +87,29 @@ def test_closure_s_template_programs_carry_their_own_log_probability():
             assert isinstance(prog, Program) and lp == prog.log_prob(g)
         # some lie outside clevr.pcfg (-inf, as Program.log_prob says), not all
         assert any(lp > -math.inf for _, lp in programs), stage
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(sorted(GRAMMARS)), seed=st.integers(0, 2**31 - 1), collapse=st.booleans())
+def test_program_log_probs_equal_log_prob_of_each(name, seed, collapse):
+    """Program.log_probs (shared spans) is Program.log_prob of each, bit for bit, collapsed
+    x-free programs (no quantifier: the sum over both) included."""
+    g = GRAMMARS[name]
+    sample = sample_programs(60, g, seed=seed, max_depth=g.max_depth)
+    progs = [Program.parse(s, g) for s in sample.strings()]
+    if collapse:
+        progs = [p.collapsed() for p in progs]
+    got = Program.log_probs(progs, g)
+    want = [p.log_prob(g) for p in progs]
+    assert len(got) == len(want)
+    assert all(a == b or (math.isinf(a) and math.isinf(b) and a < 0 and b < 0) for a, b in zip(got, want))
+
+
+def test_program_log_probs_cover_collapsed_programs():
+    """The corner above: CURI's collapsed x-free programs have no quantifier and score as the
+    sum over both, in the batch as one at a time."""
+    g = GRAMMARS["curi.pcfg"]
+    progs = [Program.parse(s, g).collapsed() for s in sample_programs(300, g, seed=1, max_depth=g.max_depth).strings()]
+    free = [p for p in progs if p.quantifier is None]
+    assert len(free) >= 10
+    assert Program.log_probs(free, g) == [p.log_prob(g) for p in free]

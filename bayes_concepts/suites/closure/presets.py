@@ -24,7 +24,6 @@ def _closure_family_programs(grammar, per_family: int, per_template: int | None 
     None), under ``grammar``, each program once (a template's program that is also a family's
     is counted with the families; parsed and scored once per process: the inside algorithm on
     ~13,000 long programs takes seconds, shared spans scored once)."""
-    from ...lot.logprob import derivation_log_probs
     from ...lot.program import Program
     from .clevr_templates import clevr_concepts
     from .families import family_concepts
@@ -39,12 +38,7 @@ def _closure_family_programs(grammar, per_family: int, per_template: int | None 
                 continue
             seen.add(text)
             progs.append(Program.parse(text, grammar))
-        if grammar.is_relational:  # Program.log_prob of each (scored as written), with the inside
-            # probabilities of the spans the templates' fillings share computed once
-            logps = [lp for lp, _ in derivation_log_probs((prog.tokens for prog in progs), grammar)]
-        else:
-            logps = [prog.log_prob(grammar) for prog in progs]
-        out[stage] = tuple(zip(progs, logps))
+        out[stage] = tuple(zip(progs, Program.log_probs(progs, grammar)))
     return out
 
 
