@@ -60,6 +60,10 @@ UNION_SCAN = 0.5
 #: alternatives' signatures OR-ed, minus ext(h)) once the rejection tries have read this many
 #: times the words that building it reads (1: at most twice the cheaper method's reads)
 UNION_EXPLICIT = 1.0
+#: the bank scan (broad unions) looks at this many of its next scenes together, reading their
+#: rows side by side so that the memory reads overlap; the draws are taken one at a time from
+#: the same random stream, so the episodes are those of looking at one scene at a time (1)
+SCAN_BATCH = 16
 ARRAY_FIELDS = ("concept", "support_scenes", "support_labels", "support_source", "support_topup",
                 "support_relabelled", "query_scenes", "query_labels", "query_source", "query_topup",
                 "query_relabelled")
@@ -452,6 +456,57 @@ def _cover(row, alt_mask, alt_words, n_alt_words):
     return cover
 
 
+@numba.njit(inline="always")
+def _first_alternatives(rows, at, nb, h, alt_mask, alt_words, n_alt_words, first):
+    """For each of the scenes whose concept rows are ``rows[at[b]]`` (b < ``nb``): -2 if concept
+    ``h`` is true on it, else :func:`_first_alternative` of its row (-1: no alternative), into
+    ``first[b]``.  The rows are read word by word side by side (one word of every undecided
+    row, then the next word), so that their memory reads are independent and overlap."""
+    undecided = 0
+    for b in range(nb):
+        if (rows[at[b], h >> 6] >> np.uint64(h & 63)) & np.uint64(1):
+            first[b] = -2
+        else:
+            first[b] = -1
+            undecided += 1
+    for i in range(n_alt_words):
+        if undecided == 0:
+            break
+        w = alt_words[i]
+        mask = alt_mask[w]
+        for b in range(nb):
+            if first[b] == -1:
+                word = rows[at[b], w] & mask
+                if word:
+                    first[b] = w * 64 + pop_lowest_bit(word)[0]
+                    undecided -= 1
+
+
+@numba.njit(inline="always")
+def _scan_ahead(state, n_scenes, nb, scene_concepts, h, alt_mask, alt_words, n_alt_words, batch):
+    """The bank scan's next ``nb`` tries, drawn from a copy of the random stream ``state`` (which
+    is left as it is): their scenes into ``cand[:nb]``, the stream's state after each draw into
+    ``after[:nb]`` and :func:`_first_alternatives` of each into ``first[:nb]``.  ``batch``: the
+    scratch (cand int64 (B,), after uint64 (B,), first int64 (B,), rows uint64 (B, Hw), at int64
+    (B,)) of :func:`_fill_negatives`."""
+    cand, after, first, rows_buf, at = batch
+    look = np.empty(1, np.uint64)
+    look[0] = state[0]
+    for b in range(nb):
+        cand[b] = next_below(look, n_scenes)
+        after[b] = look[0]
+    mem, fd, offset, failures = scene_concepts
+    if fd < 0:
+        for b in range(nb):
+            at[b] = cand[b]
+        _first_alternatives(mem, at, nb, h, alt_mask, alt_words, n_alt_words, first)
+    else:
+        for b in range(nb):
+            row_at(scene_concepts, cand[b], rows_buf[b])
+            at[b] = b
+        _first_alternatives(rows_buf, at, nb, h, alt_mask, alt_words, n_alt_words, first)
+
+
 @numba.njit(cache=True)
 def _draw_from_union(h, alts, n_alts, alt_mask, alt_words, n_alt_words, sig, scene_concepts, state, scenes, labels,
                      source, taken, n_taken, pos, row_buf, outside):
@@ -491,7 +546,7 @@ def _draw_from_union(h, alts, n_alts, alt_mask, alt_words, n_alt_words, sig, sce
 @numba.njit(cache=True)
 def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                     scenes, labels, source, topup, relabelled, taken, n_taken, alts, union, union_scan, alt_mask,
-                    alt_cum, buffers, union_explicit, outside, easy_in_domain):
+                    alt_cum, buffers, union_explicit, outside, easy_in_domain, scan_batch):
     """Fill positions len(positives).. of one set; returns the updated n_taken.
 
     ``union``: draw hard negatives uniformly from the union of the alternatives' extensions
@@ -503,14 +558,17 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     instead of alternative first.  A union negative's ``source`` is an alternative true on it.
 
     ``sig`` and ``scene_concepts`` are row sources (:func:`bayes_concepts.engine.rows.row_source`);
-    ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads, and
-    int64 (Hw,) for the indexes of ``alt_mask``'s nonzero words.
+    ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads,
+    int64 (Hw,) for the indexes of ``alt_mask``'s nonzero words, and the bank scan's scratch
+    (:func:`_scan_ahead`).  ``scan_batch``: how many of its next tries the bank scan looks at
+    together (:data:`SCAN_BATCH`; 1: one at a time, the slow twin); the tries are taken one at
+    a time from the same stream either way, so the sets do not depend on it.
     ``outside``: per-scene bitsets of the concepts whose domain excludes the scene (uint64
     (S, Hw), or (0, 1) without question domains): every negative, easy or hard, comes from
     the domain of h minus its extension.  ``easy_in_domain`` (a space with question domains):
     an easy negative is a uniform scene of that set, never a scene of ext(h) relabelled
     positive (else a question answered yes on most of its domain gives sets of no negative)."""
-    row_buf, common, block_buf, word_buf, alt_words = buffers
+    row_buf, common, block_buf, word_buf, alt_words, batch = buffers
     n_pos = positives.shape[0]
     k = scenes.shape[0]
     for i in range(n_pos):
@@ -575,6 +633,26 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             # a broad union (the alternatives' extensions add up to union_scan·N or more): draw
             # scenes of the bank uniformly and keep those of the union -- the same distribution
             # for fewer reads (N/|U| tries of one row each against Σ|ext a|/|U| tries of two)
+            if scan_batch > 1:
+                cand, after, first = batch[0], batch[1], batch[2]
+                while pos < k and budget > 0 and total >= union_scan * n_scenes and spent < explicit:
+                    # the tries this loop can still make, at most scan_batch, looked at together
+                    nb = min(scan_batch, budget, np.int64((explicit - spent) / hw) + 1)
+                    _scan_ahead(state, n_scenes, nb, scene_concepts, h, alt_mask, alt_words, n_alt_words, batch)
+                    for b in range(nb):
+                        if not (pos < k and budget > 0 and spent < explicit):
+                            break
+                        budget -= 1
+                        spent += hw
+                        state[0] = after[b]  # the stream as if this try had drawn its scene itself
+                        s = cand[b]
+                        a = first[b]
+                        if a < 0 or _used(s, taken, n_taken) or _outside(outside, h, s):
+                            continue
+                        _take(s, 0, pos, scenes, labels, taken, n_taken)
+                        source[pos] = a
+                        n_taken += 1
+                        pos += 1
             while pos < k and budget > 0 and total >= union_scan * n_scenes and spent < explicit:
                 budget -= 1
                 spent += hw
@@ -657,6 +735,7 @@ class DrawRules(NamedTuple):
     union_scan: float  #: :data:`UNION_SCAN`
     union_explicit: float  #: :data:`UNION_EXPLICIT`
     easy_in_domain: bool = False  #: easy negatives from the domain minus the extension (a space with question domains)
+    scan_batch: int = SCAN_BATCH  #: the bank scan's tries looked at together (:data:`SCAN_BATCH`; 1: one at a time)
 
 
 class EpisodeSets(NamedTuple):
@@ -676,7 +755,7 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
     ``support_sets``/``query_sets`` :class:`EpisodeSets` (filled).  The records are unpacked
     into locals first: the loop is the code the positional arguments gave."""
     sig, cum, scene_concepts, counts, classes, n_scenes, outside = tables
-    n_pos, n_pos_q, hard_support, hard_query, union, union_scan, union_explicit, easy_in_domain = rules
+    n_pos, n_pos_q, hard_support, hard_query, union, union_scan, union_explicit, easy_in_domain, scan_batch = rules
     s_scenes, s_labels, s_source, s_topup, s_relabelled = support_sets
     q_scenes, q_labels, q_source, q_topup, q_relabelled = query_sets
     n_concepts = counts.shape[0]
@@ -689,8 +768,11 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
         alts = np.empty(n_concepts, np.int64)
         alt_mask = np.zeros(hw, np.uint64)
         alt_cum = np.empty(n_concepts, np.int64)
+        nb = max(scan_batch, 1)
+        batch = (np.empty(nb, np.int64), np.empty(nb, np.uint64), np.empty(nb, np.int64),
+                 np.empty((nb if scene_concepts[1] >= 0 else 0, hw), np.uint64), np.empty(nb, np.int64))
         buffers = (np.empty(hw, np.uint64), np.empty(hw, np.uint64), np.empty(BLOCK, np.uint64),
-                   np.empty(1, np.uint64), np.empty(hw, np.int64))
+                   np.empty(1, np.uint64), np.empty(hw, np.int64), batch)
         n_taken = 0
         while n_taken < n_pos + n_pos_q:  # n_pos + n_pos_q distinct positives
             s = _select(sig, h, cum[h], next_below(state, counts[h]), buffers[2])
@@ -702,10 +784,11 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
         n_taken = _fill_negatives(h, support_pos, hard_support, sig, cum, scene_concepts, counts, classes,
                                   n_scenes, state, s_scenes[e], s_labels[e], s_source[e], s_topup[e],
                                   s_relabelled[e], taken, n_taken, alts, union, union_scan, alt_mask, alt_cum,
-                                  buffers, union_explicit, outside, easy_in_domain)
+                                  buffers, union_explicit, outside, easy_in_domain, scan_batch)
         _fill_negatives(h, query_pos, hard_query, sig, cum, scene_concepts, counts, classes, n_scenes, state,
                         q_scenes[e], q_labels[e], q_source[e], q_topup[e], q_relabelled[e], taken, n_taken, alts,
-                        union, union_scan, alt_mask, alt_cum, buffers, union_explicit, outside, easy_in_domain)
+                        union, union_scan, alt_mask, alt_cum, buffers, union_explicit, outside, easy_in_domain,
+                        scan_batch)
 
 
 class EpisodeSampler:
@@ -798,7 +881,7 @@ class EpisodeSampler:
                                    np.zeros((0, 1), np.uint64) if outside is None else outside)
             rules = DrawRules(int(n_positive), int(shape.query_positives), negatives == "hard", qn == "hard",
                               bool(mode.kernel_union), float(UNION_SCAN), float(UNION_EXPLICIT),
-                              bool(space.has_domains))
+                              bool(space.has_domains), int(SCAN_BATCH))
             _sample_episodes(concepts, seeds, tables, rules, EpisodeSets(*sets[0]), EpisodeSets(*sets[1]))
             check_reads(self.signatures, self.scene_concepts)
         else:

@@ -150,3 +150,37 @@ def test_an_index_file_cut_short_is_rebuilt_not_mapped_past_its_end(small_space,
     assert index._whole(f)  # rebuilt whole
     for name in before.data_vars:
         assert np.array_equal(before[name].values, after[name].values, equal_nan=True), name
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 31), batch=st.one_of(st.sampled_from([2, 16]), st.integers(2, 64)),
+       scan=st.sampled_from([0.0, 0.5]), explicit=st.sampled_from([0.0, 0.002, 0.05, 1.0]),
+       read=st.sampled_from(["array", "map", "pread"]))
+def test_the_bank_scan_looking_ahead_draws_the_episodes_of_one_scene_at_a_time(small_space, on_disk, seed, batch,
+                                                                              scan, explicit, read):
+    """The bank scan looks at its next ``SCAN_BATCH`` scenes together (their rows read side by
+    side) but takes them one at a time from the same stream: every array of the episodes equals
+    that of looking at one scene at a time (the slow twin, ``SCAN_BATCH`` 1), with the scan
+    always on (``scan`` 0), the tries cut short by a tiny explicit-union budget (mid-batch), and
+    rows read from arrays, through the files' mappings or with pread."""
+    from bayes_concepts import episodes
+    ids = np.arange(small_space.n_concepts)
+    old = (index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, rows.READ_ROWS, episodes.UNION_SCAN,
+           episodes.UNION_EXPLICIT, episodes.SCAN_BATCH)
+    episodes.UNION_SCAN, episodes.UNION_EXPLICIT = scan, explicit
+    try:
+        episodes.SCAN_BATCH = 1
+        one_at_a_time = EpisodeSampler(small_space).sample(ids, 60, "hard", seed=seed)
+        if read != "array":
+            index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, rows.READ_ROWS = 0, 0, read
+            sampler = EpisodeSampler(HypothesisSpace.load(on_disk))
+            assert isinstance(sampler.scene_concepts, RowFile)
+        else:
+            sampler = EpisodeSampler(small_space)
+        episodes.SCAN_BATCH = batch
+        looked_ahead = sampler.sample(ids, 60, "hard", seed=seed)
+    finally:
+        (index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, rows.READ_ROWS, episodes.UNION_SCAN,
+         episodes.UNION_EXPLICIT, episodes.SCAN_BATCH) = old
+    for f in episodes.ARRAY_FIELDS:
+        assert np.array_equal(getattr(looked_ahead, f), getattr(one_at_a_time, f)), f
