@@ -487,8 +487,9 @@ def _scan_ahead(state, n_scenes, nb, scene_concepts, h, alt_mask, alt_words, n_a
     """The bank scan's next ``nb`` tries, drawn from a copy of the random stream ``state`` (which
     is left as it is): their scenes into ``cand[:nb]``, the stream's state after each draw into
     ``after[:nb]`` and :func:`_first_alternatives` of each into ``first[:nb]``.  ``batch``: the
-    scratch (cand int64 (B,), after uint64 (B,), first int64 (B,), rows uint64 (B, Hw), at int64
-    (B,)) of :func:`_fill_negatives`."""
+    scratch (cand int64 (B,), after uint64 (B,), first int64 (B,), rows uint64 (B, Hw) for pread,
+    else (1, Hw), and int64 (B,): here the rows' indexes, an alternative per try in
+    :func:`_reject_ahead`) of :func:`_fill_negatives`."""
     cand, after, first, rows_buf, at = batch
     look = np.empty(1, np.uint64)
     look[0] = state[0]
@@ -505,6 +506,42 @@ def _scan_ahead(state, n_scenes, nb, scene_concepts, h, alt_mask, alt_words, n_a
             row_at(scene_concepts, cand[b], rows_buf[b])
             at[b] = b
         _first_alternatives(rows_buf, at, nb, h, alt_mask, alt_words, n_alt_words, first)
+
+
+@numba.njit(inline="always")
+def _reject_ahead(state, total, nb, alts, n_alts, alt_cum, counts, sig, cum, scene_concepts, h, block_buf, batch):
+    """The alternative-weighted rejection's next ``nb`` tries as they go when none of them draws
+    a cover (a try whose scene passes and has more than one alternative true on it draws once
+    more: the tries after it are then drawn again), from a copy of the random stream ``state``
+    (left as it is): each try's scene into ``cand[b]``, the stream's state after its draw into
+    ``after[b]``, its alternative into ``alt[b]`` and -2 into ``first[b]`` if ``h`` is true on the
+    scene (else -1).  The scenes are selected first and their rows' words of ``h`` read after,
+    side by side.  ``batch``: :func:`_scan_ahead`'s scratch."""
+    cand, after, first, rows_buf, alt = batch
+    look = np.empty(1, np.uint64)
+    look[0] = state[0]
+    for b in range(nb):
+        r = next_below(look, total)
+        after[b] = look[0]
+        lo, hi = 0, n_alts - 1  # first j with alt_cum[j] > r
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if alt_cum[mid] > r:
+                hi = mid
+            else:
+                lo = mid + 1
+        a = alts[lo]
+        alt[b] = a
+        cand[b] = _select(sig, a, cum[a], r - (alt_cum[lo] - counts[a]), block_buf)
+    mem, fd, offset, failures = scene_concepts
+    w = h >> 6
+    bit = np.uint64(h & 63)
+    for b in range(nb):
+        if fd < 0:
+            word = mem[cand[b], w]
+        else:
+            word = word_at(scene_concepts, cand[b], w, rows_buf[0])
+        first[b] = -2 if (word >> bit) & np.uint64(1) else -1
 
 
 @numba.njit(cache=True)
@@ -606,6 +643,34 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             sig_words = sig[0].shape[1]
             explicit = union_explicit * (n_alts + 1 + k - pos) * sig_words
             spent = 0
+            if scan_batch > 1:
+                cand, after, first, alt = batch[0], batch[1], batch[2], batch[4]
+                while pos < k and budget > 0 and total < union_scan * n_scenes and spent < explicit:
+                    nb = min(scan_batch, budget, np.int64((explicit - spent) / (hw + BLOCK)) + 1)
+                    _reject_ahead(state, total, nb, alts, n_alts, alt_cum, counts, sig, cum, scene_concepts, h,
+                                  block_buf, batch)
+                    for b in range(nb):
+                        if not (pos < k and budget > 0 and spent < explicit):
+                            break
+                        budget -= 1
+                        spent += hw + BLOCK
+                        state[0] = after[b]
+                        s = cand[b]
+                        if first[b] == -2 or _used(s, taken, n_taken) or _outside(outside, h, s):
+                            continue
+                        cover = _cover(row_at(scene_concepts, s, row_buf), alt_mask, alt_words, n_alt_words)
+                        if cover > 1:
+                            # this try draws once more: the tries looked at after it are not the next ones
+                            if next_below(state, cover) == 0:
+                                _take(s, 0, pos, scenes, labels, taken, n_taken)
+                                source[pos] = alt[b]
+                                n_taken += 1
+                                pos += 1
+                            break
+                        _take(s, 0, pos, scenes, labels, taken, n_taken)
+                        source[pos] = alt[b]
+                        n_taken += 1
+                        pos += 1
             while pos < k and budget > 0 and total < union_scan * n_scenes and spent < explicit:
                 budget -= 1
                 spent += hw + BLOCK
@@ -770,7 +835,7 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
         alt_cum = np.empty(n_concepts, np.int64)
         nb = max(scan_batch, 1)
         batch = (np.empty(nb, np.int64), np.empty(nb, np.uint64), np.empty(nb, np.int64),
-                 np.empty((nb if scene_concepts[1] >= 0 else 0, hw), np.uint64), np.empty(nb, np.int64))
+                 np.empty((nb if scene_concepts[1] >= 0 else 1, hw), np.uint64), np.empty(nb, np.int64))
         buffers = (np.empty(hw, np.uint64), np.empty(hw, np.uint64), np.empty(BLOCK, np.uint64),
                    np.empty(1, np.uint64), np.empty(hw, np.int64), batch)
         n_taken = 0

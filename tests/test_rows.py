@@ -154,15 +154,17 @@ def test_an_index_file_cut_short_is_rebuilt_not_mapped_past_its_end(small_space,
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2 ** 31), batch=st.one_of(st.sampled_from([2, 16]), st.integers(2, 64)),
-       scan=st.sampled_from([0.0, 0.5]), explicit=st.sampled_from([0.0, 0.002, 0.05, 1.0]),
+       scan=st.sampled_from([0.0, 0.5, 1e12]), explicit=st.sampled_from([0.0, 0.002, 0.05, 1.0]),
        read=st.sampled_from(["array", "map", "pread"]))
-def test_the_bank_scan_looking_ahead_draws_the_episodes_of_one_scene_at_a_time(small_space, on_disk, seed, batch,
-                                                                              scan, explicit, read):
-    """The bank scan looks at its next ``SCAN_BATCH`` scenes together (their rows read side by
-    side) but takes them one at a time from the same stream: every array of the episodes equals
-    that of looking at one scene at a time (the slow twin, ``SCAN_BATCH`` 1), with the scan
-    always on (``scan`` 0), the tries cut short by a tiny explicit-union budget (mid-batch), and
-    rows read from arrays, through the files' mappings or with pread."""
+def test_union_tries_looked_at_ahead_draw_the_episodes_of_one_try_at_a_time(small_space, on_disk, seed, batch,
+                                                                           scan, explicit, read):
+    """The union's rejection tries (the bank scan, and alternative-weighted) look at their next
+    ``SCAN_BATCH`` tries together (their rows read side by side) but take them one at a time
+    from the same stream, drawing again after a try that draws a cover: every array of the
+    episodes equals that of one try at a time (the slow twin, ``SCAN_BATCH`` 1), with the scan
+    always on (``scan`` 0), never on (``1e12``: alternative-weighted only) or by union, the tries
+    cut short by a tiny explicit-union budget (mid-batch), and rows read from arrays, through
+    the files' mappings or with pread."""
     from bayes_concepts import episodes
     ids = np.arange(small_space.n_concepts)
     old = (index.INDEX_IN_MEMORY_BYTES, rows.PREAD_MIN_BYTES, rows.READ_ROWS, episodes.UNION_SCAN,
