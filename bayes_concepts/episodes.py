@@ -486,26 +486,17 @@ def _first_alternatives(rows, at, nb, h, alt_mask, alt_words, n_alt_words, first
 def _scan_ahead(state, n_scenes, nb, scene_concepts, h, alt_mask, alt_words, n_alt_words, batch):
     """The bank scan's next ``nb`` tries, drawn from a copy of the random stream ``state`` (which
     is left as it is): their scenes into ``cand[:nb]``, the stream's state after each draw into
-    ``after[:nb]`` and :func:`_first_alternatives` of each into ``first[:nb]``.  ``batch``: the
-    scratch (cand int64 (B,), after uint64 (B,), first int64 (B,), rows uint64 (B, Hw) for pread,
-    else (1, Hw), and int64 (B,): here the rows' indexes, an alternative per try in
-    :func:`_reject_ahead`) of :func:`_fill_negatives`."""
-    cand, after, first, rows_buf, at = batch
-    look = np.empty(1, np.uint64)
+    ``after[:nb]`` and :func:`_first_alternatives` of each into ``first[:nb]``.  The rows are
+    read in memory or through the file's mapping (``scene_concepts``' ``mem``).  ``batch``: the
+    scratch (cand int64 (B,), after uint64 (B,), first int64 (B,), alt int64 (B,) (an alternative
+    per try, :func:`_reject_ahead`), look uint64 (1,) (the stream's copy)) of
+    :func:`_fill_negatives`."""
+    cand, after, first, alt, look = batch
     look[0] = state[0]
     for b in range(nb):
         cand[b] = next_below(look, n_scenes)
         after[b] = look[0]
-    mem, fd, offset, failures = scene_concepts
-    if fd < 0:
-        for b in range(nb):
-            at[b] = cand[b]
-        _first_alternatives(mem, at, nb, h, alt_mask, alt_words, n_alt_words, first)
-    else:
-        for b in range(nb):
-            row_at(scene_concepts, cand[b], rows_buf[b])
-            at[b] = b
-        _first_alternatives(rows_buf, at, nb, h, alt_mask, alt_words, n_alt_words, first)
+    _first_alternatives(scene_concepts[0], cand, nb, h, alt_mask, alt_words, n_alt_words, first)
 
 
 @numba.njit(inline="always")
@@ -516,9 +507,9 @@ def _reject_ahead(state, total, nb, alts, n_alts, alt_cum, counts, sig, cum, sce
     (left as it is): each try's scene into ``cand[b]``, the stream's state after its draw into
     ``after[b]``, its alternative into ``alt[b]`` and -2 into ``first[b]`` if ``h`` is true on the
     scene (else -1).  The scenes are selected first and their rows' words of ``h`` read after,
-    side by side.  ``batch``: :func:`_scan_ahead`'s scratch."""
-    cand, after, first, rows_buf, alt = batch
-    look = np.empty(1, np.uint64)
+    side by side, in memory or through the file's mapping.  ``batch``: :func:`_scan_ahead`'s
+    scratch."""
+    cand, after, first, alt, look = batch
     look[0] = state[0]
     for b in range(nb):
         r = next_below(look, total)
@@ -533,15 +524,11 @@ def _reject_ahead(state, total, nb, alts, n_alts, alt_cum, counts, sig, cum, sce
         a = alts[lo]
         alt[b] = a
         cand[b] = _select(sig, a, cum[a], r - (alt_cum[lo] - counts[a]), block_buf)
-    mem, fd, offset, failures = scene_concepts
+    mem = scene_concepts[0]
     w = h >> 6
     bit = np.uint64(h & 63)
     for b in range(nb):
-        if fd < 0:
-            word = mem[cand[b], w]
-        else:
-            word = word_at(scene_concepts, cand[b], w, rows_buf[0])
-        first[b] = -2 if (word >> bit) & np.uint64(1) else -1
+        first[b] = -2 if (mem[cand[b], w] >> bit) & np.uint64(1) else -1
 
 
 @numba.njit(cache=True)
@@ -597,9 +584,10 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     ``sig`` and ``scene_concepts`` are row sources (:func:`bayes_concepts.engine.rows.row_source`);
     ``buffers``: (row (Hw,), common (Hw,), block (BLOCK,), word (1,)) scratch for file reads,
     int64 (Hw,) for the indexes of ``alt_mask``'s nonzero words, and the bank scan's scratch
-    (:func:`_scan_ahead`).  ``scan_batch``: how many of its next tries the bank scan looks at
-    together (:data:`SCAN_BATCH`; 1: one at a time, the slow twin); the tries are taken one at
-    a time from the same stream either way, so the sets do not depend on it.
+    (:func:`_scan_ahead`).  ``scan_batch``: how many of their next tries the union's rejection
+    loops look at together (:data:`SCAN_BATCH`; 1: one at a time, the slow twin, as when the
+    scene rows are read with pread: a system call each, nothing to overlap); the tries are taken
+    one at a time from the same stream either way, so the sets do not depend on it.
     ``outside``: per-scene bitsets of the concepts whose domain excludes the scene (uint64
     (S, Hw), or (0, 1) without question domains): every negative, easy or hard, comes from
     the domain of h minus its extension.  ``easy_in_domain`` (a space with question domains):
@@ -643,10 +631,11 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             sig_words = sig[0].shape[1]
             explicit = union_explicit * (n_alts + 1 + k - pos) * sig_words
             spent = 0
-            if scan_batch > 1:
-                cand, after, first, alt = batch[0], batch[1], batch[2], batch[4]
+            looks = scan_batch if scene_concepts[1] < 0 else 1  # pread: one row at a time
+            if looks > 1:
+                cand, after, first, alt = batch[0], batch[1], batch[2], batch[3]
                 while pos < k and budget > 0 and total < union_scan * n_scenes and spent < explicit:
-                    nb = min(scan_batch, budget, np.int64((explicit - spent) / (hw + BLOCK)) + 1)
+                    nb = min(looks, budget, np.int64((explicit - spent) / (hw + BLOCK)) + 1)
                     _reject_ahead(state, total, nb, alts, n_alts, alt_cum, counts, sig, cum, scene_concepts, h,
                                   block_buf, batch)
                     for b in range(nb):
@@ -698,11 +687,11 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             # a broad union (the alternatives' extensions add up to union_scan·N or more): draw
             # scenes of the bank uniformly and keep those of the union -- the same distribution
             # for fewer reads (N/|U| tries of one row each against Σ|ext a|/|U| tries of two)
-            if scan_batch > 1:
+            if looks > 1:
                 cand, after, first = batch[0], batch[1], batch[2]
                 while pos < k and budget > 0 and total >= union_scan * n_scenes and spent < explicit:
                     # the tries this loop can still make, at most scan_batch, looked at together
-                    nb = min(scan_batch, budget, np.int64((explicit - spent) / hw) + 1)
+                    nb = min(looks, budget, np.int64((explicit - spent) / hw) + 1)
                     _scan_ahead(state, n_scenes, nb, scene_concepts, h, alt_mask, alt_words, n_alt_words, batch)
                     for b in range(nb):
                         if not (pos < k and budget > 0 and spent < explicit):
@@ -834,8 +823,8 @@ def _sample_episodes(concepts, seeds, tables, rules, support_sets, query_sets):
         alt_mask = np.zeros(hw, np.uint64)
         alt_cum = np.empty(n_concepts, np.int64)
         nb = max(scan_batch, 1)
-        batch = (np.empty(nb, np.int64), np.empty(nb, np.uint64), np.empty(nb, np.int64),
-                 np.empty((nb if scene_concepts[1] >= 0 else 1, hw), np.uint64), np.empty(nb, np.int64))
+        batch = (np.empty(nb, np.int64), np.empty(nb, np.uint64), np.empty(nb, np.int64), np.empty(nb, np.int64),
+                 np.empty(1, np.uint64))
         buffers = (np.empty(hw, np.uint64), np.empty(hw, np.uint64), np.empty(BLOCK, np.uint64),
                    np.empty(1, np.uint64), np.empty(hw, np.int64), batch)
         n_taken = 0
