@@ -500,6 +500,23 @@ def _scan_ahead(state, n_scenes, nb, scene_concepts, h, alt_mask, alt_words, n_a
 
 
 @numba.njit(inline="always")
+def _weighted_try(state, total, alts, n_alts, alt_cum, counts, sig, cum, block_buf):
+    """One try of the alternative-weighted rejection: an alternative drawn ∝ its extension size
+    and a scene of it uniformly, with one draw of ``state`` (``alt_cum``: the alternatives'
+    cumulative extension sizes, ``total`` the last); returns (alternative, scene)."""
+    r = next_below(state, total)
+    lo, hi = 0, n_alts - 1  # first j with alt_cum[j] > r
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if alt_cum[mid] > r:
+            hi = mid
+        else:
+            lo = mid + 1
+    a = alts[lo]
+    return a, _select(sig, a, cum[a], r - (alt_cum[lo] - counts[a]), block_buf)
+
+
+@numba.njit(inline="always")
 def _reject_ahead(state, total, nb, alts, n_alts, alt_cum, counts, sig, cum, scene_concepts, h, block_buf, batch):
     """The alternative-weighted rejection's next ``nb`` tries as they go when none of them draws
     a cover (a try whose scene passes and has more than one alternative true on it draws once
@@ -512,18 +529,9 @@ def _reject_ahead(state, total, nb, alts, n_alts, alt_cum, counts, sig, cum, sce
     cand, after, first, alt, look = batch
     look[0] = state[0]
     for b in range(nb):
-        r = next_below(look, total)
+        a, cand[b] = _weighted_try(look, total, alts, n_alts, alt_cum, counts, sig, cum, block_buf)
         after[b] = look[0]
-        lo, hi = 0, n_alts - 1  # first j with alt_cum[j] > r
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if alt_cum[mid] > r:
-                hi = mid
-            else:
-                lo = mid + 1
-        a = alts[lo]
         alt[b] = a
-        cand[b] = _select(sig, a, cum[a], r - (alt_cum[lo] - counts[a]), block_buf)
     mem = scene_concepts[0]
     w = h >> 6
     bit = np.uint64(h & 63)
@@ -663,17 +671,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             while pos < k and budget > 0 and total < union_scan * n_scenes and spent < explicit:
                 budget -= 1
                 spent += hw + BLOCK
-                r = next_below(state, total)
-                lo, hi = 0, n_alts - 1  # first j with alt_cum[j] > r
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if alt_cum[mid] > r:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                a = alts[lo]
-                base = alt_cum[lo] - counts[a]
-                s = _select(sig, a, cum[a], r - base, block_buf)
+                a, s = _weighted_try(state, total, alts, n_alts, alt_cum, counts, sig, cum, block_buf)
                 row = row_at(scene_concepts, s, row_buf)  # bit h of the scene's row is bit s of h's signature
                 if has_bit(row, h) or _used(s, taken, n_taken) or _outside(outside, h, s):
                     continue
