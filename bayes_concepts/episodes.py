@@ -60,9 +60,10 @@ UNION_SCAN = 0.5
 #: alternatives' signatures OR-ed, minus ext(h)) once the rejection tries have read this many
 #: times the words that building it reads (1: at most twice the cheaper method's reads)
 UNION_EXPLICIT = 1.0
-#: the bank scan (broad unions) looks at this many of its next scenes together, reading their
-#: rows side by side so that the memory reads overlap; the draws are taken one at a time from
-#: the same random stream, so the episodes are those of looking at one scene at a time (1)
+#: union hard negatives' rejection tries (the bank scan, and alternative-weighted) look at this
+#: many of their next tries together, reading the scenes' rows side by side so that the memory
+#: reads overlap; the tries are taken one at a time from the same random stream, so the
+#: episodes are those of one try at a time (1)
 SCAN_BATCH = 16
 ARRAY_FIELDS = ("concept", "support_scenes", "support_labels", "support_source", "support_topup",
                 "support_relabelled", "query_scenes", "query_labels", "query_source", "query_topup",
@@ -688,7 +689,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             if looks > 1:
                 cand, after, first = batch[0], batch[1], batch[2]
                 while pos < k and budget > 0 and total >= union_scan * n_scenes and spent < explicit:
-                    # the tries this loop can still make, at most scan_batch, looked at together
+                    # the tries this loop can still make, at most `looks`, looked at together
                     nb = min(looks, budget, np.int64((explicit - spent) / hw) + 1)
                     _scan_ahead(state, n_scenes, nb, scene_concepts, h, alt_mask, alt_words, n_alt_words, batch)
                     for b in range(nb):
@@ -787,7 +788,7 @@ class DrawRules(NamedTuple):
     union_scan: float  #: :data:`UNION_SCAN`
     union_explicit: float  #: :data:`UNION_EXPLICIT`
     easy_in_domain: bool = False  #: easy negatives from the domain minus the extension (a space with question domains)
-    scan_batch: int = SCAN_BATCH  #: the bank scan's tries looked at together (:data:`SCAN_BATCH`; 1: one at a time)
+    scan_batch: int = SCAN_BATCH  #: union tries looked at together (:data:`SCAN_BATCH`; 1: one at a time)
 
 
 class EpisodeSets(NamedTuple):
