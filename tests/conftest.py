@@ -15,19 +15,66 @@ to need it builds and saves it, the others read that copy (``built_once``).
 The shared spaces are read by many modules: a test must not modify them (their arrays,
 ``params`` or ``path``).  To test saving, save a copy made with
 ``dataclasses.replace(small_space)`` -- saving sets the saved object's ``path``.
+
+Threads: under pytest-xdist (``make test``: one worker per core) each worker gets its share of
+the cores, ``cores // workers`` threads (:func:`worker_threads`): numba's and torch's thread pools
+(both OpenMP here, which spins while it waits) would otherwise run twice as many busy threads as
+there are cores, and every parallel loop would wait for a thread another worker holds -- torch's
+training loops ran 2-2.5x slower that way.  ``OMP_NUM_THREADS`` (torch, BLAS) is set before
+anything loads them, so the processes a test starts inherit it; numba's threads are set in each
+worker (:func:`pytest_configure`), and :func:`child_env` gives a child process the same share
+(``NUMBA_NUM_THREADS``, which a worker cannot set in its own environment once numba has started
+its threads).  Kernels give the same numbers for any number of threads, which the tests that
+vary it check (they set the threads themselves); a run without xdist keeps every default.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
-from pathlib import Path
 
-import numpy as np
 
-import pytest
+def worker_threads() -> int | None:
+    """Each pytest-xdist worker's share of this process's cores (at least 1), or None outside
+    xdist (nothing is limited)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers:
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, int(workers)))
 
-from bayes_concepts.cli import main
-from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
+
+if worker_threads() is not None:  # before numpy, torch or numba are imported (they read it once)
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, str(worker_threads()))
+
+import dataclasses  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import pytest  # noqa: E402
+
+from bayes_concepts.cli import main  # noqa: E402
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace  # noqa: E402
+
+
+def pytest_configure(config):
+    """Under pytest-xdist: this worker's numba threads limited to its share of the cores."""
+    threads = worker_threads()
+    if threads is not None:
+        import numba
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def child_env(**extra) -> dict:
+    """The environment for a child process a test starts (a command, a notebook's kernel): this
+    process's, plus ``extra``, with numba's threads limited to this worker's share of the cores
+    (under pytest-xdist; see the module's docstring)."""
+    env = dict(os.environ, **{k: str(v) for k, v in extra.items()})
+    threads = worker_threads()
+    if threads is not None:
+        env.setdefault("NUMBA_NUM_THREADS", str(threads))
+    return env
+
 
 SMALL_BUILD = dict(samples=20_000, scenes=5_000, seed=0)
 #: the shared clevr space: the size test_relational_downstream was written for (its sampled
