@@ -34,9 +34,13 @@ import os
 
 def worker_threads() -> int | None:
     """Each pytest-xdist worker's share of this process's cores (at least 1), or None outside
-    xdist (nothing is limited)."""
+    xdist or when ``BAYES_CONCEPTS_TEST_THREADS=default`` (nothing is limited: the libraries'
+    own defaults, for timing the suite against them; ``share``, the default, limits)."""
+    how = os.environ.get("BAYES_CONCEPTS_TEST_THREADS", "share")
+    if how not in ("share", "default"):
+        raise SystemExit(f"error: BAYES_CONCEPTS_TEST_THREADS={how!r}: expected share or default")
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    if not workers:
+    if not workers or how == "default":
         return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cores // max(1, int(workers)))
