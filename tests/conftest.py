@@ -16,16 +16,19 @@ The shared spaces are read by many modules: a test must not modify them (their a
 ``params`` or ``path``).  To test saving, save a copy made with
 ``dataclasses.replace(small_space)`` -- saving sets the saved object's ``path``.
 
-Threads: under pytest-xdist (``make test``: one worker per core) each worker gets its share of
-the cores, ``cores // workers`` threads (:func:`worker_threads`): numba's and torch's thread pools
-(both OpenMP here, which spins while it waits) would otherwise run twice as many busy threads as
-there are cores, and every parallel loop would wait for a thread another worker holds -- torch's
-training loops ran 2-2.5x slower that way.  ``OMP_NUM_THREADS`` (torch, BLAS) is set before
-anything loads them, so the processes a test starts inherit it; numba's threads are set in each
-worker (:func:`pytest_configure`), and :func:`child_env` gives a child process the same share
-(``NUMBA_NUM_THREADS``, which a worker cannot set in its own environment once numba has started
-its threads).  Kernels give the same numbers for any number of threads, which the tests that
-vary it check (they set the threads themselves); a run without xdist keeps every default.
+Threads: under pytest-xdist (``make test``: one worker per core) each worker runs on its own share
+of the cores, ``cores // workers`` of them (:data:`WORKER_THREADS`).  numba's and torch's thread
+pools (both OpenMP here, which spins while it waits) size themselves to every core, and training
+sets torch to every core it may run on, so two workers would run twice as many busy threads as
+there are cores, each parallel loop waiting for a thread the other worker holds: torch's training
+loops ran 2-7x slower that way.  So each worker is pinned to its share of the cores
+(``os.sched_setaffinity``, which the processes it starts -- commands, notebook kernels --
+inherit, and which numba, torch and the trainer read), after numba has sized its pool from every
+core: the tests that vary numba's threads still get two (:func:`pytest_configure`), everything
+else runs on one.  ``OMP_NUM_THREADS`` (torch, BLAS) is set too, before anything loads them.
+Kernels give the same numbers for any number of threads.  A run without xdist, or with
+``BAYES_CONCEPTS_TEST_THREADS=default`` (to time the suite against the libraries' own defaults),
+limits nothing.
 """
 from __future__ import annotations
 
@@ -42,13 +45,19 @@ def worker_threads() -> int | None:
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if not workers or how == "default":
         return None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // max(1, int(workers)))
+    return max(1, len(_cores()) // max(1, int(workers)))
 
 
-if worker_threads() is not None:  # before numpy, torch or numba are imported (they read it once)
+def _cores() -> list:
+    """The cores this process may run on, in order."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+
+
+#: this worker's share of the cores (None: not limited), fixed before the worker is pinned
+WORKER_THREADS = worker_threads()
+if WORKER_THREADS is not None:  # before numpy, torch or numba are imported (they read it once)
     for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(_var, str(worker_threads()))
+        os.environ.setdefault(_var, str(WORKER_THREADS))
 
 import dataclasses  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -62,22 +71,17 @@ from bayes_concepts.spaces.hypothesis_space import HypothesisSpace  # noqa: E402
 
 
 def pytest_configure(config):
-    """Under pytest-xdist: this worker's numba threads limited to its share of the cores."""
-    threads = worker_threads()
-    if threads is not None:
-        import numba
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-
-
-def child_env(**extra) -> dict:
-    """The environment for a child process a test starts (a command, a notebook's kernel): this
-    process's, plus ``extra``, with numba's threads limited to this worker's share of the cores
-    (under pytest-xdist; see the module's docstring)."""
-    env = dict(os.environ, **{k: str(v) for k, v in extra.items()})
-    threads = worker_threads()
-    if threads is not None:
-        env.setdefault("NUMBA_NUM_THREADS", str(threads))
-    return env
+    """Under pytest-xdist: this worker's numba threads limited to its share of the cores, then the
+    worker (and every process it starts) pinned to its own cores -- numba first, so that its pool
+    is sized from every core and a test may still ask for more threads than its share."""
+    if WORKER_THREADS is None:
+        return
+    import numba
+    numba.set_num_threads(min(WORKER_THREADS, numba.config.NUMBA_NUM_THREADS))
+    if hasattr(os, "sched_setaffinity"):
+        cores, index = _cores(), int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+        first = (index * WORKER_THREADS) % len(cores)
+        os.sched_setaffinity(0, cores[first:first + WORKER_THREADS])
 
 
 SMALL_BUILD = dict(samples=20_000, scenes=5_000, seed=0)

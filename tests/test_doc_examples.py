@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import child_env
-
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -107,7 +105,7 @@ SHELL = [(path, i) for path in [README] + guide_pages() for i in range(len(block
 
 @pytest.mark.parametrize("path, index", SHELL, ids=[f"{p.relative_to(ROOT)}:{i + 1}" for p, i in SHELL])
 def test_shell_examples_run(path, index, tmp_path):
-    env = child_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     r = subprocess.run(["bash", "-euo", "pipefail", "-c", blocks(path, "bash")[index]], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]

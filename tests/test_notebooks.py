@@ -8,8 +8,6 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import child_env
-
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 #: a cell that draws: a ``plot_*`` function, pyplot's subplots, or the observer fit's check
 DRAWS = re.compile(r"\bplot_\w+\(|\bplt\.subplots\(")
@@ -54,7 +52,7 @@ def test_notebook_runs(path, small_space_dir, tmp_path_factory, monkeypatch):
 
 def _run_and_check(path, tmp_path):
     book = nbformat.read(path, as_version=4)
-    NotebookClient(book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute(env=child_env())
+    NotebookClient(book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [o for c in book.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
     assert not errors
     # the notebook ran in tmp_path: what it writes goes to its scratch folder, never next to it (a
