@@ -722,8 +722,20 @@ def suite_time() -> str:
                      f"{f['passed']:,} passed, {f['skipped']} skipped"
                      + (f", {f['failed']} failed" if f["failed"] else "")])
     machine = f"{m['cores']} cores ({doc.get('cpu_model') or m['processor']}), load average {m['load_avg'][0]:.1f} at the start"
+    during = doc["figures"].get("test", {}).get("load_avg_during")
+    if during is not None:
+        machine += f", {during:.1f} on average while `make test` ran (its two workers included)"
+    note = ""
+    default = doc["figures"].get("test_default_threads")
+    if default is not None and "test" in doc["figures"]:
+        mine = doc["figures"]["test"]
+        wall = default["wall_s"]
+        note = (f" Just before it, the same with each worker left at the libraries' own thread counts "
+                f"(`BAYES_CONCEPTS_TEST_THREADS=default`, not pinned to its core): {int(wall // 60)} min "
+                f"{wall % 60:02.0f} s, {default['summed_test_s']:,.0f} s summed over the tests against "
+                f"{mine['summed_test_s']:,.0f} s pinned.")
     return table(["pytest of", "wall time", "CPU time", "tests"], rows, "---|---:|---:|---") + \
-        f"\nMeasured on {machine} (`benchmarks/suite_time.py`, `benchmarks/results/suite_time.json`).\n"
+        f"\nMeasured on {machine} (`benchmarks/suite_time.py`, `benchmarks/results/suite_time.json`).{note}\n"
 
 
 GENERATORS["suite_time"] = suite_time

@@ -1,7 +1,7 @@
 """How long the test suite takes: ``make test``'s pytest (every test not marked ``slow``) and
 ``make test-all``'s (every test), each run as the Makefile runs it (``-n auto --dist loadfile``).
 
-    python benchmarks/suite_time.py [--runs test all] [--durations FILE]
+    python benchmarks/suite_time.py [--runs test all] [--durations FILE] [--default-threads]
 
 Each run is a fresh ``python -m pytest`` in the repository root with pytest's cache off; its
 wall time, the CPU time of its process tree, the tests passed, skipped and failed, and its
@@ -10,7 +10,13 @@ cache is the one already on the machine: run it after ``make venv`` (which fills
 one earlier run of the suite if the tests' own kernels should be counted as cached.  Writes
 ``benchmarks/results/suite_time.json``; ``--durations FILE`` also keeps the ``make test`` run's
 pytest output (``--durations=80``).  Times on a shared machine are noisy: the load average at
-the start is recorded with the machine.
+the start is recorded with the machine, and each run's mean one-minute load average while it ran
+(sampled every 5 s; the suite itself adds about one per worker).
+
+``--default-threads`` also times ``make test`` with ``BAYES_CONCEPTS_TEST_THREADS=default`` (each
+xdist worker left with the libraries' own thread counts instead of pinned to its share of the
+cores, see ``tests/conftest.py``), just before the ordinary run, recorded as
+``test_default_threads``: the two side by side in one session.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -33,15 +40,23 @@ RUNS = {"test": ["-n", "auto", "--dist", "loadfile", "-m", "not slow"],
         "all": ["-n", "auto", "--dist", "loadfile"]}
 
 
-def _run(name: str, keep: Path | None) -> dict:
+def _run(name: str, keep: Path | None, env: dict | None = None) -> dict:
+    loads, done = [], threading.Event()
+
+    def sample():
+        while not done.wait(5.0):
+            loads.append(os.getloadavg()[0])
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     with tempfile.TemporaryDirectory(prefix="suite_time_") as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = [sys.executable, "-m", "pytest", "tests", *RUNS[name], "-p", "no:cacheprovider", "-q",
                "--durations=80", "-o", "junit_family=xunit2", f"--junitxml={junit}"]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - t0
+        done.set()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if keep is not None:
             keep.write_text(r.stdout + r.stderr)
@@ -49,11 +64,13 @@ def _run(name: str, keep: Path | None) -> dict:
     skipped = sum(c.find("skipped") is not None for c in cases)
     failed = sum(c.find("failure") is not None or c.find("error") is not None for c in cases)
     slowest = sorted(((float(c.get("time")), f"{c.get('classname')}::{c.get('name')}") for c in cases), reverse=True)
-    return {"command": "python -m pytest tests " + " ".join(RUNS[name]), "exit_status": r.returncode,
+    prefix = "".join(f"{k}={v} " for k, v in (env or {}).items() if os.environ.get(k) != v)
+    return {"command": prefix + "python -m pytest tests " + " ".join(RUNS[name]), "exit_status": r.returncode,
             "wall_s": round(wall, 1),
             "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 1),
             "tests": len(cases), "passed": len(cases) - skipped - failed, "skipped": skipped, "failed": failed,
             "summed_test_s": round(sum(t for t, _ in slowest), 1),
+            "load_avg_during": round(sum(loads) / len(loads), 2) if loads else None,
             "slowest": [{"test": n.removeprefix("tests."), "s": round(t, 1)} for t, n in slowest[:20]]}
 
 
@@ -74,17 +91,30 @@ def main(argv=None) -> int:
                     help="which targets' pytest to time (default both: test, then all)")
     ap.add_argument("--durations", type=Path, default=None,
                     help="write the make test run's pytest output (with --durations=80) to this file")
+    ap.add_argument("--default-threads", action="store_true",
+                    help="also time make test with each worker's threads left at the libraries' defaults "
+                         "(BAYES_CONCEPTS_TEST_THREADS=default), just before the ordinary run")
     args = ap.parse_args(argv)
+    if args.default_threads and "test" not in args.runs:
+        ap.error("--default-threads times make test: give --runs test (or leave --runs out)")
     old = RESULTS / "suite_time.json"
     figures = {}
     if old.exists():  # a run of one target keeps the other's committed figures
         import json
-        figures = {k: v for k, v in json.loads(old.read_text())["figures"].items() if k not in args.runs}
-    for name in args.runs:
-        figures[name] = _run(name, args.durations if name == "test" else None)
-        f = figures[name]
-        print(f"make {'test' if name == 'test' else 'test-all'}: {f['wall_s']} s wall, {f['cpu_s']} s CPU, "
-              f"{f['passed']} passed, {f['skipped']} skipped, {f['failed']} failed", flush=True)
+        figures = {k: v for k, v in json.loads(old.read_text())["figures"].items()
+                   if k not in args.runs and not (k == "test_default_threads" and "test" in args.runs)}
+    # the ordinary runs as make runs them: each worker pinned to its share of the cores
+    ordinary = {k: v for k, v in os.environ.items() if k != "BAYES_CONCEPTS_TEST_THREADS"}
+    todo = [(name, name, ordinary) for name in args.runs]
+    if args.default_threads:
+        todo.insert(args.runs.index("test"), ("test_default_threads", "test",
+                                              dict(os.environ, BAYES_CONCEPTS_TEST_THREADS="default")))
+    for key, name, env in todo:
+        figures[key] = _run(name, args.durations if key == "test" else None, env)
+        f = figures[key]
+        print(f"{key}: {f['wall_s']} s wall, {f['cpu_s']} s CPU, {f['summed_test_s']} s summed over tests, "
+              f"{f['passed']} passed, {f['skipped']} skipped, {f['failed']} failed, load {f['load_avg_during']}",
+              flush=True)
         if f["exit_status"]:
             print(f"pytest exited {f['exit_status']}: the figures are recorded, and the run is not a clean one",
                   file=sys.stderr)
