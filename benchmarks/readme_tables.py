@@ -724,7 +724,7 @@ def suite_time() -> str:
     machine = f"{m['cores']} cores ({doc.get('cpu_model') or m['processor']}), load average {m['load_avg'][0]:.1f} at the start"
     during = doc["figures"].get("test", {}).get("load_avg_during")
     if during is not None:
-        machine += f", {during:.1f} on average while `make test` ran (its two workers included)"
+        machine += f" and {during:.1f} on average during `make test`, its own workers included"
     note = ""
     default = doc["figures"].get("test_default_threads")
     if default is not None and "test" in doc["figures"]:
