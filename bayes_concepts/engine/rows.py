@@ -154,7 +154,7 @@ class RowFile:
         mapping keep every page they touch (and the 64 KiB the kernel maps around it) resident
         until released, so a draw of a few thousand hard episodes of a 990,000-scene space
         maps most of its two 2.5 GB row files; read with pread, nothing of them stays, for
-        about three times the sampler's time.  Decided at the first call and kept (a file
+        six to nine times the sampler's time (``benchmarks/roofline.py``'s pread twin).  Decided at the first call and kept (a file
         read one way stays read that way); unset, every file is read through its mapping."""
         if READ_ROWS != "map":
             return False
