@@ -318,6 +318,39 @@ def recorded_splits(ds: xr.Dataset) -> dict:
     return records if isinstance(records, dict) else {}
 
 
+#: the most bytes of resample indices :func:`_resample_blocks` keeps between calls (one set)
+RESAMPLE_CACHE_BYTES = 64 * 2**20
+_last_resamples: list = [None]  # [(key, blocks)]: replaced whole, so threads never see half of one
+
+
+def _draw_resample_blocks(n: int, n_boot: int, seed) -> list:
+    """The episode indices of ``n_boot`` resamples of ``n`` pairs, as blocks of at most about
+    2,000,000 indices (arrays (k, n) of int64), drawn from ``default_rng(seed)`` in order."""
+    rng = np.random.default_rng(seed)
+    block = max(1, 2_000_000 // n)
+    return [rng.integers(0, n, size=(min(block, n_boot - lo), n)) for lo in range(0, n_boot, block)]
+
+
+def _resample_blocks(n: int, n_boot: int, seed) -> list:
+    """:func:`_draw_resample_blocks`, kept for the next call with the same (n, n_boot, seed):
+    a summary bootstraps hundreds of differences over the same episodes with the same seed, and
+    drawing the indices was three quarters of each interval's time.  Only the last set is kept,
+    and only when it is at most :data:`RESAMPLE_CACHE_BYTES`; the arrays are read-only."""
+    try:
+        key = (int(n), int(n_boot), int(seed)) if isinstance(seed, (int, np.integer)) else None
+    except TypeError:
+        key = None
+    last = _last_resamples[0]
+    if key is not None and last is not None and last[0] == key:
+        return last[1]
+    blocks = _draw_resample_blocks(n, n_boot, seed)
+    if key is not None and n * n_boot * 8 <= RESAMPLE_CACHE_BYTES:
+        for b in blocks:
+            b.setflags(write=False)
+        _last_resamples[0] = (key, blocks)
+    return blocks
+
+
 def paired_bootstrap(strong: np.ndarray, weak: np.ndarray, n_boot: int = 1000, seed: int = 0,
                      level: float = 0.95) -> tuple:
     """Mean of ``strong - weak`` and its percentile bootstrap interval, resampling episodes
@@ -337,13 +370,11 @@ def paired_bootstrap(strong: np.ndarray, weak: np.ndarray, n_boot: int = 1000, s
         return (np.nan, np.nan, np.nan)
     if len(d) < 2:
         return (float(d.mean()), np.nan, np.nan)
-    rng = np.random.default_rng(seed)
     means = np.empty(n_boot)
-    block = max(1, 2_000_000 // len(d))
-    for lo in range(0, n_boot, block):
-        k = min(block, n_boot - lo)
-        idx = rng.integers(0, len(d), size=(k, len(d)))
-        means[lo: lo + k] = d[idx].mean(axis=1)
+    lo = 0
+    for idx in _resample_blocks(len(d), n_boot, seed):
+        means[lo: lo + len(idx)] = d[idx].mean(axis=1)
+        lo += len(idx)
     a = (1 - level) / 2
     return float(d.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
 

@@ -13,7 +13,8 @@ compared instead.  Every data variable of the two results files is compared for 
 (NaN equal to NaN).  The learned prior's derivations are kept in the space's index folder by
 the later code: the first run after a space is built parses them (``cold``), later runs read
 them; the ``after`` case removes the kept file first unless ``--warm``.  Writes
-``benchmarks/results/ladder_speed.json``.
+``benchmarks/results/ladder_speed.json``, keeping the cases a run did not measure (each case
+records its own commits and when it was measured).
 """
 from __future__ import annotations
 
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
             same = _same(Path(tmp) / "before.nc", Path(tmp) / "after.nc")
             figures["cases"]["default_ladder"] = {
                 **runs, "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
-                "variables_equal": same, "all_equal": all(same.values()),
+                "variables_equal": same, "all_equal": all(same.values()), "after_commit": _commit(ROOT),
+                "before_commit": _commit(args.before), "measured": time.strftime("%Y-%m-%d %H:%M"),
                 "derivations": "warm" if args.warm else "cold (parsed in the after run)"}
         for case, name, where in jobs:
             rows, runs = {}, {}
@@ -110,7 +112,8 @@ def main(argv=None) -> int:
                 rows[label] = json.loads(done.read_text())["figures"]["rows"]
                 done.unlink()
                 print(label, case, runs[label], file=sys.stderr, flush=True)
-            figures["cases"][case] = {**runs, "space": str(where),
+            figures["cases"][case] = {**runs, "space": str(where), "after_commit": _commit(ROOT),
+                                      "before_commit": _commit(args.before), "measured": time.strftime("%Y-%m-%d %H:%M"),
                                       "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
                                       "rows_equal": _rows_equal(rows["before"], rows["after"])}
     out = write_summary(path, "the ladder's wall time, before and after, side by side",

@@ -3,6 +3,9 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
+
+from bayes_concepts import gap as gap_module
 
 from bayes_concepts.cli import main
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
@@ -58,6 +61,54 @@ def test_paired_bootstrap():
     se = np.std(s - w, ddof=1) / np.sqrt(500)
     assert hi - lo == pytest.approx(2 * 1.96 * se, rel=0.15)
     assert paired_bootstrap(s, w, n_boot=2000, seed=1) == (mean, lo, hi)
+
+
+def _bootstrap_one_call_at_a_time(strong, weak, n_boot, seed, level=0.95):
+    """paired_bootstrap as it was before the resample indices were kept: drawn in every call."""
+    d = np.asarray(strong, np.float64) - np.asarray(weak, np.float64)
+    d = d[~np.isnan(d)]
+    if len(d) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    block = max(1, 2_000_000 // len(d))
+    for lo in range(0, n_boot, block):
+        k = min(block, n_boot - lo)
+        idx = rng.integers(0, len(d), size=(k, len(d)))
+        means[lo: lo + k] = d[idx].mean(axis=1)
+    a = (1 - level) / 2
+    return float(d.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+
+
+@settings(max_examples=40, deadline=None)
+@given(calls=st.lists(st.tuples(st.sampled_from([2, 17, 2_001]), st.sampled_from([1, 999]),
+                                st.sampled_from([0, 2**32 - 1]), st.integers(0, 2**31), st.booleans()),
+                      min_size=1, max_size=8),
+       cache_bytes=st.sampled_from([0, 8 * 4_000 * 1_000, 64 * 2**20]))
+def test_paired_bootstrap_with_kept_indices_is_the_one_drawn_in_every_call(calls, cache_bytes):
+    """The kept resample indices give every interval bit for bit as drawing them in each call:
+    repeated keys (hits), new keys (misses), sizes over the kept budget, block edges
+    (2,000,000 // n not dividing n_boot), NaN pairs that shrink n, and a kept set never written."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gap_module, "RESAMPLE_CACHE_BYTES", cache_bytes)
+        mp.setattr(gap_module, "_last_resamples", [None])
+        _bootstrap_calls_agree(calls, cache_bytes)
+
+
+def _bootstrap_calls_agree(calls, cache_bytes):
+    for n, n_boot, seed, data_seed, with_nan in calls:
+        rng = np.random.default_rng(data_seed)
+        strong, weak = rng.random(n + 1), rng.integers(0, 3, n + 1) / 2.0  # ties and a margin of 0
+        if with_nan:
+            weak[rng.integers(0, n + 1)] = np.nan
+        else:
+            strong, weak = strong[:n], weak[:n]
+        got = paired_bootstrap(strong, weak, n_boot=n_boot, seed=seed)
+        assert got == _bootstrap_one_call_at_a_time(strong, weak, n_boot, seed)
+    last = gap_module._last_resamples[0]
+    if last is not None:
+        assert all(not b.flags.writeable for b in last[1])
+        assert sum(b.nbytes for b in last[1]) <= cache_bytes
 
 
 def test_results_round_trip(results, tmp_path):

@@ -42,6 +42,7 @@ from bayes_concepts.protocols import get_protocol
 from bayes_concepts.rungs import RungError, check_rung, rung_learner, rungs, strong_concepts
 from bayes_concepts.rungs import sampling_kernels as SK
 from bayes_concepts.rungs.sampling import SamplingLearner, stream_key
+from bayes_concepts.rng import next_uniform
 from bayes_concepts.splits import load_splits
 
 TOL = 1e-9
@@ -221,6 +222,65 @@ def test_guide_search_equals_binary_search():
         got = np.array([SK._draw(cum, guide, last, x) for x in u])
         assert np.array_equal(got, want), h
         assert np.all(w[got] > 0)
+
+
+@st.composite
+def _weight_tables(draw):
+    """Cumulative weight tables with the corners a stop at "every position drawn" must get
+    right: weights 0 (at the ends too), weights that round away in the sum (1e-300; also at
+    ``last``), ties, a single position, and tables past one 64-bit word."""
+    h = draw(st.sampled_from([1, 2, 3, 5, 63, 64, 65, 130]))
+    kinds = draw(st.lists(st.sampled_from(["one", "zero", "tiny", "random"]), min_size=h, max_size=h))
+    w = np.array([{"one": 1.0, "zero": 0.0, "tiny": 1e-300}.get(k, 0.0) for k in kinds])
+    rnd = np.array([k == "random" for k in kinds])
+    w[rnd] = draw(st.lists(st.floats(1e-3, 1e3), min_size=int(rnd.sum()), max_size=int(rnd.sum())))
+    if not (w >= 1e-3).any():
+        w[draw(st.integers(0, h - 1))] = 1.0
+    return np.cumsum(w / w.sum()), w
+
+
+@settings(max_examples=300, **HSET)
+@given(table=_weight_tables(), n=st.sampled_from([1, 2, 7, 64, 1_000, 20_000]), key=st.integers(0, 2**64 - 1))
+@example(table=(np.cumsum([0.5, 0.5, 1e-300]), np.array([0.5, 0.5, 1e-300])), n=1_000, key=3)  # last rounds away
+def test_draws_stopped_when_every_position_is_drawn_are_all_n_draws(table, n, key):
+    """Stopping an episode's draws once every position a draw can select is drawn gives the
+    distinct positions of all ``n`` draws (the same ``m`` and ``out``), and the stop happens."""
+    cum, w = table
+    guide = SK.guide_table(cum)
+    last = int(np.flatnonzero(w > 0)[-1])
+    all_drawn = SK.drawable_positions(cum, last)
+    rising = set(np.flatnonzero(np.diff(cum, prepend=0.0) > 0).tolist())
+    assert all_drawn == len(rising | {last})  # a uniform rounding to the table's top selects last
+    h = len(cum)
+    results = []
+    for stop in (-1, all_drawn):
+        state = SK.episode_stream(np.uint64(key), 0)
+        mark, out = np.zeros((h + 63) >> 6, np.uint64), np.full(h, -1, np.int64)
+        m = SK.draw_distinct(state, cum, guide, last, n, mark, out, stop)
+        assert not mark.any()
+        results.append((m, out[:m].copy(), int(state[0])))
+    (m_all, out_all, state_all), (m_stop, out_stop, state_stop) = results
+    assert m_stop == m_all and np.array_equal(out_stop, out_all)
+    assert m_all <= all_drawn and np.all(np.isin(out_all, np.flatnonzero(np.diff(cum, prepend=0.0) > 0)) |
+                                         (out_all == last))
+    draws = _every_draw(SK.episode_stream(np.uint64(key), 0), cum, guide, last, n)
+    assert np.array_equal(out_all, np.unique(draws))
+    if m_all == all_drawn:  # stopped right after the draw that completed the set
+        first_seen = np.unique(draws, return_index=True)[1]
+        stream = SK.episode_stream(np.uint64(key), 0)
+        _every_draw(stream, cum, guide, last, int(first_seen.max()) + 1)
+        assert state_stop == int(stream[0])
+    else:
+        assert state_stop == state_all
+
+
+@numba.njit
+def _every_draw(state, cum, guide, last, n):
+    """The ``n`` positions drawn one by one (with repeats), in order: the slow twin."""
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        out[i] = SK._draw(cum, guide, last, next_uniform(state))
+    return out
 
 
 def test_draws_follow_the_prior(worlds):

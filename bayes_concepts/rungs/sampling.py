@@ -128,6 +128,8 @@ class SamplingLearner:
         #: int64 (H,): the table's guide (where the search for a draw starts)
         self.guide = SK.guide_table(self.cum)
         self.last = int(np.flatnonzero(self.log_w > -np.inf)[-1])
+        #: positions of ``cum`` a draw can select: an episode's draws stop once all of them are drawn
+        self.all_drawn = SK.drawable_positions(self.cum, self.last)
         self.policy, self.refit = self._empty_policy()
         self._fit_state = np.array([stream_key(self.seed, "fit", self.split_name)], np.uint64)
         self._oracle = None
@@ -159,7 +161,7 @@ class SamplingLearner:
         width = min(self.n, len(self.concepts))
         ptr, ids = np.zeros(e + 1, np.int64), np.empty(max(e * width, 1), np.int64)
         SK.episode_draws(self.episode_key(episodes.meta), first_episode_index(episodes.meta), e, self.cum, self.guide,
-                         self.last, self.n, self.concepts, ptr, ids)
+                         self.last, self.n, self.concepts, ptr, ids, self.all_drawn)
         return [ids[ptr[i]: ptr[i + 1]].copy() for i in range(e)]
 
     # ------------------------------------------------------------- episodes
@@ -225,7 +227,7 @@ class SamplingLearner:
                                 consistent_only, self.policy, *refit, *test,
                                 *(out[name][sl] for name in ("ap", "cba", "posterior_entropy", "predictive_entropy",
                                                              "empty", "n_candidates", "n_hypotheses",
-                                                             "query_pred")))
+                                                             "query_pred")), self.all_drawn)
         return out
 
     # ------------------------------------------------------ learner protocol

@@ -78,18 +78,39 @@ def _draw(cum, guide, last, u):
     return j if j <= last else last
 
 
+def drawable_positions(cum, last: int) -> int:
+    """How many positions of the cumulative table ``cum`` (float64 (H,)) a draw can select
+    (:func:`_draw`): those where the table rises (cum[j] > cum[j-1], cum[-1] read as 0; a
+    position whose weight rounds away in the sum is never the first entry above a uniform's
+    point), and ``last``, which a uniform rounding to the top of the table selects even when
+    its own weight rounded away."""
+    cum = np.asarray(cum, np.float64)
+    rises = np.diff(cum, prepend=0.0) > 0
+    return int(np.count_nonzero(rises)) + (0 if rises[last] else 1)
+
+
 @numba.njit(cache=True)
-def draw_distinct(state, cum, guide, last, n, mark, out):
+def draw_distinct(state, cum, guide, last, n, mark, out, all_drawn=-1):
     """Draw ``n`` positions i.i.d. with P(j) = (cum[j] - cum[j-1]) / cum[-1] and write the
     distinct ones, ascending, to ``out[:m]``; returns m.
 
-    state: uint64 (1,) splitmix64 state (advanced: n uniforms of 53 bits, one per draw); cum:
-    float64 (H,) cumulative weights (a position of weight 0 is never drawn); guide: int64 (H,)
-    its :func:`guide_table`; last: the last position of weight > 0; mark: uint64
-    (ceil(H/64),) all 0 on entry and on exit; out: int64 (H,) or longer."""
+    state: uint64 (1,) splitmix64 state (advanced: n uniforms of 53 bits, one per draw, or
+    fewer with ``all_drawn``); cum: float64 (H,) cumulative weights (a position of weight 0 is
+    never drawn); guide: int64 (H,) its :func:`guide_table`; last: the last position of weight
+    > 0; mark: uint64 (ceil(H/64),) all 0 on entry and on exit; out: int64 (H,) or longer.
+    all_drawn: :func:`drawable_positions` of ``cum`` and ``last``: the draws stop once that many distinct
+    positions are drawn (the rest could only draw them again, so the distinct set is that of all
+    ``n`` draws; the state is then not advanced past them: only for a stream used for nothing
+    else); -1 (default) always makes the ``n`` draws."""
+    drawn = 0
     for _ in range(n):
         j = _draw(cum, guide, last, next_uniform(state))
-        mark[j >> 6] |= np.uint64(1) << np.uint64(j & 63)
+        bit = np.uint64(1) << np.uint64(j & 63)
+        if not mark[j >> 6] & bit:
+            mark[j >> 6] |= bit
+            drawn += 1
+            if drawn == all_drawn:
+                break
     m = 0
     for w in range(mark.shape[0]):
         word = mark[w]
@@ -115,10 +136,11 @@ def draw_ids(state, cum, guide, last, n, concepts):
 
 
 @numba.njit(parallel=True, cache=True)
-def episode_draws(key, first_index, n_episodes, cum, guide, last, n, concepts, ptr, ids):
+def episode_draws(key, first_index, n_episodes, cum, guide, last, n, concepts, ptr, ids, all_drawn=-1):
     """Every episode's distinct drawn ids as CSR: ``ids[ptr[e]:ptr[e+1]]`` (ascending) for
     episode e < n_episodes (global index ``first_index + e``).  ptr: int64 (E+1,) with ptr[0]
-    = 0, filled here; ids: int64 (E·min(n, H),) or longer.  What :func:`evaluate_sampled`
+    = 0, filled here; ids: int64 (E·min(n, H),) or longer; all_drawn: as
+    :func:`draw_distinct` (each episode's stream is its own).  What :func:`evaluate_sampled`
     draws, for inspection and tests."""
     h = cum.shape[0]
     width = min(n, h)
@@ -127,7 +149,7 @@ def episode_draws(key, first_index, n_episodes, cum, guide, last, n, concepts, p
         state = episode_stream(key, first_index + e)
         mark = np.zeros((h + 63) >> 6, np.uint64)
         pos = np.empty(h, np.int64)
-        m = draw_distinct(state, cum, guide, last, n, mark, pos)
+        m = draw_distinct(state, cum, guide, last, n, mark, pos, all_drawn)
         for i in range(m):
             ids[e * width + i] = concepts[pos[i]]
         counts[e] = m
@@ -165,7 +187,7 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
                      refit_second, refit_consistent_only, test_sig, n_test, classes, n_classes, class_rep,
                      test_domains, domain_row,
                      out_ap, out_cba, out_post_ent, out_pred_ent, out_empty, out_n_candidates, out_n_hypotheses,
-                     out_query_pred):
+                     out_query_pred, all_drawn=-1):
     """Score every episode with the sampling learner.
 
     key: uint64, the cell's key; first_index: the global index of episode 0 (episode e uses
@@ -190,7 +212,8 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
     Outputs (E,): out_ap (exact AP on the test bank), out_cba, out_post_ent,
     out_pred_ent (nats), out_empty (no drawn concept fits), out_n_candidates (drawn
     concepts that fit; after the refit, those the refit kept), out_n_hypotheses (distinct
-    concepts drawn); out_query_pred (E, Kq)."""
+    concepts drawn); out_query_pred (E, Kq).  all_drawn: as :func:`draw_distinct` (each
+    episode's stream is its own and used for its draws only)."""
     n_ep = support.shape[0]
     n_concepts = classes.shape[0]
     h = cum.shape[0]
@@ -214,7 +237,7 @@ def evaluate_sampled(key, first_index, n, cum, guide, last, log_w, concepts, sup
         everywhere = np.zeros(0, np.uint64)
         for e in range(chunk * n_ep // n_chunks, (chunk + 1) * n_ep // n_chunks):
             state = episode_stream(key, first_index + e)
-            m = draw_distinct(state, cum, guide, last, n, mark, pos)
+            m = draw_distinct(state, cum, guide, last, n, mark, pos, all_drawn)
             out_n_hypotheses[e] = m
             _renormalised_prior(pos, m, log_w, concepts, omega, log_prior)
             c = K.episode_candidates(support[e], support_labels[e], scene_concepts, omega, log_prior, first, second,
