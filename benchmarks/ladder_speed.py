@@ -76,6 +76,9 @@ def main(argv=None) -> int:
     ap.add_argument("--benchmark", nargs=2, metavar=("NAME", "SPACE"), action="append", default=[],
                     help="also benchmarks/ladder.py NAME SPACE (e.g. conceptworld spaces/cw), rows compared; repeatable")
     ap.add_argument("--only-benchmarks", action="store_true", help="skip the default ladder (keep its recorded case)")
+    ap.add_argument("--before-label", default="",
+                    help="what the earlier checkout is, recorded with each case it measures (e.g. a commit with a "
+                         "results-changing fix applied on top, so both compute the same rows)")
     args = ap.parse_args(argv)
     space = args.space.resolve()
     path = RESULTS / "ladder_speed.json"
@@ -100,6 +103,7 @@ def main(argv=None) -> int:
                 **runs, "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
                 "variables_equal": same, "all_equal": all(same.values()), "after_commit": _commit(ROOT),
                 "before_commit": _commit(args.before), "measured": time.strftime("%Y-%m-%d %H:%M"),
+                **({"before_label": args.before_label} if args.before_label else {}),
                 "derivations": "warm" if args.warm else "cold (parsed in the after run)"}
         for case, name, where in jobs:
             rows, runs = {}, {}
@@ -114,6 +118,7 @@ def main(argv=None) -> int:
                 print(label, case, runs[label], file=sys.stderr, flush=True)
             figures["cases"][case] = {**runs, "space": str(where), "after_commit": _commit(ROOT),
                                       "before_commit": _commit(args.before), "measured": time.strftime("%Y-%m-%d %H:%M"),
+                **({"before_label": args.before_label} if args.before_label else {}),
                                       "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
                                       "rows_equal": _rows_equal(rows["before"], rows["after"])}
     out = write_summary(path, "the ladder's wall time, before and after, side by side",

@@ -143,8 +143,10 @@ def _ladder_speed_rows() -> list:
         where = (f"{others[case]} × hard/easy × {f['episodes_per_cell']:,} episodes" if case in others else
                  f"{what[case]} on it: 9 splits × hard/easy × {f['episodes_per_cell']:,} episodes")
         rows.append([f"{where} (`benchmarks/ladder_speed.py`)",
-                     f"{c['after']['seconds']:.0f} s, {_gb(c['after']['peak_rss_mb'])} peak RSS; the code at commit "
-                     f"{doc.get('before_commit', '?')} {c['before']['seconds']:.0f} s in the same run ({c['ratio']:.2f}×), "
+                     f"{c['after']['seconds']:.0f} s, {_gb(c['after']['peak_rss_mb'])} peak RSS; "
+                     + (f"{c['before_label']}:" if c.get("before_label") else
+                        f"the code at commit {c.get('before_commit', doc.get('before_commit', '?'))}")
+                     + f" {c['before']['seconds']:.0f} s in the same run ({c['ratio']:.2f}×), "
                      + ("every number equal" if same else "NUMBERS DIFFER")])
     return rows
 
