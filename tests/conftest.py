@@ -9,8 +9,9 @@ samples plus CLOSURE's families, 3,000 scenes with positions and relations, seed
 once and shared by the modules whose tests hold for any small clevr space
 (``test_relational``, ``test_relational_space``, ``test_relational_downstream``,
 ``test_plots``).  Its first build in a process costs ~15-20 s (CLOSURE's and CLEVR's template programs are
-parsed and scored, then cached), so one build serves them all: under pytest-xdist the first worker
-to need it builds and saves it, the others read that copy (``built_once``).
+parsed and scored, then cached), so one build serves them all: under pytest-xdist worker gw0 starts
+building and saving it in a process of its own as the session starts, and every worker reads that
+copy when it first needs it (``built_once``; without xdist the first test to need it builds it).
 
 The shared spaces are read by many modules: a test must not modify them (their arrays,
 ``params`` or ``path``).  To test saving, save a copy made with
@@ -120,6 +121,43 @@ def clevr_space_dir(clevr_space, tmp_path_factory):
     """A saved copy of ``clevr_space`` (positions and packed relations included).  Do not
     write into it: copy it first (``shutil.copytree``) to damage or extend it."""
     return shared_folder(tmp_path_factory, "clevr_space") / "space"  # clevr_space saved it there
+
+
+#: what the background build of a shared space runs: ``python -c BUILD_SHARED FOLDER PRESET PARAMS``
+BUILD_SHARED = """
+import fcntl, json, sys
+from pathlib import Path
+from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
+folder, preset, params = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+with open(folder / "lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not (folder / "space" / "manifest.json").exists():
+        HypothesisSpace.build(preset, **params).save(folder / "space")
+"""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _clevr_space_built_beside_the_first_tests(request, tmp_path_factory):
+    """Under pytest-xdist, worker gw0 starts building the shared clevr space (:func:`clevr_space`)
+    in a process of its own as the session starts, beside its first tests, when some test of the
+    run uses it.  Built in line instead, by the first worker to ask, the other worker sat idle
+    waiting for it if it asked during the build (~15 s each run).  The space is the one
+    ``built_once`` would build (the same call); whoever asks first waits on the same lock."""
+    import json
+    import subprocess
+    import sys
+    if os.environ.get("PYTEST_XDIST_WORKER") != "gw0" or \
+            not any("clevr_space" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        yield
+        return
+    folder = shared_folder(tmp_path_factory, "clevr_space")
+    build = subprocess.Popen([sys.executable, "-c", BUILD_SHARED, str(folder), "clevr", json.dumps(CLEVR_BUILD)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    yield
+    if build.poll() is None:
+        build.kill()
+    _, err = build.communicate()
+    assert build.returncode in (0, -9), f"the shared clevr space's background build failed: {err[-2000:]}"
 
 
 def built_once(tmp_path_factory, name: str, build) -> tuple:
