@@ -102,13 +102,18 @@ def draw_distinct(state, cum, guide, last, n, mark, out, all_drawn=-1):
     positions are drawn (the rest could only draw them again, so the distinct set is that of all
     ``n`` draws; the state is then not advanced past them: only for a stream used for nothing
     else); -1 (default) always makes the ``n`` draws."""
-    drawn = 0
-    for _ in range(n):
-        j = _draw(cum, guide, last, next_uniform(state))
-        bit = np.uint64(1) << np.uint64(j & 63)
-        if not mark[j >> 6] & bit:
-            mark[j >> 6] |= bit
-            drawn += 1
+    if all_drawn < 0 or all_drawn > n:  # fewer draws than positions: they cannot all be drawn
+        for _ in range(n):
+            j = _draw(cum, guide, last, next_uniform(state))
+            mark[j >> 6] |= np.uint64(1) << np.uint64(j & 63)
+    else:
+        drawn = 0
+        for _ in range(n):
+            j = _draw(cum, guide, last, next_uniform(state))
+            word = mark[j >> 6]
+            marked = word | (np.uint64(1) << np.uint64(j & 63))
+            mark[j >> 6] = marked
+            drawn += marked != word  # counted without a branch: whether a draw is new is a coin flip
             if drawn == all_drawn:
                 break
     m = 0
