@@ -34,6 +34,7 @@ MAX_PROGRAM_TOKENS = 256
 MAX_PROGRAM_NESTING = 128
 #: Programs longer than this many characters are abbreviated in error messages.
 _SHOWN_CHARS = 160
+_IGNORED = frozenset(IGNORED)
 #: The token that separates a program from its domain constraints:
 #: ``PROGRAM where C1 [where C2 ...]`` -- each ``C`` a BOOL program of the same language that
 #: must hold on a scene for the concept to be defined there (CLEVR's OUT_NEQ constraints).
@@ -166,14 +167,22 @@ class Program:
     def _parse_given(cls, given: list, grammar: Grammar) -> "Program":
         """:meth:`parse` of the tokens ``given``, without the memo."""
         shown = _abbreviate(given)
-        positions = [i for i, t in enumerate(given) if t not in IGNORED]
+        if not _IGNORED.isdisjoint(given):
+            positions = [i for i, t in enumerate(given) if t not in IGNORED]
+        else:  # nothing dropped: token k of the program is token k as given
+            positions = range(len(given))
         longest = max(len(seg.split()) for seg in " ".join(given[i] for i in positions).split(f" {WHERE} ")) \
             if WHERE in given else len(positions)
         if longest > MAX_PROGRAM_TOKENS:
             raise ProgramError(f"{longest:,} tokens: programs (and each domain constraint) may have at most "
                                f"{MAX_PROGRAM_TOKENS} (bayes_concepts.lot.program.MAX_PROGRAM_TOKENS)", shown, None)
         aliases = grammar.aliases
-        tokens = tuple(aliases.get(given[i], given[i]) for i in positions)
+        if not aliases:
+            tokens = tuple(given[i] for i in positions) if type(positions) is list else tuple(given)
+        elif type(positions) is list:
+            tokens = tuple(aliases.get(given[i], given[i]) for i in positions)
+        else:
+            tokens = tuple(map(aliases.get, given, given))
         if WHERE not in tokens:
             return cls(tokens, _parse_postfix(tokens, positions, grammar, shown), grammar)
         if not grammar.is_relational:
@@ -416,91 +425,253 @@ def _retype(node: Node, t: str) -> Node:
     return node
 
 
+# What a token is to the parser, from its grammar's token kinds (the branches of _parse_postfix,
+# in the order they are tried there)
+_VALUE, _INTEGER, _VARIABLE, _OPERATOR, _PROPERTY, _COMPARE, _LOGIC, _NOT, _COUNT, _QUANTIFIER, _UNSUPPORTED = range(11)
+_INTEGER_ENTRY = (_INTEGER, None, None)
+#: grammar -> (its token kinds, token -> (code, a, b), variable name -> bit, number of bits, relational?):
+#: what :func:`_parse_postfix` reads of a grammar, built once per grammar object (again if its
+#: token kinds are replaced)
+_PARSE_TABLES: "weakref.WeakKeyDictionary[Grammar, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _parse_table(grammar: Grammar) -> tuple:
+    """The parse table of ``grammar``: each token of its vocabulary with the branch of
+    :func:`_parse_postfix` it takes and what that branch reads (a value's type; a variable's
+    type and the bit of the object variable it uses; an operator's registry name and bound
+    variable; a property's value type and list type).  Object variables are bits of an int:
+    a subtree's scope summary is ``free | binders << n_bits`` (the variables free in it, as
+    :func:`free_variables` counts them, and those its binders bind)."""
+    kinds = grammar.token_kinds
+    table = _PARSE_TABLES.get(grammar)
+    if table is not None and table[0] is kinds:
+        return table
+    bits: dict = {"x": 1}
+
+    def bit(var):
+        if var not in bits:
+            bits[var] = 1 << len(bits)
+        return bits[var]
+
+    value_of, properties = grammar.value_of, grammar.properties
+    entries = {}
+    for tok, kind in kinds.items():
+        if kind == "value":
+            entries[tok] = (_VALUE, value_of.get(tok), None)  # None: looked up (and missed) when parsed
+        elif kind == "integer":
+            entries[tok] = _INTEGER_ENTRY
+        elif kind == "variable":
+            used = 0 if tok == "S" else bit("x" if tok == "non-x-S" else tok)
+            entries[tok] = (_VARIABLE, SET if tok in ("S", "non-x-S") else OBJ, used)
+        elif kind == "operator" and tok not in CURI_OPERATORS:
+            name, var = split_binder(tok)
+            if var is not None:
+                bit(var)
+            entries[tok] = (_OPERATOR, name, var)
+        elif kind == "property":
+            prop = properties.get(tok)
+            entries[tok] = (_PROPERTY, None, None) if prop is None else (_PROPERTY, prop.type, list_of(prop.type))
+        elif tok in ("=", ">"):
+            entries[tok] = (_COMPARE, None, None)
+        elif tok in ("and", "or"):
+            entries[tok] = (_LOGIC, None, None)
+        elif tok == "not":
+            entries[tok] = (_NOT, None, None)
+        elif tok == "count=":
+            entries[tok] = (_COUNT, None, None)
+        elif tok in QUANTIFIERS:
+            entries[tok] = (_QUANTIFIER, None, None)
+        else:
+            entries[tok] = (_UNSUPPORTED, None, None)
+    table = (kinds, entries, bits, len(bits), grammar.is_relational)
+    _PARSE_TABLES[grammar] = table
+    return table
+
+
+def _underflow(what: str, depth: int) -> str:
+    return (f"stack underflow: expects {what}, but only {depth} "
+            f"value{'s' if depth != 1 else ''} precede{'s' if depth == 1 else ''} it")
+
+
+_new_object = object.__new__
+
+
+def _node(op, children, type, kind, position) -> Node:
+    """``Node(op, children, type, kind, position)``, the same object built without the frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` per field)."""
+    node = _new_object(Node)
+    fields = node.__dict__
+    fields["op"] = op
+    fields["children"] = children
+    fields["type"] = type
+    fields["kind"] = kind
+    fields["position"] = position
+    return node
+
+
 def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
+    """The syntax tree of the postfix ``tokens`` (one program or one domain constraint), type
+    checked and scope checked; ``positions``: each token's index in the program as given.
+
+    One pass over the tokens: a stack of nodes and, beside it, each node's scope summary (see
+    :func:`_parse_table`), so that a program whose variables are all bound, whose binders
+    shadow none and whose ``unique`` s take closed sets is accepted without walking its tree
+    again; anything else (or an operator of a kind the summary does not follow) is judged by
+    :func:`_check_scopes`, which names the first error.  A program of more tokens than
+    :data:`MAX_PROGRAM_NESTING` has its trees' heights measured."""
     if not tokens:
         raise ProgramError("empty program (expected a postfix program such as 'x color? red = exists=')", shown, None)
-    kinds = grammar.token_kinds
+    kinds, table, bits, n_bits, relational = _parse_table(grammar)
+    free_mask = (1 << n_bits) - 1
+    x_bit = bits["x"]
+    registered = None  # the operator registry's entries, read at the first operator that needs them
     stack: list[Node] = []
+    scopes: list[int] = []  # each node's scope summary
+    suspect = False  # whether _check_scopes must judge the tree
     n = len(tokens)
+    append, scope = stack.append, scopes.append
 
     def fail(msg, i):
         tok = tokens[i] if len(tokens[i]) <= 40 else tokens[i][:40] + "…"
         raise ProgramError(f"{tok!r}: {msg}", shown, positions[i])
 
-    def pop(i, how_many, what):
-        if len(stack) < how_many:
-            fail(f"stack underflow: expects {what}, but only {len(stack)} "
-                 f"value{'s' if len(stack) != 1 else ''} precede{'s' if len(stack) == 1 else ''} it", i)
-        args = stack[-how_many:]
-        del stack[-how_many:]
-        return args
-
     for i, tok in enumerate(tokens):
-        kind = kinds.get(tok)
-        if kind is None and grammar.is_integer(tok):
-            kind = "integer"
-        if kind is None:
-            fail(_unknown_token(tok, grammar), i)
-        if kind == "value":
-            stack.append(Node(tok, (), grammar.value_of[tok], "constant", i))
-        elif kind == "integer":
-            stack.append(Node(tok, (), INT, "constant", i))
-        elif kind == "variable":
-            stack.append(Node(tok, (), SET if tok in ("S", "non-x-S") else OBJ, "variable", i))
-        elif kind == "operator" and tok not in CURI_OPERATORS:
-            op = operator_of(tok)
-            args = pop(i, op.arity, f"{op.arity} operand{'s' if op.arity != 1 else ''} ({op.signature})")
+        entry = table.get(tok)
+        if entry is None:
+            if grammar.is_integer(tok):
+                entry = _INTEGER_ENTRY
+            else:
+                fail(_unknown_token(tok, grammar), i)
+        code = entry[0]
+        if code == _VARIABLE:
+            append(_node(tok, (), entry[1], "variable", i))
+            scope(entry[2])
+        elif code == _VALUE:
+            append(_node(tok, (), entry[1] if entry[1] is not None else grammar.value_of[tok], "constant", i))
+            scope(0)
+        elif code == _INTEGER:
+            append(_node(tok, (), INT, "constant", i))
+            scope(0)
+        elif code == _OPERATOR:
+            name, var = entry[1], entry[2]
+            if registered is None:
+                registered = operators._entries
+            if name in registered:
+                op = registered[name]
+                if op.binds != (var is not None):
+                    op = None
+            else:
+                op = None
+            arity = op.arity
+            if len(stack) < arity:
+                fail(_underflow(f"{op.arity} operand{'s' if op.arity != 1 else ''} ({op.signature})", len(stack)), i)
+            args = stack[-arity:]
+            del stack[-arity:]
+            summaries = scopes[-arity:]
+            del scopes[-arity:]
             try:
                 result = op.check(args, grammar, tok)
             except OperatorTypeError as exc:
                 fail(f"{exc} ({op.name}: {op.signature})", i)
             if result == INT:
                 result = NUM
-            stack.append(Node(tok, tuple(args), result, op.kind, i))
-        elif kind == "property":
-            (arg,) = pop(i, 1, "one operand (an object or a set)" if grammar.is_relational else "one operand (x or a set)")
-            vtype = grammar.properties[tok].type
-            if arg.type == OBJ:
-                stack.append(Node(tok, (arg,), vtype, "property", i))
-            elif arg.type == SET:
-                stack.append(Node(tok, (arg,), list_of(vtype), "property", i))
+            kind = op.kind
+            append(_node(tok, tuple(args), result, kind, i))
+            if kind == "binder" and var is not None:
+                # free_variables: the first operand's free variables and the last's but var;
+                # _check_scopes: a binder of var inside the last operand shadows this one
+                b = bits.get(var, 0)
+                if arity == 2 and b:
+                    if summaries[1] & (b << n_bits):
+                        suspect = True
+                    scope(summaries[0] | (summaries[1] & ~b) | (b << n_bits))
+                    continue
+                suspect = True  # not the two operands (SET BOOL) the summary follows
+            elif kind == "unique":
+                if arity != 1 or summaries[0] & free_mask:  # names a variable (or not the one operand)
+                    suspect = True
+            elif kind in ("binder", "variable", "quantifier"):  # kinds _check_scopes reads that
+                suspect = True  # this summary does not follow
+            if arity == 2:
+                scope(summaries[0] | summaries[1])
+            elif arity == 1:
+                scope(summaries[0])
             else:
-                fail(f"expects an object or a set, got {_describe_in(arg.type, grammar)}" if grammar.is_relational else
+                merged = 0
+                for s in summaries:
+                    merged |= s
+                scope(merged)
+        elif code == _PROPERTY:
+            if not stack:
+                fail(_underflow("one operand (an object or a set)" if relational else "one operand (x or a set)", 0), i)
+            arg = stack.pop()
+            vtype = entry[1] if entry[1] is not None else grammar.properties[tok].type
+            if arg.type == OBJ:
+                append(_node(tok, (arg,), vtype, "property", i))
+            elif arg.type == SET:
+                append(_node(tok, (arg,), entry[2] if entry[1] is not None else list_of(vtype), "property", i))
+            else:
+                fail(f"expects an object or a set, got {_describe_in(arg.type, grammar)}" if relational else
                      f"expects x or a set (S, non-x-S), got {_describe_in(arg.type, grammar)}", i)
-        elif tok in ("=", ">"):
-            a, b = pop(i, 2, "two operands")
-            t = _unify(a, b, grammar)
-            if t is None and INT in (a.type, b.type) and a.type != b.type:
-                lit, other = (a, b) if a.type == INT else (b, a)
+        elif code == _COMPARE:
+            if len(stack) < 2:
+                fail(_underflow("two operands", len(stack)), i)
+            b = stack.pop()
+            a = stack.pop()
+            ta, tb = a.type, b.type
+            t = (NUM if ta == INT else ta) if ta == tb else _unify(a, b, grammar)
+            if t is None and INT in (ta, tb) and ta != tb:
+                lit, other = (a, b) if ta == INT else (b, a)
                 vt = grammar.value_types.get(other.type)
                 if vt is not None:
                     fail(f"integer {lit.op} is not a {other.type} value (expected one of "
                          f"{' '.join(vt.values)})", i)
             if t is None or t in (BOOL, OBJ, SET) or t.startswith("LIST["):
-                fail(f"cannot compare {_describe_in(a.type, grammar)} with {_describe_in(b.type, grammar)} "
+                fail(f"cannot compare {_describe_in(ta, grammar)} with {_describe_in(tb, grammar)} "
                      "(expected two values of the same type)", i)
             if tok == ">" and not (t == NUM or grammar.value_types[t].ordered):
                 ordered = sorted([NUM] + [v.name for v in grammar.value_types.values() if v.ordered])
                 fail(f"'>' needs an ordered type ({', '.join(ordered)}), got {t}", i)
-            stack.append(Node(tok, (_retype(a, t), _retype(b, t)), BOOL, "compare", i))
-        elif tok in ("and", "or"):
-            a, b = pop(i, 2, "two BOOL operands")
+            if ta == INT:
+                a = _node(a.op, a.children, t, a.kind, a.position)
+            if tb == INT:
+                b = _node(b.op, b.children, t, b.kind, b.position)
+            append(_node(tok, (a, b), BOOL, "compare", i))
+            s = scopes.pop()
+            scopes[-1] |= s
+        elif code == _LOGIC:
+            if len(stack) < 2:
+                fail(_underflow("two BOOL operands", len(stack)), i)
+            b = stack.pop()
+            a = stack.pop()
             for arg in (a, b):
                 if arg.type != BOOL:
                     fail(f"expects BOOL operands, got {_describe_in(arg.type, grammar)}", i)
-            stack.append(Node(tok, (a, b), BOOL, "logic", i))
-        elif tok == "not":
-            (a,) = pop(i, 1, "one BOOL operand")
+            append(_node(tok, (a, b), BOOL, "logic", i))
+            s = scopes.pop()
+            scopes[-1] |= s
+        elif code == _NOT:
+            if not stack:
+                fail(_underflow("one BOOL operand", 0), i)
+            a = stack.pop()
             if a.type != BOOL:
                 fail(f"expects a BOOL operand, got {_describe_in(a.type, grammar)}", i)
-            stack.append(Node(tok, (a,), BOOL, "logic", i))
-        elif tok == "count=":
-            lst, v = pop(i, 2, "a list and a value")
-            stack.append(Node(tok, _list_and_value(lst, v, i, fail, grammar), NUM, "count", i))
-        elif tok in QUANTIFIERS:
-            if len(stack) >= 2 and element_type(stack[-2].type) is not None:
-                lst, v = pop(i, 2, "a list and a value")
-                stack.append(Node(tok, _list_and_value(lst, v, i, fail, grammar), BOOL, "set_quantifier", i))
+            append(_node(tok, (a,), BOOL, "logic", i))
+        elif code == _COUNT:
+            if len(stack) < 2:
+                fail(_underflow("a list and a value", len(stack)), i)
+            v = stack.pop()
+            lst = stack.pop()
+            append(_node(tok, _list_and_value(lst, v, i, fail, grammar), NUM, "count", i))
+            s = scopes.pop()
+            scopes[-1] |= s
+        elif code == _QUANTIFIER:
+            if len(stack) >= 2 and stack[-2].type.startswith("LIST["):
+                v = stack.pop()
+                lst = stack.pop()
+                append(_node(tok, _list_and_value(lst, v, i, fail, grammar), BOOL, "set_quantifier", i))
+                s = scopes.pop()
+                scopes[-1] |= s
                 continue
             if len(stack) == 0:
                 fail("stack underflow: expects a BOOL body (quantifier over x∈S) or a list and a value", i)
@@ -512,17 +683,21 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
             if len(stack) != 1:
                 fail(f"quantifier leaves {len(stack) - 1} more value{'s' if len(stack) > 2 else ''} on the stack "
                      "(expected exactly one BOOL body)", i)
-            stack.pop()
-            stack.append(Node(tok, (top,), BOOL, "quantifier", i))
+            stack[-1] = _node(tok, (top,), BOOL, "quantifier", i)
+            s = scopes[-1]
+            if s & (x_bit << n_bits):  # a binder of x inside: shadowing
+                suspect = True
+            scopes[-1] = (s & ~x_bit) | (x_bit << n_bits)
         else:  # pragma: no cover - every kind is handled above
             fail("unsupported token", i)
 
-    for node in stack:
-        height = _height(node)
-        if height > MAX_PROGRAM_NESTING:
-            raise ProgramError(f"{tokens[node.position]!r}: operators nested {height} levels deep; programs may nest "
-                               f"at most {MAX_PROGRAM_NESTING} (bayes_concepts.lot.program.MAX_PROGRAM_NESTING)",
-                               shown, positions[node.position])
+    if n > MAX_PROGRAM_NESTING:  # no tree of n nodes or fewer is deeper than n
+        for node in stack:
+            height = _height(node)
+            if height > MAX_PROGRAM_NESTING:
+                raise ProgramError(f"{tokens[node.position]!r}: operators nested {height} levels deep; programs may "
+                                   f"nest at most {MAX_PROGRAM_NESTING} (bayes_concepts.lot.program.MAX_PROGRAM_NESTING)",
+                                   shown, positions[node.position])
     if len(stack) > 1:
         extra = stack[1]
         first = min(node.position for node in extra.walk())
@@ -535,7 +710,8 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
     if root.type != BOOL:
         raise ProgramError(f"{tokens[-1]!r}: the program computes {_describe_in(root.type, grammar)}, expected a BOOL",
                            shown, positions[-1])
-    _check_scopes(root, grammar, tokens, positions, shown)
+    if suspect or scopes[0] & free_mask:
+        _check_scopes(root, grammar, tokens, positions, shown)
     return root
 
 
