@@ -105,7 +105,7 @@ def _variables(toks):
 
 
 MUTATIONS = ("drop", "insert", "replace", "swap", "duplicate", "truncate", "rename", "rename_one", "where",
-             "leftover", "wrap")
+             "leftover", "wrap", "quantify")
 
 
 @st.composite
@@ -140,6 +140,12 @@ def mutated(draw, seeds, vocab, mutations=MUTATIONS, least=0):
             toks += [WHERE] + (draw(seeds).split() if draw(st.integers(0, 3)) else [])
         elif how == "leftover":
             toks = draw(seeds).split() + toks if draw(st.booleans()) else toks + draw(seeds).split()[:i + 1]
+        elif how == "quantify":  # a binder's variable renamed x under a final quantifier (which binds x)
+            binders = [k for k, t in enumerate(toks) if ":" in t]
+            if binders:
+                old = toks[draw(st.sampled_from(binders))].split(":")[1]
+                toks = [("x" if t == old else f"{t.split(':')[0]}:x" if t.endswith(f":{old}") else t) for t in toks]
+            toks.append(draw(st.sampled_from(["exists=", "for-all="])))
         elif how == "wrap":
             toks += draw(st.sampled_from([["not"], ["exists="], ["for-all="], ["lambda", "S."], ["unique"]]))
     if draw(st.integers(0, 9)) == 0:
@@ -180,7 +186,8 @@ def inputs(name: str):
         parts = [p.split() for p in ("x color? red =", "x shape? cube =", "S color? blue for-all=")]
         deep_ = st.one_of(deep(base, "not", ["exists="]), deep(base, "not", []))
         wide_ = st.one_of(wide(parts, "and", ["exists="]), wide(parts, "or", ["for-all="]))
-    scoped = mutated(seeds, vocab, ("rename", "rename_one", "rename_one"), least=1)  # unbound, shadowing, unique
+    # unbound variables, shadowing binders, unique over a set naming a bound variable
+    scoped = mutated(seeds, vocab, ("rename", "rename_one", "rename_one", "quantify"), least=1)
     constrained = mutated(seeds, vocab, ("where", "where", "drop", "truncate", "rename_one"), least=1)
     return st.one_of(seeds.map(str.split), mutated(seeds, vocab), mutated(seeds, vocab), scoped, constrained,
                      soups, deep_, wide_)
@@ -272,6 +279,8 @@ CORNERS = [  # (grammar, program, what the reference says: None when it parses)
     ("clevr", S_RED + " count S count >", None),
     ("clevr", S_RED + " exist S exist", "leftover values"),
     ("test", "S y locationX? 1 + 2 = filter:y exist", None),
+    ("test", "S x color? red = filter:x exist exists=", "binds x again"),  # under the final quantifier
+    ("test", "S y color? red = filter:y exist exists=", None),
     ("test", "S y locationX? y + 2 = filter:y exist", "+: LOC INT -> LOC"),
 ]
 
