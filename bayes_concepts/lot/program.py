@@ -494,18 +494,19 @@ def _underflow(what: str, depth: int) -> str:
 
 
 _new_object = object.__new__
+_set_field = object.__setattr__
 
 
 def _node(op, children, type, kind, position) -> Node:
-    """``Node(op, children, type, kind, position)``, the same object built without the frozen
-    dataclass's ``__init__`` (one ``object.__setattr__`` per field)."""
+    """``Node(op, children, type, kind, position)``: the same object, built without the call of
+    the class and its ``__init__`` (the fields set as that ``__init__`` sets them, so that the
+    instance keeps the compact attribute storage a dataclass instance has)."""
     node = _new_object(Node)
-    fields = node.__dict__
-    fields["op"] = op
-    fields["children"] = children
-    fields["type"] = type
-    fields["kind"] = kind
-    fields["position"] = position
+    _set_field(node, "op", op)
+    _set_field(node, "children", children)
+    _set_field(node, "type", type)
+    _set_field(node, "kind", kind)
+    _set_field(node, "position", position)
     return node
 
 
