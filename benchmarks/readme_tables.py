@@ -108,12 +108,30 @@ def speed() -> str:
          + (f", of it {_gb(gap['peak_anon_mb'])} anonymous (the rest: the row files, mapped)" if "peak_anon_mb" in gap
             else "") + _size_table_ratio()],
         *_ladder_speed_rows(),
+        *_parse_speed_rows(),
         [f"relational programs of `clevr.pcfg` against CURI's of the same lengths ({rel['matched_programs']:,} each, "
          f"{rel['matched_lengths'][0]}–{rel['matched_lengths'][1]} tokens), {rel['settings']['scenes']:,} scenes, "
          "10 object slots (`benchmarks/relational.py`)",
          f"{_sci(r10['evaluations_per_second'])} against {_sci(c10['evaluations_per_second'])} program·scenes/s"],
     ]
     return table(["job", "measured"], rows)
+
+
+def _parse_speed_rows() -> list:
+    """Parsing a space's programs (``parse_speed.json``): this parser against the earlier one (kept
+    in the tests as its twin), side by side in one process, with every program equal."""
+    if not (RESULTS / "parse_speed.json").exists():
+        return []
+    f = load("parse_speed")["figures"]
+    rows = []
+    for name, c in f.items():
+        rows.append([f"parsing the {c['programs']:,} programs of a {name} space ({c['tokens_per_program']:.0f} tokens "
+                     "on average; `benchmarks/parse_speed.py`)",
+                     f"{1000 * c['ms_per_program_now']:.0f} µs a program, {c['ratio']:.2f}× the earlier parser in the "
+                     f"same run; {c['ratio_kept']:.2f}× with every parsed program kept alive (the garbage collector's "
+                     "passes over them cost both alike); "
+                     + ("every program equal" if c["equal"] else "PROGRAMS DIFFER")])
+    return rows
 
 
 def _size_table_ratio() -> str:
