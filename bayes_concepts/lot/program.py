@@ -563,6 +563,9 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
                     op = None
             else:
                 op = None
+            if op is None:  # declared by the grammar, its registration removed or replaced since
+                fail(f"names no registered operator{' that binds a variable' if var is not None else ''} (the "
+                     f"grammar declares {tok!r}; register {name!r} before parsing its programs)", i)
             arity = op.arity
             if len(stack) < arity:
                 fail(_underflow(f"{op.arity} operand{'s' if op.arity != 1 else ''} ({op.signature})", len(stack)), i)
