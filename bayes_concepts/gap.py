@@ -336,10 +336,7 @@ def _resample_blocks(n: int, n_boot: int, seed) -> list:
     a summary bootstraps hundreds of differences over the same episodes with the same seed, and
     drawing the indices was three quarters of each interval's time.  Only the last set is kept,
     and only when it is at most :data:`RESAMPLE_CACHE_BYTES`; the arrays are read-only."""
-    try:
-        key = (int(n), int(n_boot), int(seed)) if isinstance(seed, (int, np.integer)) else None
-    except TypeError:
-        key = None
+    key = (int(n), int(n_boot), int(seed)) if isinstance(seed, (int, np.integer)) else None
     last = _last_resamples[0]
     if key is not None and last is not None and last[0] == key:
         return last[1]

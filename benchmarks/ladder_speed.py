@@ -86,6 +86,10 @@ def main(argv=None) -> int:
     figures = old.get("figures") or {"space": str(args.space), "episodes_per_cell": args.episodes, "cases": {}}
     jobs = ([("curve_ladder", "curi", space)] if args.curve else []) + [
         (f"{name}_ladder", name, Path(d).resolve()) for name, d in args.benchmark]
+    # what each case measured now records (the file keeps the cases a run did not measure)
+    case_provenance = {"after_commit": _commit(ROOT), "before_commit": _commit(args.before),
+                       "measured": time.strftime("%Y-%m-%d %H:%M"),
+                       **({"before_label": args.before_label} if args.before_label else {})}
     with tempfile.TemporaryDirectory() as tmp:
         if not args.only_benchmarks:
             kept = space / "index" / "learned_prior_derivations.npz"
@@ -101,9 +105,7 @@ def main(argv=None) -> int:
             same = _same(Path(tmp) / "before.nc", Path(tmp) / "after.nc")
             figures["cases"]["default_ladder"] = {
                 **runs, "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
-                "variables_equal": same, "all_equal": all(same.values()), "after_commit": _commit(ROOT),
-                "before_commit": _commit(args.before), "measured": time.strftime("%Y-%m-%d %H:%M"),
-                **({"before_label": args.before_label} if args.before_label else {}),
+                "variables_equal": same, "all_equal": all(same.values()), **case_provenance,
                 "derivations": "warm" if args.warm else "cold (parsed in the after run)"}
         for case, name, where in jobs:
             rows, runs = {}, {}
@@ -116,9 +118,7 @@ def main(argv=None) -> int:
                 rows[label] = json.loads(done.read_text())["figures"]["rows"]
                 done.unlink()
                 print(label, case, runs[label], file=sys.stderr, flush=True)
-            figures["cases"][case] = {**runs, "space": str(where), "after_commit": _commit(ROOT),
-                                      "before_commit": _commit(args.before), "measured": time.strftime("%Y-%m-%d %H:%M"),
-                **({"before_label": args.before_label} if args.before_label else {}),
+            figures["cases"][case] = {**runs, "space": str(where), **case_provenance,
                                       "ratio": round(runs["before"]["seconds"] / runs["after"]["seconds"], 2),
                                       "rows_equal": _rows_equal(rows["before"], rows["after"])}
     out = write_summary(path, "the ladder's wall time, before and after, side by side",

@@ -123,16 +123,14 @@ def clevr_space_dir(clevr_space, tmp_path_factory):
     return shared_folder(tmp_path_factory, "clevr_space") / "space"  # clevr_space saved it there
 
 
-#: what the background build of a shared space runs: ``python -c BUILD_SHARED FOLDER PRESET PARAMS``
-BUILD_SHARED = """
-import fcntl, json, sys
+#: the background build of the shared clevr space: ``python -c BUILD_CLEVR TESTS_FOLDER SHARED_FOLDER``
+BUILD_CLEVR = """
+import sys
 from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from conftest import CLEVR_BUILD, build_into
 from bayes_concepts.spaces.hypothesis_space import HypothesisSpace
-folder, preset, params = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
-with open(folder / "lock", "w") as lock:
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    if not (folder / "space" / "manifest.json").exists():
-        HypothesisSpace.build(preset, **params).save(folder / "space")
+build_into(Path(sys.argv[2]), lambda: HypothesisSpace.build("clevr", **CLEVR_BUILD))
 """
 
 
@@ -143,7 +141,6 @@ def _clevr_space_built_beside_the_first_tests(request, tmp_path_factory):
     run uses it.  Built in line instead, by the first worker to ask, the other worker sat idle
     waiting for it if it asked during the build (~15 s each run).  The space is the one
     ``built_once`` would build (the same call); whoever asks first waits on the same lock."""
-    import json
     import subprocess
     import sys
     if os.environ.get("PYTEST_XDIST_WORKER") != "gw0" or \
@@ -151,34 +148,44 @@ def _clevr_space_built_beside_the_first_tests(request, tmp_path_factory):
         yield
         return
     folder = shared_folder(tmp_path_factory, "clevr_space")
-    build = subprocess.Popen([sys.executable, "-c", BUILD_SHARED, str(folder), "clevr", json.dumps(CLEVR_BUILD)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = folder / "background_build.log"
+    with open(log, "w") as out:  # a file, not a pipe nobody reads until the end
+        build = subprocess.Popen([sys.executable, "-c", BUILD_CLEVR, str(Path(__file__).parent), str(folder)],
+                                 stdout=out, stderr=subprocess.STDOUT)
     yield
     if build.poll() is None:
         build.kill()
-    _, err = build.communicate()
-    assert build.returncode in (0, -9), f"the shared clevr space's background build failed: {err[-2000:]}"
+    build.wait()
+    assert build.returncode in (0, -9), f"the shared clevr space's background build failed: {log.read_text()[-2000:]}"
 
 
 def built_once(tmp_path_factory, name: str, build) -> tuple:
     """``(space, saved folder)``: the space ``build()`` returns, built once per test run and saved
     into ``name/space`` of the run's temporary folder; under pytest-xdist that folder is shared by
-    the workers (under a lock, so one builds while the others wait, then read its copy).  The
+    the workers (:func:`build_into`: one builds while the others wait, then read its copy).  The
     space returned is in memory either way (``path`` None, arrays read into memory), so a test
-    sees the same space whichever worker built it."""
-    import fcntl
+    sees the same space whichever process built it."""
     folder = shared_folder(tmp_path_factory, name)
-    path = folder / "space"
+    space = build_into(folder, build)
+    if space is None:
+        loaded = HypothesisSpace.load(folder / "space")
+        arrays = {f.name: np.array(getattr(loaded, f.name)) for f in dataclasses.fields(loaded)
+                  if isinstance(getattr(loaded, f.name), np.ndarray)}
+        space = dataclasses.replace(loaded, path=None, **arrays)
+    return space, folder / "space"
+
+
+def build_into(folder: Path, build):
+    """Under ``folder/lock``: unless ``folder/space`` holds a saved space, ``build()`` and save it
+    there, returning the space built; None when it was there (saved by another process)."""
+    import fcntl
     with open(folder / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (path / "manifest.json").exists():
-            loaded = HypothesisSpace.load(path)
-            arrays = {f.name: np.array(getattr(loaded, f.name)) for f in dataclasses.fields(loaded)
-                      if isinstance(getattr(loaded, f.name), np.ndarray)}
-            return dataclasses.replace(loaded, path=None, **arrays), path
+        if (folder / "space" / "manifest.json").exists():
+            return None
         space = build()
-        dataclasses.replace(space).save(path)
-        return space, path
+        dataclasses.replace(space).save(folder / "space")
+        return space
 
 
 def shared_folder(tmp_path_factory, name: str) -> Path:

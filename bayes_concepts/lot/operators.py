@@ -88,16 +88,19 @@ def latex_text(name: str) -> str:
 
 def operator_of(token: str) -> Operator | None:
     """The registered operator a token names (a binder token names its binder), or None."""
-    name, var = split_binder(token)
+    return operator_named(*split_binder(token))
+
+
+def operator_named(name: str, var: str | None) -> Operator | None:
+    """The registered operator ``name``, if a token of it with bound variable ``var`` (None: no
+    variable) names it -- a binder needs one, any other operator none -- else None."""
     if name not in operators:
         return None
     op = operators.get(name)
-    if op.binds != (var is not None):
-        return None
-    return op
+    return op if op.binds == (var is not None) else None
 
 
-__all__ = ["Operator", "OperatorTypeError", "operators", "operator_of", "split_binder", "CURI_OPERATORS",
+__all__ = ["Operator", "OperatorTypeError", "operators", "operator_of", "operator_named", "split_binder", "CURI_OPERATORS",
            "BINDER_SEPARATOR", "latex_text"]
 
 

@@ -17,7 +17,8 @@ import numpy as np
 from ..errors import ProgramError
 from .grammar import IGNORED, NUM, Grammar, curi_grammar, token_arity
 from .logprob import derivation_log_prob, derivation_log_probs
-from .operators import CURI_OPERATORS, OperatorTypeError, latex_text, operator_of, operators, split_binder
+from .operators import (CURI_OPERATORS, OperatorTypeError, latex_text, operator_named, operator_of, operators,
+                        split_binder)
 
 BOOL, OBJ, SET, INT = "BOOL", "OBJ", "SET", "INT"
 QUANTIFIERS = {"exists=": "exists", "for-all=": "forall"}
@@ -167,22 +168,18 @@ class Program:
     def _parse_given(cls, given: list, grammar: Grammar) -> "Program":
         """:meth:`parse` of the tokens ``given``, without the memo."""
         shown = _abbreviate(given)
-        if not _IGNORED.isdisjoint(given):
-            positions = [i for i, t in enumerate(given) if t not in IGNORED]
-        else:  # nothing dropped: token k of the program is token k as given
-            positions = range(len(given))
-        longest = max(len(seg.split()) for seg in " ".join(given[i] for i in positions).split(f" {WHERE} ")) \
+        if _IGNORED.isdisjoint(given):  # nothing dropped: token k of the program is token k as given
+            positions, kept = range(len(given)), given
+        else:
+            positions = [i for i, t in enumerate(given) if t not in _IGNORED]
+            kept = [given[i] for i in positions]
+        longest = max(len(seg.split()) for seg in " ".join(kept).split(f" {WHERE} ")) \
             if WHERE in given else len(positions)
         if longest > MAX_PROGRAM_TOKENS:
             raise ProgramError(f"{longest:,} tokens: programs (and each domain constraint) may have at most "
                                f"{MAX_PROGRAM_TOKENS} (bayes_concepts.lot.program.MAX_PROGRAM_TOKENS)", shown, None)
         aliases = grammar.aliases
-        if not aliases:
-            tokens = tuple(given[i] for i in positions) if type(positions) is list else tuple(given)
-        elif type(positions) is list:
-            tokens = tuple(aliases.get(given[i], given[i]) for i in positions)
-        else:
-            tokens = tuple(map(aliases.get, given, given))
+        tokens = tuple(map(aliases.get, kept, kept)) if aliases else tuple(kept)
         if WHERE not in tokens:
             return cls(tokens, _parse_postfix(tokens, positions, grammar, shown), grammar)
         if not grammar.is_relational:
@@ -525,7 +522,6 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
     kinds, table, bits, n_bits, relational = _parse_table(grammar)
     free_mask = (1 << n_bits) - 1
     x_bit = bits["x"]
-    registered = None  # the operator registry's entries, read at the first operator that needs them
     stack: list[Node] = []
     scopes: list[int] = []  # each node's scope summary
     suspect = False  # whether _check_scopes must judge the tree
@@ -555,14 +551,7 @@ def _parse_postfix(tokens, positions, grammar: Grammar, shown: str) -> Node:
             scope(0)
         elif code == _OPERATOR:
             name, var = entry[1], entry[2]
-            if registered is None:
-                registered = operators._entries
-            if name in registered:
-                op = registered[name]
-                if op.binds != (var is not None):
-                    op = None
-            else:
-                op = None
+            op = operator_named(name, var)
             if op is None:  # declared by the grammar, its registration removed or replaced since
                 fail(f"names no registered operator{' that binds a variable' if var is not None else ''} (the "
                      f"grammar declares {tok!r}; register {name!r} before parsing its programs)", i)
