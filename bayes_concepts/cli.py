@@ -31,7 +31,6 @@ stderr: bars on a terminal, a line every 15 s when stderr is a file.
 """
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import time
@@ -150,25 +149,12 @@ def _kernels_cached() -> bool:
     return place.is_dir() and next(place.rglob("kernels.*.nbi"), None) is not None
 
 
-#: allocations between two collections of the youngest generation in a command (Python's default 700)
-COLLECT_EVERY = 50_000
-
-
-def collect_less() -> None:
-    """Fewer garbage collections in this process: what is alive now (the imports) is moved out of
-    the collector's reach (``gc.freeze``), and the youngest generation is collected every
-    :data:`COLLECT_EVERY` allocations instead of 700.  A command builds millions of small objects
-    that stay alive (a CLEVR space's ~14,000 syntax trees of ~40 nodes each, kept by the parse
-    memo), and each full collection walked all of them again.  The collector still runs and
-    reference counting frees everything else at once.  Only a process of its own calls it
-    (:func:`run`, the ``bayes-concepts`` command): ``main`` called from Python, as the tests and
-    notebooks do, leaves the interpreter as it was."""
-    gc.freeze()
-    gc.set_threshold(COLLECT_EVERY, *gc.get_threshold()[1:])
-
-
 def run() -> int:
-    """The ``bayes-concepts`` command as a process: :func:`collect_less`, then :func:`main`."""
+    """The ``bayes-concepts`` command as a process: fewer garbage collections
+    (:func:`~bayes_concepts.collector.collect_less`: a command builds millions of small objects
+    that stay alive, and each full collection walked all of them again), then :func:`main`, which
+    called from Python, as the tests and notebooks do, leaves the interpreter as it was."""
+    from .collector import collect_less
     collect_less()
     return main()
 

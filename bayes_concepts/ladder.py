@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .collector import fewer_collections
 from .errors import BayesConceptsError
 from .params import FLAG, RUN_PARAMS, run_given, validate_params
 from .results import get_attr, set_attrs
@@ -118,6 +119,7 @@ def parse_rungs(names=None, alphas=None, budgets=None, space=None, skipped: list
 
 
 @validate_params({**RUN_PARAMS, "progress": FLAG, "skip_undrawable": FLAG})
+@fewer_collections()
 def ladder_profile(space, splits: dict | None = None, rungs=None, negatives=("hard", "easy"), n_episodes: int = 5_000,
                    settings=None, seed: int = 0, query_negatives=None, hard_mode: str = "union",
                    progress: bool = False, episode_shape=None, scheduler=None, alphas=None,

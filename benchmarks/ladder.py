@@ -233,6 +233,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from bayes_concepts.cli import collect_less
+    from bayes_concepts.collector import collect_less
     collect_less()  # a process of its own, as `bayes-concepts ladder` is
     raise SystemExit(main())

@@ -24,6 +24,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ..bits import unpack_bits
+from ..collector import fewer_collections
 from ..errors import BayesConceptsError, ProgramError
 from ..lot.grammar import Grammar, curi_grammar, load_grammar
 from ..lot.program import Program
@@ -248,6 +249,7 @@ def _with_source(source: ProgramSource, programs, logp, grammar, p, log, stages)
     return programs, logp
 
 
+@fewer_collections()
 def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_source=None, reject=True,
                  progress=False, log=None, scheduler=None, spill=None) -> dict:
     """Run the build; returns the keyword arguments of ``HypothesisSpace``.
@@ -258,6 +260,7 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     grammar's rejection rules to given programs.  scheduler: a started
     :class:`bayes_concepts.scale.Scheduler` the execute stages map their scene chunks on (None:
     this process); spill: where the signatures go (:func:`.chunked.signatures_stage`).
+    Python's garbage collector runs less often meanwhile (:func:`~bayes_concepts.collector.fewer_collections`).
     """
     log = log or (lambda s: None)
     sched = scheduler or Scheduler()
