@@ -17,15 +17,20 @@ from ...splits import Split, SplitSpecError
 
 
 @lru_cache(maxsize=4)
-def _closure_family_programs(per_family: int, per_template: int | None = None) -> tuple:
-    """``(families, family programs, CLEVR template programs)``: CLOSURE's families and
-    ``per_family`` instantiations of each; ``per_template`` instantiations of each of CLEVR's
-    templates (``{}`` for None); seed 0, as ``space build --preset clevr`` draws them."""
-    from .clevr_templates import clevr_concepts
+def _closure_family_programs(per_family: int) -> tuple:
+    """``(families, family programs)``: CLOSURE's families and ``per_family`` instantiations of
+    each, seed 0, as ``space build --preset clevr`` draws them."""
     from .families import family_concepts, load_families
     families = load_families()
-    clevr = clevr_concepts(None, per_template, 0) if per_template else {}
-    return families, family_concepts(families, per_family, 0), clevr
+    return families, family_concepts(families, per_family, 0)
+
+
+@lru_cache(maxsize=4)
+def _clevr_template_programs(per_template: int) -> dict:
+    """Template name -> ``per_template`` instantiations of each of CLEVR's templates, seed 0, as
+    ``space build --preset clevr`` draws them."""
+    from .clevr_templates import clevr_concepts
+    return clevr_concepts(None, per_template, 0)
 
 
 #: What a CLOSURE protocol trains the weak oracle on.
@@ -87,9 +92,7 @@ class ClosureProtocol(Protocol):
     def family_programs(self, space) -> tuple:
         """``(families, programs)``: the family file's families and ``per_family`` instantiations
         of each (seed 0), read and drawn once per process and size."""
-        families, programs, _ = _closure_family_programs(int(space.params.get("closure_per_family")
-                                                             or self.per_family))
-        return families, programs
+        return _closure_family_programs(int(space.params.get("closure_per_family") or self.per_family))
 
     def clevr_programs(self, space) -> dict:
         """Template name -> the instantiations of CLEVR's templates the space was built with
@@ -97,8 +100,7 @@ class ClosureProtocol(Protocol):
         per_template = space.params.get("clevr_per_template")
         if not per_template:
             return {}
-        return _closure_family_programs(int(space.params.get("closure_per_family") or self.per_family),
-                                        int(per_template))[2]
+        return _clevr_template_programs(int(per_template))
 
     def splits(self, space, names=None) -> dict:
         families, programs = self.family_programs(space)
