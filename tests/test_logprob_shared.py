@@ -11,12 +11,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bayes_concepts.lot import Program, sample_programs
-from bayes_concepts.lot.grammar import load_grammar
-from bayes_concepts.lot.logprob import derivation_log_prob, derivation_log_probs
+from bayes_concepts.lot.grammar import Grammar, load_grammar
+from bayes_concepts.lot.logprob import derivation_log_prob, derivation_log_probs, derivations
 from bayes_concepts.resources import data_file
 
 GRAMMARS = {name: load_grammar(data_file(name)) for name in ("clevr.pcfg", "curi.pcfg", "shj.pcfg",
                                                              "shj_xor_iff.pcfg")}
+#: SHJ's language with a second way to write a conjunction of three: a string with two ``and``
+#: has several derivations, whose probabilities the inside algorithm sums (the shipped grammars
+#: give each program one derivation)
+GRAMMARS["ambiguous"] = Grammar.from_text(
+    data_file("shj.pcfg").read_text(encoding="utf-8").replace("max_depth 6", "max_depth 4")
+    + "\nBOOL -> BOOL BOOL BOOL and and @ 0.4\n", "ambiguous")
 
 
 def _same(a, b) -> bool:
@@ -68,6 +74,13 @@ def test_shared_inside_probabilities_equal_one_call_per_program(case):
     assert all(_same(a, b) for a, b in zip(batch, slow)), name
     # the corner the perturbations aim at: some strings are not derivable, and they say so
     assert all((lp == -math.inf) == (depth == -1) for lp, depth in batch)
+
+
+def test_the_ambiguous_grammar_sums_several_derivations():
+    g = GRAMMARS["ambiguous"]
+    three = tuple("x d1? 0 = x d1? 1 = x d2? 0 = and and exists=".split())
+    assert len(derivations(three, g)) == 2
+    assert _same(derivation_log_probs([three], g)[0], derivation_log_prob(three, g))
 
 
 def test_no_programs_and_an_empty_program():
