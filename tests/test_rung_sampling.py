@@ -214,7 +214,8 @@ def test_guide_search_equals_binary_search():
         cum = np.cumsum(w / w.sum())
         guide = SK.guide_table(cum)
         last = int(np.flatnonzero(w > 0)[-1])
-        bounds = np.arange(h + 1) / h
+        assert len(guide) == SK.GUIDE_BUCKETS * h
+        bounds = np.arange(len(guide) + 1) / len(guide)  # the buckets' edges, and just below them
         u = np.concatenate([rng.random(2000), bounds[:-1], np.nextafter(bounds[1:], 0), [0.0, 1 - 2**-53],
                             cum / cum[-1], np.nextafter(cum / cum[-1], 0)])
         u = u[(u >= 0) & (u < 1)]

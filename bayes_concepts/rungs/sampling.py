@@ -125,7 +125,7 @@ class SamplingLearner:
         self.log_weights[self.concepts] = self.log_w
         #: float64 (H,): cumulative prior of the strong oracle's concepts (the draws' table)
         self.cum = np.cumsum(np.exp(self.log_w))
-        #: int64 (H,): the table's guide (where the search for a draw starts)
+        #: int64 (GUIDE_BUCKETS·H,): the table's guide (where the search for a draw starts)
         self.guide = SK.guide_table(self.cum)
         self.last = int(np.flatnonzero(self.log_w > -np.inf)[-1])
         #: positions of ``cum`` a draw can select: an episode's draws stop once all of them are drawn
