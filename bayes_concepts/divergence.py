@@ -143,7 +143,16 @@ def _sparse(rows: list, n: int) -> tuple:
 def concept_structure(space) -> ConceptStructure:
     """Atom and compound counts of every concept of ``space``: from the parsed programs
     (:func:`program_atoms_and_compounds`) of a space of programs, else from the space's own
-    ``atoms_and_compounds(i)`` (extension spaces)."""
+    ``atoms_and_compounds(i)`` (extension spaces).  Built once per space and kept in its
+    ``index`` (a ladder's learned prior, its predictors and the audit all read it; a CLEVR
+    space's 14,000 programs are parsed for it); do not modify the matrices."""
+    index = getattr(space, "index", None)
+    if index is None or not hasattr(index, "derived"):
+        return _concept_structure(space)
+    return index.derived("divergence.concept_structure", lambda: _concept_structure(space))
+
+
+def _concept_structure(space) -> ConceptStructure:
     atoms, comps = [], []
     for i in range(space.n_concepts):
         a, c = (program_atoms_and_compounds(space.program(i)) if space.has_programs

@@ -27,9 +27,9 @@ def bounded_length_concepts(space, split) -> np.ndarray:
 
 
 def space_structure(space):
-    """The space's :func:`~bayes_concepts.divergence.concept_structure`, built once per space
-    (kept in ``space.index``): a search re-makes the recombiners at every step."""
-    return space.index.derived("divergence.concept_structure", lambda: concept_structure(space))
+    """The space's :func:`~bayes_concepts.divergence.concept_structure` (built once per space,
+    kept in ``space.index``): a search re-makes the recombiners at every step."""
+    return concept_structure(space)
 
 
 def _oracle_rung(name, concepts_of):
