@@ -278,3 +278,40 @@ def test_analysis_script_runs(small_space_dir, tmp_path):
                                     "--ks", "1", "2"])
     assert {"curi", "pairs"} <= set(table["benchmark"])
     assert (tmp_path / "gap_vs_divergence.md").is_file() and (tmp_path / "figs" / "gap_vs_divergence.png").is_file()
+
+
+# ============================================== atoms and compounds: one atom per node, read once
+def _atoms_and_compounds_reference(program) -> tuple:
+    """The definition, node by node: each node's atom (binders by operator name, object
+    variables as one atom, where the grammar binds variables), then ``parent(k:child)`` per edge
+    with the parents in prefix order."""
+    from bayes_concepts.divergence import VARIABLE_ATOM, _has_binders
+    from bayes_concepts.lot.operators import split_binder
+    from bayes_concepts.lot.program import postorder_nodes
+    rename = _has_binders(program.grammar)
+
+    def atom(node):
+        if rename and node.kind == "binder":
+            return split_binder(node.op)[0]
+        if rename and node.kind == "variable" and node.type == "OBJ":
+            return VARIABLE_ATOM
+        return node.op
+    atoms = [atom(n) for n in postorder_nodes(program.root)]
+    compounds = [f"{atom(n)}({k}:{atom(c)})" for n in program.root.walk() for k, c in enumerate(n.children)]
+    return atoms, compounds
+
+
+@pytest.mark.parametrize("grammar_file", ["curi.pcfg", "clevr.pcfg"])
+def test_atoms_and_compounds_equal_the_definition_node_by_node(grammar_file):
+    from bayes_concepts.divergence import program_atoms_and_compounds
+    from bayes_concepts.lot import sample_programs
+    from bayes_concepts.lot.grammar import load_grammar
+    from bayes_concepts.resources import data_file
+    g = load_grammar(data_file(grammar_file))
+    programs = [Program.parse(s, g) for s in sample_programs(300, g, seed=3, max_depth=g.max_depth).strings()]
+    if grammar_file == "clevr.pcfg":  # the corners renaming is about: binders and bound variables
+        assert any(n.kind == "binder" for p in programs for n in p.root.walk())
+    for p in programs:
+        want = _atoms_and_compounds_reference(p)
+        assert program_atoms_and_compounds(p) == want
+        assert program_atoms_and_compounds(p, grammar_file == "clevr.pcfg") == want
