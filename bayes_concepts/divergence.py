@@ -146,10 +146,7 @@ def concept_structure(space) -> ConceptStructure:
     ``atoms_and_compounds(i)`` (extension spaces).  Built once per space and kept in its
     ``index`` (a ladder's learned prior, its predictors and the audit all read it; a CLEVR
     space's 14,000 programs are parsed for it); do not modify the matrices."""
-    index = getattr(space, "index", None)
-    if index is None or not hasattr(index, "derived"):
-        return _concept_structure(space)
-    return index.derived("divergence.concept_structure", lambda: _concept_structure(space))
+    return space.index.derived("divergence.concept_structure", lambda: _concept_structure(space))
 
 
 def _concept_structure(space) -> ConceptStructure:
