@@ -1,5 +1,7 @@
 """The batch log-probability (``derivation_log_probs``, inside probabilities shared between
-programs) equals its slow twin, one ``derivation_log_prob`` per program, bit for bit: on random
+programs, splits pruned) equals its slow twin, the plain inside algorithm over every span and
+split of one program (``tests/logprob_reference.py``), bit for bit; ``derivation_log_prob`` is
+the batch of one: on random
 programs of each shipped grammar, on strings the grammar cannot derive (a token dropped,
 swapped or changed), on repeats and in any order; and CLOSURE's template programs carry the
 log-probability ``Program.log_prob`` gives each (-inf for those the grammar cannot derive)."""
@@ -13,6 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from bayes_concepts.lot import Program, sample_programs
 from bayes_concepts.lot.grammar import Grammar, load_grammar
 from bayes_concepts.lot.logprob import derivation_log_prob, derivation_log_probs, derivations
+from logprob_reference import derivation_log_prob as reference_log_prob
 from bayes_concepts.resources import data_file
 
 GRAMMARS = {name: load_grammar(data_file(name)) for name in ("clevr.pcfg", "curi.pcfg", "shj.pcfg",
@@ -70,7 +73,7 @@ def test_shared_inside_probabilities_equal_one_call_per_program(case):
     g = GRAMMARS[name]
     batch = derivation_log_probs(programs, g)
     assert len(batch) == len(programs)
-    slow = [derivation_log_prob(p, g) for p in programs]
+    slow = [reference_log_prob(p, g) for p in programs]
     assert all(_same(a, b) for a, b in zip(batch, slow)), name
     # the corner the perturbations aim at: some strings are not derivable, and they say so
     assert all((lp == -math.inf) == (depth == -1) for lp, depth in batch)
@@ -80,13 +83,15 @@ def test_the_ambiguous_grammar_sums_several_derivations():
     g = GRAMMARS["ambiguous"]
     three = tuple("x d1? 0 = x d1? 1 = x d2? 0 = and and exists=".split())
     assert len(derivations(three, g)) == 2
-    assert _same(derivation_log_probs([three], g)[0], derivation_log_prob(three, g))
+    assert _same(derivation_log_probs([three], g)[0], reference_log_prob(three, g))
+    assert derivation_log_prob(three, g) == derivation_log_probs([three], g)[0]
 
 
 def test_no_programs_and_an_empty_program():
     g = GRAMMARS["clevr.pcfg"]
     assert derivation_log_probs([], g) == []
-    assert derivation_log_probs([()], g) == [derivation_log_prob((), g)] == [(-math.inf, -1)]
+    assert derivation_log_probs([()], g) == [reference_log_prob((), g)] == [derivation_log_prob((), g)] \
+        == [(-math.inf, -1)]
 
 
 def test_closure_s_template_programs_carry_their_own_log_probability():
@@ -126,3 +131,14 @@ def test_program_log_probs_cover_collapsed_programs():
     free = [p for p in progs if p.quantifier is None]
     assert len(free) >= 10
     assert Program.log_probs(free, g) == [p.log_prob(g) for p in free]
+
+
+def test_the_longest_and_the_deepest_programs_allowed():
+    from bayes_concepts.lot.program import MAX_PROGRAM_NESTING, MAX_PROGRAM_TOKENS
+    g = GRAMMARS["curi.pcfg"]
+    longest = "x color? red = " + " ".join(["x color? red = and"] * ((MAX_PROGRAM_TOKENS - 5) // 5)) + " exists="
+    deepest = "x color? red = " + " ".join(["not"] * (MAX_PROGRAM_NESTING - 4)) + " exists="
+    for text in (longest, deepest):
+        tokens = Program.parse(text, g).tokens
+        assert derivation_log_prob(tokens, g) == reference_log_prob(tokens, g)
+        assert derivation_log_prob(tokens, g)[0] > -math.inf
