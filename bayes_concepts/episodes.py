@@ -425,11 +425,16 @@ def _bit(sig, h, s, word_buf):
 
 @numba.njit(inline="always")
 def _outside(outside, h, s):
-    """Whether scene ``s`` is outside concept ``h``'s domain (``outside``: uint64 (S, Hw) per-scene
-    bitsets, or (0, 1) when every concept is defined on every scene)."""
-    if outside.shape[0] == 0:
+    """Whether scene ``s`` is outside concept ``h``'s domain (``outside``: ``(rows, row_of)`` of
+    :meth:`~bayes_concepts.spaces.space_index.SpaceIndex.outside_rows`: one row of scene bits per
+    concept with a domain, so an episode's tries all read its concept's row)."""
+    rows, row_of = outside
+    if row_of.shape[0] == 0:
         return False
-    return ((outside[s, h >> 6] >> np.uint64(h & 63)) & np.uint64(1)) != 0
+    r = row_of[h]
+    if r < 0:
+        return False
+    return ((rows[r, s >> 6] >> np.uint64(s & 63)) & np.uint64(1)) != 0
 
 
 @numba.njit(inline="always")
@@ -597,8 +602,8 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     loops look at together (:data:`SCAN_BATCH`; 1: one at a time, the slow twin, as when the
     scene rows are read with pread: a system call each, nothing to overlap); the tries are taken
     one at a time from the same stream either way, so the sets do not depend on it.
-    ``outside``: per-scene bitsets of the concepts whose domain excludes the scene (uint64
-    (S, Hw), or (0, 1) without question domains): every negative, easy or hard, comes from
+    ``outside``: the scenes outside each concept's domain (:func:`_outside`; none without
+    question domains): every negative, easy or hard, comes from
     the domain of h minus its extension.  ``easy_in_domain`` (a space with question domains):
     an easy negative is a uniform scene of that set, never a scene of ext(h) relabelled
     positive (else a question answered yes on most of its domain gives sets of no negative)."""
@@ -774,7 +779,7 @@ class SamplerTables(NamedTuple):
     counts: np.ndarray  #: int64 (H,) |ext(h)|
     classes: np.ndarray  #: int (H,) synonym class of each concept
     n_scenes: int  #: S
-    outside: np.ndarray  #: uint64 (S, Hw) concepts whose domain excludes each scene; (0, 1): none
+    outside: tuple  #: (rows uint64 (D, Sw), row_of int64 (H,)): scenes outside each concept's domain (SpaceIndex.outside_rows)
 
 
 class DrawRules(NamedTuple):
@@ -928,10 +933,9 @@ class EpisodeSampler:
         sets = [tuple(arrays[f"{side}_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled"))
                 for side in ("support", "query")]
         if mode.draw is None:
-            outside = space.index.scene_outside()
             tables = SamplerTables(row_source(self.signatures), self.cum, row_source(self.scene_concepts),
                                    space.counts, space.synonym_classes, int(space.n_scenes),
-                                   np.zeros((0, 1), np.uint64) if outside is None else outside)
+                                   space.index.outside_rows())
             rules = DrawRules(int(n_positive), int(shape.query_positives), negatives == "hard", qn == "hard",
                               bool(mode.kernel_union), float(UNION_SCAN), float(UNION_EXPLICIT),
                               bool(space.has_domains), int(SCAN_BATCH))

@@ -526,3 +526,23 @@ def test_a_bad_constraint_in_a_program_file_is_one_line_naming_the_line(tmp_path
                             "--scenes", 300, "--quiet"], capsys)
     assert_one_line_error(status, err, f"{path} line 2", words)
     assert not (tmp_path / "s").exists()
+
+
+def test_the_sampler_s_rows_of_each_concept_are_the_per_scene_bitsets_read_the_other_way(question_space):
+    """``SpaceIndex.outside_rows`` (a row of scene bits per concept with a domain, what the
+    episode sampler reads) holds the bits of ``scene_outside`` (a row of concept bits per scene,
+    what the oracles read): every (concept, scene) pair, padding bits 0; a space without
+    question domains has none."""
+    from bayes_concepts.bits import unpack_bits
+    space = question_space
+    rows, row_of = space.index.outside_rows()
+    per_scene = unpack_bits(space.index.scene_outside(), space.n_concepts)            # (S, H)
+    assert (row_of >= 0).sum() == len(space.domain_ids) and len(rows) == len(space.domain_ids)
+    per_concept = np.zeros((space.n_concepts, space.n_scenes), bool)
+    has = np.flatnonzero(row_of >= 0)
+    per_concept[has] = unpack_bits(rows[row_of[has]], space.n_scenes)
+    assert np.array_equal(per_concept, per_scene.T) and per_scene.any()
+    assert not np.any(unpack_bits(rows, rows.shape[1] * 64)[:, space.n_scenes:])     # padding
+    plain = HypothesisSpace.build("demo", samples=2_000, scenes=500, seed=0)
+    rows, row_of = plain.index.outside_rows()
+    assert rows.shape == (0, 1) and row_of.shape == (0,)

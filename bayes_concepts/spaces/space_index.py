@@ -71,12 +71,28 @@ class SpaceIndex:
             return None
         from ..bits import transpose_bits
         n, n_words = space.n_scenes, -(-space.n_scenes // 64)
-        valid = np.full(n_words, np.uint64(0xFFFFFFFFFFFFFFFF))
-        if n % 64:
-            valid[-1] = np.uint64((1 << (n % 64)) - 1)
         rows = np.zeros((space.n_concepts, n_words), np.uint64)
-        rows[np.asarray(space.domain_ids, np.int64)] = ~np.asarray(space.domains) & valid
+        rows[np.asarray(space.domain_ids, np.int64)] = ~np.asarray(space.domains) & _valid_words(n)
         return transpose_bits(rows, n)
+
+    def outside_rows(self) -> tuple:
+        """``(rows, row_of)``: :meth:`scene_outside` concept by concept -- bit s of
+        ``rows[row_of[h]]`` (uint64 (D, ceil(n_scenes/64))) is set when scene s is outside concept
+        h's domain; ``row_of`` int64 (n_concepts,), -1 for a concept defined on every scene.
+        uint64 (0, 1) and int64 (0,) in a space without question domains.  The episode sampler
+        reads one concept's row per episode (a few KB that stay in cache) where
+        :meth:`scene_outside` has one scattered row per scene tried."""
+        return self._memo("outside_rows", self._build_outside_rows)
+
+    def _build_outside_rows(self):
+        space = self.space
+        if not space.has_domains:
+            return np.zeros((0, 1), np.uint64), np.zeros(0, np.int64)
+        ids = np.asarray(space.domain_ids, np.int64)
+        rows = np.ascontiguousarray(~np.asarray(space.domains) & _valid_words(space.n_scenes))
+        row_of = np.full(space.n_concepts, -1, np.int64)
+        row_of[ids] = np.arange(len(ids))
+        return rows, row_of
 
     def test_domain_rows(self) -> tuple:
         """``(test_domains, domain_row)``: the test-bank domains of the concepts that have one,
@@ -152,3 +168,11 @@ class SpaceIndex:
 
     def __repr__(self):
         return f"SpaceIndex(built: {', '.join(self._built) or 'nothing yet'})"
+
+
+def _valid_words(n: int) -> np.ndarray:
+    """uint64 (ceil(n/64),): the bits of n items set, the padding bits of the last word 0."""
+    valid = np.full(-(-n // 64), np.uint64(0xFFFFFFFFFFFFFFFF))
+    if n % 64:
+        valid[-1] = np.uint64((1 << (n % 64)) - 1)
+    return valid
