@@ -779,7 +779,7 @@ class SamplerTables(NamedTuple):
     counts: np.ndarray  #: int64 (H,) |ext(h)|
     classes: np.ndarray  #: int (H,) synonym class of each concept
     n_scenes: int  #: S
-    outside: tuple  #: (rows uint64 (D, Sw), row_of int64 (H,)): scenes outside each concept's domain (SpaceIndex.outside_rows)
+    outside: tuple  #: (rows uint64 (D, Sw), row_of int64 (H,)): SpaceIndex.outside_rows, scenes outside domains
 
 
 class DrawRules(NamedTuple):

@@ -144,8 +144,8 @@ def save_results(ds: xr.Dataset, path, overwrite: bool = False, target=None) -> 
     out.attrs = {**ds.attrs, "format": RESULTS_FORMAT}
     # deflate at level 1 without the byte shuffle (netCDF4's default with zlib): on a paper-scale
     # CURI results file (9 splits x 2 x 20,000 episodes) 1.0 s to write and 39 MB, against 2.9 s
-    # and 52 MB with the shuffle at level 4 (float64 scores and probabilities: the shuffle's byte
-    # planes compress worse here); lossless either way
+    # and 52 MB with the shuffle at level 4, one run each (float64 scores and probabilities: the
+    # shuffle's byte planes compress worse here); lossless either way
     enc = {v: {"zlib": True, "complevel": 1, "shuffle": False} for v in out.data_vars}
     return write_file(target, lambda tmp: out.to_netcdf(tmp, engine="netcdf4", encoding=enc), what="results file")
 

@@ -53,6 +53,21 @@ def _symbol_facts(g: Grammar):
     return facts
 
 
+def _span_tables(g: Grammar) -> tuple:
+    """``(min_len, first, last, rules, facts)``, built once per grammar (kept on it, as
+    :func:`_symbol_facts`): :func:`_symbol_facts`; each nonterminal's ``(prob, rhs)`` pairs; each
+    right-hand-side symbol's (min length, first tokens, last tokens), a token its own."""
+    cached = getattr(g, "_span_tables", None)
+    if cached is not None:
+        return cached
+    min_len, first, last = _symbol_facts(g)
+    rules = {nt: tuple((p.prob, p.rhs) for p in g.rules(nt)) for nt in g.nonterminals}
+    facts = {s: (min_len.get(s, 1), first.get(s, frozenset((s,))), last.get(s, frozenset((s,))))
+             for p in g.productions for s in p.rhs}
+    g._span_tables = (min_len, first, last, rules, facts)
+    return g._span_tables
+
+
 def derivation_log_prob(tokens: tuple, g: Grammar) -> tuple:
     """Return ``(log_prob, depth)`` of ``tokens`` under ``g``.
 
@@ -79,11 +94,7 @@ def derivation_log_probs(programs, g: Grammar) -> list:
     splits left out are exactly those whose product is 0, which the sums skip anyway.  CLOSURE's
     and CLEVR's ~13,000 template programs score in about 0.08 of the time of one call each.  The
     memo lives for this call only."""
-    min_len, first, last = _symbol_facts(g)
-    rules = {nt: tuple((p.prob, p.rhs) for p in g.rules(nt)) for nt in g.nonterminals}
-    # each right-hand-side symbol's (min length, first tokens, last tokens); a token is its own
-    facts = {s: (min_len.get(s, 1), first.get(s, frozenset((s,))), last.get(s, frozenset((s,))))
-             for p in g.productions for s in p.rhs}
+    min_len, first, last, rules, facts = _span_tables(g)
     rest_min = {}
     inside_memo, seq_memo = {}, {}
     out = []

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bits import unpack_bits
+from ..bits import pack_bits, unpack_bits
 from ..engine import index as _disk_index
 from ..engine.test_bank import scene_class_lanes
 from ..scenes import SceneBank
@@ -66,14 +66,13 @@ class SpaceIndex:
         return self._memo("scene_outside", self._build_scene_outside)
 
     def _build_scene_outside(self):
-        space = self.space
-        if not space.has_domains:
+        if not self.space.has_domains:
             return None
         from ..bits import transpose_bits
-        n, n_words = space.n_scenes, -(-space.n_scenes // 64)
-        rows = np.zeros((space.n_concepts, n_words), np.uint64)
-        rows[np.asarray(space.domain_ids, np.int64)] = ~np.asarray(space.domains) & _valid_words(n)
-        return transpose_bits(rows, n)
+        rows, row_of = self.outside_rows()
+        full = np.zeros((self.space.n_concepts, rows.shape[1]), np.uint64)
+        full[row_of >= 0] = rows[row_of[row_of >= 0]]
+        return transpose_bits(full, self.space.n_scenes)
 
     def outside_rows(self) -> tuple:
         """``(rows, row_of)``: :meth:`scene_outside` concept by concept -- bit s of
@@ -89,7 +88,7 @@ class SpaceIndex:
         if not space.has_domains:
             return np.zeros((0, 1), np.uint64), np.zeros(0, np.int64)
         ids = np.asarray(space.domain_ids, np.int64)
-        rows = np.ascontiguousarray(~np.asarray(space.domains) & _valid_words(space.n_scenes))
+        rows = np.ascontiguousarray(~np.asarray(space.domains) & pack_bits(np.ones(space.n_scenes, bool)))
         row_of = np.full(space.n_concepts, -1, np.int64)
         row_of[ids] = np.arange(len(ids))
         return rows, row_of
@@ -168,11 +167,3 @@ class SpaceIndex:
 
     def __repr__(self):
         return f"SpaceIndex(built: {', '.join(self._built) or 'nothing yet'})"
-
-
-def _valid_words(n: int) -> np.ndarray:
-    """uint64 (ceil(n/64),): the bits of n items set, the padding bits of the last word 0."""
-    valid = np.full(-(-n // 64), np.uint64(0xFFFFFFFFFFFFFFFF))
-    if n % 64:
-        valid[-1] = np.uint64((1 << (n % 64)) - 1)
-    return valid

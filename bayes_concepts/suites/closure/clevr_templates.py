@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -552,6 +552,14 @@ def clevr_instances(templates=None, n_per_template: int = 20, seed: int = 0, *, 
         out[template.name] = clevr_template_instances(template, values, rng=rng, n=n_per_template,
                                                       max_filters=max_filters, variables=variables)
     return out
+
+
+@lru_cache(maxsize=4)
+def preset_clevr_concepts(per_template: int) -> dict:
+    """:func:`clevr_concepts` of every template, ``per_template`` each, seed 0: what ``space
+    build --preset clevr`` adds and CLOSURE's protocols train on, drawn once per process (do not
+    modify the lists)."""
+    return clevr_concepts(None, per_template, 0)
 
 
 def clevr_concepts(templates=None, n_per_template: int = 20, seed: int = 0, *, values=None,

@@ -62,7 +62,7 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple, Sequence
 
@@ -877,6 +877,14 @@ def family_instances(families=None, n_per_family: int = 20, seed: int = 0, *,
         out[family.name] = family_instances_of(family, values, rng=rng, n=n_per_family, max_filters=max_filters,
                                                variables=variables)
     return out
+
+
+@lru_cache(maxsize=4)
+def preset_family_concepts(per_family: int) -> dict:
+    """:func:`family_concepts` of every family of the packaged file, ``per_family`` each, seed 0:
+    what ``space build --preset clevr`` adds and CLOSURE's protocols split on, drawn once per
+    process (do not modify the lists)."""
+    return family_concepts(None, per_family, 0)
 
 
 def family_concepts(families=None, n_per_family: int = 20, seed: int = 0, *,

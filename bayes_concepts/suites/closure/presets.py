@@ -25,10 +25,11 @@ def _closure_family_programs(grammar, per_family: int, per_template: int | None 
     is counted with the families; parsed and scored once per process: the inside algorithm on
     ~13,000 long programs takes seconds, shared spans scored once)."""
     from ...lot.program import Program
-    from .protocols import _clevr_template_programs, _closure_family_programs
-    groups = {"closure_families_added": [t for ts in _closure_family_programs(per_family)[1].values() for t in ts]}
+    from .clevr_templates import preset_clevr_concepts
+    from .families import preset_family_concepts
+    groups = {"closure_families_added": [t for ts in preset_family_concepts(per_family).values() for t in ts]}
     if per_template:
-        groups["clevr_templates_added"] = [t for ts in _clevr_template_programs(per_template).values() for t in ts]
+        groups["clevr_templates_added"] = [t for ts in preset_clevr_concepts(per_template).values() for t in ts]
     out, seen = {}, set()
     for stage, texts in groups.items():
         progs = []

@@ -6,7 +6,6 @@ baselines), as CLOSURE's models were trained; ``closure-baselines`` on the basel
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -14,23 +13,6 @@ from ...errors import BayesConceptsError, ProgramError
 from ...oracles import OracleSettings
 from ...protocols import Protocol, Suggestion, protocols
 from ...splits import Split, SplitSpecError
-
-
-@lru_cache(maxsize=4)
-def _closure_family_programs(per_family: int) -> tuple:
-    """``(families, family programs)``: CLOSURE's families and ``per_family`` instantiations of
-    each, seed 0, as ``space build --preset clevr`` draws them."""
-    from .families import family_concepts, load_families
-    families = load_families()
-    return families, family_concepts(families, per_family, 0)
-
-
-@lru_cache(maxsize=4)
-def _clevr_template_programs(per_template: int) -> dict:
-    """Template name -> ``per_template`` instantiations of each of CLEVR's templates, seed 0, as
-    ``space build --preset clevr`` draws them."""
-    from .clevr_templates import clevr_concepts
-    return clevr_concepts(None, per_template, 0)
 
 
 #: What a CLOSURE protocol trains the weak oracle on.
@@ -92,7 +74,8 @@ class ClosureProtocol(Protocol):
     def family_programs(self, space) -> tuple:
         """``(families, programs)``: the family file's families and ``per_family`` instantiations
         of each (seed 0), read and drawn once per process and size."""
-        return _closure_family_programs(int(space.params.get("closure_per_family") or self.per_family))
+        from .families import load_families, preset_family_concepts
+        return load_families(), preset_family_concepts(int(space.params.get("closure_per_family") or self.per_family))
 
     def clevr_programs(self, space) -> dict:
         """Template name -> the instantiations of CLEVR's templates the space was built with
@@ -100,7 +83,8 @@ class ClosureProtocol(Protocol):
         per_template = space.params.get("clevr_per_template")
         if not per_template:
             return {}
-        return _clevr_template_programs(int(per_template))
+        from .clevr_templates import preset_clevr_concepts
+        return preset_clevr_concepts(int(per_template))
 
     def splits(self, space, names=None) -> dict:
         families, programs = self.family_programs(space)
