@@ -7,7 +7,8 @@ item 64·w + j (a concept's signature over scenes, a scene's set of concepts, ..
 * in kernels: :func:`popcount64`, :func:`has_bit`, :func:`pop_lowest_bit` (iterate the set
   bits of a word: ``while word: b, word = pop_lowest_bit(word)``);
 * by rank: :func:`nth_set_bits`, :func:`block_counts` + :func:`select_bit`;
-* reshaping: :func:`gather_bits` (labels on a subset of items), :func:`transpose_bits`.
+* reshaping: :func:`gather_bits` (labels on a subset of items), :func:`transpose_bits`,
+  :func:`set_bit_positions` (each row's set bits as a CSR list).
 """
 from __future__ import annotations
 
@@ -197,6 +198,37 @@ def transpose_bits(signatures: np.ndarray, n_scenes: int) -> np.ndarray:
     out = np.zeros((n_scenes, (len(signatures) + 63) // 64), np.uint64)
     _transpose_bits(np.ascontiguousarray(signatures), n_scenes, out)
     return out
+
+
+@numba.njit(parallel=True, cache=True)
+def _set_bit_positions(rows, n_bits, ptr, idx):
+    for i in numba.prange(rows.shape[0]):
+        k = ptr[i]
+        for w in range(rows.shape[1]):
+            word = rows[i, w]
+            while word:
+                b, word = pop_lowest_bit(word)
+                j = w * 64 + b
+                if j < n_bits:
+                    idx[k] = j
+                    k += 1
+
+
+def set_bit_positions(rows: np.ndarray, n_bits: int) -> tuple:
+    """Each row's set bits below ``n_bits``, increasing, as CSR ``(ptr, idx)``: int64 (n + 1,)
+    and int32 (nnz,); ``idx[ptr[i]:ptr[i+1]]`` is ``np.flatnonzero(unpack_bits(rows[i], n_bits))``.
+    rows: uint64 (n, ceil(n_bits/64)).  Padding bits, if any are set, are left out."""
+    rows = np.ascontiguousarray(rows, np.uint64)
+    if rows.ndim != 2 or rows.shape[1] != n_words_for(n_bits):
+        raise ValueError(f"set_bit_positions needs uint64 rows of {n_words_for(n_bits)} words, got shape {rows.shape}")
+    counts = np.bitwise_count(rows).sum(axis=1, dtype=np.int64)
+    if n_bits % 64 and len(rows):  # padding bits of the last word are not positions
+        counts -= np.bitwise_count(rows[:, -1] >> np.uint64(n_bits % 64)).astype(np.int64)
+    ptr = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    idx = np.empty(ptr[-1], np.int32)
+    _set_bit_positions(rows, int(n_bits), ptr, idx)
+    return ptr, idx
 
 
 @numba.njit(parallel=True, cache=True)

@@ -3,7 +3,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from bayes_concepts.bits import gather_bits, nth_set_bits
+from bayes_concepts.bits import gather_bits, nth_set_bits, set_bit_positions
 from bayes_concepts.scenes.bank import pack_bits, unpack_bits
 
 
@@ -30,3 +30,20 @@ def test_nth_set_bits_equals_flatnonzero(bits, data):
         where = np.flatnonzero(bits[i])
         assert got[i, : n_ranks[i]].tolist() == where[ranks[i, : n_ranks[i]]].tolist()
         assert (got[i, n_ranks[i]:] == -1).all()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 6), st.integers(0, 300), st.sampled_from(["random", "empty", "full", "padding"]), st.data())
+def test_set_bit_positions_equal_nonzero(n_rows, n_bits, fill, data):
+    if fill == "random":
+        bits = data.draw(arrays(bool, (n_rows, n_bits)))
+    else:
+        bits = np.full((n_rows, n_bits), fill != "empty")
+    rows = pack_bits(bits) if n_bits else np.zeros((n_rows, 0), np.uint64)
+    if fill == "padding" and n_bits % 64 and n_rows:  # set padding bits: never positions
+        rows[:, -1] |= ~np.uint64((1 << (n_bits % 64)) - 1)
+    ptr, idx = set_bit_positions(rows, n_bits)
+    assert ptr.dtype == np.int64 and idx.dtype == np.int32 and ptr.shape == (n_rows + 1,) and ptr[0] == 0
+    for i in range(n_rows):
+        assert idx[ptr[i]: ptr[i + 1]].tolist() == np.flatnonzero(bits[i]).tolist()
+    assert ptr[-1] == len(idx) == bits.sum()

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bits import pack_bits, unpack_bits
+from ..bits import pack_bits, set_bit_positions
 from ..engine import index as _disk_index
 from ..engine.test_bank import scene_class_lanes
 from ..scenes import SceneBank
@@ -120,16 +120,8 @@ class SpaceIndex:
         return self._memo("test_bank_index", self._build_test_bank_index)
 
     def _build_test_bank_index(self) -> tuple:
-        first = self.class_representatives()
         bank = self.space.test_bank
-        sig = bank.signatures
-        ptr = np.zeros(len(first) + 1, np.int64)
-        ptr[1:] = np.cumsum(np.bitwise_count(np.asarray(sig)[first]).sum(axis=1, dtype=np.int64))
-        idx = np.empty(ptr[-1], np.int32)
-        for lo in range(0, len(first), 1024):  # unpack in blocks to bound memory
-            bits = unpack_bits(np.asarray(sig[first[lo: lo + 1024]]), bank.n_scenes)
-            idx[ptr[lo]: ptr[min(lo + 1024, len(first))]] = np.nonzero(bits)[1]
-        return ptr, idx
+        return set_bit_positions(np.asarray(bank.signatures)[self.class_representatives()], bank.n_scenes)
 
     def test_bank_scene_classes(self) -> tuple:
         """The synonym classes each test-bank scene belongs to, in lanes by class id:
