@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 
 from . import __version__
+from .bootstrap import resample_means
 from .divergence import concept_structure, nested_concepts, nested_sizes, split_divergence
 from .episodes import episode_shapes
 from .errors import BayesConceptsError
@@ -370,7 +371,7 @@ def paired_bootstrap(strong: np.ndarray, weak: np.ndarray, n_boot: int = 1000, s
     means = np.empty(n_boot)
     lo = 0
     for idx in _resample_blocks(len(d), n_boot, seed):
-        means[lo: lo + len(idx)] = d[idx].mean(axis=1)
+        means[lo: lo + len(idx)] = resample_means(d, idx)  # = d[idx].mean(axis=1), bit for bit
         lo += len(idx)
     a = (1 - level) / 2
     return float(d.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["TIE_Z", "rank_series", "tie_ranks", "tied_pairs", "is_flat", "singled_out", "rank_correlations",
-           "bootstrap_plan", "bootstrap_correlations", "percentile_interval", "direct_test"]
+           "bootstrap_plan", "target_draw_ranks", "bootstrap_correlations", "percentile_interval", "direct_test"]
 
 #: two conditions closer than this many standard errors of their difference are tied
 TIE_Z = 2.0
@@ -134,19 +134,30 @@ def bootstrap_plan(n_conditions: int, n_boot: int, rng) -> tuple:
     return idx, rng.standard_normal((n_boot, n_conditions))
 
 
-def bootstrap_correlations(plan, values, ses, target, target_ses=None, z: float = TIE_Z) -> tuple:
+def target_draw_ranks(plan, target, target_ses=None, z: float = TIE_Z) -> np.ndarray:
+    """The target's side of :func:`bootstrap_correlations` under ``plan``: its replicates
+    redrawn with its own noise (a fixed transform of the plan's) and ranked with ties, float64
+    (n_boot, C).  The same for every series ranked against one target under one plan."""
+    idx, noise = plan
+    t = np.asarray(target, float)
+    ts = np.zeros_like(t) if target_ses is None else np.nan_to_num(np.asarray(target_ses, float))
+    tdraws = t[idx] + noise[:, ::-1] * ts[idx]  # independent of the series' noise in each replicate
+    return tie_ranks(tdraws, ts[idx], z)
+
+
+def bootstrap_correlations(plan, values, ses, target, target_ses=None, z: float = TIE_Z, target_ranks=None) -> tuple:
     """Replicates of (ρ, τ) of a series against a target under ``plan``
     (:func:`bootstrap_plan`): float64 (n_boot,) each.  Both sides are redrawn from their
     sampling distributions (the target with its own noise, a fixed transform of the
     plan's) and ranked with ties; a replicate in which either side is one tie group is
-    0 (no association), not a missing draw."""
+    0 (no association), not a missing draw.  ``target_ranks``: the target's side already
+    ranked (:func:`target_draw_ranks` of the same plan, target and ``z``), None to rank it here."""
     idx, noise = plan
     v, s = np.asarray(values, float), np.nan_to_num(np.asarray(ses, float))
-    t = np.asarray(target, float)
-    ts = np.zeros_like(t) if target_ses is None else np.nan_to_num(np.asarray(target_ses, float))
+    if target_ranks is None:
+        target_ranks = target_draw_ranks(plan, target, target_ses, z)
     draws = v[idx] + noise * s[idx]
-    tdraws = t[idx] + noise[:, ::-1] * ts[idx]  # independent of the series' noise in each replicate
-    rho, tau = rank_correlations(tie_ranks(draws, s[idx], z), tie_ranks(tdraws, ts[idx], z))
+    rho, tau = rank_correlations(tie_ranks(draws, s[idx], z), target_ranks)
     return np.nan_to_num(rho), np.nan_to_num(tau)
 
 
@@ -179,7 +190,7 @@ def direct_test(values, ses, target, conditions, z: float = TIE_Z):
             "chance": 1.0 / c, "p_value": rank / c}
 
 
-def _entry(values, ses, target, target_ses, plan, conditions, z) -> dict:
+def _entry(values, ses, target, target_ses, plan, conditions, z, target_ranks=None) -> dict:
     """One series' rank statistics against a target (see :func:`rank_series`)."""
     v = np.asarray(values, float)
     s = np.nan_to_num(np.asarray(ses, float))
@@ -192,7 +203,7 @@ def _entry(values, ses, target, target_ses, plan, conditions, z) -> dict:
         brho = btau = np.full(len(plan[0]), np.nan)
     else:
         rho, tau = rank_correlations(tie_ranks(v, s, z), tie_ranks(t, target_ses, z))
-        brho, btau = bootstrap_correlations(plan, v, s, t, target_ses, z)
+        brho, btau = bootstrap_correlations(plan, v, s, t, target_ses, z, target_ranks)
         if flat:  # one tie group ranks nothing: said as flat, not as a number
             rho = tau = float("nan")
     return {"spearman": rho, "spearman_ci": [float("nan")] * 2 if direct else percentile_interval(brho),
@@ -219,7 +230,9 @@ def rank_series(series: dict, target, conditions, *, target_ses=None, predictors
     rng = np.random.default_rng(seed)
     c = len(conditions)
     plan = bootstrap_plan(c, n_boot, rng)
-    out = {name: _entry(v, s, target, target_ses, plan, conditions, z) for name, (v, s) in series.items()}
+    ranked_target = target_draw_ranks(plan, target, target_ses, z) if c >= 3 else None  # shared by every series
+    out = {name: _entry(v, s, target, target_ses, plan, conditions, z, ranked_target)
+           for name, (v, s) in series.items()}
     ranked = [p for p in predictors if p in out and np.isfinite(out[p]["spearman"])]
     best = max(ranked, key=lambda p: out[p]["spearman"]) if ranked else None
 
