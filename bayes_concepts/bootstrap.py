@@ -98,9 +98,15 @@ def _resample_means(x, idx, plan, out):
 
 def resample_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """float64 (k,): the mean of ``x[idx[r]]`` for each row ``r``, equal bit for bit to
-    ``x[idx].mean(axis=1)``.  x: float64 (n,); idx: int64 (k, m) indices into ``x`` (m >= 1)."""
+    ``x[idx].mean(axis=1)``.  x: float64 (n,); idx: integers (k, m) indices into ``x`` (m >= 1;
+    uint16, int32 or int64 are read as they are, other integer types as int64)."""
     x = np.ascontiguousarray(x, np.float64)
-    idx = np.ascontiguousarray(idx, np.int64)
+    idx = np.asarray(idx)
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"resample_means needs integer indices, got dtype {idx.dtype}")
+    if idx.dtype not in (np.uint16, np.int32, np.int64):
+        idx = idx.astype(np.int64)
+    idx = np.ascontiguousarray(idx)
     if idx.ndim != 2 or idx.shape[1] == 0:
         raise ValueError(f"resample_means needs int indices of shape (k, m) with m >= 1, got {idx.shape}")
     out = np.empty(idx.shape[0])

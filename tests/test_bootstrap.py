@@ -26,6 +26,7 @@ def test_equals_numpy_mean_of_the_gathered_resamples(m, k, data):
                                            * 10.0 ** np.random.default_rng(s + 1).integers(-8, 8, n),
                                            st.integers(0, 2**32 - 1))), label="x")
     idx = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed")).integers(0, n, size=(k, m))
+    idx = idx.astype(data.draw(st.sampled_from([np.int64, np.int32, np.uint16, np.uint8]), label="dtype"))
     assert _same_bits(resample_means(values, idx), values[idx].mean(axis=1))
 
 
@@ -43,7 +44,8 @@ def test_ties_and_a_constant_vector():
     assert _same_bits(resample_means(x, idx), x[idx].mean(axis=1))
 
 
-@pytest.mark.parametrize("idx", [np.zeros((2, 0), np.int64), np.zeros(3, np.int64), np.array([[0, 5]])])
+@pytest.mark.parametrize("idx", [np.zeros((2, 0), np.int64), np.zeros(3, np.int64), np.array([[0, 5]]),
+                                 np.array([[0, -1]], np.int32), np.array([[5]], np.uint16), np.zeros((1, 2))])
 def test_refuses_indices_of_the_wrong_shape_or_range(idx):
     with pytest.raises(ValueError):
         resample_means(np.zeros(5), idx)
