@@ -659,7 +659,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                         spent += hw + BLOCK
                         state[0] = after[b]
                         s = cand[b]
-                        if first[b] == -2 or _used(s, taken, n_taken) or _outside(outside, h, s):
+                        if first[b] == -2 or _outside(outside, h, s) or _used(s, taken, n_taken):
                             continue
                         cover = _cover(row_at(scene_concepts, s, row_buf), alt_mask, alt_words, n_alt_words)
                         if cover > 1:
@@ -679,7 +679,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 spent += hw + BLOCK
                 a, s = _weighted_try(state, total, alts, n_alts, alt_cum, counts, sig, cum, block_buf)
                 row = row_at(scene_concepts, s, row_buf)  # bit h of the scene's row is bit s of h's signature
-                if has_bit(row, h) or _used(s, taken, n_taken) or _outside(outside, h, s):
+                if has_bit(row, h) or _outside(outside, h, s) or _used(s, taken, n_taken):
                     continue
                 cover = _cover(row, alt_mask, alt_words, n_alt_words)
                 if cover > 1 and next_below(state, cover) != 0:
@@ -705,7 +705,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                         state[0] = after[b]  # the stream as if this try had drawn its scene itself
                         s = cand[b]
                         a = first[b]
-                        if a < 0 or _used(s, taken, n_taken) or _outside(outside, h, s):
+                        if a < 0 or _outside(outside, h, s) or _used(s, taken, n_taken):
                             continue
                         _take(s, 0, pos, scenes, labels, taken, n_taken)
                         source[pos] = a
@@ -716,7 +716,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                 spent += hw
                 s = next_below(state, n_scenes)
                 row = row_at(scene_concepts, s, row_buf)
-                if has_bit(row, h) or _used(s, taken, n_taken) or _outside(outside, h, s):
+                if has_bit(row, h) or _outside(outside, h, s) or _used(s, taken, n_taken):
                     continue
                 a = _first_alternative(row, alt_mask, alt_words, n_alt_words)
                 if a < 0:
@@ -737,7 +737,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
             j = next_below(state, n_alts)
             a = alts[j]
             s = _select(sig, a, cum[a], next_below(state, counts[a]), block_buf)
-            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken) and not _outside(outside, h, s):
+            if _bit(sig, h, s, word_buf) == 0 and not _outside(outside, h, s) and not _used(s, taken, n_taken):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 source[pos] = a
                 n_taken += 1
@@ -751,7 +751,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
                     tries = 0
         while pos < k:
             s = next_below(state, n_scenes)
-            if _bit(sig, h, s, word_buf) == 0 and not _used(s, taken, n_taken) and not _outside(outside, h, s):
+            if _bit(sig, h, s, word_buf) == 0 and not _outside(outside, h, s) and not _used(s, taken, n_taken):
                 _take(s, 0, pos, scenes, labels, taken, n_taken)
                 topup[pos] = True
                 n_taken += 1
@@ -759,7 +759,7 @@ def _fill_negatives(h, positives, hard, sig, cum, scene_concepts, counts, classe
     else:
         while pos < k:
             s = next_below(state, n_scenes)
-            if not _used(s, taken, n_taken) and not _outside(outside, h, s):
+            if not _outside(outside, h, s) and not _used(s, taken, n_taken):
                 y = _bit(sig, h, s, word_buf)
                 if y and easy_in_domain:  # a negative: a scene of the domain outside the extension
                     continue
