@@ -51,7 +51,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .lot.operators import operators, split_binder
-from .lot.program import postorder_nodes
+from .errors import ProgramError
+from .lot.program import Program, postorder_nodes, program_shape, value_stand_ins
 from .params import whole_number
 
 
@@ -124,6 +125,52 @@ def program_atoms_and_compounds(program) -> tuple:
     return atoms, compounds
 
 
+def _programs_atoms_and_compounds(space):
+    """:func:`program_atoms_and_compounds` of each of the space's programs, in id order, parsing
+    one program per shape (:func:`~bayes_concepts.lot.program.program_shape`): a value is a
+    leaf, its atom its own token and its compound ``parent(k:value)``, so a program's lists are
+    its shape's with its own values put back.  (A shape that does not parse -- it cannot, when
+    its program does -- falls back to the program itself.)"""
+    grammar = space.grammar
+    stand_in = value_stand_ins(grammar)
+    templates = {}
+    for text in space.programs:
+        tokens, shape = program_shape(text, grammar, stand_in)
+        template = templates.get(shape)
+        if template is None:
+            try:
+                template = templates[shape] = _shape_template(Program.parse(shape, grammar), stand_in)
+            except ProgramError:
+                yield program_atoms_and_compounds(Program.parse(text, grammar))
+                continue
+        atoms, compounds, value_atoms, value_compounds = template
+        if value_atoms:
+            atoms = list(atoms)
+            for i in value_atoms:
+                atoms[i] = tokens[i]
+            compounds = list(compounds)
+            for j, i, head in value_compounds:
+                compounds[j] = f"{head}{tokens[i]})"
+        yield atoms, compounds
+
+
+def _shape_template(program, stand_in: dict) -> tuple:
+    """``(atoms, compounds, value_atoms, value_compounds)`` of a shape: its
+    :func:`program_atoms_and_compounds`, the positions of its value atoms, and per compound
+    whose child is a value ``(index, the value's position, the compound up to the value)``."""
+    atoms, compounds = program_atoms_and_compounds(program)
+    tokens = program.tokens
+    value_atoms = [i for i, tok in enumerate(tokens) if tok in stand_in]
+    value_compounds = []
+    j = 0
+    for node in program.root.walk():  # the order program_atoms_and_compounds lists the edges in
+        for k, child in enumerate(node.children):
+            if not child.children and tokens[child.position] in stand_in:
+                value_compounds.append((j, child.position, compounds[j][: -len(child.op) - 1]))
+            j += 1
+    return atoms, compounds, value_atoms, value_compounds
+
+
 def _sparse(rows: list, n: int) -> tuple:
     names, index, ptr, idx = [], {}, [0], []
     for items in rows:
@@ -151,9 +198,9 @@ def concept_structure(space) -> ConceptStructure:
 
 def _concept_structure(space) -> ConceptStructure:
     atoms, comps = [], []
-    for i in range(space.n_concepts):
-        a, c = (program_atoms_and_compounds(space.program(i)) if space.has_programs
-                else space.atoms_and_compounds(i))
+    pairs = _programs_atoms_and_compounds(space) if space.has_programs else (
+        space.atoms_and_compounds(i) for i in range(space.n_concepts))
+    for a, c in pairs:
         atoms.append(a)
         comps.append(c)
     am, an = _sparse(atoms, space.n_concepts)

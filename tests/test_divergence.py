@@ -313,3 +313,22 @@ def test_atoms_and_compounds_equal_the_definition_node_by_node(grammar_file):
         assert any(n.kind == "binder" for p in programs for n in p.root.walk())
     for p in programs:
         assert program_atoms_and_compounds(p) == _atoms_and_compounds_reference(p)
+
+
+@pytest.mark.parametrize("which", ["small_space", "clevr_space"])
+def test_concept_structure_parsed_by_shape_equals_every_program_parsed(which, request):
+    """concept_structure parses one program per shape (values stood in for) and puts each
+    program's values back: the same matrices and column names, in the same order, as parsing
+    every program (CURI's aliases, CLEVR's binders and domain constraints included)."""
+    from bayes_concepts.divergence import ConceptStructure, _concept_structure, _sparse, program_atoms_and_compounds
+    space = request.getfixturevalue(which)
+    if which == "clevr_space":
+        assert any(" where " in f" {p} " for p in space.programs)  # constraints are part of the shapes
+    pairs = [program_atoms_and_compounds(Program.parse(text, space.grammar)) for text in space.programs]
+    (am, an), (cm, cn) = _sparse([a for a, _ in pairs], space.n_concepts), _sparse([c for _, c in pairs], space.n_concepts)
+    got = _concept_structure(space)
+    assert isinstance(got, ConceptStructure)
+    assert got.atom_names == an and got.compound_names == cn
+    for mine, plain in ((got.atoms, am), (got.compounds, cm)):
+        assert np.array_equal(mine.indptr, plain.indptr) and np.array_equal(mine.indices, plain.indices)
+        assert np.array_equal(mine.data, plain.data)

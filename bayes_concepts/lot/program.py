@@ -753,6 +753,31 @@ def free_variables(root: Node) -> dict:
     return free
 
 
+def value_stand_ins(grammar: Grammar) -> dict:
+    """Value token -> the first value of its type, for every non-integer value of ``grammar``:
+    what :func:`program_shape` writes in place of a value.  (Integers stay: which type they
+    take, ``LOC`` or ``NUM``, depends on where they stand.)"""
+    first = {}
+    for tok, kind in grammar.token_kinds.items():
+        if kind == "value" and not grammar.is_integer(tok):
+            first.setdefault(grammar.value_of[tok], tok)
+    return {tok: first[grammar.value_of[tok]] for tok, kind in grammar.token_kinds.items()
+            if kind == "value" and not grammar.is_integer(tok)}
+
+
+def program_shape(text: str, grammar: Grammar, stand_in: dict) -> tuple:
+    """``(tokens, shape)`` of a program string: its tokens as :meth:`Program.parse` reads them
+    (``lambda`` and ``S.`` dropped, aliases replaced; token k is the k-th postfix node of the
+    main program), and the same tokens with each value replaced by its ``stand_in``
+    (:func:`value_stand_ins`).  Programs of one shape have one syntax tree but for their value
+    leaves: a tool that walks the trees of many programs parses one per shape (thousands of a
+    space's programs differ only in a colour or a material) and reads each program's own values
+    from its tokens."""
+    aliases = grammar.aliases
+    tokens = [aliases.get(t, t) for t in text.split() if t not in _IGNORED]
+    return tokens, tuple(stand_in.get(t, t) for t in tokens)
+
+
 def postorder_nodes(root: Node) -> list:
     """The nodes of a syntax tree in postfix order (the order of the program's tokens), without
     recursion."""

@@ -104,8 +104,7 @@ from scipy import sparse
 from ..divergence import program_atoms_and_compounds
 from ..errors import ProgramError
 from ..lot.logprob import derivations
-from ..lot.grammar import IGNORED
-from ..lot.program import QUANTIFIERS, Program, postorder_nodes
+from ..lot.program import QUANTIFIERS, Program, postorder_nodes, program_shape, value_stand_ins
 from ..oracles import Oracle
 from ..registry import Registry
 from .rung import Rung, RungError, alpha_problem, rungs, strong_concepts
@@ -416,17 +415,10 @@ def _space_token_trees(space):
     the same tree, classes and parents, so programs that differ only in such values share one
     parse, and each keeps its own value tokens (leaves, never parents)."""
     g = space.grammar
-    first = {}
-    for tok, kind in g.token_kinds.items():
-        if kind == "value" and not g.is_integer(tok):
-            first.setdefault(g.value_of[tok], tok)
-    stand_in = {tok: first[g.value_of[tok]] for tok, kind in g.token_kinds.items()
-                if kind == "value" and not g.is_integer(tok)}
-    aliases = g.aliases
+    stand_in = value_stand_ins(g)
     shapes = {}
     for i, text in enumerate(space.programs):
-        tokens = [aliases.get(t, t) for t in text.split() if t not in IGNORED]
-        key = tuple(stand_in.get(t, t) for t in tokens)
+        tokens, key = program_shape(text, g, stand_in)
         tree = shapes.get(key)
         if tree is None:
             try:
