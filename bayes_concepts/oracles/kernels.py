@@ -194,15 +194,16 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
     if consistent_only:
         for w in range(hw):
             word = omega[w]
-            if domains:
-                for i in range(k):
-                    word &= ~outside[support[i], w]
+            # a support scene's row and its domain bits together, stopping once no concept of the
+            # word is left (the positives come first and leave few): the same AND in any order
             for i in range(k):
                 row = scene_concepts[support[i]]
                 if labels[i]:
                     word &= row[w]
                 else:
                     word &= ~row[w]
+                if domains:
+                    word &= ~outside[support[i], w]
                 if word == 0:
                     break
             while word:
@@ -229,6 +230,8 @@ def episode_candidates(support, labels, scene_concepts, omega, log_prior, first,
         if domains:
             for i in range(k):
                 word &= ~outside[support[i], w]
+                if word == 0:
+                    break
         if word == 0:
             continue
         for j in range(nb):
