@@ -37,7 +37,7 @@ from ..scenes import (SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_cl
                       scenes_to_arrays, scenes_to_codes)
 from ..scale import Scheduler
 from ..engine.chunked import count_programs, signatures_stage
-from ..engine.executor import bank_block, compile_domains, compile_for
+from ..engine.executor import bank_block, compile_domains, compile_for, compile_with_domains
 from ..engine.test_bank import draw_test_bank
 
 #: Build options beside the sizes and seeds:
@@ -296,10 +296,11 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     # manifests stay as they were): a concept defined on no scene of the bank is dropped
     with_domains = grammar.is_relational and any(prog.has_domain for prog in programs)
     if with_domains:
-        programs, logp = empty_domain_stage(programs, logp, bank, bank_rows, grammar, sched, log, stages)
-    plan = compile_for(programs, bank, grammar)
-    counts = count_programs(plan, bank_rows, bank.n_scenes, sched)
-    del plan
+        programs, logp, counts = empty_domain_stage(programs, logp, bank, bank_rows, grammar, sched, log, stages)
+    else:
+        plan = compile_for(programs, bank, grammar)
+        counts = count_programs(plan, bank_rows, bank.n_scenes, sched)
+        del plan
     bounds = p.get("filter_bounds", "closed")
     keep = firing_filter(counts, bank.n_scenes, p["min_count"], p["max_rate"], bounds)
     stages["after_firing_filter"] = int(keep.sum())
@@ -369,19 +370,21 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
 def empty_domain_stage(programs, logp, bank, bank_rows, grammar, sched, log, stages) -> tuple:
     """Drop the programs defined on no scene of the bank (a constraint or a unique referent
     that never holds): counted in ``stages["empty_domain"]`` and logged with an example.
-    Returns (programs, log_probs)."""
-    which = [i for i, prog in enumerate(programs) if prog.has_domain]
-    empty = set()
-    if which:
-        plan = compile_domains([programs[i] for i in which], bank, grammar)
-        counts = count_programs(plan, bank_rows, bank.n_scenes, sched)
-        empty = {which[k] for k in np.flatnonzero(counts == 0).tolist()}
+    Returns (programs, log_probs, counts): ``counts`` int64, each kept program's extension
+    size on the bank, counted in the same pass as the domains (one plan of extensions and
+    domains: the sub-programs a program's value and its domain share are compiled and run
+    once)."""
+    n = len(programs)
+    both = count_programs(compile_with_domains(programs, bank, grammar), bank_rows, bank.n_scenes, sched)
+    counts, domain_counts = both[:n], both[n:]  # a program without a domain: every scene
+    empty = {i for i in np.flatnonzero(domain_counts == 0).tolist() if programs[i].has_domain}
     stages["empty_domain"] = len(empty)
     if empty:
         first = programs[min(empty)].postfix
         log(f"question domains: {len(empty):,} concepts are defined on no scene of the bank and are dropped "
             f"(e.g. {first[:120]!r})")
-    return ([p for i, p in enumerate(programs) if i not in empty], [lp for i, lp in enumerate(logp) if i not in empty])
+    kept = [i for i in range(n) if i not in empty]
+    return [programs[i] for i in kept], [logp[i] for i in kept], counts[np.asarray(kept, np.int64)]
 
 
 def domains_stage(concepts, bank, bank_rows, grammar, test_bank) -> dict:
