@@ -198,7 +198,7 @@ def machine_limits(row_file: RowFile | None) -> dict:
 
 
 # ---------------------------------------------------------------------------- the staged kernel
-@numba.njit(cache=False)
+@numba.njit(cache=True)
 def _staged(upto, support, labels, query, truths, rows, omega, log_prior, first, second, consistent_only, classes,
             cls_ptr, cls_idx, lane_ptr, lane_cls, n_test, test_sig, class_rep, out_ap, work, ticks):
     """Stages 1..upto of every episode, one thread; returns a checksum (keeps the work alive).

@@ -275,7 +275,7 @@ def test_draws_stopped_when_every_position_is_drawn_are_all_n_draws(table, n, ke
         assert state_stop == state_all
 
 
-@numba.njit
+@numba.njit(cache=True)
 def _every_draw(state, cum, guide, last, n):
     """The ``n`` positions drawn one by one (with repeats), in order: the slow twin."""
     out = np.empty(n, np.int64)

@@ -103,7 +103,7 @@ _MAX_DRAWS_PER_SCENE = 20_000_000
 _CHUNK = 1 << 16
 
 
-@numba.njit(nogil=True)  # no on-disk cache: numba pickles its cache index
+@numba.njit(nogil=True, cache=True)
 def _place_discs(rng, radii, n_objects, half, min_dist, margin, dirs, tries_per_object,
                  max_draws, out):  # pragma: no cover
     """Sequential placement of disc centres, scene by scene.
