@@ -160,6 +160,10 @@ class RelationalPlanBuilder(PlanBuilder):
         self.ONES = View(BANK, layout.ones)
         self.ZEROS = View(BANK, layout.zeros)
         self.ALL = View(BANK, layout.present, ((ELEMENT, 1, self.S),))
+        #: id(program) -> (program, its _domain_parts): a program added for its extension and
+        #: for its domain (compile_with_domains) is walked once; the program is kept so that
+        #: its id is not reused
+        self._parts_of: dict = {}
 
     # ---------------------------------------------------------------- primitives
     def _dense(self, axes) -> View:
@@ -306,6 +310,9 @@ class RelationalPlanBuilder(PlanBuilder):
         """``(value, parts)``: the program's value without its presuppositions, and the closed
         boolean views whose AND is the concept's domain -- the presuppositions of the program
         (sorted), then per domain constraint its presuppositions and its value."""
+        seen = self._parts_of.get(id(program))
+        if seen is not None and seen[0] is program:
+            return seen[1]
         value = self._node(program.root)
         parts = sorted(value.presup, key=lambda v: (v.vreg, v.off))
         for _, root in program.constraints:
@@ -314,7 +321,9 @@ class RelationalPlanBuilder(PlanBuilder):
             bare = replace(c, presup=frozenset())
             if bare not in parts:
                 parts.append(bare)
-        return replace(value, presup=frozenset()), parts
+        out = replace(value, presup=frozenset()), tuple(parts)
+        self._parts_of[id(program)] = (program, out)
+        return out
 
     def _store(self, value: View) -> int:
         idx = self.n_outputs
