@@ -332,20 +332,28 @@ def structure_data(ext, structures, lengths, log_pcfg, design: Design, states: P
     return StructureData(lengths=t(lengths), log_pcfg=t(log_pcfg), design=design, **out)
 
 
-def block_errors_torch(beta, epsilon, data: StructureData, prior: str = "length") -> torch.Tensor:
-    """Expected error probability of every block, (K, B) float64, differentiable in β and ε
-    (scalar tensors or floats; no lapse: see :func:`with_lapse`)."""
-    beta = torch.as_tensor(beta, dtype=DTYPE)
+def epsilon_tables(epsilon, data: StructureData) -> tuple:
+    """What :func:`block_errors_torch` computes from ε alone: ``(kappa, big_v)``, κ = log(1 − ε)
+    − log ε and, per structure, V = exp(−κ · prefix_wrong) (S, H), 1 for the true concept.  A
+    grid over (β, ε) computes them once per ε (the same tensors, so the same numbers)."""
     epsilon = torch.as_tensor(epsilon, dtype=DTYPE)
     kappa = torch.log1p(-epsilon) - torch.log(epsilon)
+    return kappa, [torch.exp(-kappa * pw) for pw in data.prefix_wrong]
+
+
+def block_errors_torch(beta, epsilon, data: StructureData, prior: str = "length", tables=None) -> torch.Tensor:
+    """Expected error probability of every block, (K, B) float64, differentiable in β and ε
+    (scalar tensors or floats; no lapse: see :func:`with_lapse`).  ``tables``: ε's
+    :func:`epsilon_tables` already computed (``epsilon`` is then not read)."""
+    beta = torch.as_tensor(beta, dtype=DTYPE)
+    kappa, big_vs = epsilon_tables(epsilon, data) if tables is None else tables
     d = data.design
     blocks = torch.arange(d.n_blocks, dtype=DTYPE)
     lp = log_prior(prior, beta, data.lengths, data.log_pcfg)                    # (H,)
     rows = []
-    for wrong, dist, pw, wn in zip(data.wrong, data.distance, data.prefix_wrong, data.weight_next):
+    for wrong, dist, big_v, wn in zip(data.wrong, data.distance, big_vs, data.weight_next):
         u = lp[None, :] - kappa * d.repeats * blocks[:, None] * dist[None, :]    # (B, H)
         big_u = torch.exp(u - u.amax(dim=-1, keepdim=True))
-        big_v = torch.exp(-kappa * pw)                                          # (S, H), 1 for the true concept
         den = big_u @ big_v.T                                                   # (B, S)
         # num[b, n, s] = Σ_h U[b,h] · (1 - wrong[h,n]) · V[s,h]: one matrix product
         ur = (big_u[:, None, :] * (1.0 - wrong).T[None, :, :]).reshape(-1, u.shape[-1])   # (B·N, H)
@@ -402,4 +410,4 @@ def block_errors_slow(ext, log_prior_h, epsilon, structure, design: Design, stat
 __all__ = ["Design", "PrefixStates", "StructureData", "PRIOR_KINDS", "MIN_EPSILON", "log_prior", "sample_orders",
            "trial_predictive", "trial_predictive_slow", "trial_errors", "prefix_states", "stimulus_symmetries",
            "invariant_symmetries", "merge_orbits", "structure_data",
-           "block_errors_torch", "block_errors", "block_errors_slow", "with_lapse"]
+           "epsilon_tables", "block_errors_torch", "block_errors", "block_errors_slow", "with_lapse"]

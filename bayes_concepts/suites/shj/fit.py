@@ -51,7 +51,7 @@ from scipy.stats import beta as beta_dist, halfnorm
 from ...errors import BayesConceptsError
 from ...cogsci.model import Priors, posterior_summary
 from ...cogsci.sequential import (DTYPE, MIN_EPSILON, PRIOR_KINDS, Design, PrefixStates, StructureData,
-                                  block_errors_torch, prefix_states, structure_data, with_lapse)
+                                  block_errors_torch, epsilon_tables, prefix_states, structure_data, with_lapse)
 from .boolean import SHJ_LANGUAGES, boolean_space, language_name, space_truth_tables
 from .people import (LEARNERS_PER_TYPE, TYPES, HumanData, HumanDataError, Structures, error_counts,  # noqa: F401
                      human_errors, order_agreement, people_order, read_human, read_structures, shj_structures,
@@ -550,8 +550,16 @@ def _grid(data, betas, epss, lams, priors, cells, held_out=False) -> dict:
 
 
 def _curves_grid(data: SHJData, betas, epss) -> np.ndarray:
-    with torch_threads(1):
-        return np.stack([np.stack([data.curves(b, e) for e in epss]) for b in betas])
+    """float64 (nb, ne, 6, B): :meth:`SHJData.curves` at every (β, ε) node, each ε's tables
+    (:func:`~bayes_concepts.cogsci.sequential.epsilon_tables`) computed once for all β."""
+    out = np.empty((len(betas), len(epss), len(data.structures), data.design.n_blocks))
+    with torch.no_grad(), torch_threads(1):
+        for j, e in enumerate(epss):
+            tables = epsilon_tables(float(np.clip(e, MIN_EPSILON, 0.5 - 1e-12)), data.structure_data)
+            for i, b in enumerate(betas):
+                out[i, j] = with_lapse(block_errors_torch(float(b), None, data.structure_data, data.prior,
+                                                          tables).numpy(), 0.0)
+    return out
 
 
 def compare_languages(languages=tuple(SHJ_LANGUAGES), priors=PRIOR_KINDS, *, method: str = "exact",
