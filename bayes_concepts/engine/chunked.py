@@ -289,7 +289,7 @@ def _file_key(signatures) -> str:
 
 
 def signatures_stage(plan, bank_rows, n_scenes, counts, test_positives, seed, scheduler: Scheduler,
-                     chunk_scenes: int | None = None, spill=None) -> dict:
+                     chunk_scenes: int | None = None, spill=None, extra: int = 0) -> dict:
     """Signatures of ``plan``'s outputs over the scene bank, their popcounts, synonym classes and
     the test bank, one scene chunk at a time.
 
@@ -298,8 +298,10 @@ def signatures_stage(plan, bank_rows, n_scenes, counts, test_positives, seed, sc
     None (a file when the signatures exceed :data:`SPILL_BYTES`), False (in memory), True (a
     file in a new temporary directory) or a directory for the file.  Returns a dict:
     ``signatures`` (array or read-only memmap), ``counts``, ``classes``, ``test_bank``,
-    ``test_bank_seconds``."""
-    n_rows = plan.n_outputs
+    ``test_bank_seconds``, and ``extra``: uint64 (extra, n_words) (padding bits 0), the plan's last
+    ``extra`` outputs, which are not signatures (the concepts' domains, run in the same pass:
+    :func:`~bayes_concepts.engine.executor.compile_with_domains`), kept in memory."""
+    n_rows = plan.n_outputs - int(extra)
     n_words = -(-int(n_scenes) // 64)
     chunk_scenes = chunk_scenes or max(64, SCENE_CHUNK // 2)  # blocks of all outputs come back to this process
     if spill is None:
@@ -326,7 +328,11 @@ def signatures_stage(plan, bank_rows, n_scenes, counts, test_positives, seed, sc
         shared = dict(instructions=plan.instructions, n_regs=plan.n_regs, n_outputs=plan.n_outputs, count_only=False)
         chunks = scene_chunks(n_scenes, chunk_scenes)
         blocks = scheduler.map(execute_chunk, _tasks(bank_rows, n_scenes, chunk_scenes), shared)
+        extra_rows = np.zeros((int(extra), n_words), np.uint64)
         for (w0, w1, n_here), block in zip(chunks, blocks):
+            if extra:
+                extra_rows[:, w0:w1] = block[n_rows:]
+                block = block[:n_rows]
             sink.write(w0, block)
             refiner.add(block)
             resolve_ranks(block, 64 * w0, seen, ranks, n_ranks, candidates)
@@ -362,4 +368,4 @@ def signatures_stage(plan, bank_rows, n_scenes, counts, test_positives, seed, sc
         weakref.finalize(signatures, shutil.rmtree, str(spill_dir), True)
     release_pages(signatures)
     return dict(signatures=signatures, counts=seen, classes=refiner.classes(),
-                test_bank=TestBank(ids, drawn_for, test_sig), test_bank_seconds=test_bank_seconds)
+                test_bank=TestBank(ids, drawn_for, test_sig), test_bank_seconds=test_bank_seconds, extra=extra_rows)

@@ -50,27 +50,19 @@ def compile_for(programs, bank, grammar: Grammar | None = None) -> Plan:
     return builder.finish()
 
 
-def compile_with_domains(programs, bank, grammar: Grammar) -> Plan:
+def compile_with_domains(programs, bank, grammar: Grammar, domains_of=None) -> Plan:
     """One plan of a relational grammar whose outputs ``0..n-1`` are the extensions of
-    ``programs`` and ``n..2n-1`` their domains.  Shared sub-programs run once, so extension
-    and domain come from one pass."""
+    ``programs`` and the next ones their domains (of every program, or of the programs at the
+    indexes ``domains_of``, in that order).  Shared sub-programs run once, so extension and
+    domain come from one pass."""
     if not grammar.is_relational:
         raise ValueError("only programs of a relational grammar have domains other than every scene")
     builder = RelationalPlanBuilder(grammar, layout_of(bank, grammar))
     programs = [p if isinstance(p, Program) else Program.parse(p, grammar) for p in programs]
     for p in programs:
         builder.add(p)
-    for p in programs:
-        builder.add_domain(p)
-    return builder.finish()
-
-
-def compile_domains(programs, bank, grammar: Grammar) -> Plan:
-    """A plan of a relational grammar whose output ``i`` is the domain of ``programs[i]``
-    (its unique referents and domain constraints only: cheaper than the extensions)."""
-    builder = RelationalPlanBuilder(grammar, layout_of(bank, grammar))
-    for p in programs:
-        builder.add_domain(p if isinstance(p, Program) else Program.parse(p, grammar))
+    for i in range(len(programs)) if domains_of is None else domains_of:
+        builder.add_domain(programs[i])
     return builder.finish()
 
 

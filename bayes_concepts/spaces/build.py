@@ -37,7 +37,7 @@ from ..scenes import (SceneBank, load_clevr_scenes, read_scenes_jsonl, sample_cl
                       scenes_to_arrays, scenes_to_codes)
 from ..scale import Scheduler
 from ..engine.chunked import count_programs, signatures_stage
-from ..engine.executor import bank_block, compile_domains, compile_for, compile_with_domains
+from ..engine.executor import bank_block, compile_for, compile_with_domains
 from ..engine.test_bank import draw_test_bank
 
 #: Build options beside the sizes and seeds:
@@ -314,9 +314,11 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     log(f"collapsed x-free quantifiers: {len(concepts):,} concepts")
 
     t = time.perf_counter()
-    plan = compile_for(concepts, bank, grammar)
+    # the concepts with a domain get it from the same plan (their sub-programs compiled and run once)
+    which = [i for i, c in enumerate(concepts) if c.has_domain] if with_domains else []
+    plan = compile_with_domains(concepts, bank, grammar, which) if which else compile_for(concepts, bank, grammar)
     streamed = signatures_stage(plan, bank_rows, bank.n_scenes, kept_counts, int(p["test_positives"]),
-                                int(seeds[2]), sched, spill=spill)  # also the synonym classes and test bank
+                                int(seeds[2]), sched, spill=spill, extra=len(which))  # also classes, test bank
     del plan
     signatures, final_counts, classes = streamed["signatures"], streamed["counts"], streamed["classes"]
     stages["synonym_classes"] = int(classes.max()) + 1 if len(classes) else 0
@@ -326,7 +328,7 @@ def build_fields(p, grammar=None, scenes_from=None, programs=None, programs_sour
     test_bank = streamed["test_bank"]
     domain_fields = {}
     if with_domains:
-        domain_fields = domains_stage(concepts, bank, bank_rows, grammar, test_bank)
+        domain_fields = domains_stage(which, streamed["extra"], bank, test_bank)
         if len(domain_fields["domain_ids"]):
             classes = refine_classes(classes, domain_fields["domain_ids"], domain_fields["domains"])
             stages["synonym_classes"] = int(classes.max()) + 1 if len(classes) else 0
@@ -387,18 +389,15 @@ def empty_domain_stage(programs, logp, bank, bank_rows, grammar, sched, log, sta
     return [programs[i] for i in kept], [logp[i] for i in kept], counts[np.asarray(kept, np.int64)]
 
 
-def domains_stage(concepts, bank, bank_rows, grammar, test_bank) -> dict:
-    """The domains of the concepts defined on fewer than every scene: ``domain_ids`` int64 (D,)
-    ascending, ``domains`` uint64 (D, ceil(N/64)) packed like signatures, ``test_domains``
-    uint64 (D, ceil(T/64)) on the test-bank scenes."""
+def domains_stage(which, doms, bank, test_bank) -> dict:
+    """The domains of the concepts defined on fewer than every scene, from the domains ``doms``
+    (uint64 (len(which), ceil(N/64)), padding bits 0) of the concepts at the indexes ``which``
+    (those with unique referents or domain constraints): ``domain_ids`` int64 (D,) ascending,
+    ``domains`` uint64 (D, ceil(N/64)) packed like signatures, ``test_domains`` uint64 (D,
+    ceil(T/64)) on the test-bank scenes."""
     from ..bits import gather_bits
-    from ..engine.executor import run
 
-    which = [i for i, prog in enumerate(concepts) if prog.has_domain]
-    n_words = -(-bank.n_scenes // 64)
-    doms = np.zeros((0, n_words), np.uint64)
-    if which:
-        doms = run(compile_domains([concepts[i] for i in which], bank, grammar), bank, bank_rows=bank_rows)
+    doms = np.asarray(doms, np.uint64).reshape(len(which), -(-bank.n_scenes // 64))
     partial = np.bitwise_count(doms).sum(axis=1) < bank.n_scenes
     ids = np.asarray(which, np.int64)[partial]
     doms = np.ascontiguousarray(doms[partial])
