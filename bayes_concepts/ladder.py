@@ -35,6 +35,7 @@ import pandas as pd
 import xarray as xr
 
 from .collector import fewer_collections
+from .divergence import concept_structure
 from .errors import BayesConceptsError
 from .params import FLAG, RUN_PARAMS, run_given, validate_params
 from .results import get_attr, set_attrs
@@ -43,7 +44,6 @@ from .gap_cells import NESTED_ORACLES
 from .rungs import (RungError, check_rung, default_rungs, ladder_order, oracle_names, parse_rung_text, rung_label,
                     rung_learner)
 from .rungs import rungs as rung_registry
-from .rungs.oracle_rungs import space_structure
 from .splits import side_space
 from .difficulty import PREDICTORS
 from .ranking import percentile_interval, rank_series
@@ -170,7 +170,7 @@ def ladder_profile(space, splits: dict | None = None, rungs=None, negatives=("ha
     learners.update(models)
     ds = compute_gap(space, splits, negatives, n_episodes, settings, seed, query_negatives=query_negatives,
                      progress=progress, hard_mode=hard_mode, learners=learners, scheduler=scheduler, parts=parts,
-                     episode_shape=episode_shape, structure=space_structure(space) if parts else None,
+                     episode_shape=episode_shape, structure=concept_structure(space) if parts else None,
                      skip_undrawable=bool(skip_undrawable))
     source = {}
     for (name, knobs), label in zip(specs, labels):

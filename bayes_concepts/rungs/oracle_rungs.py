@@ -26,12 +26,6 @@ def bounded_length_concepts(space, split) -> np.ndarray:
     return np.union1d(train, strong[np.asarray(space.lengths)[strong] <= cap])
 
 
-def space_structure(space):
-    """The space's :func:`~bayes_concepts.divergence.concept_structure` (built once per space,
-    kept in ``space.index``): a search re-makes the recombiners at every step."""
-    return concept_structure(space)
-
-
 def _oracle_rung(name, concepts_of):
     def build(space, split, settings):
         return Oracle(space, concepts_of(space, split), settings, name)
@@ -50,7 +44,7 @@ rungs.register("compound", Rung(
     "compounds (parent-child sub-trees; a pair's attribute-object pair; ConceptWorld's definition edges) all "
     "occur in some training concept",
     _oracle_rung("compound", lambda space, split: nested_concepts(space, split,
-                                                                 structure=space_structure(space))["compound"]),
+                                                                 structure=concept_structure(space))["compound"]),
     position=10, default=True, oracle="compound", columns=("compound",)))
 
 rungs.register("atom", Rung(
@@ -58,7 +52,7 @@ rungs.register("atom", Rung(
     "knows every concept of the strong oracle whose atoms all occur in some training concept (pairs: every "
     "pair whose attribute and object were both seen)",
     _oracle_rung("atom", lambda space, split: nested_concepts(space, split,
-                                                             structure=space_structure(space))["atom"]),
+                                                             structure=concept_structure(space))["atom"]),
     position=20, default=True, oracle="atom", columns=("atom",)))
 
 rungs.register("bounded_length", Rung(

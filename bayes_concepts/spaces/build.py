@@ -377,9 +377,10 @@ def empty_domain_stage(programs, logp, bank, bank_rows, grammar, sched, log, sta
     domains: the sub-programs a program's value and its domain share are compiled and run
     once)."""
     n = len(programs)
-    both = count_programs(compile_with_domains(programs, bank, grammar), bank_rows, bank.n_scenes, sched)
-    counts, domain_counts = both[:n], both[n:]  # a program without a domain: every scene
-    empty = {i for i in np.flatnonzero(domain_counts == 0).tolist() if programs[i].has_domain}
+    which = [i for i, prog in enumerate(programs) if prog.has_domain]
+    both = count_programs(compile_with_domains(programs, bank, grammar, which), bank_rows, bank.n_scenes, sched)
+    counts, domain_counts = both[:n], both[n:]
+    empty = {which[k] for k in np.flatnonzero(domain_counts == 0).tolist()}
     stages["empty_domain"] = len(empty)
     if empty:
         first = programs[min(empty)].postfix
@@ -397,7 +398,6 @@ def domains_stage(which, doms, bank, test_bank) -> dict:
     ceil(T/64)) on the test-bank scenes."""
     from ..bits import gather_bits
 
-    doms = np.asarray(doms, np.uint64).reshape(len(which), -(-bank.n_scenes // 64))
     partial = np.bitwise_count(doms).sum(axis=1) < bank.n_scenes
     ids = np.asarray(which, np.int64)[partial]
     doms = np.ascontiguousarray(doms[partial])

@@ -114,12 +114,18 @@ class SHJData:
         """Whether this is the published study: Nosofsky et al.'s table on the six SHJ structures."""
         return bool(self.people.published and self.shapes.kind == "shj")
 
-    def curves(self, beta, epsilon, lapse=0.0) -> np.ndarray:
-        """float64 (6, B): expected error per type and block at one parameter value."""
+    def curves(self, beta, epsilon, lapse=0.0, tables=None) -> np.ndarray:
+        """float64 (6, B): expected error per type and block at one parameter value.
+        ``tables``: :meth:`epsilon_tables` of this ``epsilon``, when several β share it."""
         with torch.no_grad(), torch_threads(1):
             p = block_errors_torch(float(beta), float(np.clip(epsilon, MIN_EPSILON, 0.5 - 1e-12)),
-                                   self.structure_data, self.prior).numpy()
+                                   self.structure_data, self.prior, tables).numpy()
         return with_lapse(p, lapse)
+
+    def epsilon_tables(self, epsilon) -> tuple:
+        """What :meth:`curves` computes from ε alone (:func:`~bayes_concepts.cogsci.sequential.epsilon_tables`)."""
+        with torch.no_grad():
+            return epsilon_tables(float(np.clip(epsilon, MIN_EPSILON, 0.5 - 1e-12)), self.structure_data)
 
     def with_states(self, states: PrefixStates) -> "SHJData":
         """The same data with other prefix states (e.g. the exact ones)."""
@@ -553,12 +559,10 @@ def _curves_grid(data: SHJData, betas, epss) -> np.ndarray:
     """float64 (nb, ne, 6, B): :meth:`SHJData.curves` at every (β, ε) node, each ε's tables
     (:func:`~bayes_concepts.cogsci.sequential.epsilon_tables`) computed once for all β."""
     out = np.empty((len(betas), len(epss), len(data.structures), data.design.n_blocks))
-    with torch.no_grad(), torch_threads(1):
-        for j, e in enumerate(epss):
-            tables = epsilon_tables(float(np.clip(e, MIN_EPSILON, 0.5 - 1e-12)), data.structure_data)
-            for i, b in enumerate(betas):
-                out[i, j] = with_lapse(block_errors_torch(float(b), None, data.structure_data, data.prior,
-                                                          tables).numpy(), 0.0)
+    for j, e in enumerate(epss):
+        tables = data.epsilon_tables(e)
+        for i, b in enumerate(betas):
+            out[i, j] = data.curves(b, e, tables=tables)
     return out
 
 
