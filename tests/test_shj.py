@@ -241,6 +241,34 @@ def test_block_errors_equal_the_average_over_every_trial_order():
                                                           sq.prefix_states(design, "exact")), rtol=1e-10)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), beta=st.one_of(st.just(0.0), st.floats(0.0, 8.0)),
+       epsilon=st.one_of(st.just(sq.MIN_EPSILON), st.just(0.5 - 1e-9), st.floats(sq.MIN_EPSILON, 0.4999)),
+       prior=st.sampled_from(sq.PRIOR_KINDS), n_concepts=st.integers(1, 16), tied=st.booleans())
+def test_block_errors_equal_the_slow_twin_at_every_margin(seed, beta, epsilon, prior, n_concepts, tied):
+    """The kernel against its slow twin where errors are tiny (ε at its floor, a large β: block
+    errors far below 1e-16, which a kernel taking 1 - P(right) would round away), at ε next to
+    1/2, with one concept, with tied lengths and with a structure no concept has; and several β
+    scored at once equal to each scored alone."""
+    rng = np.random.default_rng(seed)
+    design = sq.Design(n_stimuli=4, repeats=2, n_blocks=3)
+    ext = bl.extensions(4, rng.choice(16, n_concepts, replace=False))
+    lengths = np.full(len(ext), 5.0) if tied else rng.integers(3, 12, len(ext)).astype(float)
+    log_pcfg = -lengths * rng.uniform(0.3, 1.0)
+    structure = bl.extensions(4, [int(rng.integers(16))])[0]
+    states = sq.prefix_states(design, "exact")
+    kernel = sq.block_errors(ext, lengths, log_pcfg, structure[None], beta, epsilon, prior=prior, design=design,
+                             states=states)[0]
+    log_prior = sq.log_prior(prior, beta, lengths, log_pcfg)
+    slow = sq.block_errors_slow(ext, log_prior, epsilon, structure, design, states)
+    np.testing.assert_allclose(kernel, slow, rtol=1e-9, atol=0)
+    data = sq.structure_data(ext, structure[None], lengths, log_pcfg, design, states)
+    with torch.no_grad():
+        both = sq.block_errors_torch(torch.tensor([1.5, beta], dtype=torch.float64), epsilon, data, prior).numpy()
+    np.testing.assert_allclose(both[1, 0], kernel, rtol=1e-12, atol=0)
+    assert both.shape == (2, 1, design.n_blocks)
+
+
 def test_orbit_merging_is_exact_and_sampled_orders_converge():
     data = shj.shj_data("and_or_not", "length", method="sampled", n_orders=8, seed=1)
     raw = sq.structure_data(data.ext, data.structures, data.lengths, data.log_pcfg, data.design, data.states)

@@ -25,7 +25,11 @@ p(error) = λ/2 + (1 - λ)·p_t(error).
   (repeats - c_s)/(N·repeats - |c|)), not sampled.  The weight of h factorises as
   exp(log π(h) - κ·repeats·b·d(h)) · exp(-κ·c·e(h)) (κ = log((1 - ε)/ε), e(h) its wrong
   stimuli), so the sums over concepts are matrix products (:func:`block_errors_torch`,
-  differentiable in β and ε).  :func:`block_errors_slow` is its slow twin.
+  differentiable in β and ε): with U = exp(log π - κ·repeats·b·d) and V = exp(-κ·c·e), the
+  expected error of block b is Σ_i Σ_h U(h)·V_i(h)·W_i(h) / Σ_h U(h)·V_i(h), where W_i(h) =
+  Σ_s weight_i·next_prob_{i,s}·[h(x_s) wrong] is h's expected mistake on the next stimulus
+  (two products per block, whatever the number of stimuli).  :func:`block_errors_slow` is its
+  slow twin.
 
 The concepts' prior is ``length`` (log π(h) = -β·l(h), l its shortest description length)
 or ``pcfg`` (log π(h) = β·log P(h), P its probability under the grammar; β = 1 is the
@@ -282,14 +286,16 @@ class StructureData:
     Per structure k (lists of K): wrong[k] float64 (H, N), 1 where concept h labels stimulus s
     against the structure; distance[k] (H,) the number of such stimuli; prefix_wrong[k]
     (S_k, H) c_i·e_k(h), the mistakes of h on the stimuli shown in prefix state i;
-    weight_next[k] (S_k, N) weight_i·next_prob_{i,s}.  lengths, log_pcfg: float64 (H,);
-    design; states: the prefix states of each structure (orbits merged when symmetries were
-    given)."""
+    weight_next[k] (S_k, N) weight_i·next_prob_{i,s}; next_wrong[k] (S_k, H)
+    weight_next[k] @ wrong[k].T, h's expected mistake on the stimulus after prefix state i
+    (times the state's weight).  lengths, log_pcfg: float64 (H,); design; states: the prefix
+    states of each structure (orbits merged when symmetries were given)."""
 
     wrong: list
     distance: list
     prefix_wrong: list
     weight_next: list
+    next_wrong: list
     lengths: torch.Tensor
     log_pcfg: torch.Tensor
     design: Design
@@ -318,7 +324,7 @@ def structure_data(ext, structures, lengths, log_pcfg, design: Design, states: P
                          f"{structures.shape[1]}")
     t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=DTYPE)  # noqa: E731
     perms = stimulus_symmetries(codes) if codes is not None else None
-    out = {"wrong": [], "distance": [], "prefix_wrong": [], "weight_next": [], "states": []}
+    out = {"wrong": [], "distance": [], "prefix_wrong": [], "weight_next": [], "next_wrong": [], "states": []}
     for structure in structures:
         st = states
         if perms is not None:
@@ -327,40 +333,45 @@ def structure_data(ext, structures, lengths, log_pcfg, design: Design, states: P
         out["wrong"].append(t(wrong))
         out["distance"].append(t(wrong.sum(axis=1)))
         out["prefix_wrong"].append(t(st.counts.astype(np.float64) @ wrong.T))
-        out["weight_next"].append(t(st.weight[:, None] * st.next_prob))
+        weight_next = st.weight[:, None] * st.next_prob
+        out["weight_next"].append(t(weight_next))
+        out["next_wrong"].append(t(weight_next @ wrong.T))
         out["states"].append(st)
     return StructureData(lengths=t(lengths), log_pcfg=t(log_pcfg), design=design, **out)
 
 
 def epsilon_tables(epsilon, data: StructureData) -> tuple:
-    """What :func:`block_errors_torch` computes from ε alone: ``(kappa, big_v)``, κ = log(1 − ε)
-    − log ε and, per structure, V = exp(−κ · prefix_wrong) (S, H), 1 for the true concept.  A
-    grid over (β, ε) computes them once per ε (the same tensors, so the same numbers)."""
+    """What :func:`block_errors_torch` computes from ε alone: ``(kappa, tables)``, κ = log(1 − ε)
+    − log ε and, per structure, the rows V = exp(−κ · prefix_wrong) (S, H), 1 for the true
+    concept, stacked over V ∘ next_wrong: (2S, H).  A grid over (β, ε) computes them once per ε
+    (the same tensors, so the same numbers)."""
     epsilon = torch.as_tensor(epsilon, dtype=DTYPE)
     kappa = torch.log1p(-epsilon) - torch.log(epsilon)
-    return kappa, [torch.exp(-kappa * pw) for pw in data.prefix_wrong]
+    tables = []
+    for pw, nw in zip(data.prefix_wrong, data.next_wrong):
+        big_v = torch.exp(-kappa * pw)
+        tables.append(torch.cat([big_v, big_v * nw]))
+    return kappa, tables
 
 
 def block_errors_torch(beta, epsilon, data: StructureData, prior: str = "length", tables=None) -> torch.Tensor:
-    """Expected error probability of every block, (K, B) float64, differentiable in β and ε
-    (scalar tensors or floats; no lapse: see :func:`with_lapse`).  ``tables``: ε's
-    :func:`epsilon_tables` already computed (``epsilon`` is then not read)."""
+    """Expected error probability of every block, float64 (..., K, B), differentiable in β and ε
+    (no lapse: see :func:`with_lapse`).  ``beta``: a scalar, or a tensor of values (shape ``...``)
+    scored at once; ``epsilon``: a scalar; ``tables``: ε's :func:`epsilon_tables` already
+    computed (``epsilon`` is then not read)."""
     beta = torch.as_tensor(beta, dtype=DTYPE)
-    kappa, big_vs = epsilon_tables(epsilon, data) if tables is None else tables
+    kappa, tables = epsilon_tables(epsilon, data) if tables is None else tables
     d = data.design
     blocks = torch.arange(d.n_blocks, dtype=DTYPE)
-    lp = log_prior(prior, beta, data.lengths, data.log_pcfg)                    # (H,)
+    lp = log_prior(prior, beta[..., None], data.lengths, data.log_pcfg)          # (..., H)
     rows = []
-    for wrong, dist, big_v, wn in zip(data.wrong, data.distance, big_vs, data.weight_next):
-        u = lp[None, :] - kappa * d.repeats * blocks[:, None] * dist[None, :]    # (B, H)
+    for dist, both in zip(data.distance, tables):
+        u = lp[..., None, :] - kappa * d.repeats * blocks[:, None] * dist[None, :]   # (..., B, H)
         big_u = torch.exp(u - u.amax(dim=-1, keepdim=True))
-        den = big_u @ big_v.T                                                   # (B, S)
-        # num[b, n, s] = Σ_h U[b,h] · (1 - wrong[h,n]) · V[s,h]: one matrix product
-        ur = (big_u[:, None, :] * (1.0 - wrong).T[None, :, :]).reshape(-1, u.shape[-1])   # (B·N, H)
-        num = (ur @ big_v.T).reshape(d.n_blocks, d.n_stimuli, -1)                # (B, N, S)
-        p_right = num / den[:, None, :]
-        rows.append(1.0 - torch.einsum("bns,sn->b", p_right, wn))
-    return torch.stack(rows)
+        # [den | wrong] = U @ [V; V ∘ next_wrong].T: per state, Σ_h U·V and Σ_h U·V·next_wrong
+        den, wrong = (big_u @ both.T).chunk(2, dim=-1)                          # (..., B, S) each
+        rows.append((wrong / den).sum(dim=-1))
+    return torch.stack(rows, dim=-2)
 
 
 def with_lapse(p_error, lapse):
@@ -401,8 +412,8 @@ def block_errors_slow(ext, log_prior_h, epsilon, structure, design: Design, stat
             for s in range(design.n_stimuli):
                 if q[s] == 0:
                     continue
-                right = sum(w for w, h in zip(weights, ext) if h[s] == structure[s]) / sum(weights)
-                total += w_state * q[s] * (1.0 - right)
+                wrong = sum(w for w, h in zip(weights, ext) if h[s] != structure[s]) / sum(weights)
+                total += w_state * q[s] * wrong
         out[b] = total
     return out
 

@@ -115,10 +115,12 @@ class SHJData:
         return bool(self.people.published and self.shapes.kind == "shj")
 
     def curves(self, beta, epsilon, lapse=0.0, tables=None) -> np.ndarray:
-        """float64 (6, B): expected error per type and block at one parameter value.
-        ``tables``: :meth:`epsilon_tables` of this ``epsilon``, when several β share it."""
+        """float64 (6, B): expected error per type and block at one parameter value; (..., 6, B)
+        when ``beta`` is an array of values (shape ``...``), all scored at once.  ``tables``:
+        :meth:`epsilon_tables` of this ``epsilon``, when several calls share it."""
         with torch.no_grad(), torch_threads(1):
-            p = block_errors_torch(float(beta), float(np.clip(epsilon, MIN_EPSILON, 0.5 - 1e-12)),
+            p = block_errors_torch(torch.as_tensor(np.asarray(beta, np.float64)),
+                                   float(np.clip(epsilon, MIN_EPSILON, 0.5 - 1e-12)),
                                    self.structure_data, self.prior, tables).numpy()
         return with_lapse(p, lapse)
 
@@ -556,13 +558,12 @@ def _grid(data, betas, epss, lams, priors, cells, held_out=False) -> dict:
 
 
 def _curves_grid(data: SHJData, betas, epss) -> np.ndarray:
-    """float64 (nb, ne, 6, B): :meth:`SHJData.curves` at every (β, ε) node, each ε's tables
-    (:func:`~bayes_concepts.cogsci.sequential.epsilon_tables`) computed once for all β."""
+    """float64 (nb, ne, 6, B): :meth:`SHJData.curves` at every (β, ε) node: per ε, its tables
+    (:func:`~bayes_concepts.cogsci.sequential.epsilon_tables`) once and every β in one call."""
     out = np.empty((len(betas), len(epss), len(data.structures), data.design.n_blocks))
+    betas = np.asarray(betas, np.float64)
     for j, e in enumerate(epss):
-        tables = data.epsilon_tables(e)
-        for i, b in enumerate(betas):
-            out[i, j] = data.curves(b, e, tables=tables)
+        out[:, j] = data.curves(betas, e, tables=data.epsilon_tables(e))
     return out
 
 
