@@ -30,17 +30,18 @@ demo: $(STAMP)
 # the layers contract ([tool.importlinter] in pyproject.toml) first: an upward import or a cycle fails the build;
 # then the API reference, warnings as errors (a broken docstring fails the build; ~40 s, notebooks not run);
 # then the tests, one worker per core (pytest-xdist; a file's tests stay in one worker, so its
-# module fixtures are built once)
+# module fixtures are built once; the files longest first, as tests/conftest.py orders them, not
+# xdist's most-tests-first, which left the few long files for last: a worker idle at the end)
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(MAKE) docs-check
-	$(BIN)/python -m pytest tests -n auto --dist loadfile -m "not slow"
+	$(BIN)/python -m pytest tests -n auto --dist loadfile --no-loadscope-reorder -m "not slow"
 
 # `make test` and the tests marked slow (pyproject.toml's markers): the whole suite
 test-all: $(STAMP)
 	$(BIN)/lint-imports
 	$(MAKE) docs-check
-	$(BIN)/python -m pytest tests -n auto --dist loadfile
+	$(BIN)/python -m pytest tests -n auto --dist loadfile --no-loadscope-reorder
 
 # The guide's "Speed" table (docs/performance.md): executor, space build (demo and paper presets), then
 # episodes and the full comp-gap table on a paper-scale space (built once, kept in

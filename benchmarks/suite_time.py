@@ -1,11 +1,12 @@
 """How long the test suite takes: ``make test``'s pytest (every test not marked ``slow``) and
-``make test-all``'s (every test), each run as the Makefile runs it (``-n auto --dist loadfile``).
+``make test-all``'s (every test), each run as the Makefile runs it (``-n auto --dist loadfile --no-loadscope-reorder``).
 
     python benchmarks/suite_time.py [--runs test all] [--durations FILE] [--default-threads]
 
 Each run is a fresh ``python -m pytest`` in the repository root with pytest's cache off; its
 wall time, the CPU time of its process tree, the tests passed, skipped and failed, and its
-twenty slowest tests (setup plus call, from pytest's JUnit XML) are recorded.  Numba's kernel
+twenty slowest tests (setup plus call, from pytest's JUnit XML) and the seconds of each test file
+(``file_seconds``: what ``tests/conftest.py`` orders the files by, longest first) are recorded.  Numba's kernel
 cache is the one already on the machine: run it after ``make venv`` (which fills it) and after
 one earlier run of the suite if the tests' own kernels should be counted as cached.  Writes
 ``benchmarks/results/suite_time.json``; ``--durations FILE`` also keeps the ``make test`` run's
@@ -36,8 +37,8 @@ from _summary import RESULTS, write_summary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the pytest arguments of each Makefile target (after ``python -m pytest tests``)
-RUNS = {"test": ["-n", "auto", "--dist", "loadfile", "-m", "not slow"],
-        "all": ["-n", "auto", "--dist", "loadfile"]}
+RUNS = {"test": ["-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder", "-m", "not slow"],
+        "all": ["-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder"]}
 
 
 def _run(name: str, keep: Path | None, env: dict | None = None) -> dict:
@@ -64,6 +65,10 @@ def _run(name: str, keep: Path | None, env: dict | None = None) -> dict:
     skipped = sum(c.find("skipped") is not None for c in cases)
     failed = sum(c.find("failure") is not None or c.find("error") is not None for c in cases)
     slowest = sorted(((float(c.get("time")), f"{c.get('classname')}::{c.get('name')}") for c in cases), reverse=True)
+    by_file: dict = {}
+    for c in cases:  # classname: tests.test_x (a module's tests) or tests.test_x.TestClass
+        name = c.get("classname").removeprefix("tests.").split(".")[0] + ".py"
+        by_file[name] = by_file.get(name, 0.0) + float(c.get("time"))
     prefix = "".join(f"{k}={v} " for k, v in (env or {}).items() if os.environ.get(k) != v)
     return {"command": prefix + "python -m pytest tests " + " ".join(RUNS[name]), "exit_status": r.returncode,
             "wall_s": round(wall, 1),
@@ -71,7 +76,8 @@ def _run(name: str, keep: Path | None, env: dict | None = None) -> dict:
             "tests": len(cases), "passed": len(cases) - skipped - failed, "skipped": skipped, "failed": failed,
             "summed_test_s": round(sum(t for t, _ in slowest), 1),
             "load_avg_during": round(sum(loads) / len(loads), 2) if loads else None,
-            "slowest": [{"test": n.removeprefix("tests."), "s": round(t, 1)} for t, n in slowest[:20]]}
+            "slowest": [{"test": n.removeprefix("tests."), "s": round(t, 1)} for t, n in slowest[:20]],
+            "file_seconds": {k: round(v, 2) for k, v in sorted(by_file.items(), key=lambda kv: -kv[1])}}
 
 
 def _cpu_model() -> str | None:

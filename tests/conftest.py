@@ -93,6 +93,38 @@ def pytest_configure(config):
         os.sched_setaffinity(0, cores[first:first + WORKER_THREADS])
 
 
+#: where each test file's measured seconds are (``figures.test.file_seconds``, written by
+#: ``benchmarks/suite_time.py``)
+SUITE_TIME = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "suite_time.json"
+
+
+def file_seconds() -> dict:
+    """``{"test_x.py": seconds}`` of the last measured ``make test`` run ({} where there is none)."""
+    import json
+    try:
+        return dict(json.loads(SUITE_TIME.read_text())["figures"]["test"]["file_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the test files longest first (their seconds in the last measured run,
+    :func:`file_seconds`; a file not measured yet before them all, the most tests first), each
+    file's tests in their own order.  ``--dist loadfile`` hands a worker a whole file at a time in
+    this order (the Makefile turns off xdist's own, most tests first, which left the few long
+    files -- notebooks, examples, the toy suite -- for last, and a worker idle while another ran
+    them).  Outside xdist the order is left alone."""
+    if getattr(config.option, "dist", "no") == "no":
+        return
+    seconds = file_seconds()
+    files: dict = {}
+    for item in items:
+        files.setdefault(item.path.name, []).append(item)
+    unmeasured = sorted((f for f in files if f not in seconds), key=lambda f: -len(files[f]))
+    measured = sorted((f for f in files if f in seconds), key=lambda f: -seconds[f])
+    items[:] = [item for f in unmeasured + measured for item in files[f]]
+
+
 def pytest_collection_finish(session):
     """Each test process collects garbage as the ``bayes-concepts`` command does
     (:func:`~bayes_concepts.collector.collect_less`): the collected tests and the imports frozen out of

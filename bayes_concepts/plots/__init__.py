@@ -41,17 +41,45 @@ families against its models' reported drops,
 """
 from __future__ import annotations
 
-from .episodes import (GridView, ModalityView, ObjectsView, SceneView, oracles_for, plot_episode, plot_modalities,
-                       scene_view)
-from .objects import (CHANNEL_ATTRIBUTES, OBJECT_COLORS, RING_STYLES, SHAPE_MARKERS, SIZE_POINTS, object_encoding,
-                      value_styles)
-from .registry import FigureInputs, figures, write_figures
-from .results import (ENTROPIES, ENTROPY_LABELS, GAP_PARTS_ORDER_ORACLES, PART_STYLES, comp_gap_data, entropy_data,
-                      gap_parts_data, ladder_data, plot_comp_gap, plot_entropies, plot_gap_parts, plot_ladder,
-                      write_ladder_figures)
-from .space import ATTRIBUTE_TITLES, plot_scene_properties, plot_synonym_classes, scene_property_data, synonym_data
-from .style import (FALLBACK_FONTS, LEARNER_COLORS, LEARNER_NAMES, METRIC_LABELS, MINUS, SPLIT_NAMES, bootstrap_mean,
-                    fallback_fonts, figure_of, figure_style, learner_color, learner_label, split_label, split_order)
+import importlib
+
+#: Where each name this package offers is defined.  They are imported when first asked for (PEP 562),
+#: so that a suite registering a figure in :data:`figures` (``from bayes_concepts.plots import
+#: figures``) loads neither matplotlib nor seaborn (about 0.7 s) until a figure is drawn.
+_WHERE = {
+    **dict.fromkeys(("GridView", "ModalityView", "ObjectsView", "SceneView", "oracles_for", "plot_episode",
+                     "plot_modalities", "scene_view"), "episodes"),
+    **dict.fromkeys(("CHANNEL_ATTRIBUTES", "OBJECT_COLORS", "RING_STYLES", "SHAPE_MARKERS", "SIZE_POINTS",
+                     "object_encoding", "value_styles"), "objects"),
+    **dict.fromkeys(("FigureInputs", "figures", "write_figures"), "registry"),
+    **dict.fromkeys(("ENTROPIES", "ENTROPY_LABELS", "GAP_PARTS_ORDER_ORACLES", "PART_STYLES", "comp_gap_data",
+                     "entropy_data", "gap_parts_data", "ladder_data", "plot_comp_gap", "plot_entropies",
+                     "plot_gap_parts", "plot_ladder", "write_ladder_figures"), "results"),
+    **dict.fromkeys(("ATTRIBUTE_TITLES", "plot_scene_properties", "plot_synonym_classes", "scene_property_data",
+                     "synonym_data"), "space"),
+    **dict.fromkeys(("FALLBACK_FONTS", "LEARNER_COLORS", "LEARNER_NAMES", "METRIC_LABELS", "MINUS", "SPLIT_NAMES",
+                     "bootstrap_mean", "fallback_fonts", "figure_of", "figure_style", "learner_color",
+                     "learner_label", "split_label", "split_order"), "style"),
+}
+
+
+_MODULES = ("episodes", "figure_set", "labels", "objects", "registry", "results", "space", "style")
+
+
+def __getattr__(name: str):
+    if name in _MODULES:  # a submodule, as an attribute of the package (imported on first use)
+        return importlib.import_module(f"{__name__}.{name}")
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE) | set(_MODULES))
+
 
 #: ``plot_ladder`` and ``ladder_data`` are importable from here too, outside ``__all__`` as before
 __all__ = ["SPLIT_NAMES", "split_label", "learner_label", "learner_color", "split_order", "bootstrap_mean",

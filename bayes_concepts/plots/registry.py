@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from ..registry import Registry
-from .style import figure_of, save_figure
 
 __all__ = ["FigureInputs", "figures", "write_figures"]
 
@@ -71,6 +70,7 @@ def write_figures(results, space, out_dir, formats=("png", "pdf"), episodes=None
     ``closure_families`` for results of protocol ``closure``).  One file per format (PNG at
     ``dpi``) and one CSV of the drawn values per figure (``<name>.csv``; the episode view
     also ``episode_view_concepts.csv``).  Returns the written paths."""
+    from .style import figure_of, save_figure  # matplotlib and seaborn: loaded to draw, not to register
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     given = FigureInputs(results, space, episodes, episode_index, oracles, n_boot, seed)

@@ -15,17 +15,11 @@ from __future__ import annotations
 
 from functools import partial
 
-import matplotlib
-import matplotlib.colors
 import numpy as np
 import pandas as pd
-import seaborn as sns
-from matplotlib.figure import Figure  # built directly: no pyplot state, works under any (or no) display
-from matplotlib.lines import Line2D
 
 from ...gap import paired_bootstrap
 from ...plots.registry import figures
-from ...plots.style import MINUS, dodge, figure_style, negatives_cell, result_learners
 from ...protocols import protocols
 from .protocols import ClosureProtocol
 from .reported import Reported, load_reported
@@ -41,6 +35,7 @@ def _closure_gaps(results, negatives: str, n_boot: int, seed: int) -> dict:
     from a results Dataset (paired bootstrap over episodes, as :func:`~bayes_concepts.gap.summarise`
     computes it), from :func:`~bayes_concepts.gap.summarise`'s rows, or from the JSON that
     ``bayes-concepts gap --json`` writes (a mapping with ``results``)."""
+    from ...plots.style import negatives_cell, result_learners
     if hasattr(results, "data_vars"):
         cell = negatives_cell(results, negatives)
         if "strong" not in result_learners(results) or "weak" not in result_learners(results):
@@ -86,6 +81,7 @@ def _closure_drops(reported, families) -> pd.DataFrame:
 
 def _signed(v: float) -> str:
     """``v`` with its sign and two decimals, a true minus for negatives: +0.07, −0.21."""
+    from ...plots.style import MINUS
     return f"{v:+.2f}".replace("-", MINUS)
 
 
@@ -143,7 +139,12 @@ def plot_closure_families(ds, reported=None, negatives: str = "hard", ax=None, *
     ``data.attrs``: ``drops`` (one row per family and model: the drop drawn as that model's
     marker), ``spearman`` (``{"rho", "p", "n"}`` of gap vs mean drop) and ``spearman_by_model``
     (one row per model: ``rho``, ``p``, ``n``)."""
+    # matplotlib (and the shared style, seaborn's) loaded here: registering the figure loads neither
+    from matplotlib.figure import Figure  # built directly: no pyplot state, works under any (or no) display
+    from matplotlib.lines import Line2D
     from matplotlib.transforms import ScaledTranslation
+
+    from ...plots.style import MINUS, dodge, figure_style
     gaps = _closure_gaps(ds, negatives, n_boot, seed)
     drops = _closure_drops(reported, list(gaps))
     known = drops.dropna(subset=["drop"])
