@@ -114,7 +114,7 @@ def pytest_collection_modifyitems(config, items):
     this order (the Makefile turns off xdist's own, most tests first, which left the few long
     files -- notebooks, examples, the toy suite -- for last, and a worker idle while another ran
     them).  Outside xdist the order is left alone."""
-    if getattr(config.option, "dist", "no") == "no":
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the workers collect; xdist schedules their order
         return
     seconds = file_seconds()
     files: dict = {}
@@ -139,6 +139,18 @@ SMALL_BUILD = dict(samples=20_000, scenes=5_000, seed=0)
 #: the shared clevr space: the size test_relational_downstream was written for (its sampled
 #: programs beside CLOSURE's ~1,600 concepts); the other modules need only *a* clevr space
 CLEVR_BUILD = dict(samples=2_000, scenes=3_000, seed=0)
+
+
+@pytest.fixture(autouse=True)
+def _shared_spaces_left_unsaved(request):
+    """After each test: the shared spaces it used are still unsaved (``path`` None).  A test that
+    saved one itself (not a ``dataclasses.replace`` copy) would hand every later test -- in
+    whatever order the files run -- a space with a folder behind it."""
+    yield
+    for name in ("small_space", "clevr_space"):
+        if name in request.fixturenames and request.getfixturevalue(name).path is not None:
+            pytest.fail(f"{request.node.nodeid} saved the shared {name} (save dataclasses.replace({name}))",
+                        pytrace=False)
 
 
 @pytest.fixture(scope="session")
