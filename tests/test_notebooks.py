@@ -52,7 +52,11 @@ def test_notebook_runs(path, small_space_dir, tmp_path_factory, monkeypatch):
 
 def _run_and_check(path, tmp_path):
     book = nbformat.read(path, as_version=4)
-    NotebookClient(book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    # the kernel is stopped once the last cell has run, not asked to exit: its Python's shutdown
+    # (tearing down every object the notebook built: ~3 s after a clevr build) is nothing the
+    # notebook does, and every cell's output, and every file it writes, is complete by then
+    NotebookClient(book, timeout=300, kernel_name="python3", shutdown_kernel="immediate",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [o for c in book.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "error"]
     assert not errors
     # the notebook ran in tmp_path: what it writes goes to its scratch folder, never next to it (a
