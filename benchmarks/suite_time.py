@@ -67,8 +67,8 @@ def _run(name: str, keep: Path | None, env: dict | None = None) -> dict:
     slowest = sorted(((float(c.get("time")), f"{c.get('classname')}::{c.get('name')}") for c in cases), reverse=True)
     by_file: dict = {}
     for c in cases:  # classname: tests.test_x (a module's tests) or tests.test_x.TestClass
-        name = c.get("classname").removeprefix("tests.").split(".")[0] + ".py"
-        by_file[name] = by_file.get(name, 0.0) + float(c.get("time"))
+        file = c.get("classname").removeprefix("tests.").split(".")[0] + ".py"
+        by_file[file] = by_file.get(file, 0.0) + float(c.get("time"))
     prefix = "".join(f"{k}={v} " for k, v in (env or {}).items() if os.environ.get(k) != v)
     return {"command": prefix + "python -m pytest tests " + " ".join(RUNS[name]), "exit_status": r.returncode,
             "wall_s": round(wall, 1),
