@@ -59,8 +59,8 @@ def freeze_at_exit() -> None:
     """Everything alive moved out of the collector's reach, for the interpreter's shutdown.
 
     Python's shutdown runs full collections while it takes every module apart, and they walk
-    whatever is alive: a command that built a space spent 0.4-0.7 s there (a clevr preset build,
-    about a million objects, 2.6 s), after its work and its output were done.  Frozen, those
+    whatever is alive: a command that built a space spent 0.4-0.6 s there (a small clevr preset
+    build, about a million objects, 2.5 s), after its work and its output were done.  Frozen, those
     collections find nothing to walk and the process ends at once; its memory goes back to the
     system as it always does.  Exit handlers (``atexit``, ``weakref.finalize``: temporary folders,
     spilled signatures) run as before; what is not run is ``__del__`` of objects in reference

@@ -46,7 +46,7 @@ def test_a_build_collects_less_and_leaves_the_setting_as_it_was(python_default):
 def test_a_process_of_its_own_freezes_everything_at_exit_and_still_runs_its_exit_handlers(tmp_path):
     """collect_less: at exit, after the handlers registered later (a weakref.finalize that
     removes a folder, as spilled signatures do, held in a cycle), every object still alive is
-    frozen (Python's shutdown collections walk nothing; it was 0.4-2.6 s of a command's exit)."""
+    frozen (Python's shutdown collections walk nothing; it was 0.4-2.5 s of a command's exit)."""
     import subprocess
     import sys
     folder = tmp_path / "spill"
