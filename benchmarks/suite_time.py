@@ -1,13 +1,14 @@
 """How long the test suite takes: ``make test``'s pytest (every test not marked ``slow``) and
-``make test-all``'s (every test), each run as the Makefile runs it (``-n auto --dist loadfile --no-loadscope-reorder``).
+``make test-all``'s (every test), each run as the Makefile runs it (``-n auto --dist loadfile
+--no-loadscope-reorder``).
 
     python benchmarks/suite_time.py [--runs test all] [--durations FILE] [--default-threads]
 
 Each run is a fresh ``python -m pytest`` in the repository root with pytest's cache off; its
 wall time, the CPU time of its process tree, the tests passed, skipped and failed, and its
-twenty slowest tests (setup plus call, from pytest's JUnit XML) and the seconds of each test file
-(``file_seconds``: what ``tests/conftest.py`` orders the files by, longest first) are recorded.  Numba's kernel
-cache is the one already on the machine: run it after ``make venv`` (which fills it) and after
+twenty slowest tests (setup plus call, from pytest's JUnit XML) and the seconds of each test
+file (``file_seconds``: what ``tests/conftest.py`` orders the files by, longest first) are
+recorded.  Numba's kernel cache is the one already on the machine: run it after ``make venv`` (which fills it) and after
 one earlier run of the suite if the tests' own kernels should be counted as cached.  Writes
 ``benchmarks/results/suite_time.json``; ``--durations FILE`` also keeps the ``make test`` run's
 pytest output (``--durations=80``).  Times on a shared machine are noisy: the load average at

@@ -283,18 +283,15 @@ def merge_orbits(states: PrefixStates, perms, repeats: int) -> PrefixStates:
 class StructureData:
     """What the block-error kernel needs about K category structures (torch tensors).
 
-    Per structure k (lists of K): wrong[k] float64 (H, N), 1 where concept h labels stimulus s
-    against the structure; distance[k] (H,) the number of such stimuli; prefix_wrong[k]
-    (S_k, H) c_i·e_k(h), the mistakes of h on the stimuli shown in prefix state i;
-    weight_next[k] (S_k, N) weight_i·next_prob_{i,s}; next_wrong[k] (S_k, H)
-    weight_next[k] @ wrong[k].T, h's expected mistake on the stimulus after prefix state i
-    (times the state's weight).  lengths, log_pcfg: float64 (H,); design; states: the prefix
-    states of each structure (orbits merged when symmetries were given)."""
+    Per structure k (lists of K), with e_k(h) the stimuli concept h labels against the
+    structure: distance[k] float64 (H,) their number; prefix_wrong[k] (S_k, H) c_i·e_k(h), the
+    mistakes of h on the stimuli shown in prefix state i; next_wrong[k] (S_k, H)
+    Σ_s weight_i·next_prob_{i,s}·[s ∈ e_k(h)], h's expected mistake on the stimulus after prefix
+    state i (times the state's weight).  lengths, log_pcfg: float64 (H,); design; states: the
+    prefix states of each structure (orbits merged when symmetries were given)."""
 
-    wrong: list
     distance: list
     prefix_wrong: list
-    weight_next: list
     next_wrong: list
     lengths: torch.Tensor
     log_pcfg: torch.Tensor
@@ -303,12 +300,12 @@ class StructureData:
 
     @property
     def n_structures(self) -> int:
-        return len(self.wrong)
+        return len(self.distance)
 
     @property
     def n_states(self) -> int:
         """Prefix states over all structures (what one evaluation's cost grows with)."""
-        return int(sum(len(w) for w in self.weight_next))
+        return int(sum(len(w) for w in self.next_wrong))
 
 
 def structure_data(ext, structures, lengths, log_pcfg, design: Design, states: PrefixStates,
@@ -324,18 +321,15 @@ def structure_data(ext, structures, lengths, log_pcfg, design: Design, states: P
                          f"{structures.shape[1]}")
     t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=DTYPE)  # noqa: E731
     perms = stimulus_symmetries(codes) if codes is not None else None
-    out = {"wrong": [], "distance": [], "prefix_wrong": [], "weight_next": [], "next_wrong": [], "states": []}
+    out = {"distance": [], "prefix_wrong": [], "next_wrong": [], "states": []}
     for structure in structures:
         st = states
         if perms is not None:
             st = merge_orbits(states, invariant_symmetries(perms, ext, structure, lengths, log_pcfg), design.repeats)
         wrong = (ext != structure[None, :]).astype(np.float64)                  # (H, N)
-        out["wrong"].append(t(wrong))
         out["distance"].append(t(wrong.sum(axis=1)))
         out["prefix_wrong"].append(t(st.counts.astype(np.float64) @ wrong.T))
-        weight_next = st.weight[:, None] * st.next_prob
-        out["weight_next"].append(t(weight_next))
-        out["next_wrong"].append(t(weight_next @ wrong.T))
+        out["next_wrong"].append(t((st.weight[:, None] * st.next_prob) @ wrong.T))
         out["states"].append(st)
     return StructureData(lengths=t(lengths), log_pcfg=t(log_pcfg), design=design, **out)
 

@@ -119,13 +119,14 @@ class SHJData:
         when ``beta`` is an array of values (shape ``...``), all scored at once.  ``tables``:
         :meth:`epsilon_tables` of this ``epsilon``, when several calls share it."""
         with torch.no_grad(), torch_threads(1):
-            p = block_errors_torch(torch.as_tensor(np.asarray(beta, np.float64)),
-                                   float(np.clip(epsilon, MIN_EPSILON, 0.5 - 1e-12)),
-                                   self.structure_data, self.prior, tables).numpy()
+            tables = self.epsilon_tables(epsilon) if tables is None else tables
+            p = block_errors_torch(torch.as_tensor(np.asarray(beta, np.float64)), None, self.structure_data,
+                                   self.prior, tables).numpy()
         return with_lapse(p, lapse)
 
     def epsilon_tables(self, epsilon) -> tuple:
-        """What :meth:`curves` computes from ε alone (:func:`~bayes_concepts.cogsci.sequential.epsilon_tables`)."""
+        """What :meth:`curves` computes from ε alone (:func:`~bayes_concepts.cogsci.sequential.epsilon_tables`),
+        ε clipped to [MIN_EPSILON, 0.5)."""
         with torch.no_grad():
             return epsilon_tables(float(np.clip(epsilon, MIN_EPSILON, 0.5 - 1e-12)), self.structure_data)
 
