@@ -8,12 +8,31 @@ item 64·w + j (a concept's signature over scenes, a scene's set of concepts, ..
   bits of a word: ``while word: b, word = pop_lowest_bit(word)``);
 * by rank: :func:`nth_set_bits`, :func:`block_counts` + :func:`select_bit`;
 * reshaping: :func:`gather_bits` (labels on a subset of items), :func:`transpose_bits`,
-  :func:`set_bit_positions` (each row's set bits as a CSR list).
+  :func:`set_bit_positions` (each row's set bits as a CSR list);
+* kernel inputs: :func:`read_only` (one compiled kernel for arrays in memory and mapped files).
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
+
+
+def read_only(array) -> np.ndarray:
+    """``array`` as a C-contiguous view that cannot be written (no copy when it is C-contiguous).
+
+    The kernels are passed every array of a space that they only read this way.  numba compiles
+    a kernel once per type of its arguments, and an array that cannot be written -- a file
+    mapped read-only -- is a type of its own: a space built in memory, one loaded and one mapped
+    from disk would otherwise each compile the same kernel (about 20 s for the episode sampler
+    and 35 s for the oracles' kernel on a 2-core machine) and keep one copy of it per kind in
+    numba's cache.
+    """
+    a = np.ascontiguousarray(array)
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def n_words_for(n_scenes: int) -> int:
@@ -150,7 +169,7 @@ def nth_set_bits(signatures: np.ndarray, ranks: np.ndarray, n_ranks: np.ndarray)
     Returns int64 (n, m) (entries past ``n_ranks[i]`` are -1).
     """
     out = np.full(ranks.shape, -1, np.int64)
-    _nth_set_bits(np.ascontiguousarray(signatures), np.ascontiguousarray(ranks, dtype=np.int64),
+    _nth_set_bits(read_only(signatures), np.ascontiguousarray(ranks, dtype=np.int64),
                   np.ascontiguousarray(n_ranks, dtype=np.int64), out)
     return out
 
@@ -172,7 +191,7 @@ def gather_bits(signatures: np.ndarray, scene_ids: np.ndarray) -> np.ndarray:
     """
     ids = np.ascontiguousarray(scene_ids, dtype=np.int64)
     out = np.zeros((len(signatures), (len(ids) + 63) // 64), np.uint64)
-    _gather_bits(np.ascontiguousarray(signatures), ids, out)
+    _gather_bits(read_only(signatures), ids, out)
     return out
 
 
@@ -196,7 +215,7 @@ def transpose_bits(signatures: np.ndarray, n_scenes: int) -> np.ndarray:
     """Per-scene concept bitsets: uint64 (n_scenes, ceil(n_rows/64)); bit h of row s is bit s
     of ``signatures[h]``.  signatures: uint64 (n_rows, ceil(n_scenes/64))."""
     out = np.zeros((n_scenes, (len(signatures) + 63) // 64), np.uint64)
-    _transpose_bits(np.ascontiguousarray(signatures), n_scenes, out)
+    _transpose_bits(read_only(signatures), n_scenes, out)
     return out
 
 
@@ -218,7 +237,7 @@ def set_bit_positions(rows: np.ndarray, n_bits: int) -> tuple:
     """Each row's set bits below ``n_bits``, increasing, as CSR ``(ptr, idx)``: int64 (n + 1,)
     and int32 (nnz,); ``idx[ptr[i]:ptr[i+1]]`` is ``np.flatnonzero(unpack_bits(rows[i], n_bits))``.
     rows: uint64 (n, ceil(n_bits/64)).  Padding bits, if any are set, are left out."""
-    rows = np.ascontiguousarray(rows, np.uint64)
+    rows = read_only(np.asarray(rows, np.uint64))
     if rows.ndim != 2 or rows.shape[1] != n_words_for(n_bits):
         raise ValueError(f"set_bit_positions needs uint64 rows of {n_words_for(n_bits)} words, got shape {rows.shape}")
     counts = np.bitwise_count(rows).sum(axis=1, dtype=np.int64)
@@ -248,7 +267,7 @@ def block_counts(signatures: np.ndarray, block: int = 64) -> np.ndarray:
     find the r-th set bit by scanning at most ``block`` words."""
     n_words = signatures.shape[1]
     out = np.zeros((len(signatures), -(-n_words // block) + 1), np.int32)
-    _block_counts(np.ascontiguousarray(signatures), block, out)
+    _block_counts(read_only(signatures), block, out)
     return out
 
 

@@ -96,6 +96,15 @@ def _resample_means(x, idx, plan, out):
         out[r] = (0.0 + sums[0]) / n
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` (C-contiguous) as a view that cannot be written: the kernel is compiled once for
+    indices kept in memory and indices read from a file (read-only), not once for each."""
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
 def resample_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """float64 (k,): the mean of ``x[idx[r]]`` for each row ``r``, equal bit for bit to
     ``x[idx].mean(axis=1)``.  x: float64 (n,); idx: integers (k, m) indices into ``x`` (m >= 1;
@@ -110,7 +119,7 @@ def resample_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     if idx.ndim != 2 or idx.shape[1] == 0:
         raise ValueError(f"resample_means needs int indices of shape (k, m) with m >= 1, got {idx.shape}")
     out = np.empty(idx.shape[0])
-    _resample_means(x, idx, pairwise_plan(idx.shape[1]), out)
+    _resample_means(_read_only(x), _read_only(idx), pairwise_plan(idx.shape[1]), out)
     if np.isnan(out).any() and ((idx < 0) | (idx >= len(x))).any():
         raise ValueError(f"resample_means: an index lies outside the {len(x)} values")
     return out

@@ -42,7 +42,7 @@ import numba
 import numpy as np
 
 from .bits import (block_counts, block_of_rank, has_bit, nonzero_words, pop_lowest_bit, popcount64, select_in_block,
-                   unpack_bits)
+                   read_only, unpack_bits)
 from .engine.rows import RowFile, check_reads, row_at, row_source, rows_for_random_reads, word_at, words_at
 from .engine.index import signature_block_counts
 from .errors import BayesConceptsError
@@ -933,9 +933,10 @@ class EpisodeSampler:
         sets = [tuple(arrays[f"{side}_{f}"] for f in ("scenes", "labels", "source", "topup", "relabelled"))
                 for side in ("support", "query")]
         if mode.draw is None:
-            tables = SamplerTables(row_source(self.signatures), self.cum, row_source(self.scene_concepts),
-                                   space.counts, space.synonym_classes, int(space.n_scenes),
-                                   space.index.outside_rows())
+            # what the kernel only reads, read-only whatever its source (bits.read_only): one compiled kernel
+            tables = SamplerTables(row_source(self.signatures), read_only(self.cum), row_source(self.scene_concepts),
+                                   read_only(space.counts), read_only(space.synonym_classes), int(space.n_scenes),
+                                   tuple(read_only(a) for a in space.index.outside_rows()))
             rules = DrawRules(int(n_positive), int(shape.query_positives), negatives == "hard", qn == "hard",
                               bool(mode.kernel_union), float(UNION_SCAN), float(UNION_EXPLICIT),
                               bool(space.has_domains), int(SCAN_BATCH))

@@ -2,15 +2,19 @@
 again with the cache the first run wrote (the space already built by then, so the second run
 also skips the build: its time is the demo's work alone); and the install's way: ``bayes-concepts
 compile`` (what ``make venv`` runs, and what a ``pip install`` user runs once) into another empty
-cache, then ``demo`` with that cache on the space already built.
+cache, then ``demo`` with that cache on the space already built, then the README's other jobs
+from Python (a space built in memory, the ladder, a learner beside the oracles, the gap with the
+noisy likelihood) twice with that cache: the first time is what a user waits for after the install,
+the second the same work with nothing left to compile.
 
-    python benchmarks/first_run.py
+    python benchmarks/first_run.py [--json-out FILE]
 
 The runs use fresh ``NUMBA_CACHE_DIR`` folders and a space folder under a temporary directory.
 Writes ``benchmarks/results/first_run.json``: the wall times; ``compile_and_build_s`` (cold -
 warm: the compilation, plus the demo space's build of a few seconds); ``install_compile_s`` (the
-``compile`` command's time) and ``after_install_compile_s`` (demo after ``compile`` - warm: the
-compilation left to the first ``demo`` after the install).
+``compile`` command's time), ``after_install_compile_s`` (demo after ``compile`` - warm: the
+compilation left to the first ``demo`` after the install) and ``readme_jobs_compile_s`` (the
+README's jobs after ``compile``, first time - second time).
 """
 from __future__ import annotations
 
@@ -25,7 +29,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _summary import RESULTS, write_summary  # noqa: E402
 
 
-def main() -> int:
+#: the README's jobs from Python on a space built in memory (what readme_jobs runs)
+README_JOBS = """
+import bayes_concepts as bc
+from bayes_concepts.ladder import ladder_profile
+from bayes_concepts.learners import make_learner
+space = bc.HypothesisSpace.build("demo", samples=20_000, scenes=5_000, seed=0)
+splits = bc.load_splits(space, ["counting"])
+bc.compute_gap(space, splits, negatives=("hard", "easy"), n_episodes=200, seed=0)
+ladder_profile(space, splits, negatives="hard", n_episodes=100, seed=0, alphas=[10], budgets=[100])
+bc.compute_gap(space, splits, negatives=("hard",), n_episodes=100, seed=0,
+               learners={"prototype": make_learner(space, "prototype")})
+bc.compute_gap(space, splits, negatives=("hard",), n_episodes=100, seed=0,
+               settings=bc.OracleSettings(likelihood="noisy"))
+"""
+
+
+def main(argv=None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json-out", default=str(RESULTS / "first_run.json"),
+                    help="where the summary goes (default benchmarks/results/first_run.json)")
+    args = ap.parse_args(argv)
     exe = Path(sys.executable).with_name("bayes-concepts")
     times = {}
     with tempfile.TemporaryDirectory(prefix="first_run_") as tmp:
@@ -54,10 +79,25 @@ def main() -> int:
                 return 1
             times[f"{run}_announced"] = "compiling the numba kernels once" in r.stderr
             print(f"{run}: {times[run]} s", flush=True)
+        for run in ("readme_jobs_after_install", "readme_jobs_again"):
+            t0 = time.perf_counter()
+            r = subprocess.run([sys.executable, "-c", README_JOBS], env=env, capture_output=True, text=True)
+            times[run] = round(time.perf_counter() - t0, 1)
+            if r.returncode:
+                print(r.stderr[-2000:], file=sys.stderr)
+                return 1
+            print(f"{run}: {times[run]} s", flush=True)
     times["compile_and_build_s"] = round(times["cold"] - times["warm"], 1)
     times["install_compile_s"] = times["install_compile"]
     times["after_install_compile_s"] = round(times["after_install"] - times["warm"], 1)
-    write_summary(RESULTS / "first_run.json", "the first run's numba compilation (bayes-concepts demo)", times)
+    times["readme_jobs_compile_s"] = round(times["readme_jobs_after_install"] - times["readme_jobs_again"], 1)
+    # the package the commands ran (PYTHONPATH can put another checkout's in front), and its commit
+    where = subprocess.run([sys.executable, "-c", "import bayes_concepts; print(bayes_concepts.__file__)"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", str(Path(where).parent), "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or None
+    write_summary(args.json_out, "the first run's numba compilation (bayes-concepts demo)", times,
+                  package={"path": where, "commit": commit})
     return 0
 
 

@@ -20,7 +20,7 @@ from conftest import assert_one_line_error, run
 from hypothesis import given, settings, strategies as st
 from sklearn.metrics import average_precision_score
 
-from bayes_concepts.bits import unpack_bits
+from bayes_concepts.bits import read_only, unpack_bits
 from bayes_concepts.gap import compute_gap, format_table, summarise
 from bayes_concepts.metrics import average_precision_interval
 from bayes_concepts.oracles import OracleSettings, strong_and_weak
@@ -28,6 +28,11 @@ from bayes_concepts.oracles import kernels as K
 from bayes_concepts.oracles.oracle import DEFAULT_AP_TOLERANCE
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.splits import load_splits
+
+#: the kernels' arguments as the oracles' kernel passes them -- labels read-only (``bits.read_only``),
+#: a target with no question domain as an empty domain -- so these tests run the compiled code
+#: the oracles run (numba compiles once per type of argument) and load it from numba's cache
+EVERYWHERE = np.zeros(0, np.uint64)
 
 HSET = dict(deadline=None, derandomize=True)
 GRID = np.array([0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0])  # few values: many ties
@@ -176,17 +181,17 @@ def test_certified_ap_is_within_its_bound_and_the_tolerance(small_space, bank, s
     space = small_space
     rng = np.random.default_rng(seed)
     concept, cls_list, class_w = random_posterior(space, rng, n_active, spread, tie_share, boost)
-    truth = np.ascontiguousarray(space.test_bank.signatures[concept])
+    truth = read_only(space.test_bank.signatures[concept])
     n_pos = int(np.bitwise_count(truth).sum())
     b, w = bank, bank["work"]
     args = (cls_list, class_w, b["ptr"], b["idx"], b["lane_ptr"], b["lane_cls"], truth, n_pos, b["n_test"])
-    exact = K.test_bank_ap_wide(*args, w["scores"], w["mark"], w["touched"], speculative_share)
+    exact = K.test_bank_ap_wide(*args, w["scores"], w["mark"], w["touched"], speculative_share, False, EVERYWHERE)
     expected = sk_ap(unpack_bits(truth, b["n_test"]), full_scores(space, class_w))
     assert abs(exact - expected) < 1e-12
     for tol in (1e-2, 1e-3, 1e-4, 1e-15):
         stats = np.zeros(3, np.int64)
         ap, bound = K.test_bank_ap_certified(*args, tol, b["max_deg"], w["scores"], w["mark"], w["touched"],
-                                             w["tops"], w["queue"], stats, speculative_share)
+                                             w["tops"], w["queue"], stats, speculative_share, False, EVERYWHERE)
         assert 0.0 <= bound <= tol
         assert abs(ap - expected) <= bound + 1e-12, (tol, ap, expected, bound)
         assert not w["scores"].any() and not w["mark"].any() and not w["tops"].any()
@@ -322,14 +327,14 @@ def test_the_certificate_stops_early_somewhere(small_space, bank):
     early = 0
     for _ in range(40):
         concept, cls_list, class_w = random_posterior(small_space, rng, 300, 8.0, 0.0, 30.0)
-        truth = np.ascontiguousarray(small_space.test_bank.signatures[concept])
+        truth = read_only(small_space.test_bank.signatures[concept])
         args = (cls_list, class_w, b["ptr"], b["idx"], b["lane_ptr"], b["lane_cls"], truth,
                 int(np.bitwise_count(truth).sum()), b["n_test"])
         rows = []
         for tol in (1e-2, 1e-15):
             stats = np.zeros(3, np.int64)
             _, bound = K.test_bank_ap_certified(*args, tol, b["max_deg"], w["scores"], w["mark"], w["touched"],
-                                                w["tops"], w["queue"], stats, 1e9)
+                                                w["tops"], w["queue"], stats, 1e9, False, EVERYWHERE)
             rows.append((stats[1], bound))
         early += rows[0][1] > 0 and rows[0][0] < rows[1][0]
     assert early >= 5, early

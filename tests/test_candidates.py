@@ -3,6 +3,7 @@ against a brute-force twin that counts every concept's mistakes one support scen
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
+from bayes_concepts.bits import read_only
 from bayes_concepts.oracles import kernels as K
 from bayes_concepts.oracles.likelihoods import likelihood_tables
 
@@ -63,8 +64,9 @@ def test_candidates_equal_brute_force(seed, n_concepts, k, density, omega_share,
                                                        Settings())
     ids = np.empty(n_concepts, np.int64)
     logw = np.empty(n_concepts)
-    n = K.episode_candidates(support, labels, packed, omega, log_prior, first, second, consistent_only, ids, logw,
-                             K.no_outside())
+    # the scenes' rows and domains read-only, as the oracles pass them (one compiled kernel: bits.read_only)
+    n = K.episode_candidates(support, labels, read_only(packed), omega, log_prior, first, second, consistent_only, ids,
+                             logw, read_only(K.no_outside()))
     want_ids, want_logw = brute_candidates(member, omega_ids, support, labels, log_prior, first, second,
                                            consistent_only)
     assert ids[:n].tolist() == want_ids

@@ -134,6 +134,6 @@ def test_compile_runs_the_demos_job_on_a_small_space_and_leaves_nothing(tmp_path
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     status, out, err = run(["compile", "--episodes", "2"], capsys)
     assert status == 0, err
-    assert "compiled and cached the kernels of demo and gap" in out
+    assert "compiled and cached the kernels of demo, gap, ladder and the learners" in out
     assert list(tmp_path.iterdir()) == []
     assert_one_line_error(*run(["compile", "--episodes", "0"], capsys)[::2], "--episodes", "must be a whole number >= 1")

@@ -113,3 +113,32 @@ def test_episodes_and_gap_are_the_same_whatever_the_budget(small_space, on_disk,
         assert np.array_equal(getattr(in_memory, f), getattr(from_files, f)), f
     for name in whole.data_vars:
         assert np.array_equal(whole[name].values, again[name].values, equal_nan=True), name
+
+
+def test_one_compiled_kernel_serves_a_space_in_memory_loaded_and_read_from_its_files(small_space, on_disk):
+    """The arrays the kernels only read are passed read-only whatever their source
+    (``bits.read_only``), so the episode sampler and the oracles' kernel compiled for a space in
+    memory also serve it loaded, with its large files read through their mappings or with one
+    pread per row: numba compiles a kernel once per type of its arguments, and a read-only array
+    (a file mapped read-only) is a type of its own, so each kind of space compiled both kernels
+    again (about 20 s and 35 s on 2 cores) and kept another copy of each in numba's cache."""
+    from bayes_concepts.episodes import _sample_episodes
+    from bayes_concepts.oracles.kernels import evaluate_episodes
+    kernels = (_sample_episodes, evaluate_episodes)
+    compute_gap(small_space, load_splits(small_space, ["counting"]), ("hard",), 3, seed=0)
+    compiled = [set(k.signatures) for k in kernels]
+    assert all(len(s) >= 1 for s in compiled)
+    for budget in (None, "unset", "0", "one"):
+        with pytest.MonkeyPatch.context() as mp:
+            if budget is not None:  # large files as row files, read as the budget says
+                mp.setattr(index, "INDEX_IN_MEMORY_BYTES", 0)
+                mp.setattr(rows, "PREAD_MIN_BYTES", 0)
+                mp.setattr(rows, "_MAPPED", weakref.WeakSet())
+                text = _budget_text(budget, small_space)
+                if text is None:
+                    mp.delenv("BAYES_CONCEPTS_MAPPED_RSS", raising=False)
+                else:
+                    mp.setenv("BAYES_CONCEPTS_MAPPED_RSS", text)
+            loaded = HypothesisSpace.load(on_disk)
+            compute_gap(loaded, load_splits(loaded, ["counting"]), ("hard",), 3, seed=0)
+        assert [set(k.signatures) for k in kernels] == compiled, budget

@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 from sklearn.metrics import average_precision_score
 
-from bayes_concepts.bits import pack_bits
+from bayes_concepts.bits import pack_bits, read_only
 from bayes_concepts.oracles import kernels as K
 
 
@@ -45,12 +45,12 @@ def twin_ap(cover, cls_list, weights, labels, dom):
 
 def kernel_ap(cover, cls_list, weights, labels, dom):
     n_test, n_classes = cover.shape
-    test_sig = pack_bits(cover.T)  # one row per class
+    test_sig = read_only(pack_bits(cover.T))  # one row per class, read-only as the oracles' kernel passes it
     rep = np.arange(n_classes, dtype=np.int64)
     scores, touched = np.zeros(n_test), np.empty(n_test, np.int64)
     packed_dom = K.every_scene() if dom.all() else pack_bits(dom)
     ap = K.test_bank_ap(np.asarray(cls_list, np.int64), np.asarray(weights, np.float64), rep, test_sig,
-                        pack_bits(labels), int(labels.sum()), n_test, scores, touched, packed_dom)
+                        read_only(pack_bits(labels)), int(labels.sum()), n_test, scores, touched, packed_dom)
     assert not scores.any()  # the work array comes back as it went in
     return ap
 

@@ -1,5 +1,6 @@
 """Bit-selection kernels against their obvious NumPy twins."""
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -47,3 +48,26 @@ def test_set_bit_positions_equal_nonzero(n_rows, n_bits, fill, data):
     for i in range(n_rows):
         assert idx[ptr[i]: ptr[i + 1]].tolist() == np.flatnonzero(bits[i]).tolist()
     assert ptr[-1] == len(idx) == bits.sum()
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.uint64, st.tuples(st.integers(0, 5), st.integers(0, 7))), st.sampled_from(["c", "strided", "frozen"]))
+def test_read_only_is_a_view_that_cannot_be_written(words, kind):
+    """``read_only``: the same values, C-contiguous, not writable; a view of the array (no copy)
+    when it is C-contiguous, the array itself when it already cannot be written; the caller's
+    array stays writable."""
+    from bayes_concepts.bits import read_only
+    a = {"c": words, "strided": words[:, ::2], "frozen": words.copy()}[kind]
+    if kind == "frozen":
+        a.flags.writeable = False
+    got = read_only(a)
+    assert np.array_equal(got, a) and got.dtype == a.dtype and got.flags.c_contiguous
+    assert not got.flags.writeable
+    if kind == "frozen":
+        assert got is a
+    elif a.flags.c_contiguous:
+        assert np.shares_memory(got, a) or a.size == 0
+        assert a.flags.writeable
+    if got.size:
+        with pytest.raises(ValueError):
+            got[(0,) * got.ndim] = 1

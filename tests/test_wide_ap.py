@@ -4,8 +4,13 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 from sklearn.metrics import average_precision_score
 
-from bayes_concepts.bits import unpack_bits
+from bayes_concepts.bits import read_only, unpack_bits
 from bayes_concepts.oracles import kernels as K
+
+#: the kernels' arguments as the oracles' kernel passes them -- labels read-only (``bits.read_only``),
+#: a target with no question domain as an empty domain -- so these tests run the compiled code
+#: the oracles run (numba compiles once per type of argument) and load it from numba's cache
+EVERYWHERE = np.zeros(0, np.uint64)
 
 
 def full_scores(signatures, reps, class_w, n_test):
@@ -53,7 +58,7 @@ def test_wide_ap_equals_sklearn(small_space, seed, n_active, spread, tie_share, 
     scene_ptr, scene_cls = space.test_bank_scene_classes()
     n_cls, n_test = len(ptr) - 1, space.test_bank.n_scenes
     truth_concept = int(rng.integers(space.n_concepts))
-    truth = np.ascontiguousarray(space.test_bank.signatures[truth_concept])
+    truth = read_only(space.test_bank.signatures[truth_concept])
     n_pos = int(np.bitwise_count(truth).sum())
     active = rng.choice(n_cls, size=min(n_active, n_cls), replace=False)
     if rng.random() < 0.8:  # the true concept's class usually carries weight, as in a real posterior
@@ -70,7 +75,7 @@ def test_wide_ap_equals_sklearn(small_space, seed, n_active, spread, tie_share, 
     mark = np.zeros(n_test, bool)
     touched = np.empty(n_test, np.int64)
     ap = K.test_bank_ap_wide(cls_list, class_w, ptr, idx, scene_ptr, scene_cls, truth, n_pos, n_test, scores, mark,
-                             touched, speculative_share)
+                             touched, speculative_share, False, EVERYWHERE)
     labels = unpack_bits(truth, n_test)
     full = full_scores(space.test_bank.signatures, space.class_representatives(), class_w, n_test)
     expected = average_precision_score(labels, full) if n_pos else np.nan
@@ -91,7 +96,7 @@ def test_deferred_episodes_get_the_ap_of_scoring_every_row(small_space, seed, n_
     rng = np.random.default_rng(seed)
     ptr, idx = space.test_bank_index()
     scene_ptr, scene_cls = space.test_bank_scene_classes()
-    sig = np.ascontiguousarray(space.test_bank.signatures)
+    sig = read_only(space.test_bank.signatures)
     n_cls, n_test = len(ptr) - 1, space.test_bank.n_scenes
     class_w = np.zeros((n_episodes, n_cls))
     lists = []
@@ -113,7 +118,7 @@ def test_deferred_episodes_get_the_ap_of_scoring_every_row(small_space, seed, n_
         truth = sig[concept[e]]
         n_pos = int(np.bitwise_count(truth).sum())
         one = K.test_bank_ap_wide(lists[e], np.ascontiguousarray(class_w[e]), ptr, idx, scene_ptr, scene_cls, truth,
-                                  n_pos, n_test, scores, mark, touched, 0.0)
+                                  n_pos, n_test, scores, mark, touched, 0.0, False, EVERYWHERE)
         assert (np.isnan(one) and np.isnan(out[e])) or one == out[e]
         if n_pos:
             full = full_scores(sig, space.class_representatives(), class_w[e], n_test)
@@ -153,10 +158,10 @@ def test_dense_ap_is_the_sparse_ap_bit_for_bit(seed, n, zero_share, n_values, sc
     scores = values[rng.integers(n_values, size=n)]
     scores[rng.random(n) < zero_share] = 0.0
     labels = rng.random(n) < rng.uniform(0.05, 0.9)
-    truth = pack_bits(labels)
+    truth = read_only(pack_bits(labels))
     n_pos = int(labels.sum())
     touched = np.flatnonzero(scores > 0).astype(np.int64)
-    dense = K.average_precision_every_score(scores, truth)
+    dense = K.average_precision_every_score(scores, truth, EVERYWHERE)
     sparse = average_precision_sparse(touched, scores, truth, n, n_pos)
     assert (np.isnan(dense) and np.isnan(sparse)) or dense == sparse
     if n_pos:

@@ -142,17 +142,24 @@ def _compile_arguments(p):
 
 
 @command("compile", order=141, arguments=_compile_arguments, compiles=True,
-         help="compile the numba kernels of demo and gap once, into numba's cache (after pip install)")
+         help="compile the numba kernels of demo, gap, ladder and the learners once, into numba's cache "
+              "(after pip install)")
 def cmd_compile(args) -> int:
-    """Fill numba's on-disk cache with the kernels ``demo`` (and ``gap`` with its defaults)
-    runs, by running the demo's job -- build, save, load, the comp gap of CURI's splits with
-    hard and easy negatives, results, figures -- on a small demo-preset space in a temporary
-    directory, which is removed afterwards.  The cache is numba's: ``__pycache__`` beside the
-    package's modules, or ``NUMBA_CACHE_DIR`` when set.  ``make venv`` runs it; after ``pip
-    install`` run it once, so that the first ``demo`` does not wait for the compiler."""
+    """Fill numba's on-disk cache with the kernels ``demo`` (and ``gap`` with its defaults),
+    ``ladder`` and a learner scored beside the oracles run, by running those jobs -- build,
+    save, load, the comp gap of CURI's splits with hard and easy negatives, results, figures;
+    the default ladder with one alpha and one budget; the prototype learner; the gap with the
+    noisy likelihood -- on a small demo-preset space in a temporary directory, which is removed
+    afterwards.  The cache is numba's: ``__pycache__`` beside the package's modules, or
+    ``NUMBA_CACHE_DIR`` when set.  ``make venv`` runs it; after ``pip install`` run it once, so
+    that the first ``demo`` (or ladder) does not wait for the compiler.  Every array a kernel
+    only reads is passed read-only (:func:`~bayes_concepts.bits.read_only`), so the kernels
+    compiled here also serve spaces built in memory and spaces mapped from disk."""
     import tempfile
     from ..spaces.hypothesis_space import HypothesisSpace
     from ..gap import compute_gap
+    from ..ladder import ladder_profile
+    from ..learners import make_learner
     from ..oracles import OracleSettings
     from ..results import save_results
     from ..splits import curi_splits
@@ -161,8 +168,14 @@ def cmd_compile(args) -> int:
         space_dir = Path(tmp) / "space"
         HypothesisSpace.build("demo", **COMPILE_SPACE).save(space_dir)
         space = HypothesisSpace.load(space_dir)
-        ds = compute_gap(space, curi_splits(space), ("hard", "easy"), args.episodes, OracleSettings(), 0)
+        splits = curi_splits(space)
+        ds = compute_gap(space, splits, ("hard", "easy"), args.episodes, OracleSettings(), 0)
         save_results(ds, Path(tmp) / "results.nc")
         _write_figures(ds, space, Path(tmp) / "figs", "concept_iid", 0)
-    print(f"compiled and cached the kernels of demo and gap in {time.perf_counter() - t0:.0f} s")
+        one = {"counting": splits["counting"]}
+        ladder_profile(space, one, negatives="hard", n_episodes=args.episodes, seed=0, alphas=[10], budgets=[100])
+        compute_gap(space, one, ("hard",), args.episodes, OracleSettings(), 0,
+                    learners={"prototype": make_learner(space, "prototype")})
+        compute_gap(space, one, ("hard", "easy"), args.episodes, OracleSettings(likelihood="noisy"), 0)
+    print(f"compiled and cached the kernels of demo, gap, ladder and the learners in {time.perf_counter() - t0:.0f} s")
     return 0

@@ -39,6 +39,7 @@ import numba
 import numpy as np
 from numba import types
 
+from ..bits import read_only
 from ..scale import mapped_rss_budget
 from .store import SpaceError, mapped_file, npy_layout
 
@@ -258,12 +259,13 @@ def row_source(rows) -> tuple:
     """``(mem, fd, offset, failures)`` for the kernels (see the module docstring): an array in
     memory is ``(array, -1, 0, zeros)``; a :class:`RowFile` is ``(its mapping, -1, 0, its failure
     counter)`` when it is read through its mapping (:meth:`RowFile.through_mapping`), else
-    ``(empty (0, n_cols), fd, offset, its failure counter)``."""
+    ``(empty (0, n_cols), fd, offset, its failure counter)``.  ``mem`` is read-only in every
+    case (:func:`~bayes_concepts.bits.read_only`), so one compiled kernel reads all three."""
     if isinstance(rows, RowFile) and rows.through_mapping():
-        return rows.mapped(), -1, 0, rows.failures
+        return read_only(rows.mapped()), -1, 0, rows.failures
     if isinstance(rows, RowFile):
-        return np.empty((0, rows.shape[1]), rows.dtype), rows.fd, rows.offset, rows.failures
-    return np.ascontiguousarray(rows), -1, 0, np.zeros(1, np.int64)
+        return read_only(np.empty((0, rows.shape[1]), rows.dtype)), rows.fd, rows.offset, rows.failures
+    return read_only(rows), -1, 0, np.zeros(1, np.int64)
 
 
 def file_backed_rss() -> int:

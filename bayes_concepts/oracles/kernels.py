@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ..bits import count_bits, has_bit, nonzero_words, pop_lowest_bit, popcount64
+from ..bits import count_bits, has_bit, nonzero_words, pop_lowest_bit, popcount64, read_only
 from ..engine.test_bank import N_LANES
 from ..metrics import (ap_from_levels, average_precision_sparse, class_balanced_accuracy_kernel,
                        descending_levels, first_at_most, level_of, level_search, level_table, TABLE_MIN_LEVELS)
@@ -699,9 +699,10 @@ def score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, true
     weights ``class_w[e]`` (float64 (E, C), dense by class id): every test scene's
     :func:`scene_score`, :data:`DEFER_BATCH` episodes per pass over the rows
     (:func:`score_rows16`), then the exact AP, as :func:`test_bank_ap_wide` computes it when it
-    scores every scene.  ``test_sig``/``true_concept`` as for :func:`evaluate_episodes`;
-    ``test_domains``/``domain_row``: the targets' question domains (:class:`TestBankTables`;
-    None: every concept is defined on every scene).
+    scores every scene.  ``test_sig``/``true_concept`` as for :func:`evaluate_episodes`
+    (``test_sig`` is passed on read-only, as :class:`TestBankTables` holds it, so every caller
+    shares one compiled kernel); ``test_domains``/``domain_row``: the targets' question domains
+    (:class:`TestBankTables`; None: every concept is defined on every scene).
 
     The kernel is compiled with LLVM's SLP vectorizer on (numba leaves it off by default):
     it turns the 8 additions of a class into one vector add, about 6x faster per episode than
@@ -715,7 +716,7 @@ def score_deferred(class_w, deferred, lane_ptr, lane_cls, n_test, test_sig, true
     try:
         if domain_row is None:
             test_domains, domain_row = no_test_domains()
-        _score_deferred(class_w, np.asarray(deferred, np.int64), lane_ptr, lane_cls, n_test, test_sig,
+        _score_deferred(class_w, np.asarray(deferred, np.int64), lane_ptr, lane_cls, n_test, read_only(test_sig),
                         true_concept, out_ap, test_domains, domain_row)
     finally:
         config.SLP_VECTORIZE = old

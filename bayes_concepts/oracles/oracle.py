@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 import numba
 import numpy as np
 
-from ..bits import pack_bits, pop_lowest_bit
+from ..bits import pack_bits, pop_lowest_bit, read_only
 from ..engine.rows import RowFile
 from . import kernels as K
 from .empty_policies import empty_policies
@@ -117,7 +117,7 @@ def test_bank_tables(space, wide: bool = True) -> K.TestBankTables:
     """The test bank of ``space`` as the kernels read it; ``wide`` False leaves out the classes
     of each scene (only spread posteriors read them)."""
     scene_classes = (space.test_bank_scene_classes() if wide else (np.zeros(1, np.int64), np.zeros(1, np.uint16)))
-    return K.TestBankTables(np.ascontiguousarray(space.test_bank.signatures), int(space.test_bank.n_scenes),
+    return K.TestBankTables(read_only(space.test_bank.signatures), int(space.test_bank.n_scenes),
                             np.asarray(space.synonym_classes, np.int64), *space.test_bank_index(),
                             space.class_representatives(), *scene_classes, *space.index.test_domain_rows())
 
@@ -188,7 +188,7 @@ class Oracle:
         """Σ_h probs[h]·h(u) for every scene u: float64 (n_scenes,) over the bank and
         float64 (T,) over the test bank."""
         bank = np.zeros(self.space.n_scenes)
-        _mixture_predictive(np.ascontiguousarray(self.space.signatures), np.asarray(ids, np.int64),
+        _mixture_predictive(read_only(self.space.signatures), np.asarray(ids, np.int64),
                             np.asarray(probs, np.float64), self.space.n_scenes, bank)
         return bank, bank[np.asarray(self.space.test_bank.scene_ids)]
 
@@ -276,8 +276,9 @@ class Oracle:
                 rows = scene_concepts[scenes]
                 outside = no_outside if scene_outside is None else scene_outside[scenes]
                 sup, qry = np.searchsorted(scenes, sup), np.searchsorted(scenes, qry)
-            tables = K.OracleTables(rows, self.omega, self.log_prior, likelihood, fb.likelihood is not None, refit,
-                                    fixed_bank, fixed_test, float(fb.entropy), outside)
+            # the space's rows read-only, as the kernel reads them whatever their source (bits.read_only)
+            tables = K.OracleTables(read_only(rows), self.omega, self.log_prior, likelihood, fb.likelihood is not None,
+                                    refit, fixed_bank, fixed_test, float(fb.entropy), read_only(outside))
             results = K.EpisodeResults(*(out[k][sl] for k in K.EpisodeResults._fields))
             # zeros from calloc: only the rows of deferred episodes are ever written, and paged in
             defer_w = np.zeros((sl.stop - sl.start, n_classes) if defer else (1, 1))
@@ -325,14 +326,14 @@ class Oracle:
         positive (that scene was drawn uniformly, 1/N).
         """
         labels = np.asarray(labels, np.int8)
-        rows = self._scene_rows(scenes)
+        rows = read_only(self._scene_rows(scenes))
         k = len(labels)
         h = self.space.n_concepts
         ids, logw = np.empty(h, np.int64), np.empty(h)
         n_drawn = int(labels.sum()) if positives_drawn is None else int(positives_drawn)
         support = np.arange(k, dtype=np.int64)
         tables = self._tables(self.settings.likelihood, n_drawn, k, bool(hard))
-        outside = self._outside_rows(scenes)
+        outside = read_only(self._outside_rows(scenes))
         n = K.episode_candidates(support, labels, rows, self.omega, self.log_prior, *tables, ids, logw, outside)
         self.empty_ = n == 0
         if n == 0:

@@ -40,6 +40,7 @@ import json
 
 import numpy as np
 
+from ..bits import read_only
 from ..engine.rows import RowFile
 from ..oracles import Oracle
 from ..oracles.empty_policies import empty_policies, prior_policy, zero_policy
@@ -201,7 +202,7 @@ class SamplingLearner:
         query_labels = np.ascontiguousarray(episodes.query_labels)
         concept = np.asarray(episodes.concept, np.int64)
         scene_concepts = space.scene_concepts()
-        test = (np.ascontiguousarray(space.test_bank.signatures), space.test_bank.n_scenes,
+        test = (read_only(space.test_bank.signatures), space.test_bank.n_scenes,
                 np.asarray(space.synonym_classes, np.int64), len(space.class_representatives()),
                 space.class_representatives(),
                 *space.index.test_domain_rows())
@@ -222,9 +223,8 @@ class SamplingLearner:
                 outside = no_outside() if scene_outside is None else np.ascontiguousarray(scene_outside[scenes])
                 sup, qry = np.searchsorted(scenes, sup), np.searchsorted(scenes, qry)
             SK.evaluate_sampled(key, start + lo, self.n, self.cum, self.guide, self.last, self.log_w, self.concepts,
-                                sup, support_labels[sl], qry, query_labels[sl], concept[sl], rows, outside, first,
-                                second,
-                                consistent_only, self.policy, *refit, *test,
+                                sup, support_labels[sl], qry, query_labels[sl], concept[sl], read_only(rows),
+                                read_only(outside), first, second, consistent_only, self.policy, *refit, *test,
                                 *(out[name][sl] for name in ("ap", "cba", "posterior_entropy", "predictive_entropy",
                                                              "empty", "n_candidates", "n_hypotheses",
                                                              "query_pred")), self.all_drawn)
