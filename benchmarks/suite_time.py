@@ -2,7 +2,7 @@
 ``make test-all``'s (every test), each run as the Makefile runs it (``-n auto --dist loadfile
 --no-loadscope-reorder``).
 
-    python benchmarks/suite_time.py [--runs test all] [--durations FILE] [--default-threads]
+    python benchmarks/suite_time.py [--runs test all] [--durations FILE] [--default-threads] [--first-run]
 
 Each run is a fresh ``python -m pytest`` in the repository root with pytest's cache off; its
 wall time, the CPU time of its process tree, the tests passed, skipped and failed, and its
@@ -14,6 +14,12 @@ one earlier run of the suite if the tests' own kernels should be counted as cach
 pytest output (``--durations=80``).  Times on a shared machine are noisy: the load average at
 the start is recorded with the machine, and each run's mean one-minute load average while it ran
 (sampled every 5 s; the suite itself adds about one per worker).
+
+``--first-run`` times ``make test`` as a fresh checkout runs it (as CI does) and then again, side
+by side in one session: numba's cache is a new empty folder (``NUMBA_CACHE_DIR``) that
+``bayes-concepts compile`` fills first, as ``make venv`` does; the first pytest run then also
+compiles the kernels only the tests use (recorded as ``test_first_run``, with ``compile_s``, the
+install's compile), the second (``test``) finds them cached.  The folder is removed afterwards.
 
 ``--default-threads`` also times ``make test`` with ``BAYES_CONCEPTS_TEST_THREADS=default`` (each
 xdist worker left with the libraries' own thread counts instead of pinned to its share of the
@@ -101,18 +107,40 @@ def main(argv=None) -> int:
     ap.add_argument("--default-threads", action="store_true",
                     help="also time make test with each worker's threads left at the libraries' defaults "
                          "(BAYES_CONCEPTS_TEST_THREADS=default), just before the ordinary run")
+    ap.add_argument("--first-run", action="store_true",
+                    help="time make test's pytest with numba's cache as a fresh checkout has it (a new folder "
+                         "filled by bayes-concepts compile), then again with what that run cached")
     args = ap.parse_args(argv)
     if args.default_threads and "test" not in args.runs:
         ap.error("--default-threads times make test: give --runs test (or leave --runs out)")
+    if args.first_run and args.runs != ["test"]:
+        ap.error("--first-run times make test twice: give --runs test")
     old = RESULTS / "suite_time.json"
     figures = {}
     if old.exists():  # a run of one target keeps the other's committed figures
         import json
+        test_only = ("test_default_threads", "test_first_run")  # made by a run of make test
         figures = {k: v for k, v in json.loads(old.read_text())["figures"].items()
-                   if k not in args.runs and not (k == "test_default_threads" and "test" in args.runs)}
+                   if k not in args.runs and not (k in test_only and "test" in args.runs)}
     # the ordinary runs as make runs them: each worker pinned to its share of the cores
     ordinary = {k: v for k, v in os.environ.items() if k != "BAYES_CONCEPTS_TEST_THREADS"}
+    cache = None
+    if args.first_run:  # a fresh checkout's cache: empty, then filled by compile as make venv fills it
+        import shutil
+        cache = Path(tempfile.mkdtemp(prefix="suite_time_numba_"))
+        ordinary["NUMBA_CACHE_DIR"] = str(cache)
+        t0 = time.perf_counter()
+        done = subprocess.run([str(Path(sys.executable).with_name("bayes-concepts")), "compile"], env=ordinary,
+                              capture_output=True, text=True)
+        compile_s = round(time.perf_counter() - t0, 1)
+        if done.returncode:
+            print(done.stderr[-2000:], file=sys.stderr)
+            shutil.rmtree(cache, ignore_errors=True)
+            return 1
+        print(f"bayes-concepts compile into an empty cache: {compile_s} s", flush=True)
     todo = [(name, name, ordinary) for name in args.runs]
+    if args.first_run:
+        todo.insert(0, ("test_first_run", "test", ordinary))
     if args.default_threads:
         todo.insert(args.runs.index("test"), ("test_default_threads", "test",
                                               dict(os.environ, BAYES_CONCEPTS_TEST_THREADS="default")))
@@ -125,6 +153,9 @@ def main(argv=None) -> int:
         if f["exit_status"]:
             print(f"pytest exited {f['exit_status']}: the figures are recorded, and the run is not a clean one",
                   file=sys.stderr)
+    if cache is not None:
+        figures["test_first_run"]["compile_s"] = compile_s
+        shutil.rmtree(cache, ignore_errors=True)
     write_summary(RESULTS / "suite_time.json", "the test suite's pytest: make test and make test-all", figures,
                   cpu_model=_cpu_model())
     return 0 if all(f["exit_status"] == 0 for f in figures.values()) else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import pytest
@@ -78,6 +79,22 @@ def _budget_text(budget, space) -> str | None:
     return {"unset": None, "0": "0", "one": str(sig + sig // 2), "all": "1G"}[budget]
 
 
+@contextmanager
+def _row_files_read(budget, space):
+    """Within the block, a loaded space's large files are row files, read through their mappings
+    or with pread as ``budget`` (one of :data:`BUDGETS`) says."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index, "INDEX_IN_MEMORY_BYTES", 0)
+        mp.setattr(rows, "PREAD_MIN_BYTES", 0)
+        mp.setattr(rows, "_MAPPED", weakref.WeakSet())
+        text = _budget_text(budget, space)
+        if text is None:
+            mp.delenv("BAYES_CONCEPTS_MAPPED_RSS", raising=False)
+        else:
+            mp.setenv("BAYES_CONCEPTS_MAPPED_RSS", text)
+        yield
+
+
 @settings(max_examples=10, deadline=None)
 @example(seed=0, negatives="hard", budget="0", n=40)  # every budget at least once, hard negatives at length
 @example(seed=0, negatives="hard", budget="one", n=40)
@@ -90,15 +107,7 @@ def test_episodes_and_gap_are_the_same_whatever_the_budget(small_space, on_disk,
     whole = compute_gap(small_space, splits, (negatives,), n, seed=seed)
     ids = splits["counting"].test
     in_memory = EpisodeSampler(small_space).sample(ids, n, negatives, seed=seed)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(index, "INDEX_IN_MEMORY_BYTES", 0)
-        mp.setattr(rows, "PREAD_MIN_BYTES", 0)
-        mp.setattr(rows, "_MAPPED", weakref.WeakSet())
-        text = _budget_text(budget, small_space)
-        if text is None:
-            mp.delenv("BAYES_CONCEPTS_MAPPED_RSS", raising=False)
-        else:
-            mp.setenv("BAYES_CONCEPTS_MAPPED_RSS", text)
+    with _row_files_read(budget, small_space):
         loaded = HypothesisSpace.load(on_disk)
         sampler = EpisodeSampler(loaded)
         assert isinstance(sampler.signatures, RowFile) and isinstance(sampler.scene_concepts, RowFile)
@@ -128,17 +137,8 @@ def test_one_compiled_kernel_serves_a_space_in_memory_loaded_and_read_from_its_f
     compute_gap(small_space, load_splits(small_space, ["counting"]), ("hard",), 3, seed=0)
     compiled = [set(k.signatures) for k in kernels]
     assert all(len(s) >= 1 for s in compiled)
-    for budget in (None, "unset", "0", "one"):
-        with pytest.MonkeyPatch.context() as mp:
-            if budget is not None:  # large files as row files, read as the budget says
-                mp.setattr(index, "INDEX_IN_MEMORY_BYTES", 0)
-                mp.setattr(rows, "PREAD_MIN_BYTES", 0)
-                mp.setattr(rows, "_MAPPED", weakref.WeakSet())
-                text = _budget_text(budget, small_space)
-                if text is None:
-                    mp.delenv("BAYES_CONCEPTS_MAPPED_RSS", raising=False)
-                else:
-                    mp.setenv("BAYES_CONCEPTS_MAPPED_RSS", text)
+    for budget in (None, "unset", "0", "one"):  # None: loaded as it is; else its large files as row files
+        with nullcontext() if budget is None else _row_files_read(budget, small_space):
             loaded = HypothesisSpace.load(on_disk)
             compute_gap(loaded, load_splits(loaded, ["counting"]), ("hard",), 3, seed=0)
         assert [set(k.signatures) for k in kernels] == compiled, budget
