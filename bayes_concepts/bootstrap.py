@@ -98,7 +98,9 @@ def _resample_means(x, idx, plan, out):
 
 def _read_only(a: np.ndarray) -> np.ndarray:
     """``a`` (C-contiguous) as a view that cannot be written: the kernel is compiled once for
-    indices kept in memory and indices read from a file (read-only), not once for each."""
+    indices kept in memory and indices read from a file (read-only), not once for each.  What
+    :func:`bayes_concepts.bits.read_only` does, kept here because the pure helpers do not import
+    each other (the layers contract)."""
     if a.flags.writeable:
         a = a.view()
         a.flags.writeable = False

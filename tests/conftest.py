@@ -263,6 +263,13 @@ def shared_folder(tmp_path_factory, name: str) -> Path:
     return folder
 
 
+#: the domain argument of the oracles' test-bank kernels as the oracles pass it for a target with no
+#: question domain (an empty array); tests of those kernels pass it, and the labels read-only
+#: (``bits.read_only``), so they run -- and load from numba's cache -- the compiled code the oracles
+#: run (numba compiles a kernel once per type of its arguments)
+EVERYWHERE = np.zeros(0, np.uint64)
+
+
 def saved_copy(space, tmp_path_factory, name: str):
     """A copy of ``space`` saved into a new temporary folder ``name``: its ``space`` subfolder
     (the space itself keeps its ``path``)."""

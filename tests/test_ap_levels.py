@@ -13,6 +13,7 @@ from bayes_concepts.bits import pack_bits, read_only
 from bayes_concepts.metrics import (average_precision, average_precision_dense, average_precision_sorted,
                                     average_precision_sparse, descending_levels, radix_sort_descending)
 from bayes_concepts.oracles.kernels import average_precision_every_score
+from conftest import EVERYWHERE
 
 
 def sk(scores, labels):
@@ -84,7 +85,7 @@ def test_the_largest_sizes(n, share):
     truth = read_only(pack_bits(labels))  # as the oracles' kernel passes the labels, and an empty domain
     touched = np.flatnonzero(scores)
     sparse = average_precision_sparse(touched, scores, truth, n, int(labels.sum()))
-    assert sparse == average_precision_every_score(scores, truth, np.zeros(0, np.uint64))
+    assert sparse == average_precision_every_score(scores, truth, EVERYWHERE)
     assert sparse == pytest.approx(sk(scores, labels), abs=1e-10)
 
 

@@ -21,6 +21,7 @@ from hypothesis import given, settings, strategies as st
 from bayes_concepts.bits import pack_bits, read_only
 from bayes_concepts.engine.test_bank import scene_class_lanes
 from bayes_concepts.oracles import kernels as K
+from conftest import EVERYWHERE
 
 
 def exact_groups(cover, class_w):
@@ -84,13 +85,13 @@ def test_kernels_ap_lies_within_the_split_ties_range_of_the_exact_ap(seed, n_sce
     ptr[1:] = np.cumsum(cover.sum(axis=0))
     idx = np.concatenate([np.flatnonzero(cover[:, c]) for c in range(n_cls)]).astype(np.int32)
     lane_ptr, lane_cls = scene_class_lanes(ptr, idx, n_scenes)
-    truth = read_only(pack_bits(labels))  # as the oracles' kernel passes it (test_wide_ap.EVERYWHERE)
+    truth = read_only(pack_bits(labels))  # as the oracles' kernel passes it (conftest.EVERYWHERE)
     n_pos = int(labels.sum())
     tied, lo, hi = ap_range(exact_groups(cover, w), labels)
     scores, mark, touched = np.zeros(n_scenes), np.zeros(n_scenes, bool), np.empty(n_scenes, np.int64)
     cls_list = rng.permutation(n_cls).astype(np.int64)
     wide = K.test_bank_ap_wide(cls_list, w, ptr, idx, lane_ptr, lane_cls, truth, n_pos, n_scenes, scores, mark,
-                               touched, 0.0, False, np.zeros(0, np.uint64))
+                               touched, 0.0, False, EVERYWHERE)
     test_sig = read_only(pack_bits(cover.T))  # one concept per class
     narrow = K.test_bank_ap(cls_list, w[cls_list], np.arange(n_cls, dtype=np.int64), test_sig, truth,
                             n_pos, n_scenes, scores, touched, K.every_scene())
@@ -116,7 +117,7 @@ def test_such_ties_do_come_apart_and_the_bound_holds_where_they_do():
         scores, mark, touched = np.zeros(40), np.zeros(40, bool), np.empty(40, np.int64)
         ap = K.test_bank_ap_wide(np.arange(n_cls, dtype=np.int64), w, ptr, idx, lane_ptr, lane_cls,
                                  read_only(pack_bits(labels)), int(labels.sum()), 40, scores, mark, touched, 0.0,
-                                 False, np.zeros(0, np.uint64))
+                                 False, EVERYWHERE)
         tied, lo, hi = ap_range(vals, labels)
         assert lo - 1e-12 <= ap <= hi + 1e-12
         # the floats the wide path sums (lanes by class id): equal exact scores, different floats?

@@ -16,7 +16,7 @@ import json
 import numba
 import numpy as np
 import pytest
-from conftest import assert_one_line_error, run
+from conftest import EVERYWHERE, assert_one_line_error, run
 from hypothesis import given, settings, strategies as st
 from sklearn.metrics import average_precision_score
 
@@ -28,11 +28,6 @@ from bayes_concepts.oracles import kernels as K
 from bayes_concepts.oracles.oracle import DEFAULT_AP_TOLERANCE
 from bayes_concepts.episodes import EpisodeSampler
 from bayes_concepts.splits import load_splits
-
-#: the kernels' arguments as the oracles' kernel passes them -- labels read-only (``bits.read_only``),
-#: a target with no question domain as an empty domain -- so these tests run the compiled code
-#: the oracles run (numba compiles once per type of argument) and load it from numba's cache
-EVERYWHERE = np.zeros(0, np.uint64)
 
 HSET = dict(deadline=None, derandomize=True)
 GRID = np.array([0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0])  # few values: many ties

@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 from bayes_concepts.bits import read_only
 from bayes_concepts.engine.test_bank import scene_class_lanes
 from bayes_concepts.oracles import kernels as K
+from conftest import EVERYWHERE
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)
@@ -46,4 +47,4 @@ def test_deferred_aps_equal_one_by_one_scoring(small_space):
     for i in range(e):
         scores = np.array([K.scene_score(lane_ptr, lane_cls, t, np.ascontiguousarray(class_w[i]))
                            for t in range(n_test)])
-        assert got[i] == K.average_precision_every_score(scores, sig[concept[i]], np.zeros(0, np.uint64))
+        assert got[i] == K.average_precision_every_score(scores, sig[concept[i]], EVERYWHERE)

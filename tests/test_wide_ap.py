@@ -6,11 +6,7 @@ from sklearn.metrics import average_precision_score
 
 from bayes_concepts.bits import read_only, unpack_bits
 from bayes_concepts.oracles import kernels as K
-
-#: the kernels' arguments as the oracles' kernel passes them -- labels read-only (``bits.read_only``),
-#: a target with no question domain as an empty domain -- so these tests run the compiled code
-#: the oracles run (numba compiles once per type of argument) and load it from numba's cache
-EVERYWHERE = np.zeros(0, np.uint64)
+from conftest import EVERYWHERE
 
 
 def full_scores(signatures, reps, class_w, n_test):
