@@ -116,7 +116,7 @@ def has_bit(row, i):
     return (row[i >> 6] >> np.uint64(i & 63)) & np.uint64(1)
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def nonzero_words(bits, out):
     """Write the indexes of the non-zero words of the packed bitset ``bits`` (uint64 (n_words,)),
     increasing, to the front of ``out`` (int64, at least as long); returns how many there are."""

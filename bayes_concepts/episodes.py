@@ -437,7 +437,7 @@ def _outside(outside, h, s):
     return ((rows[r, s >> 6] >> np.uint64(s & 63)) & np.uint64(1)) != 0
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _first_alternative(row, alt_mask, alt_words, n_alt_words):
     """The lowest alternative (bit of ``alt_mask``) true on a scene with concept row ``row``; -1
     if none is.  ``alt_words[:n_alt_words]``: the indexes, increasing, of ``alt_mask``'s nonzero
@@ -451,7 +451,7 @@ def _first_alternative(row, alt_mask, alt_words, n_alt_words):
     return -1
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _cover(row, alt_mask, alt_words, n_alt_words):
     """How many alternatives (bits of ``alt_mask``, nonzero in the words ``alt_words[:n_alt_words]``)
     are true on a scene with concept row ``row``."""

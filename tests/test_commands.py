@@ -135,5 +135,6 @@ def test_compile_runs_the_demos_job_on_a_small_space_and_leaves_nothing(tmp_path
     status, out, err = run(["compile", "--episodes", "2"], capsys)
     assert status == 0, err
     assert "compiled and cached the kernels of demo, gap, ladder and the learners" in out
-    assert list(tmp_path.iterdir()) == []
+    # torch's own cache folder (torch._dynamo makes it in the temporary folder when imported) is not ours
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("torchinductor_")] == []
     assert_one_line_error(*run(["compile", "--episodes", "0"], capsys)[::2], "--episodes", "must be a whole number >= 1")

@@ -47,7 +47,7 @@ def no_test_domains() -> tuple:
     return np.zeros((0, 1), np.uint64), np.zeros(0, np.int64)
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def every_scene() -> np.ndarray:
     """The ``dom`` of a target defined on every test-bank scene (no question domain): uint64 (0,)."""
     return np.zeros(0, np.uint64)
@@ -348,7 +348,7 @@ def narrow_scores(cls_list, cls_weight, class_rep, test_sig, truth, dom, scores,
                                 touched)
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _score_touched_words(cls_list, cls_weight, class_rep, test_sig, touched_bits, words, n_words, scores, touched):
     """Score every scene set in ``touched_bits`` (packed, its non-zero words ``words[:n_words]``):
     ``scores[t]`` = Σ_q cls_weight[q]·[t in class q], summed in ``cls_list`` order, and list the
@@ -430,7 +430,7 @@ if N_LANES != 4:  # scene_score is written out for four lanes
     raise ImportError(f"scene_score sums 4 lanes, the test bank splits rows into {N_LANES}")
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def scene_score(lane_ptr, lane_cls, t, class_w):
     """Σ class_w[c] over the classes c of test scene t, in a fixed order: four running sums,
     sum j over the scene's classes with c % 4 == j in ascending order (its lane j, see
@@ -494,7 +494,7 @@ def _add_row8(acc, weights, c):
             acc[7] + weights[o + np.uint64(7)])
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def score_rows8(lane_ptr, lane_cls, n_test, weights, out):
     """The :func:`scene_score` of every test scene under 8 posteriors at once: ``weights``
     float64 (C·8,), class c's weight under posterior j at ``8c + j``; ``out`` float64 (8,

@@ -69,7 +69,7 @@ def guide_table(cum):
     return guide
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _draw(cum, guide, last, u):
     """The position a uniform ``u`` in [0, 1) selects: the first j with cum[j] > u·cum[-1]
     (what a binary search of the cumulative table returns), found from the guide table's
