@@ -5,7 +5,8 @@ compile`` (what ``make venv`` runs, and what a ``pip install`` user runs once) i
 cache, then ``demo`` with that cache on the space already built, then the README's other jobs
 from Python (a space built in memory, the ladder, a learner beside the oracles, the gap with the
 noisy likelihood) twice with that cache: the first time is what a user waits for after the install,
-the second the same work with nothing left to compile.
+the second the same work with nothing left to compile; and the model job's first steps (scenes
+drawn and heard, a network trained a few steps and scored beside the oracles) the same way.
 
     python benchmarks/first_run.py [--json-out FILE]
 
@@ -14,7 +15,8 @@ Writes ``benchmarks/results/first_run.json``: the wall times; ``compile_and_buil
 warm: the compilation, plus the demo space's build of a few seconds); ``install_compile_s`` (the
 ``compile`` command's time), ``after_install_compile_s`` (demo after ``compile`` - warm: the
 compilation left to the first ``demo`` after the install) and ``readme_jobs_compile_s`` (the
-README's jobs after ``compile``, first time - second time).
+README's jobs after ``compile``, first time - second time), ``model_job_compile_s`` (the same
+for the model job).
 """
 from __future__ import annotations
 
@@ -42,6 +44,21 @@ bc.compute_gap(space, splits, negatives=("hard",), n_episodes=100, seed=0,
                learners={"prototype": make_learner(space, "prototype")})
 bc.compute_gap(space, splits, negatives=("hard",), n_episodes=100, seed=0,
                settings=bc.OracleSettings(likelihood="noisy"))
+"""
+
+#: the model job's first steps from Python (what the guide's model page runs): scenes drawn and
+#: heard, a network trained a few steps and scored beside the oracles
+MODEL_JOB = """
+import bayes_concepts as bc
+from bayes_concepts.learners import ProtoNetLearner, check_learner, make_learner
+space = bc.HypothesisSpace.build("demo", samples=20_000, scenes=5_000, seed=0)
+split = bc.load_splits(space, ["counting"])["counting"]
+bc.log_mel_spectrogram(bc.synthesize_scenes(space.scene_codes[:25], space.schema))
+bc.render_scenes(space.scene_codes[:25], space.schema)
+check_learner(make_learner(space, "prototype"), space, split=split)
+net = ProtoNetLearner(space, "schema", "relnet", embedding_dim=32, seed=0)
+net.train(split, max_steps=5, val_every=5, val_episodes=50, batch_episodes=8, progress=False)
+bc.compute_gap(space, {"counting": split}, negatives=("hard",), n_episodes=100, seed=0, learners={"net": net})
 """
 
 
@@ -79,9 +96,10 @@ def main(argv=None) -> int:
                 return 1
             times[f"{run}_announced"] = "compiling the numba kernels once" in r.stderr
             print(f"{run}: {times[run]} s", flush=True)
-        for run in ("readme_jobs_after_install", "readme_jobs_again"):
+        for run, code in (("readme_jobs_after_install", README_JOBS), ("readme_jobs_again", README_JOBS),
+                          ("model_job_after_install", MODEL_JOB), ("model_job_again", MODEL_JOB)):
             t0 = time.perf_counter()
-            r = subprocess.run([sys.executable, "-c", README_JOBS], env=env, capture_output=True, text=True)
+            r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
             times[run] = round(time.perf_counter() - t0, 1)
             if r.returncode:
                 print(r.stderr[-2000:], file=sys.stderr)
@@ -91,6 +109,7 @@ def main(argv=None) -> int:
     times["install_compile_s"] = times["install_compile"]
     times["after_install_compile_s"] = round(times["after_install"] - times["warm"], 1)
     times["readme_jobs_compile_s"] = round(times["readme_jobs_after_install"] - times["readme_jobs_again"], 1)
+    times["model_job_compile_s"] = round(times["model_job_after_install"] - times["model_job_again"], 1)
     # the package the commands ran (PYTHONPATH can put another checkout's in front), and its commit
     where = subprocess.run([sys.executable, "-c", "import bayes_concepts; print(bayes_concepts.__file__)"],
                            capture_output=True, text=True, check=True).stdout.strip()
