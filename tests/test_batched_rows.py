@@ -25,7 +25,7 @@ def test_sixteen_row_sums_equal_scene_score_bit_for_bit(seed, n_classes, n_scene
     w[rng.random(w.shape) < 0.2] = 0.0
     w[:, n_live:] = 0.0
     out = np.empty((16, n_scenes))
-    K.score_rows16_kernel(lane_ptr, lane_cls, n_scenes, np.ascontiguousarray(w).ravel(), out)
+    K.score_rows16(lane_ptr, lane_cls, n_scenes, np.ascontiguousarray(w).ravel(), out)
     for j in range(16):
         wj = np.ascontiguousarray(w[:, j])
         assert all(out[j, t] == K.scene_score(lane_ptr, lane_cls, t, wj) for t in range(n_scenes))

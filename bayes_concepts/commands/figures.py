@@ -148,8 +148,9 @@ def cmd_compile(args) -> int:
     """Fill numba's on-disk cache with the kernels ``demo`` (and ``gap`` with its defaults),
     ``ladder`` and a learner scored beside the oracles run, by running those jobs -- build,
     save, load, the comp gap of CURI's splits with hard and easy negatives, results, figures;
-    the default ladder with one alpha and one budget; the prototype learner; the gap with the
-    noisy likelihood; the model job's pictures, sounds and a network's scores -- on a small demo-preset space in a temporary directory, which is removed
+    the default ladder with one alpha and one budget; the prototype learner and a network
+    trained one step (with the model job's pictures and sounds); the gap with the noisy
+    likelihood -- on a small demo-preset space in a temporary directory, which is removed
     afterwards.  The cache is numba's: ``__pycache__`` beside the package's modules, or
     ``NUMBA_CACHE_DIR`` when set.  ``make venv`` runs it; after ``pip install`` run it once, so
     that the first ``demo`` (or ladder) does not wait for the compiler.  Every array a kernel
@@ -175,20 +176,17 @@ def cmd_compile(args) -> int:
         one = {"counting": splits["counting"]}
         ladder_profile(space, one, negatives="hard", n_episodes=args.episodes, seed=0, alphas=[10], budgets=[100])
         compute_gap(space, one, ("hard",), args.episodes, OracleSettings(), 0,
-                    learners={"prototype": make_learner(space, "prototype")})
+                    learners={"prototype": make_learner(space, "prototype"), "net": _model_job(space, one)})
         compute_gap(space, one, ("hard", "easy"), args.episodes, OracleSettings(likelihood="noisy"), 0)
-        _compile_model_job(space, one, args.episodes)
     print(f"compiled and cached the kernels of demo, gap, ladder and the learners in {time.perf_counter() - t0:.0f} s")
     return 0
 
 
-def _compile_model_job(space, one: dict, n_episodes: int) -> None:
-    """The kernels of the model job (``train`` and a network scored beside the oracles):
-    scenes drawn and heard (the image and sound modalities' features), a protonet's float32
-    scores, and a learner's conformance check -- on four scenes and one training step."""
-    from ..gap import compute_gap
+def _model_job(space, one: dict):
+    """The model job's first steps (``train`` and the image and sound modalities): four scenes
+    drawn and heard, a learner's conformance check, and a small network trained one step, which
+    is returned to be scored beside the oracles (its scores are float32)."""
     from ..learners import ProtoNetLearner, check_learner, make_learner
-    from ..oracles import OracleSettings
     from ..scenes.render import render_scenes
     from ..scenes.sound import log_mel_spectrogram, synthesize_scenes
     codes = space.scene_codes[:4]
@@ -199,4 +197,4 @@ def _compile_model_job(space, one: dict, n_episodes: int) -> None:
     net = ProtoNetLearner(space, "schema", "relnet", embedding_dim=8, seed=0, encoder_options={"object_dim": 8},
                           pooling_options={"g_hidden": (8,), "g_out": 8, "f_hidden": (8,)})
     net.train(split, max_steps=1, val_every=1, val_episodes=4, batch_episodes=2, progress=False)
-    compute_gap(space, one, ("hard",), n_episodes, OracleSettings(), 0, learners={"net": net})
+    return net

@@ -47,6 +47,8 @@ def no_test_domains() -> tuple:
     return np.zeros((0, 1), np.uint64), np.zeros(0, np.int64)
 
 
+# cache=True on an inline kernel: its callers inline it (and cache themselves); the cache is for
+# the compiled function of its own that a call from Python (the tests' bit-for-bit checks) makes
 @numba.njit(inline="always", cache=True)
 def every_scene() -> np.ndarray:
     """The ``dom`` of a target defined on every test-bank scene (no question domain): uint64 (0,)."""
@@ -552,7 +554,7 @@ def _finish8(out, j0, t, a0, a1, a2, a3):
         out[j0 + j, t] = (a0[j] + a1[j]) + (a2[j] + a3[j])
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def score_rows16(lane_ptr, lane_cls, n_test, weights, out):
     """:func:`score_rows8` for 16 posteriors at once: ``weights`` float64 (C·16,), class c's
     weight under posterior j at ``16c + j`` (two cache lines side by side); ``out`` float64 (16,
@@ -602,12 +604,6 @@ def score_rows16(lane_ptr, lane_cls, n_test, weights, out):
             b3 = _add_row8_at(b3, weights, o + eight)
         _finish8(out, 0, t, a0, a1, a2, a3)
         _finish8(out, 8, t, b0, b1, b2, b3)
-
-
-@numba.njit(cache=True)
-def score_rows16_kernel(lane_ptr, lane_cls, n_test, weights, out):
-    """:func:`score_rows16` as a compiled function of its own (for tests and benchmarks)."""
-    score_rows16(lane_ptr, lane_cls, n_test, weights, out)
 
 
 @numba.njit(cache=True)
